@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Creates .venv (Python 3.11) and installs requirements*.txt into it, again only
+# when those files change. Sourced by scripts/start.sh and scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+python_bin="${MEMPLAN_PYTHON:-$(command -v python3.11 || command -v python3)}"
+if ! "$python_bin" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+  echo "memplan needs Python 3.11; $python_bin is $("$python_bin" --version 2>&1)." \
+       "Set MEMPLAN_PYTHON to a Python 3.11 interpreter." >&2
+  exit 1
+fi
+[ -x .venv/bin/python ] || "$python_bin" -m venv .venv
+
+stamp=.venv/.requirements.sha256
+wanted=$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  echo "installing requirements into .venv (first time: a few minutes)..." >&2
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+  echo "$wanted" > "$stamp"
+fi
