@@ -1,0 +1,1 @@
+"""memplan's predictions: closed-form and fitted models of peak training memory."""

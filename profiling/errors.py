@@ -1,0 +1,20 @@
+"""memplan's exceptions: one small tree, caught once at the CLI boundary.
+
+Every message says what was wrong and what would be right.
+"""
+
+
+class MemplanError(Exception):
+    """Base of every error memplan reports to a user as one line."""
+
+
+class ConfigError(MemplanError, ValueError):
+    """A workload or sweep configuration the network or the tool cannot take."""
+
+
+class DataFileError(MemplanError, ValueError):
+    """A file to import that is malformed; nothing from it was stored."""
+
+
+class StoreError(MemplanError):
+    """The database could not be opened or used (lock held too long, bad schema)."""

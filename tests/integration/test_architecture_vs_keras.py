@@ -1,0 +1,95 @@
+"""The closed-form description matches the real Keras model, layer by layer.
+
+Each case builds `profiling.workload.build_model` on a tiny image (the model is
+only built, never run) and compares every layer with `modeling.architecture`.
+"""
+
+from collections.abc import Iterator
+from math import prod
+
+import keras
+import pytest
+
+from modeling.architecture import layer_outputs, output_dtype, parameter_counts
+from profiling.workload import UNetConfig, build_model
+
+pytestmark = pytest.mark.tensorflow
+
+CONFIGS = {
+    "reference-32cube": UNetConfig(image_shape=(32, 32, 32)),
+    "non-cube-32x48x64": UNetConfig(image_shape=(32, 48, 64)),
+    "3-levels-4-filters": UNetConfig(image_shape=(16, 16, 16), base_filters=4, levels=3),
+    "4-levels-2-in-3-classes": UNetConfig(
+        image_shape=(16, 24, 32), levels=4, in_channels=2, classes=3
+    ),
+    "upsample": UNetConfig(image_shape=(32, 32, 32), upsampling="upsample"),
+    "mixed-float16": UNetConfig(image_shape=(32, 32, 32), precision="mixed_float16"),
+    "mixed-bfloat16-upsample": UNetConfig(
+        image_shape=(16, 16, 16), levels=3, precision="mixed_bfloat16", upsampling="upsample"
+    ),
+}
+
+
+def _weight_count(weights: list) -> int:
+    return sum(prod(weight.shape) for weight in weights)
+
+
+@pytest.fixture(scope="module", params=list(CONFIGS.values()), ids=list(CONFIGS))
+def built(request: pytest.FixtureRequest) -> Iterator[tuple[UNetConfig, keras.Model]]:
+    """A configuration and its Keras model, built once; the float32 policy is restored after."""
+    config = request.param
+    try:
+        yield config, build_model(config)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+        keras.backend.clear_session()
+
+
+def test_layers_have_keras_names_in_model_order(built: tuple[UNetConfig, keras.Model]) -> None:
+    config, model = built
+
+    assert [layer.name for layer in layer_outputs(config)] == [layer.name for layer in model.layers]
+
+
+def test_every_layer_has_the_keras_output_shape(built: tuple[UNetConfig, keras.Model]) -> None:
+    config, model = built
+
+    for layer in layer_outputs(config):
+        keras_shape = tuple(model.get_layer(layer.name).output.shape[1:])
+        assert layer.shape == keras_shape, layer.name
+
+
+def test_every_layer_has_the_keras_parameter_counts(
+    built: tuple[UNetConfig, keras.Model],
+) -> None:
+    config, model = built
+
+    for layer in layer_outputs(config):
+        keras_layer = model.get_layer(layer.name)
+        assert layer.params == keras_layer.count_params(), layer.name
+        assert layer.trainable_params == _weight_count(keras_layer.trainable_weights), layer.name
+
+
+def test_every_layer_has_the_keras_output_dtype(built: tuple[UNetConfig, keras.Model]) -> None:
+    config, model = built
+
+    for layer in layer_outputs(config):
+        keras_dtype = model.get_layer(layer.name).output.dtype
+        assert output_dtype(config, layer) == keras_dtype, layer.name
+
+
+def test_model_totals_match_keras(built: tuple[UNetConfig, keras.Model]) -> None:
+    config, model = built
+
+    assert parameter_counts(config) == (
+        model.count_params(),
+        _weight_count(model.trainable_weights),
+    )
+
+
+def test_variables_stay_float32_under_every_policy(
+    built: tuple[UNetConfig, keras.Model],
+) -> None:
+    _config, model = built
+
+    assert {weight.dtype for weight in model.weights} == {"float32"}
