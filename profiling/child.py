@@ -1,0 +1,80 @@
+"""The profiled process: one fresh interpreter trains one configuration.
+
+Run as ``python -m profiling.child --config JSON --steps N --seed S --result PATH``
+by `profiling.runner`, never by hand. It imports the framework, records its own
+resident memory right after (the framework's baseline), builds the model,
+trains on seeded synthetic data and, after every phase, rewrites the result
+file atomically, so a run that is killed part-way still leaves what it reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from profiling.machine import onednn_enabled, read_proc_status_bytes
+
+
+def _write_result(path: Path, result: dict[str, Any]) -> None:
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(result))
+    os.replace(partial, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m profiling.child")
+    parser.add_argument("--config", required=True, help="UNetConfig as JSON")
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--result", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    started = time.monotonic()
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from profiling.workload import UNetConfig, build_model
+
+    result: dict[str, Any] = {
+        "phase": "imported",
+        "baseline_bytes": read_proc_status_bytes(os.getpid(), "VmRSS"),
+        "import_s": time.monotonic() - started,
+        "tensorflow_version": tf.__version__,
+        "keras_version": keras.__version__,
+        "numpy_version": np.__version__,
+        "onednn_enabled": onednn_enabled(),
+        "step_times_s": [],
+        "step_hwm_bytes": [],
+    }
+    _write_result(args.result, result)
+
+    config = UNetConfig.from_dict(json.loads(args.config))
+    keras.utils.set_random_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    batch_shape = (config.batch_size, *config.image_shape)
+    images = rng.standard_normal((*batch_shape, config.in_channels), dtype=np.float32)
+    masks = (rng.random((*batch_shape, config.classes)) > 0.5).astype(np.float32)
+    model = build_model(config)
+    result["phase"] = "built"
+    _write_result(args.result, result)
+
+    for _ in range(args.steps):
+        step_started = time.monotonic()
+        model.train_on_batch(images, masks)
+        result["step_times_s"].append(time.monotonic() - step_started)
+        result["step_hwm_bytes"].append(read_proc_status_bytes(os.getpid(), "VmHWM"))
+        _write_result(args.result, result)
+
+    result["phase"] = "done"
+    result["peak_hwm_bytes"] = read_proc_status_bytes(os.getpid(), "VmHWM")
+    _write_result(args.result, result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

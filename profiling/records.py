@@ -1,0 +1,82 @@
+"""Records that cross module boundaries: one profiled run and its timeline.
+
+A `RunRecord` is exactly one row of the ``runs`` table; its field order is the
+column order of the table and of CSV/Parquet exports. Memory is in bytes,
+times in seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUSES = ("ok", "oom", "timeout", "error", "skipped", "interrupted")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One memory_profiler sample: seconds since the child started, resident bytes."""
+
+    t_s: float
+    rss_bytes: int
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One sweep point, measured or not (``status`` says which)."""
+
+    run_id: str
+    sweep_id: str | None
+    created_at: str  # ISO 8601, UTC
+    status: str  # one of STATUSES
+    message: str
+    # workload
+    depth: int
+    height: int
+    width: int
+    batch_size: int
+    base_filters: int
+    levels: int
+    in_channels: int
+    classes: int
+    precision: str
+    upsampling: str
+    # protocol
+    steps: int
+    seed: int
+    repeat: int
+    sample_interval_s: float
+    timeout_s: float
+    memory_limit_bytes: int
+    estimate_bytes: int | None
+    # measurements (None when the point did not run far enough to have them)
+    peak_sampled_bytes: int | None
+    peak_hwm_bytes: int | None
+    baseline_bytes: int | None  # resident memory right after the framework import
+    wall_s: float | None
+    step_times_s: str  # JSON list of floats, one per training step
+    step_hwm_bytes: str  # JSON list of ints: the child's VmHWM after each step
+    # machine
+    hostname: str
+    cpu_model: str
+    cpu_cores: int
+    total_ram_bytes: int
+    os: str
+    # software
+    python_version: str
+    tensorflow_version: str
+    keras_version: str
+    numpy_version: str
+    onednn_enabled: bool
+    samples: tuple[Sample, ...] = field(default=(), compare=False, repr=False)
+
+    def row(self) -> dict[str, Any]:
+        """The ``runs`` table row (the timeline goes to ``samples``)."""
+        return {name: getattr(self, name) for name in RUN_COLUMNS}
+
+
+RUN_COLUMNS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(RunRecord) if f.name != "samples"
+)
+SAMPLE_COLUMNS: tuple[str, ...] = ("run_id", "t_s", "rss_bytes")

@@ -1,0 +1,271 @@
+"""Profile one sweep point: a fresh child process, sampled by memory_profiler.
+
+The parent never imports TensorFlow. It starts `profiling.child` in its own
+session, lets memory_profiler sample the child's resident memory (children
+included) at a fixed interval, and on every sample enforces the memory limit
+and the wall-clock timeout by killing the child's whole process group. Every
+outcome — ok, oom, timeout, error — comes back as a `RunRecord`; none raises,
+except an interrupt (Ctrl-C, SIGTERM), which kills the child before it
+propagates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+from memory_profiler import memory_usage
+
+from profiling.machine import machine_info, onednn_enabled, read_proc_status_bytes, software_info
+from profiling.records import RunRecord, Sample
+from profiling.workload import UNetConfig
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_MIB = 2**20
+# memory_profiler's default and the Dell paper's mprof setting.
+DEFAULT_SAMPLE_INTERVAL_S = 0.1
+# The peak keeps creeping for a few steps after the first (graph tracing, Adam's
+# slots) and can jump ~10% as late as step 4-5; by step 6 it is within ~1% of
+# its 12-step value (docs/steps.md has the evidence and the command).
+DEFAULT_STEPS = 6
+DEFAULT_TIMEOUT_S = 1800.0
+# How much of a failing child's stderr is kept in the run's message.
+STDERR_TAIL_LINES = 15
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How a point is measured (the same for every point of a sweep)."""
+
+    memory_limit_bytes: int
+    steps: int = DEFAULT_STEPS
+    seed: int = 0
+    sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+class _Watchdog:
+    """The stream memory_profiler writes each sample to.
+
+    Parses ``MEM <MiB> <epoch>`` lines into `Sample`s and, on every sample,
+    kills the child when it crosses the memory limit or the deadline.
+    """
+
+    def __init__(self, process: subprocess.Popen, settings: RunSettings, started_epoch: float):
+        self.process = process
+        self.settings = settings
+        self.started_epoch = started_epoch
+        self.samples: list[Sample] = []
+        self.last_hwm_bytes: int | None = None
+        self.killed_for: str | None = None
+        self.kill_message = ""
+        self._pending = ""
+
+    def write(self, text: str) -> None:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "MEM":
+                self._on_sample(float(parts[1]), float(parts[2]))
+
+    def flush(self) -> None:  # memory_profiler flushes its stream every 50 lines
+        pass
+
+    def _on_sample(self, rss_mib: float, epoch: float) -> None:
+        rss_bytes = round(rss_mib * _MIB)
+        elapsed_s = epoch - self.started_epoch
+        self.samples.append(Sample(t_s=round(elapsed_s, 4), rss_bytes=rss_bytes))
+        self.last_hwm_bytes = (
+            read_proc_status_bytes(self.process.pid, "VmHWM") or self.last_hwm_bytes
+        )
+        if self.killed_for:
+            return
+        if rss_bytes > self.settings.memory_limit_bytes:
+            self.kill(
+                "oom",
+                f"resident memory {rss_bytes / 2**30:.2f} GiB crossed the limit of "
+                f"{self.settings.memory_limit_bytes / 2**30:.2f} GiB after {elapsed_s:.1f} s; "
+                "the child was killed",
+            )
+        elif elapsed_s > self.settings.timeout_s:
+            self.kill(
+                "timeout",
+                f"still running after the {self.settings.timeout_s:g} s timeout; "
+                "the child was killed",
+            )
+
+    def kill(self, reason: str, message: str) -> None:
+        self.killed_for, self.kill_message = reason, message
+        _kill_group(self.process)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _tail(path: Path, lines: int) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _read_result(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def child_command(config: UNetConfig, settings: RunSettings, result_path: Path) -> list[str]:
+    """The command line of the profiled child (run with ``cwd=REPO_ROOT``)."""
+    return [
+        sys.executable, "-m", "profiling.child",
+        "--config", json.dumps(config.to_dict()),
+        "--steps", str(settings.steps),
+        "--seed", str(settings.seed),
+        "--result", str(result_path),
+    ]  # fmt: skip
+
+
+def run_point(
+    config: UNetConfig,
+    settings: RunSettings,
+    *,
+    sweep_id: str | None = None,
+    repeat: int = 0,
+    estimate_bytes: int | None = None,
+) -> RunRecord:
+    """Train ``config`` in a fresh child process and return what was measured."""
+    with tempfile.TemporaryDirectory(prefix="memplan-run-") as tmp:
+        result_path = Path(tmp) / "result.json"
+        stderr_path = Path(tmp) / "stderr.txt"
+        command = child_command(config, settings, result_path)
+        with open(stderr_path, "wb") as stderr:
+            started_epoch, started = time.time(), time.monotonic()
+            # Own session: the child's group can be killed whole, and a Ctrl-C in
+            # the terminal reaches only the parent, which then cleans up.
+            process = subprocess.Popen(
+                command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=stderr, start_new_session=True,
+            )  # fmt: skip
+            watchdog = _Watchdog(process, settings, started_epoch)
+            try:
+                # NoSuchProcess: the child exited between memory_profiler's poll and a sample.
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    memory_usage(
+                        process, interval=settings.sample_interval_s, include_children=True,
+                        stream=watchdog,
+                    )  # fmt: skip
+                process.wait()
+            except BaseException:
+                _kill_group(process)
+                process.wait()
+                raise
+            wall_s = time.monotonic() - started
+        result = _read_result(result_path)
+        status, message = _classify(process.returncode, watchdog, stderr_path)
+
+    samples = tuple(watchdog.samples)
+    return _record(
+        config, settings, status, message, sweep_id=sweep_id, repeat=repeat,
+        estimate_bytes=estimate_bytes,
+        peak_sampled_bytes=max((s.rss_bytes for s in samples), default=None),
+        # The child's own last reading, or the parent's when the child was killed first.
+        peak_hwm_bytes=max(
+            filter(None, (result.get("peak_hwm_bytes"), watchdog.last_hwm_bytes)), default=None
+        ),
+        baseline_bytes=result.get("baseline_bytes"),
+        wall_s=round(wall_s, 3),
+        step_times_s=json.dumps([round(t, 4) for t in result.get("step_times_s", [])]),
+        step_hwm_bytes=json.dumps(result.get("step_hwm_bytes", [])),
+        onednn_enabled=result.get("onednn_enabled", onednn_enabled()),
+        samples=samples,
+    )  # fmt: skip
+
+
+def _classify(returncode: int, watchdog: _Watchdog, stderr_path: Path) -> tuple[str, str]:
+    if watchdog.killed_for:
+        return watchdog.killed_for, watchdog.kill_message
+    if returncode == 0:
+        return "ok", ""
+    if returncode == -signal.SIGKILL:
+        # Nobody here killed it: the kernel's OOM killer is the usual culprit.
+        return "oom", "killed by SIGKILL from outside memplan (most likely the kernel's OOM killer)"
+    tail = _tail(stderr_path, STDERR_TAIL_LINES)
+    return "error", f"child exited with code {returncode}:\n{tail}"
+
+
+def skipped_record(
+    config: UNetConfig,
+    settings: RunSettings,
+    reason: str,
+    *,
+    sweep_id: str | None,
+    repeat: int,
+    estimate_bytes: int | None,
+) -> RunRecord:
+    """The record of a point that was never launched (it could not fit)."""
+    return _record(
+        config, settings, "skipped", reason, sweep_id=sweep_id, repeat=repeat,
+        estimate_bytes=estimate_bytes, peak_sampled_bytes=None, peak_hwm_bytes=None,
+        baseline_bytes=None, wall_s=None, step_times_s="[]", step_hwm_bytes="[]",
+        onednn_enabled=onednn_enabled(),
+    )  # fmt: skip
+
+
+def _record(
+    config: UNetConfig,
+    settings: RunSettings,
+    status: str,
+    message: str,
+    *,
+    sweep_id: str | None,
+    repeat: int,
+    estimate_bytes: int | None,
+    **measured: Any,
+) -> RunRecord:
+    depth, height, width = config.image_shape
+    return RunRecord(
+        run_id=uuid.uuid4().hex,
+        sweep_id=sweep_id,
+        created_at=_now_iso(),
+        status=status,
+        message=message,
+        depth=depth,
+        height=height,
+        width=width,
+        batch_size=config.batch_size,
+        base_filters=config.base_filters,
+        levels=config.levels,
+        in_channels=config.in_channels,
+        classes=config.classes,
+        precision=config.precision,
+        upsampling=config.upsampling,
+        steps=settings.steps,
+        seed=settings.seed,
+        repeat=repeat,
+        sample_interval_s=settings.sample_interval_s,
+        timeout_s=settings.timeout_s,
+        memory_limit_bytes=settings.memory_limit_bytes,
+        estimate_bytes=estimate_bytes,
+        **measured,
+        **machine_info(),
+        **software_info(),
+    )
