@@ -1,0 +1,74 @@
+"""Shared test helpers: a valid RunRecord with any field overridden."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from profiling.records import RunRecord, Sample
+
+# A tiny but valid workload: 16 is the smallest side a 5-level U-Net accepts.
+_DEFAULTS: dict[str, Any] = {
+    "sweep_id": None,
+    "created_at": "2025-01-01T00:00:00+00:00",
+    "status": "ok",
+    "message": "",
+    "depth": 16,
+    "height": 16,
+    "width": 16,
+    "batch_size": 1,
+    "base_filters": 16,
+    "levels": 5,
+    "in_channels": 1,
+    "classes": 1,
+    "precision": "float32",
+    "upsampling": "transpose",
+    "steps": 3,
+    "seed": 0,
+    "repeat": 0,
+    "sample_interval_s": 0.05,
+    "timeout_s": 600.0,
+    "memory_limit_bytes": 8 * 2**30,
+    "estimate_bytes": 900 * 2**20,
+    "peak_sampled_bytes": 1000 * 2**20,
+    "peak_hwm_bytes": 1024 * 2**20,
+    "baseline_bytes": 400 * 2**20,
+    "wall_s": 12.5,
+    "step_times_s": "[1.5, 0.25, 0.25]",
+    "step_hwm_bytes": "[900, 1000, 1024]",
+    "hostname": "testhost",
+    "cpu_model": "Test CPU",
+    "cpu_cores": 8,
+    "total_ram_bytes": 32 * 2**30,
+    "os": "Linux",
+    "python_version": "3.11.7",
+    "tensorflow_version": "2.16.1",
+    "keras_version": "3.3.3",
+    "numpy_version": "1.26.4",
+    "onednn_enabled": True,
+}
+
+
+def build_record(*, timeline: int = 0, **overrides: Any) -> RunRecord:
+    """A valid run with a fresh run_id; ``timeline`` adds that many samples, 0.1 s apart."""
+    run_id = overrides.pop("run_id", uuid.uuid4().hex)
+    samples = tuple(
+        Sample(t_s=index * 0.1, rss_bytes=2**20 * (index + 1)) for index in range(timeline)
+    )
+    values = _DEFAULTS | {"samples": samples} | overrides
+    return RunRecord(run_id=run_id, **values)
+
+
+@pytest.fixture(scope="session")
+def make_record() -> Callable[..., RunRecord]:
+    return build_record
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A MEMPLAN_DB from the developer's shell must never point tests at real data.
+    monkeypatch.delenv("MEMPLAN_DB", raising=False)
+    monkeypatch.delenv("MEMPLAN_LOCK_TIMEOUT_S", raising=False)

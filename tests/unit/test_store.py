@@ -1,0 +1,268 @@
+"""The DuckDB store: schema, short-lived connections, writes and the reads the UI needs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from profiling import exchange, store
+from profiling.errors import StoreError
+from profiling.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord, Sample
+
+# Python code for a second process that holds the write lock until told to stop.
+HOLD_LOCK = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1])
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+con.close()
+"""
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "memplan.duckdb"
+
+
+def test_a_new_database_has_the_schema_version_and_empty_tables(db):
+    store.ensure_database(db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        tables = {row[0] for row in con.execute("SHOW TABLES").fetchall()}
+    assert version == (str(store.SCHEMA_VERSION),)
+    assert tables == {"meta", "sweeps", "runs", "samples"}
+    assert store.load_runs(db).empty
+
+
+def test_runs_columns_follow_run_record_order_and_types(db):
+    store.ensure_database(db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        described = con.execute("DESCRIBE runs").fetchall()
+    names = tuple(row[0] for row in described)
+    types = {row[0]: row[1] for row in described}
+    nulls = {row[0]: row[2] for row in described}
+    assert names == RUN_COLUMNS
+    assert types["run_id"] == "VARCHAR" and nulls["run_id"] == "NO"
+    assert types["depth"] == "BIGINT"
+    assert types["wall_s"] == "DOUBLE" and nulls["wall_s"] == "YES"
+    assert types["onednn_enabled"] == "BOOLEAN"
+    assert nulls["sweep_id"] == "YES" and nulls["hostname"] == "NO"
+
+
+def test_a_new_database_leaves_no_temporary_files_behind(db):
+    store.ensure_database(db)
+    assert [path.name for path in db.parent.iterdir()] == [db.name]
+
+
+def test_opening_a_database_of_another_schema_version_names_both_versions(db):
+    store.ensure_database(db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="schema version 7, but this memplan expects version 1"):
+        store.load_runs(db)
+
+
+def test_opening_a_duckdb_file_that_is_not_memplans_is_refused(db):
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE other (x INTEGER)")
+    with pytest.raises(StoreError, match="is not a memplan database"):
+        store.load_runs(db)
+
+
+def test_default_path_is_the_repository_data_folder_not_the_working_directory(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    assert store.default_db_path() == Path(store.__file__).resolve().parent.parent / (
+        "data/memplan.duckdb"
+    )
+
+
+def test_default_path_follows_memplan_db(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMPLAN_DB", str(tmp_path / "elsewhere.duckdb"))
+    assert store.default_db_path() == tmp_path / "elsewhere.duckdb"
+
+
+def test_the_default_database_starts_with_the_bundled_runs(tmp_path, monkeypatch, make_record):
+    source = tmp_path / "source.duckdb"
+    store.insert_run(source, make_record(run_id="reference-1", timeline=5))
+    bundled_runs, bundled_samples = tmp_path / "runs.parquet", tmp_path / "samples.parquet"
+    exchange.export_runs(source, bundled_runs, bundled_samples)
+    monkeypatch.setattr(store, "BUNDLED_RUNS", bundled_runs)
+    monkeypatch.setattr(store, "BUNDLED_SAMPLES", bundled_samples)
+    default = tmp_path / "default.duckdb"
+    monkeypatch.setenv("MEMPLAN_DB", str(default))
+
+    assert list(store.load_runs(default)["run_id"]) == ["reference-1"]
+    assert len(store.load_samples(default)) == 5
+    # Any other new database starts empty.
+    assert store.load_runs(tmp_path / "other.duckdb").empty
+
+
+def test_insert_run_stores_the_row_and_its_timeline(db, make_record):
+    record = make_record(timeline=3, sweep_id="s1", estimate_bytes=None, wall_s=None)
+    store.insert_run(db, record)
+
+    assert RunRecord(**store.get_run(db, record.run_id)) == record
+    runs = store.load_runs(db)
+    assert tuple(runs.columns) == RUN_COLUMNS
+    samples = store.load_samples(db)
+    assert tuple(samples.columns) == SAMPLE_COLUMNS
+    assert list(samples["rss_bytes"]) == [sample.rss_bytes for sample in record.samples]
+    assert list(samples["t_s"]) == [sample.t_s for sample in record.samples]
+
+
+def test_insert_run_refuses_a_stored_run_id_and_keeps_the_first(db, make_record):
+    first = make_record(run_id="same", message="first", timeline=2)
+    store.insert_run(db, first)
+    with pytest.raises(StoreError, match="run 'same' is already stored"):
+        store.insert_run(db, make_record(run_id="same", message="second", timeline=4))
+    assert list(store.load_runs(db)["message"]) == ["first"]
+    assert len(store.load_samples(db)) == 2
+
+
+def test_insert_run_stores_nothing_when_its_timeline_cannot_be_stored(db, make_record):
+    # 2**70 bytes does not fit BIGINT, so the samples insert fails after the run row.
+    record = make_record(samples=(Sample(t_s=0.0, rss_bytes=2**70),))
+    with pytest.raises(OverflowError):
+        store.insert_run(db, record)
+    assert store.load_runs(db).empty
+    assert store.load_samples(db).empty
+
+
+def test_load_runs_filters_by_sweep_status_and_hostname(db, make_record):
+    store.insert_run(db, make_record(run_id="a", sweep_id="s1", status="ok", hostname="h1"))
+    store.insert_run(db, make_record(run_id="b", sweep_id="s1", status="oom", hostname="h1"))
+    store.insert_run(db, make_record(run_id="c", sweep_id="s2", status="ok", hostname="h2"))
+
+    assert list(store.load_runs(db, sweep_id="s1")["run_id"]) == ["a", "b"]
+    assert list(store.load_runs(db, status="ok")["run_id"]) == ["a", "c"]
+    assert list(store.load_runs(db, sweep_id="s1", status="ok", hostname="h1")["run_id"]) == ["a"]
+    assert store.load_runs(db, hostname="nowhere").empty
+
+
+def test_load_samples_of_chosen_runs_in_time_order(db, make_record):
+    store.insert_run(db, make_record(run_id="a", timeline=3))
+    store.insert_run(db, make_record(run_id="b", timeline=2))
+
+    samples = store.load_samples(db, ["b"])
+    assert list(samples["run_id"]) == ["b", "b"]
+    assert list(samples["t_s"]) == sorted(samples["t_s"])
+    assert len(store.load_samples(db)) == 5
+    assert store.load_samples(db, []).empty
+
+
+def test_a_sweep_is_created_running_and_updated_until_finished(db):
+    store.create_sweep(db, "s1", "memplan sweep --sizes 16", {"sizes": [16, 32]}, points_total=2)
+    sweep = store.load_sweeps(db).iloc[0]
+    assert (sweep["status"], sweep["points_done"], sweep["points_total"]) == ("running", 0, 2)
+    assert sweep["grid_json"] == '{"sizes": [16, 32]}'
+    assert pd.isna(sweep["finished_at"])
+
+    store.update_sweep(db, "s1", points_done=1)
+    store.update_sweep(db, "s1", status="done", points_done=2, finished=True)
+    sweep = store.load_sweeps(db).iloc[0]
+    assert (sweep["status"], sweep["points_done"]) == ("done", 2)
+    assert isinstance(sweep["finished_at"], str)
+
+
+def test_creating_a_sweep_twice_is_refused(db):
+    store.create_sweep(db, "s1", "memplan sweep", {}, points_total=1)
+    with pytest.raises(StoreError, match="sweep 's1' already exists"):
+        store.create_sweep(db, "s1", "memplan sweep", {}, points_total=1)
+
+
+def test_updating_an_unknown_sweep_is_refused(db):
+    with pytest.raises(StoreError, match="no sweep 'missing'"):
+        store.update_sweep(db, "missing", status="done")
+
+
+def test_get_run_finds_a_run_by_a_unique_prefix(db, make_record):
+    store.insert_run(db, make_record(run_id="abc123"))
+    store.insert_run(db, make_record(run_id="abd456"))
+
+    assert store.get_run(db, "abc")["run_id"] == "abc123"
+    with pytest.raises(StoreError, match="'ab' is ambiguous: it matches abc123, abd456"):
+        store.get_run(db, "ab")
+    with pytest.raises(StoreError, match="no run id starts with 'zz'"):
+        store.get_run(db, "zz")
+
+
+def test_point_key_is_the_same_for_a_record_and_its_stored_row(db, make_record):
+    record = make_record()
+    store.insert_run(db, record)
+    assert store.point_key(record) == store.point_key(store.get_run(db, record.run_id))
+    assert store.point_key(record) == (16, 16, 16, 1, 16, 5, 1, 1, "float32", "transpose", 3)
+
+
+def test_completed_points_count_only_this_host_software_and_finished_statuses(db, make_record):
+    software = {name: getattr(make_record(), name) for name in store.SOFTWARE_COLUMNS}
+    done = make_record()
+    store.insert_run(db, done)
+    store.insert_run(db, make_record(repeat=1, status="oom"))
+    store.insert_run(db, make_record(repeat=2, status="timeout"))
+    store.insert_run(db, make_record(hostname="other"))
+    store.insert_run(db, make_record(tensorflow_version="2.15.0"))
+    store.insert_run(db, make_record(depth=32))
+
+    counts = store.completed_points(db, "testhost", software)
+    assert counts[store.point_key(done)] == 2
+    assert counts[store.point_key(make_record(depth=32))] == 1
+    assert sum(counts.values()) == 3
+    assert store.completed_points(db, "testhost", software, statuses=("timeout",)) == {
+        store.point_key(done): 1
+    }
+
+
+def test_completed_points_needs_exactly_the_four_software_versions(db):
+    with pytest.raises(StoreError, match="missing: numpy_version; unknown: cuda"):
+        store.completed_points(
+            db,
+            "testhost",
+            {"python_version": "3", "tensorflow_version": "2", "keras_version": "3", "cuda": "x"},
+        )
+
+
+def _hold_lock(db: Path, seconds: float) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(db), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_a_lock_held_past_the_timeout_is_reported_with_what_to_do(db, monkeypatch):
+    store.ensure_database(db)
+    monkeypatch.setenv("MEMPLAN_LOCK_TIMEOUT_S", "0.3")
+    holder = _hold_lock(db, 30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="is locked by another process .*when the sweep"):
+            store.load_runs(db)
+        assert time.monotonic() - started < 5
+    finally:
+        holder.terminate()
+        holder.wait()
+
+
+def test_a_reader_waits_for_a_lock_that_is_released(db, make_record):
+    store.insert_run(db, make_record(run_id="a"))
+    holder = _hold_lock(db, 0.5)
+    try:
+        assert list(store.load_runs(db)["run_id"]) == ["a"]
+    finally:
+        holder.wait()
+
+
+def test_a_lock_timeout_that_is_not_a_number_is_refused(db, monkeypatch):
+    monkeypatch.setenv("MEMPLAN_LOCK_TIMEOUT_S", "soon")
+    with pytest.raises(StoreError, match="MEMPLAN_LOCK_TIMEOUT_S='soon' is not a number"):
+        store.load_runs(db)
