@@ -1,0 +1,4 @@
+"""memplan's measurements: the 3D U-Net workload, isolated profiled runs, sweeps, DuckDB store.
+
+Run ``python -m profiling --help`` for the command line.
+"""

@@ -1,0 +1,388 @@
+"""``python -m profiling``: measure, list, show, export and import runs.
+
+Library first, thin CLI: each subcommand parses its flags, calls one function
+of `profiling`, and prints the result. Every `MemplanError` becomes one line on
+stderr and exit code 2; an interrupted sweep exits 130 and resumes next time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import signal
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from profiling import exchange, store
+from profiling.errors import ConfigError, MemplanError
+from profiling.runner import (
+    DEFAULT_SAMPLE_INTERVAL_S,
+    DEFAULT_STEPS,
+    DEFAULT_TIMEOUT_S,
+    RunSettings,
+    run_point,
+)
+from profiling.summary import PEAK_COLUMNS, peak_table, to_markdown
+from profiling.sweep import (
+    GRID_KNOBS,
+    default_memory_limit_bytes,
+    grid_from_mapping,
+    load_grid_file,
+    run_sweep,
+)
+from profiling.workload import PRECISIONS, UPSAMPLING_MODES, UNetConfig, parse_image_shape
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30,
+          "gib": 2**30, "t": 2**40, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9,
+          "tb": 10**12}  # fmt: skip
+_SIZE_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+INTERRUPTED_EXIT_CODE = 130
+ERROR_EXIT_CODE = 2
+# Columns `list` prints; `--all-columns` prints every stored one.
+LIST_COLUMNS = ["run_id", "sweep_id", "status", "depth", "height", "width", "batch_size",
+                "base_filters", "precision", "peak_sampled_bytes", "peak_hwm_bytes", "wall_s",
+                "hostname"]  # fmt: skip
+
+
+def parse_bytes(text: str) -> int:
+    """``16GiB``, ``1500MiB``, ``2T`` or a plain number of bytes (binary units for K/M/G/T)."""
+    match = _SIZE_PATTERN.match(text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a memory size: use a number with an optional unit, "
+            "e.g. 16GiB, 1500MiB, 2T"
+        )
+    value = float(match.group(1)) * _UNITS[unit]
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"memory size must be positive, got {text!r}")
+    return int(value)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _add_db_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db", type=Path, default=None,
+        help="DuckDB file (default: $MEMPLAN_DB, else data/memplan.duckdb, "
+        "which starts with the bundled reference runs)",
+    )  # fmt: skip
+
+
+def _add_measure_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--steps",
+        type=_positive_int,
+        default=DEFAULT_STEPS,
+        help=f"training steps per point (default {DEFAULT_STEPS}; docs/steps.md)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=_positive_float,
+        default=DEFAULT_SAMPLE_INTERVAL_S,
+        help=f"sampling interval in seconds (default {DEFAULT_SAMPLE_INTERVAL_S})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"wall-clock limit per point in seconds (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        type=parse_bytes,
+        default=None,
+        help="kill a child above this resident memory, e.g. 16GiB (default: "
+        "75%% of RAM, never within 2 GiB of what is available)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
+    _add_db_option(parser)  # fmt: skip
+
+
+def _settings(args: argparse.Namespace) -> RunSettings:
+    return RunSettings(
+        memory_limit_bytes=args.memory_limit or default_memory_limit_bytes(),
+        steps=args.steps, seed=args.seed, sample_interval_s=args.interval,
+        timeout_s=args.timeout,
+    )  # fmt: skip
+
+
+def _db(args: argparse.Namespace) -> Path:
+    return store.ensure_database(args.db or store.default_db_path())
+
+
+def _gib(value: float | None) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value / 2**30:.2f} GiB"
+
+
+# --- run ---------------------------------------------------------------------------------
+
+
+def _prepare_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--image-size", required=True, help="a cube side (144) or DxHxW (240x240x144)"
+    )
+    parser.add_argument("--batch-size", type=int, default=1)
+    parser.add_argument("--base-filters", type=int, default=16)
+    parser.add_argument("--levels", type=int, default=5)
+    parser.add_argument("--in-channels", type=int, default=1)
+    parser.add_argument("--classes", type=int, default=1)
+    parser.add_argument("--precision", default="float32", choices=PRECISIONS)
+    parser.add_argument("--upsampling", default="transpose", choices=UPSAMPLING_MODES)
+    _add_measure_options(parser)  # fmt: skip
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = UNetConfig(
+        parse_image_shape(args.image_size), args.batch_size, args.base_filters, args.levels,
+        args.in_channels, args.classes, args.precision, args.upsampling,
+    )  # fmt: skip
+    db_path = _db(args)
+    record = run_point(config, _settings(args))
+    store.insert_run(db_path, record)
+    print(f"{record.status}: {config.image_label} batch {config.batch_size}, "
+          f"sampled peak {_gib(record.peak_sampled_bytes)}, "
+          f"high-water mark {_gib(record.peak_hwm_bytes)}, {record.wall_s:.1f} s "
+          f"(run {record.run_id[:12]} in {db_path})")  # fmt: skip
+    if record.message:
+        print(record.message)
+    return 0 if record.status == "ok" else 1
+
+
+# --- sweep -------------------------------------------------------------------------------
+
+
+def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="a .toml or .json grid (keys: "
+        f"{', '.join(GRID_KNOBS)}); flags given too override its keys",
+    )
+    parser.add_argument("--image-sizes", nargs="+", help="cube sides or DxHxW, e.g. 32 64 96x96x64")
+    parser.add_argument("--batch-sizes", nargs="+", type=int)
+    parser.add_argument("--base-filters", nargs="+", type=int)
+    parser.add_argument("--levels", nargs="+", type=int)
+    parser.add_argument("--in-channels", nargs="+", type=int)
+    parser.add_argument("--classes", nargs="+", type=int)
+    parser.add_argument("--precisions", nargs="+")
+    parser.add_argument("--upsamplings", nargs="+")
+    parser.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=1,
+        help="measure each point this many times (a noise figure)",
+    )
+    parser.add_argument(
+        "--no-resume",
+        dest="resume",
+        action="store_false",
+        help="measure again points this host already measured with this software",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_measure_options(parser)  # fmt: skip
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    values: dict = {}
+    if args.config:
+        values = load_grid_file(args.config).to_dict()
+    for knob in GRID_KNOBS:
+        if getattr(args, knob) is not None:
+            values[knob] = getattr(args, knob)
+    if not values:
+        raise ConfigError(
+            "nothing to sweep: give --image-sizes and --batch-sizes, or --config FILE"
+        )
+    grid = grid_from_mapping(values)
+    db_path = _db(args)
+    command = shlex.join(["python", "-m", "profiling", *sys.argv[1:]])
+    try:
+        summary = run_sweep(
+            db_path, grid, _settings(args), repeats=args.repeats, resume=args.resume,
+            command=command, show_progress=not args.quiet,
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        print("interrupted: the point in flight was discarded; run the same command to resume",
+              file=sys.stderr)  # fmt: skip
+        return INTERRUPTED_EXIT_CODE
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts.items()))
+    print(f"sweep {summary.sweep_id}: {counts or 'nothing new'}"
+          f"{f', {summary.already_measured} already measured' if summary.already_measured else ''}"
+          f" (stored in {db_path})")  # fmt: skip
+    return 0
+
+
+# --- list / show -------------------------------------------------------------------------
+
+
+def _prepare_list(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sweep", help="only this sweep id")
+    parser.add_argument("--status", choices=("ok", "oom", "timeout", "error", "skipped",
+                                             "interrupted"))  # fmt: skip
+    parser.add_argument("--host", help="only runs measured on this hostname")
+    parser.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
+    parser.add_argument("--all-columns", action="store_true")
+    _add_db_option(parser)
+
+
+def _list(args: argparse.Namespace) -> int:
+    runs = store.load_runs(_db(args), sweep_id=args.sweep, status=args.status, hostname=args.host)
+    if not args.all_columns:
+        runs = runs[LIST_COLUMNS]
+    if args.csv:
+        runs.to_csv(sys.stdout, index=False)
+        return 0
+    if runs.empty:
+        print("no runs match")
+        return 0
+    shown = runs.copy()
+    for column in ("peak_sampled_bytes", "peak_hwm_bytes"):
+        if column in shown:
+            shown[column.replace("_bytes", "_gib")] = shown.pop(column).map(
+                lambda v: "" if pd.isna(v) else f"{v / 2**30:.3f}"
+            )
+    if "run_id" in shown:
+        shown["run_id"] = shown["run_id"].str[:12]
+    print(shown.to_string(index=False))
+    print(f"{len(shown)} run(s)")
+    return 0
+
+
+def _prepare_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", help="a run id or a unique prefix of one (see `list`)")
+    parser.add_argument("--timeline", action="store_true", help="print the samples as CSV too")
+    _add_db_option(parser)
+
+
+def _show(args: argparse.Namespace) -> int:
+    db_path = _db(args)
+    run = store.get_run(db_path, args.run_id)
+    width = max(len(name) for name in run)
+    for name, value in run.items():
+        if name.endswith("_bytes") and isinstance(value, int):
+            value = f"{value} ({_gib(value)})"
+        print(f"{name:<{width}}  {value}")
+    samples = store.load_samples(db_path, [run["run_id"]])
+    print(f"{'samples':<{width}}  {len(samples)}")
+    if args.timeline:
+        samples[["t_s", "rss_bytes"]].to_csv(sys.stdout, index=False)
+    return 0
+
+
+def _prepare_summary(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sweep", help="only this sweep id")
+    parser.add_argument("--host", help="only runs measured on this hostname")
+    parser.add_argument(
+        "--metric",
+        choices=tuple(PEAK_COLUMNS),
+        default="hwm",
+        help="kernel high-water mark (default) or the sampled peak",
+    )
+    parser.add_argument("--markdown", action="store_true", help="a Markdown table")
+    _add_db_option(parser)  # fmt: skip
+
+
+def _summary(args: argparse.Namespace) -> int:
+    runs = store.load_runs(_db(args), sweep_id=args.sweep, hostname=args.host)
+    table = peak_table(runs, args.metric)
+    if table.empty:
+        print("no runs match")
+        return 0
+    print(to_markdown(table) if args.markdown else table.to_string())
+    print(f"\nPeak {args.metric} in GiB (median over repeats, xN = N runs); other cells "
+          "show why a point has no measurement.")  # fmt: skip
+    return 0
+
+
+# --- export / import ---------------------------------------------------------------------
+
+
+def _prepare_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", type=Path, help="runs file, .csv or .parquet")
+    parser.add_argument("--timelines", type=Path, help="also write the samples to this file")
+    parser.add_argument("--sweep", help="only this sweep id")
+    _add_db_option(parser)
+
+
+def _export(args: argparse.Namespace) -> int:
+    count = exchange.export_runs(_db(args), args.out, args.timelines, sweep_id=args.sweep)
+    print(f"exported {count} run(s) to {args.out}"
+          f"{f' and their timelines to {args.timelines}' if args.timelines else ''}")  # fmt: skip
+    return 0
+
+
+def _prepare_import(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", type=Path, help="runs file, .csv or .parquet (as `export` writes)")
+    parser.add_argument("--timelines", type=Path, help="the matching samples file")
+    _add_db_option(parser)
+
+
+def _import(args: argparse.Namespace) -> int:
+    db_path = _db(args)
+    count = exchange.import_runs(db_path, args.runs, args.timelines)
+    print(f"imported {count} run(s) into {db_path}")
+    return 0
+
+
+COMMANDS = {
+    "run": (_prepare_run, _run, "profile one configuration in a fresh process"),
+    "sweep": (_prepare_sweep, _sweep, "profile a grid of configurations, resumably"),
+    "list": (_prepare_list, _list, "list stored runs"),
+    "show": (_prepare_show, _show, "show one run in full"),
+    "summary": (_prepare_summary, _summary, "peak memory by image size and batch size"),
+    "export": (_prepare_export, _export, "write runs (and timelines) to CSV or Parquet"),
+    "import": (_prepare_import, _import, "store runs measured elsewhere from CSV or Parquet"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m profiling",
+        description="Profile the peak memory of 3D U-Net training and keep it in DuckDB.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (prepare, run, summary) in COMMANDS.items():
+        sub = commands.add_parser(name, help=summary, description=summary)
+        prepare(sub)
+        sub.set_defaults(handler=run)
+    return parser
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # SIGTERM stops a sweep the same clean way as Ctrl-C.
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        return args.handler(args)
+    except MemplanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ERROR_EXIT_CODE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE

@@ -1,0 +1,61 @@
+"""A sweep at a glance: peak memory by image size (rows) and batch size (columns).
+
+Measured cells show the median peak in GiB over their repeats; points that did
+not measure show their status instead, so what did not fit stays visible.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from profiling.workload import format_image_shape
+
+PEAK_COLUMNS = {"hwm": "peak_hwm_bytes", "sampled": "peak_sampled_bytes"}
+# How a cell reads when the point has no measurement, most informative first.
+_STATUS_ORDER = ("oom", "timeout", "error", "skipped", "interrupted")
+
+
+def _cell(group: pd.DataFrame, column: str) -> str:
+    ok = group[group["status"] == "ok"]
+    if not ok.empty:
+        repeats = f" (x{len(ok)})" if len(ok) > 1 else ""
+        return f"{ok[column].median() / 2**30:.2f}{repeats}"
+    statuses = set(group["status"])
+    return next((status for status in _STATUS_ORDER if status in statuses), "")
+
+
+def peak_table(runs: pd.DataFrame, metric: str = "hwm") -> pd.DataFrame:
+    """Image size x batch size table of peaks (GiB) or statuses, as strings."""
+    if metric not in PEAK_COLUMNS:
+        raise ValueError(f"metric {metric!r} is not one of {', '.join(PEAK_COLUMNS)}")
+    if runs.empty:
+        return pd.DataFrame()
+    runs = runs.assign(
+        image=[
+            format_image_shape(s)
+            for s in zip(runs["depth"], runs["height"], runs["width"], strict=True)
+        ],
+        voxels=runs["depth"] * runs["height"] * runs["width"],
+    )
+    cells = {
+        (image, batch): _cell(group, PEAK_COLUMNS[metric])
+        for (image, batch), group in runs.groupby(["image", "batch_size"])
+    }
+    images = runs.sort_values("voxels")["image"].drop_duplicates().tolist()
+    batches = sorted(runs["batch_size"].unique())
+    table = pd.DataFrame(
+        [[cells.get((image, batch), "") for batch in batches] for image in images],
+        index=pd.Index(images, name="image size"),
+        columns=[f"batch {batch}" for batch in batches],
+    )
+    return table
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    header = ["image size", *table.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += [
+        "| " + " | ".join([index, *row]) + " |"
+        for index, row in zip(table.index, table.values, strict=True)
+    ]
+    return "\n".join(lines)

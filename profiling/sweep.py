@@ -1,0 +1,325 @@
+"""Sweeps: a grid of configurations, measured smallest first, resumable, host-safe.
+
+`expand_grid` validates every point before anything runs. `run_sweep` then,
+point by point: skips what this host already measured with the same software
+(resume), records as ``skipped`` what cannot fit (the conservative estimate
+against the memory limit and the memory available now, or a smaller point that
+already ran out of memory), runs the rest in fresh children, and stores each
+record the moment it exists. An interrupt kills the child in flight, stores
+nothing half-written and marks the sweep ``interrupted``; the next run resumes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import signal
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+from tqdm import tqdm
+
+from profiling import store
+from profiling.errors import ConfigError
+from profiling.estimate import estimate_peak_bytes
+from profiling.machine import machine_info, software_info
+from profiling.records import RunRecord
+from profiling.runner import RunSettings, run_point, skipped_record
+from profiling.workload import PRECISIONS, UPSAMPLING_MODES, UNetConfig, format_image_shape
+
+# The default memory limit: this share of the machine's RAM...
+DEFAULT_MEMORY_FRACTION = 0.75
+# ...and never closer than this to what is available when a point starts, so
+# the host keeps room for itself and a sweep never pushes it into swap.
+HOST_RESERVE_BYTES = 2 * 2**30
+# Progress/ETA weights, from the reference machine (2 cores, TF 2.21): a point
+# costs ~14 s of import and tracing plus ~4 us per voxel per sample per step.
+POINT_OVERHEAD_S = 14.0
+STEP_S_PER_VOXEL = 4e-6
+
+GRID_KNOBS = (
+    "image_sizes", "batch_sizes", "base_filters", "levels", "in_channels", "classes",
+    "precisions", "upsamplings",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The knobs of a sweep; every combination is one point."""
+
+    image_sizes: tuple[tuple[int, int, int], ...]
+    batch_sizes: tuple[int, ...]
+    base_filters: tuple[int, ...] = (16,)
+    levels: tuple[int, ...] = (5,)
+    in_channels: tuple[int, ...] = (1,)
+    classes: tuple[int, ...] = (1,)
+    precisions: tuple[str, ...] = ("float32",)
+    upsamplings: tuple[str, ...] = ("transpose",)
+
+    def to_dict(self) -> dict[str, list]:
+        return {
+            knob: [
+                format_image_shape(v) if knob == "image_sizes" else v for v in getattr(self, knob)
+            ]
+            for knob in GRID_KNOBS
+        }
+
+
+@dataclass
+class SweepSummary:
+    """What a sweep did, point by point."""
+
+    sweep_id: str
+    counts: dict[str, int] = field(default_factory=dict)
+    already_measured: int = 0
+
+    def add(self, status: str) -> None:
+        self.counts[status] = self.counts.get(status, 0) + 1
+
+
+def default_memory_limit_bytes() -> int:
+    memory = psutil.virtual_memory()
+    return int(min(memory.total * DEFAULT_MEMORY_FRACTION, memory.available - HOST_RESERVE_BYTES))
+
+
+def expand_grid(grid: Grid) -> list[UNetConfig]:
+    """Every valid configuration of ``grid``, smallest estimated peak first.
+
+    Raises `ConfigError` naming every invalid value before anything runs.
+    """
+    for knob in GRID_KNOBS:
+        if not getattr(grid, knob):
+            raise ConfigError(f"the sweep grid has no {knob.replace('_', ' ')}: give at least one")
+    bad = sorted({p for p in grid.precisions if p not in PRECISIONS})
+    bad += sorted({u for u in grid.upsamplings if u not in UPSAMPLING_MODES})
+    if bad:
+        raise ConfigError(
+            f"unknown value(s) {', '.join(bad)}: precisions are {', '.join(PRECISIONS)}; "
+            f"upsampling modes are {', '.join(UPSAMPLING_MODES)}"
+        )
+    configs, problems = [], []
+    for (
+        shape,
+        batch,
+        filters,
+        levels,
+        channels,
+        classes,
+        precision,
+        upsampling,
+    ) in itertools.product(*(getattr(grid, knob) for knob in GRID_KNOBS)):
+        try:
+            configs.append(
+                UNetConfig(shape, batch, filters, levels, channels, classes, precision, upsampling)
+            )
+        except ConfigError as error:
+            problems.append(str(error))
+    if problems:
+        unique = list(dict.fromkeys(problems))
+        raise ConfigError("the sweep grid has invalid points:\n- " + "\n- ".join(unique))
+    return sorted(set(configs), key=lambda c: (estimate_peak_bytes(c), c.voxels, c.batch_size))
+
+
+def estimated_seconds(config: UNetConfig, steps: int) -> float:
+    """A rough duration of one point, used to weight the progress bar's ETA."""
+    return POINT_OVERHEAD_S + STEP_S_PER_VOXEL * config.voxels * config.batch_size * (steps + 1)
+
+
+def _dominates(config: UNetConfig, failed: UNetConfig) -> bool:
+    """Needs at least as much memory as ``failed``: same network, no smaller input."""
+    same_network = (
+        config.base_filters, config.levels, config.in_channels, config.classes,
+        config.precision, config.upsampling,
+    ) == (
+        failed.base_filters, failed.levels, failed.in_channels, failed.classes,
+        failed.precision, failed.upsampling,
+    )  # fmt: skip
+    return (
+        same_network
+        and config.batch_size >= failed.batch_size
+        and all(a >= b for a, b in zip(config.image_shape, failed.image_shape, strict=True))
+    )
+
+
+def _skip_reason(
+    config: UNetConfig, estimate: int, settings: RunSettings, failed: list[tuple[UNetConfig, str]]
+) -> str | None:
+    gib = 2**30
+    for smaller, status in failed:
+        if _dominates(config, smaller):
+            return (
+                f"a point no larger ({format_image_shape(smaller.image_shape)} at batch "
+                f"{smaller.batch_size}) already ended as {status} under the same limit"
+            )
+    if estimate > settings.memory_limit_bytes:
+        return (
+            f"estimated peak {estimate / gib:.2f} GiB exceeds the memory limit "
+            f"{settings.memory_limit_bytes / gib:.2f} GiB"
+        )
+    room = psutil.virtual_memory().available - HOST_RESERVE_BYTES
+    if estimate > room:
+        return (
+            f"estimated peak {estimate / gib:.2f} GiB exceeds the {room / gib:.2f} GiB available "
+            f"now (keeping {HOST_RESERVE_BYTES / gib:.0f} GiB for the host)"
+        )
+    return None
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM while a record is written, so it is never half-stored."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
+def run_sweep(
+    db_path: Path,
+    grid: Grid,
+    settings: RunSettings,
+    *,
+    repeats: int = 1,
+    resume: bool = True,
+    command: str = "",
+    show_progress: bool = True,
+    on_record: Callable[[RunRecord], None] | None = None,
+) -> SweepSummary:
+    """Measure every point of ``grid`` ``repeats`` times into ``db_path``."""
+    if repeats < 1:
+        raise ConfigError(f"repeats must be at least 1, got {repeats}")
+    configs = expand_grid(grid)
+    store.ensure_database(db_path)
+    points = [(config, repeat) for config in configs for repeat in range(repeats)]
+    summary = SweepSummary(sweep_id=uuid.uuid4().hex[:12])
+    store.create_sweep(db_path, summary.sweep_id, command, grid.to_dict(), len(points))
+
+    host = str(machine_info()["hostname"])
+    measured = store.completed_points(db_path, host, software_info(), statuses=("ok", "oom"))
+    already_skipped = store.completed_points(db_path, host, software_info(), statuses=("skipped",))
+    failed: list[tuple[UNetConfig, str]] = []
+    # A point the estimate already rules out costs nothing, so it does not inflate the ETA.
+    costs = [
+        estimated_seconds(config, settings.steps)
+        if estimate_peak_bytes(config) <= settings.memory_limit_bytes
+        else 0.0
+        for config, _ in points
+    ]
+    bar = tqdm(
+        total=round(sum(costs)), disable=not show_progress, unit="s",
+        bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]",
+    )  # fmt: skip
+    try:
+        for done, ((config, repeat), cost) in enumerate(zip(points, costs, strict=True)):
+            label = f"{format_image_shape(config.image_shape)} batch {config.batch_size}"
+            bar.set_description_str(f"{done}/{len(points)} points, now {label}")
+            record = _measure_point(
+                config, repeat, settings, summary.sweep_id, resume, measured, already_skipped,
+                failed,
+            )  # fmt: skip
+            if record is None:
+                summary.already_measured += 1
+            else:
+                with _signals_deferred():
+                    store.insert_run(db_path, record)
+                summary.add(record.status)
+                if on_record:
+                    on_record(record)
+            with _signals_deferred():
+                store.update_sweep(db_path, summary.sweep_id, points_done=done + 1)
+            bar.update(round(cost))
+        bar.set_description_str(f"{len(points)}/{len(points)} points")
+        store.update_sweep(db_path, summary.sweep_id, status="finished", finished=True)
+    except BaseException:
+        with _signals_deferred():
+            store.update_sweep(db_path, summary.sweep_id, status="interrupted", finished=True)
+        raise
+    finally:
+        bar.close()
+    return summary
+
+
+def _measure_point(
+    config: UNetConfig,
+    repeat: int,
+    settings: RunSettings,
+    sweep_id: str,
+    resume: bool,
+    measured: dict,
+    already_skipped: dict,
+    failed: list[tuple[UNetConfig, str]],
+) -> RunRecord | None:
+    """The record of one point, or None when resume finds it already measured."""
+    key = store.point_key(_key_fields(config, settings.steps))
+    if resume and measured.get(key, 0) > repeat:
+        return None
+    estimate = estimate_peak_bytes(config)
+    reason = _skip_reason(config, estimate, settings, failed)
+    if reason:
+        if resume and already_skipped.get(key, 0) > repeat:
+            return None
+        return skipped_record(
+            config, settings, reason, sweep_id=sweep_id, repeat=repeat, estimate_bytes=estimate
+        )
+    record = run_point(config, settings, sweep_id=sweep_id, repeat=repeat, estimate_bytes=estimate)
+    if record.status in ("oom", "timeout"):
+        failed.append((config, record.status))
+    return record
+
+
+def _key_fields(config: UNetConfig, steps: int) -> dict[str, object]:
+    depth, height, width = config.image_shape
+    return {
+        "depth": depth, "height": height, "width": width, "batch_size": config.batch_size,
+        "base_filters": config.base_filters, "levels": config.levels,
+        "in_channels": config.in_channels, "classes": config.classes,
+        "precision": config.precision, "upsampling": config.upsampling, "steps": steps,
+    }  # fmt: skip
+
+
+def grid_from_mapping(values: dict[str, Sequence]) -> Grid:
+    """A `Grid` from a config file's or the CLI's lists (image sizes as text or numbers)."""
+    from profiling.workload import parse_image_shape
+
+    unknown = sorted(set(values) - set(GRID_KNOBS))
+    if unknown:
+        raise ConfigError(
+            f"unknown sweep setting(s) {', '.join(unknown)}; known: {', '.join(GRID_KNOBS)}"
+        )
+    converted: dict[str, tuple] = {}
+    for knob, items in values.items():
+        if isinstance(items, str | int):
+            items = [items]
+        if knob == "image_sizes":
+            converted[knob] = tuple(parse_image_shape(str(item)) for item in items)
+        else:
+            converted[knob] = tuple(items)
+    if "image_sizes" not in converted or "batch_sizes" not in converted:
+        raise ConfigError("a sweep needs image_sizes and batch_sizes (e.g. [32, 64] and [1, 2])")
+    return Grid(**converted)
+
+
+def load_grid_file(path: Path) -> Grid:
+    """Read a sweep grid from a ``.toml`` or ``.json`` file (keys as in `GRID_KNOBS`)."""
+    import tomllib
+
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError(f"cannot read sweep config {path}: {error.strerror}") from error
+    try:
+        if path.suffix == ".json":
+            values = json.loads(text)
+        elif path.suffix == ".toml":
+            values = tomllib.loads(text)
+        else:
+            raise ConfigError(f"sweep config {path} must end in .toml or .json")
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"sweep config {path} is not valid {path.suffix[1:]}: {error}") from error
+    return grid_from_mapping(values)

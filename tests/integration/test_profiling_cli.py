@@ -1,0 +1,162 @@
+"""`python -m profiling` end to end: real TensorFlow children on tiny networks.
+
+Each test profiles 16^3 volumes through a 4-filter U-Net (a few seconds of
+TensorFlow per point) into a temporary DuckDB file, as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from profiling import store
+
+pytestmark = pytest.mark.tensorflow
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = ["--image-size", "16", "--base-filters", "4", "--steps", "2"]
+TINY_GRID = ["--image-sizes", "16", "--batch-sizes", "1", "--base-filters", "4", "--steps", "2"]
+
+
+def memplan(*args: str, env: dict[str, str] | None = None, check: bool = False):
+    return subprocess.run(
+        [sys.executable, "-m", "profiling", *args],
+        cwd=REPO, capture_output=True, text=True, env=env, timeout=600, check=check,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def db(tmp_path) -> Path:
+    return tmp_path / "runs.duckdb"
+
+
+def test_help_lists_every_subcommand_and_each_has_its_own_help():
+    result = memplan("--help", check=True)
+    for command in ["run", "sweep", "list", "show", "export", "import"]:
+        assert command in result.stdout
+        assert memplan(command, "--help", check=True).stdout.startswith(
+            "usage: python -m profiling"
+        )
+
+
+def test_a_real_run_is_profiled_end_to_end_into_the_database(db):
+    result = memplan("run", *TINY, "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok: 16 batch 1, sampled peak")
+
+    [run] = store.load_runs(db).to_dict("records")
+    assert run["status"] == "ok"
+    assert (run["depth"], run["base_filters"], run["steps"]) == (16, 4, 2)
+    # TensorFlow alone is hundreds of MiB; the peak is at least the baseline after import.
+    assert run["baseline_bytes"] > 200 * 2**20
+    assert run["peak_sampled_bytes"] >= run["baseline_bytes"]
+    # The kernel's high-water mark cannot miss what the 0.1 s sampler saw (1% for rounding).
+    assert run["peak_hwm_bytes"] >= 0.99 * run["peak_sampled_bytes"]
+    assert len(json.loads(run["step_times_s"])) == 2
+    assert run["tensorflow_version"] and run["cpu_cores"] >= 1 and run["total_ram_bytes"] > 0
+
+    samples = store.load_samples(db, [run["run_id"]])
+    assert len(samples) >= 5 and samples["t_s"].is_monotonic_increasing
+    assert samples["rss_bytes"].max() == run["peak_sampled_bytes"]
+
+    listing = memplan("list", "--db", str(db), check=True).stdout
+    assert run["run_id"][:12] in listing and "1 run(s)" in listing
+    shown = memplan("show", run["run_id"][:8], "--timeline", "--db", str(db), check=True).stdout
+    assert "peak_hwm_bytes" in shown and "t_s,rss_bytes" in shown
+
+
+def test_a_child_over_the_memory_limit_is_killed_and_recorded_as_oom(db):
+    # TensorFlow's import alone crosses 200 MiB.
+    result = memplan("run", *TINY, "--memory-limit", "200MiB", "--db", str(db))
+    assert result.returncode == 1
+    [run] = store.load_runs(db).to_dict("records")
+    assert run["status"] == "oom"
+    assert "crossed the limit of 0.20 GiB" in run["message"]
+    assert run["peak_sampled_bytes"] > 200 * 2**20
+
+
+def test_a_child_past_its_timeout_is_killed_and_recorded_as_timeout(db):
+    result = memplan("run", *TINY, "--timeout", "1", "--db", str(db))
+    assert result.returncode == 1
+    [run] = store.load_runs(db).to_dict("records")
+    assert run["status"] == "timeout"
+    assert run["message"].startswith("still running after the 1 s timeout")
+
+
+def test_a_child_that_raises_is_recorded_as_error_with_its_stderr(db):
+    broken = os.environ | {"KERAS_BACKEND": "no-such-backend"}
+    result = memplan("run", *TINY, "--db", str(db), env=broken)
+    assert result.returncode == 1
+    [run] = store.load_runs(db).to_dict("records")
+    assert run["status"] == "error"
+    assert "Unable to import backend : no-such-backend" in run["message"]
+
+
+def test_a_sweep_resumes_skipping_points_already_measured(db):
+    first = memplan("sweep", *TINY_GRID, "--quiet", "--db", str(db))
+    assert first.returncode == 0, first.stderr
+    assert "1 ok" in first.stdout
+
+    again = memplan("sweep", *TINY_GRID, "--repeats", "2", "--quiet", "--db", str(db))
+    assert "1 ok, 1 already measured" in again.stdout
+    assert len(store.load_runs(db, status="ok")) == 2
+
+    forced = memplan("sweep", *TINY_GRID, "--no-resume", "--quiet", "--db", str(db))
+    assert "1 ok" in forced.stdout and "already" not in forced.stdout
+    assert len(store.load_runs(db, status="ok")) == 3
+
+
+def test_a_point_that_cannot_fit_is_skipped_with_its_reason_and_never_launched(db):
+    result = memplan(
+        "sweep", "--image-sizes", "16", "64", "--batch-sizes", "1", "64", "--base-filters", "4",
+        "--memory-limit", "1GiB", "--quiet", "--db", str(db),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    runs = store.load_runs(db)
+    skipped = runs[runs["status"] == "skipped"]
+    assert len(skipped) >= 1
+    assert skipped["message"].str.contains("exceeds the memory limit 1.00 GiB").all()
+    assert skipped["peak_sampled_bytes"].isna().all()  # never launched
+
+
+def test_an_invalid_grid_is_refused_before_anything_runs(db):
+    result = memplan("sweep", "--image-sizes", "32", "200", "--batch-sizes", "1", "--db", str(db))
+    assert result.returncode == 2
+    assert "Nearest valid sizes: 192 or 208" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert store.load_runs(db).empty
+
+
+def test_sigterm_stops_a_sweep_cleanly_and_the_next_run_resumes(db, tmp_path):
+    log = (tmp_path / "sweep.log").open("w")
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "profiling", "sweep", *TINY_GRID, "--quiet", "--db", str(db)],
+        cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    children: list[psutil.Process] = []
+    deadline = time.monotonic() + 60
+    while not children and time.monotonic() < deadline:
+        time.sleep(0.2)
+        children = [
+            p for p in psutil.process_iter(["cmdline"])
+            if "profiling.child" in " ".join(p.info["cmdline"] or [])
+            and p.ppid() == sweep.pid
+        ]  # fmt: skip
+    assert children, "the sweep never started its child"
+    sweep.send_signal(signal.SIGTERM)
+    assert sweep.wait(timeout=30) == 130
+    psutil.wait_procs(children, timeout=10)
+    assert not any(child.is_running() for child in children), "the child outlived the sweep"
+
+    assert store.load_runs(db).empty  # the point in flight was discarded, not half-written
+    assert store.load_sweeps(db)["status"].tolist() == ["interrupted"]
+    resumed = memplan("sweep", *TINY_GRID, "--quiet", "--db", str(db))
+    assert "1 ok" in resumed.stdout

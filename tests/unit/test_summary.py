@@ -1,0 +1,23 @@
+"""The size x batch peak table, from constructed runs."""
+
+import pandas as pd
+
+from profiling.summary import peak_table, to_markdown
+
+GIB = 2**30
+
+
+def test_measured_cells_show_the_median_peak_and_others_their_status(make_record):
+    runs = [
+        make_record(depth=32, height=32, width=32, batch_size=1, peak_hwm_bytes=1 * GIB),
+        make_record(depth=32, height=32, width=32, batch_size=1, peak_hwm_bytes=3 * GIB),
+        make_record(depth=32, height=32, width=32, batch_size=1, peak_hwm_bytes=2 * GIB),
+        make_record(depth=64, height=64, width=64, batch_size=2, status="oom"),
+        make_record(depth=64, height=64, width=64, batch_size=1, status="skipped"),
+    ]
+    table = peak_table(pd.DataFrame([r.row() for r in runs]))
+    assert table.loc["32", "batch 1"] == "2.00 (x3)"
+    assert table.loc["64", "batch 2"] == "oom"
+    assert table.loc["64", "batch 1"] == "skipped"
+    assert table.loc["32", "batch 2"] == ""  # never asked for
+    assert to_markdown(table).splitlines()[0] == "| image size | batch 1 | batch 2 |"
