@@ -93,3 +93,12 @@ def test_variables_stay_float32_under_every_policy(
     _config, model = built
 
     assert {weight.dtype for weight in model.weights} == {"float32"}
+
+
+def test_the_reference_network_has_exactly_5_650_801_parameters_in_keras() -> None:
+    model = build_model(UNetConfig(image_shape=(32, 32, 32)))
+    try:
+        assert model.count_params() == 5_650_801
+        assert _weight_count(model.trainable_weights) == 5_647_857
+    finally:
+        keras.backend.clear_session()
