@@ -21,13 +21,13 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
 from memory_profiler import memory_usage
 
+from profiling import store
 from profiling.machine import machine_info, onednn_enabled, read_proc_status_bytes, software_info
 from profiling.records import RunRecord, Sample
 from profiling.workload import UNetConfig
@@ -127,10 +127,6 @@ def _read_result(path: Path) -> dict[str, Any]:
         return json.loads(path.read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return {}
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def child_command(config: UNetConfig, settings: RunSettings, result_path: Path) -> list[str]:
@@ -245,7 +241,7 @@ def _record(
     return RunRecord(
         run_id=uuid.uuid4().hex,
         sweep_id=sweep_id,
-        created_at=_now_iso(),
+        created_at=store.now_iso(),
         status=status,
         message=message,
         depth=depth,
