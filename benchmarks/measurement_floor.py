@@ -1,0 +1,145 @@
+"""The measurement floor every prediction is judged against.
+
+Prints, as Markdown:
+
+(a) the gap between the sampled peak (memory_profiler, every 0.1 s) and the
+    kernel's high-water mark (VmHWM) over the stored ``ok`` runs;
+(b) the profiler's overhead: wall time of the same point with sampling and
+    without (a bare child), measured side by side, alternating, as a ratio;
+(c) run-to-run noise of the peak over points measured more than once.
+
+    python -m benchmarks.measurement_floor [--db FILE] [--pairs 3] > docs/measurement.md
+
+(a) and (c) read the database (default: the bundled reference data); (b) runs
+real TensorFlow children on this machine, a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from profiling import store
+from profiling.machine import machine_info, software_info
+from profiling.runner import REPO_ROOT, RunSettings, child_command, run_point
+from profiling.sweep import default_memory_limit_bytes
+from profiling.workload import UNetConfig
+
+_MIB = 2**20
+OVERHEAD_POINTS = (UNetConfig((32, 32, 32), 1), UNetConfig((64, 64, 64), 2))
+
+
+def sampling_gap(runs: pd.DataFrame) -> str:
+    ok = runs[(runs["status"] == "ok") & runs["peak_hwm_bytes"].notna()]
+    gap_mib = (ok["peak_hwm_bytes"] - ok["peak_sampled_bytes"]) / _MIB
+    gap_pct = gap_mib * _MIB / ok["peak_hwm_bytes"] * 100
+    worst = ok.loc[gap_pct.idxmax()]
+    return "\n".join([
+        "## (a) Sampled peak vs kernel high-water mark",
+        "",
+        f"Over {len(ok)} `ok` runs, high-water mark minus sampled peak:",
+        "",
+        "| statistic | MiB | % of high-water mark |",
+        "|---|---|---|",
+        f"| median | {gap_mib.median():.1f} | {gap_pct.median():.2f}% |",
+        f"| mean | {gap_mib.mean():.1f} | {gap_pct.mean():.2f}% |",
+        f"| largest | {gap_mib.max():.1f} | {gap_pct.max():.2f}% |",
+        f"| smallest | {gap_mib.min():.1f} | {gap_pct.min():.2f}% |",
+        "",
+        f"The largest relative gap is at {int(worst['depth'])}^3 batch {int(worst['batch_size'])}. "
+        "A negative gap means the sampler saw memory after the child's last VmHWM reading "
+        "(interpreter shutdown).",
+    ])  # fmt: skip
+
+
+def _bare_wall_s(config: UNetConfig, settings: RunSettings) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        command = child_command(config, settings, Path(tmp) / "result.json")
+        started = time.monotonic()
+        subprocess.run(command, cwd=REPO_ROOT, check=True, capture_output=True)
+        return time.monotonic() - started
+
+
+def profiler_overhead(pairs: int) -> str:
+    settings = RunSettings(memory_limit_bytes=default_memory_limit_bytes())
+    lines = [
+        "## (b) Profiler overhead",
+        "",
+        f"Each point run {pairs} times with memory_profiler sampling every "
+        f"{settings.sample_interval_s} s and {pairs} times as a bare child (no sampler), "
+        f"alternating, {settings.steps} steps each; median wall time.",
+        "",
+        "| point | sampled (s) | bare (s) | ratio |",
+        "|---|---|---|---|",
+    ]
+    for config in OVERHEAD_POINTS:
+        sampled, bare = [], []
+        for _ in range(pairs):
+            sampled.append(run_point(config, settings).wall_s)
+            bare.append(_bare_wall_s(config, settings))
+        s, b = statistics.median(sampled), statistics.median(bare)
+        lines.append(f"| {config.image_label}^3 batch {config.batch_size} | {s:.2f} | {b:.2f} "
+                     f"| {s / b:.3f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def repeat_noise(runs: pd.DataFrame) -> str:
+    ok = runs[runs["status"] == "ok"]
+    key = ["depth", "height", "width", "batch_size", "base_filters", "precision", "steps"]
+    lines = [
+        "## (c) Run-to-run noise",
+        "",
+        "Points measured more than once: spread (max - min) / mean of the peak.",
+        "",
+        "| point | runs | mean peak HWM (MiB) | HWM spread | sampled spread |",
+        "|---|---|---|---|---|",
+    ]
+    spreads = []
+    for values, group in ok.groupby(key):
+        if len(group) < 2:
+            continue
+        hwm, sampled = group["peak_hwm_bytes"], group["peak_sampled_bytes"]
+        hwm_spread = (hwm.max() - hwm.min()) / hwm.mean() * 100
+        sampled_spread = (sampled.max() - sampled.min()) / sampled.mean() * 100
+        spreads.append(hwm_spread)
+        lines.append(f"| {values[0]}^3 batch {values[3]} | {len(group)} | {hwm.mean() / _MIB:.0f} "
+                     f"| {hwm_spread:.2f}% | {sampled_spread:.2f}% |")  # fmt: skip
+    if spreads:
+        lines += ["", f"Largest high-water-mark spread: {max(spreads):.2f}%."]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, default=None)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        choices=("a", "b", "c"),
+        default=["a", "b", "c"],
+        help="which figures to produce (b runs TensorFlow; a and c only read)",
+    )
+    args = parser.parse_args()
+    db_path = store.ensure_database(args.db or store.default_db_path())
+    runs = store.load_runs(db_path)
+    machine, software = machine_info(), software_info()
+    print("# Measurement floor\n")
+    print(f"Produced by `python -m benchmarks.measurement_floor` on {machine['cpu_model']}, "
+          f"{machine['cpu_cores']} cores, {machine['total_ram_bytes'] / 2**30:.1f} GiB RAM, "
+          f"TensorFlow {software['tensorflow_version']}, Python {software['python_version']}; "
+          f"database {db_path.name} ({len(runs)} runs).\n")  # fmt: skip
+    sections = {"a": lambda: sampling_gap(runs), "b": lambda: profiler_overhead(args.pairs),
+                "c": lambda: repeat_noise(runs)}  # fmt: skip
+    for name in sorted(args.sections):
+        print(sections[name](), end="\n\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()
