@@ -1,4 +1,4 @@
-"""Shared test helpers: a valid RunRecord with any field overridden."""
+"""Shared test helpers: a valid RunRecord with any field overridden; synthetic measured runs."""
 
 from __future__ import annotations
 
@@ -6,9 +6,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from modeling.analytical import refined_breakdown
 from profiling.records import RunRecord, Sample
+from profiling.workload import UNetConfig
 
 # A tiny but valid workload: 16 is the smallest side a 5-level U-Net accepts.
 _DEFAULTS: dict[str, Any] = {
@@ -72,3 +76,48 @@ def _no_inherited_database(monkeypatch: pytest.MonkeyPatch) -> None:
     # A MEMPLAN_DB from the developer's shell must never point tests at real data.
     monkeypatch.delenv("MEMPLAN_DB", raising=False)
     monkeypatch.delenv("MEMPLAN_LOCK_TIMEOUT_S", raising=False)
+
+
+# --- synthetic measured runs for the modeling tests --------------------------------------
+
+# A made-up but realistic law: the refined analytical model plus a constant
+# runtime overhead, as measured on the reference machine (~0.2 GiB).
+SYNTHETIC_FRAMEWORK_BYTES = 700 * 2**20
+SYNTHETIC_RUNTIME_BYTES = 200 * 2**20
+
+
+def synthetic_peak_bytes(config: UNetConfig) -> int:
+    refined = refined_breakdown(config, SYNTHETIC_FRAMEWORK_BYTES)
+    return refined.total_bytes + SYNTHETIC_RUNTIME_BYTES
+
+
+def build_runs(
+    sides: tuple[int, ...] = (32, 48, 64, 80, 96, 112),
+    batches: tuple[int, ...] = (1, 2, 4, 8),
+    repeats: int = 1,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """A runs-table frame (all RUN_COLUMNS) of cube x batch points following the law above.
+
+    ``noise`` is the relative standard deviation of each peak; ``repeats`` runs per point.
+    """
+    rng = np.random.default_rng(seed)
+    rows = []
+    for side in sides:
+        for batch in batches:
+            peak = synthetic_peak_bytes(UNetConfig((side, side, side), batch))
+            for repeat in range(repeats):
+                measured = int(peak * (1 + noise * rng.standard_normal()))
+                record = build_record(
+                    depth=side, height=side, width=side, batch_size=batch, repeat=repeat,
+                    peak_hwm_bytes=measured, peak_sampled_bytes=measured,
+                    baseline_bytes=SYNTHETIC_FRAMEWORK_BYTES,
+                )  # fmt: skip
+                rows.append(record.row())
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def make_runs() -> Callable[..., Any]:
+    return build_runs

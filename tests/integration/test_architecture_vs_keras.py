@@ -8,9 +8,15 @@ from collections.abc import Iterator
 from math import prod
 
 import keras
+import numpy as np
 import pytest
 
-from modeling.architecture import layer_outputs, output_dtype, parameter_counts
+from modeling.architecture import (
+    layer_output_bytes,
+    layer_outputs,
+    output_dtype,
+    parameter_counts,
+)
 from profiling.workload import UNetConfig, build_model
 
 pytestmark = pytest.mark.tensorflow
@@ -76,6 +82,15 @@ def test_every_layer_has_the_keras_output_dtype(built: tuple[UNetConfig, keras.M
     for layer in layer_outputs(config):
         keras_dtype = model.get_layer(layer.name).output.dtype
         assert output_dtype(config, layer) == keras_dtype, layer.name
+
+
+def test_every_layer_output_costs_its_keras_bytes(built: tuple[UNetConfig, keras.Model]) -> None:
+    config, model = built
+
+    for layer in layer_outputs(config):
+        output = model.get_layer(layer.name).output
+        keras_bytes = prod(output.shape[1:]) * np.dtype(output.dtype).itemsize
+        assert layer_output_bytes(config, layer) == keras_bytes, layer.name
 
 
 def test_model_totals_match_keras(built: tuple[UNetConfig, keras.Model]) -> None:

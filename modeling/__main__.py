@@ -1,0 +1,5 @@
+import sys
+
+from modeling.cli import main
+
+sys.exit(main())

@@ -1,0 +1,127 @@
+"""The regressors the paper compared symbolic regression with, plus least squares on the terms.
+
+* XGBoost, random forest, extremely randomized trees and a neural network
+  (scikit-learn MLP, inputs and target standardised) over the shape inputs.
+  The tree models learn log(peak): errors are judged relative (MAPE), and
+  peaks span two orders of magnitude. Trees cannot predict beyond the largest
+  peak they saw, which the extrapolation split shows.
+* `AnalyticalLeastSquares`: peak = c0 + c1 * per-batch terms + c2 * model-state
+  terms, the refined model's terms (`modeling.analytical`) with coefficients
+  fit by least squares on relative error. This is *fitted*, unlike the refined
+  analytical model, and is named so everywhere.
+
+Settings are seeded; ``*_CANDIDATES`` are what `modeling.selection` chooses
+from on validation data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.compose import TransformedTargetRegressor
+from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
+from sklearn.linear_model import LinearRegression
+from sklearn.neural_network import MLPRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.validation import check_is_fitted
+from xgboost import XGBRegressor
+
+# The refined terms, grouped the way they scale: with the batch, or not at all.
+PER_BATCH_TERMS: tuple[str, ...] = ("activation_bytes", "backward_bytes", "input_bytes")
+MODEL_STATE_TERMS: tuple[str, ...] = ("weight_bytes", "gradient_bytes", "optimizer_bytes")
+LEAST_SQUARES_INPUTS: tuple[str, ...] = ("per_batch_bytes", "model_state_bytes")
+
+ML_KINDS = ("xgboost", "random_forest", "extra_trees", "mlp")
+# Enough trees that the forests' averages settle; small data, so this stays fast.
+TREES = 300
+MLP_MAX_ITER = 5000
+
+XGBOOST_CANDIDATES: tuple[dict[str, Any], ...] = (
+    {"max_depth": 3, "learning_rate": 0.1},
+    {"max_depth": 6, "learning_rate": 0.05},
+)
+FOREST_CANDIDATES: tuple[dict[str, Any], ...] = ({"min_samples_leaf": 1}, {"min_samples_leaf": 2})
+MLP_CANDIDATES: tuple[dict[str, Any], ...] = (
+    {"hidden_layer_sizes": (32, 32), "alpha": 1e-4},
+    {"hidden_layer_sizes": (64,), "alpha": 1e-3},
+)
+CANDIDATES: dict[str, tuple[dict[str, Any], ...]] = {
+    "xgboost": XGBOOST_CANDIDATES,
+    "random_forest": FOREST_CANDIDATES,
+    "extra_trees": FOREST_CANDIDATES,
+    "mlp": MLP_CANDIDATES,
+}
+
+
+def make_regressor(kind: str, random_state: int = 0, **params: Any) -> TransformedTargetRegressor:
+    """An unfitted ML baseline of ``kind`` (one of `ML_KINDS`), its target transformed."""
+    if kind == "xgboost":
+        model: Any = XGBRegressor(n_estimators=TREES, random_state=random_state, n_jobs=1, **params)
+    elif kind == "random_forest":
+        model = RandomForestRegressor(n_estimators=TREES, random_state=random_state, **params)
+    elif kind == "extra_trees":
+        model = ExtraTreesRegressor(n_estimators=TREES, random_state=random_state, **params)
+    elif kind == "mlp":
+        model = make_pipeline(
+            StandardScaler(),
+            MLPRegressor(max_iter=MLP_MAX_ITER, random_state=random_state, **params),
+        )
+        # A ReLU network is piecewise linear in its inputs: on a standardised peak
+        # it extrapolates linearly, on log(peak) it would extrapolate exponentially.
+        return TransformedTargetRegressor(regressor=model, transformer=StandardScaler())
+    else:
+        raise ValueError(f"baseline kind {kind!r} is not one of {', '.join(ML_KINDS)}")
+    return TransformedTargetRegressor(regressor=model, func=np.log, inverse_func=np.exp)
+
+
+def least_squares_inputs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The two grouped analytical terms (bytes) from a feature frame."""
+    return pd.DataFrame(
+        {
+            "per_batch_bytes": frame[list(PER_BATCH_TERMS)].sum(axis=1),
+            "model_state_bytes": frame[list(MODEL_STATE_TERMS)].sum(axis=1),
+        },
+        index=frame.index,
+    )
+
+
+class AnalyticalLeastSquares(RegressorMixin, BaseEstimator):
+    """Least squares on the analytical terms: ``c0 + c1 * per_batch + c2 * model_state``.
+
+    Fit on relative error (weights 1/peak^2). A term that is constant in the
+    training data (model state, when the network never changes) cannot be told
+    apart from the intercept; it gets coefficient 0 and the intercept absorbs it.
+    X : feature frame with the refined term columns; y and predictions in bytes.
+    """
+
+    def fit(self, X: pd.DataFrame, y: Any) -> AnalyticalLeastSquares:
+        terms = least_squares_inputs(X)
+        target = np.asarray(y, dtype=float)
+        if len(target) != len(terms) or len(target) < len(LEAST_SQUARES_INPUTS) + 1:
+            raise ValueError(
+                f"least squares needs as many targets as rows and at least "
+                f"{len(LEAST_SQUARES_INPUTS) + 1}; got {len(terms)} rows, {len(target)} targets"
+            )
+        varying = [name for name in LEAST_SQUARES_INPUTS if terms[name].nunique() > 1]
+        regression = LinearRegression()
+        regression.fit(terms[varying], target, sample_weight=1.0 / np.square(target))
+        coefficients = dict.fromkeys(LEAST_SQUARES_INPUTS, 0.0)
+        coefficients.update(zip(varying, regression.coef_.tolist(), strict=True))
+        self.intercept_bytes_ = float(regression.intercept_)
+        self.coefficients_ = coefficients
+        self.n_features_in_ = len(LEAST_SQUARES_INPUTS)
+        self.formula_ = " + ".join(
+            [f"{self.intercept_bytes_ / 2**30:.4g} GiB"]
+            + [f"{value:.4g}*{name}" for name, value in coefficients.items() if value]
+        )
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        check_is_fitted(self)
+        terms = least_squares_inputs(X)
+        weights = np.array([self.coefficients_[name] for name in LEAST_SQUARES_INPUTS])
+        return self.intercept_bytes_ + terms[list(LEAST_SQUARES_INPUTS)].to_numpy(float) @ weights

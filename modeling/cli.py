@@ -1,0 +1,280 @@
+"""``python -m modeling``: evaluate the models on stored runs, and answer sizing questions.
+
+Library first, thin CLI (as ``python -m profiling``): each subcommand parses its
+flags, calls one function of `modeling`, and prints the result. Every
+`MemplanError` (bad input, no stored models, a locked database) becomes one
+line ``error: ...`` on stderr and exit code 2.
+
+    python -m modeling evaluate [--db FILE] [--seeds 10] [--quick] [--no-store]
+    python -m modeling size image --budget 256GiB --batch-size 4
+    python -m modeling size batch --image-size 144 --budget 64GiB
+    python -m modeling size buy --image-size 240x240x144 --batch-size 16 [--headroom 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from modeling import report, results
+from modeling.errors import ModelingError
+from modeling.evaluation import (
+    DEFAULT_EXTRAPOLATION_SEEDS,
+    DEFAULT_SEEDS,
+    evaluate,
+    summarise,
+)
+from modeling.features import measured_frame
+from modeling.fitting import cross_seed_coverage, fit_predictors
+from modeling.models import catalogue, pick, spec_names
+from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side, memory_to_buy
+from modeling.splits import SPLIT_KINDS
+from modeling.uncertainty import DEFAULT_COVERAGE
+from profiling import store
+from profiling.cli import parse_bytes
+from profiling.errors import MemplanError
+from profiling.workload import PRECISIONS, UPSAMPLING_MODES, parse_image_shape
+
+ERROR_EXIT_CODE = 2
+BUDGET_HELP = "memory available, e.g. 256GiB or 64G (binary); a GB/TB suffix means 10^9/10^12"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.9), got {text}")
+    return value
+
+
+def _add_db_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db", type=Path, default=None,
+        help="DuckDB file (default: $MEMPLAN_DB, else data/memplan.duckdb, "
+        "which starts with the bundled reference runs)",
+    )  # fmt: skip
+
+
+def _db(args: argparse.Namespace) -> Path:
+    return store.ensure_database(args.db or store.default_db_path())
+
+
+# --- evaluate ----------------------------------------------------------------------------
+
+
+def _prepare_evaluate(parser: argparse.ArgumentParser) -> None:
+    _add_db_option(parser)
+    parser.add_argument(
+        "--seeds",
+        type=_positive_int,
+        default=DEFAULT_SEEDS,
+        help=f"random 70/30 splits to repeat (default {DEFAULT_SEEDS})",
+    )
+    parser.add_argument(
+        "--extrapolation-seeds",
+        type=_positive_int,
+        default=DEFAULT_EXTRAPOLATION_SEEDS,
+        help="repeats of the fixed extrapolation split, with other model seeds "
+        f"(default {DEFAULT_EXTRAPOLATION_SEEDS})",
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        metavar="MODEL",
+        help=f"only these (default all): {', '.join(spec_names(catalogue()))}",
+    )
+    parser.add_argument(
+        "--splits",
+        nargs="+",
+        choices=SPLIT_KINDS,
+        default=list(SPLIT_KINDS),
+        help="which split kinds to score (default both)",
+    )
+    parser.add_argument(
+        "--coverage",
+        type=_fraction,
+        default=DEFAULT_COVERAGE,
+        help=f"coverage of the stored upper bounds (default {DEFAULT_COVERAGE})",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny symbolic-regression settings: a smoke test, not a result",
+    )
+    parser.add_argument(
+        "--store-db", type=Path, default=None, help="store results in this database instead of --db"
+    )
+    parser.add_argument("--no-store", dest="store", action="store_false",
+                        help="print only; store nothing")  # fmt: skip
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    db_path = _db(args)
+    specs = pick(catalogue(quick=args.quick), args.models)
+    frame = measured_frame(store.load_runs(db_path, status="ok"))
+    evaluation = evaluate(
+        frame,
+        specs,
+        seeds=range(args.seeds),
+        kinds=args.splits,
+        progress=_progress,
+        extrapolation_seeds=range(args.extrapolation_seeds),
+    )
+    seeds = f"seeds: {args.seeds} random split(s), {args.extrapolation_seeds} extrapolation"
+    print(
+        f"{evaluation.n_runs} ok run(s), {evaluation.n_points} configuration(s) from {db_path}; "
+        f"{seeds}\n"
+    )
+    print(report.markdown_table(summarise(evaluation, specs)))
+    if not args.store:
+        return 0
+    if "random" not in args.splits:
+        raise ModelingError("storing models needs the random split for their bounds; "
+                            "add --splits random, or pass --no-store")  # fmt: skip
+    _progress("fitting the final models on all runs")
+    predictors = fit_predictors(specs, frame, evaluation, args.coverage)
+    print("\n" + report.formulas_table(predictors))
+    checked = {p.name: cross_seed_coverage(evaluation, p.name, args.coverage) for p in predictors}
+    print("\n" + report.bounds_table(predictors, checked))
+    target = store.ensure_database(args.store_db) if args.store_db else db_path
+    command = shlex.join(["python", "-m", "modeling", *sys.argv[1:]])
+    evaluation_id = results.store_results(target, evaluation, predictors, command)
+    print(f"\nstored evaluation {evaluation_id[:12]} and {len(predictors)} model(s) in {target}")
+    return 0
+
+
+# --- size --------------------------------------------------------------------------------
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    _add_db_option(parser)
+    parser.add_argument("--model", default=results.BEST,
+                        help="a stored model (see `evaluate`); default: best, the lowest "
+                        "worst-case extrapolation error")  # fmt: skip
+    parser.add_argument("--base-filters", type=int, default=16)
+    parser.add_argument("--levels", type=int, default=5)
+    parser.add_argument("--in-channels", type=int, default=1)
+    parser.add_argument("--classes", type=int, default=1)
+    parser.add_argument("--precision", default="float32", choices=PRECISIONS)
+    parser.add_argument("--upsampling", default="transpose", choices=UPSAMPLING_MODES)
+
+
+def _knobs(args: argparse.Namespace) -> dict:
+    return {"base_filters": args.base_filters, "levels": args.levels,
+            "in_channels": args.in_channels, "classes": args.classes,
+            "precision": args.precision, "upsampling": args.upsampling}  # fmt: skip
+
+
+def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--budget",
+        type=parse_bytes,
+        required=True,
+        help="memory available, e.g. 256GiB (binary K/M/G/T; GB = 10^9)",
+    )
+    parser.add_argument("--batch-size", type=_positive_int, required=True)  # fmt: skip
+    _add_model_options(parser)
+
+
+def _size_image(args: argparse.Namespace) -> int:
+    predictor = results.load_predictor(_db(args), args.model)
+    answer = largest_image_side(predictor, args.budget, args.batch_size, _knobs(args))
+    print("\n".join(report.image_size_lines(answer)))
+    return 0
+
+
+def _prepare_size_batch(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--image-size", required=True, help="a cube side (144) or DxHxW")
+    parser.add_argument("--budget", type=parse_bytes, required=True,
+                        help=BUDGET_HELP)  # fmt: skip
+    _add_model_options(parser)
+
+
+def _size_batch(args: argparse.Namespace) -> int:
+    shape = parse_image_shape(args.image_size)
+    predictor = results.load_predictor(_db(args), args.model)
+    answer = largest_batch(predictor, args.budget, shape, _knobs(args))
+    print("\n".join(report.batch_lines(answer)))
+    return 0
+
+
+def _prepare_size_buy(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--image-size", required=True, help="a cube side (144) or DxHxW")
+    parser.add_argument("--batch-size", type=_positive_int, required=True)
+    parser.add_argument(
+        "--headroom",
+        type=float,
+        default=DEFAULT_HEADROOM,
+        help=f"fraction on top of the bound (default {DEFAULT_HEADROOM})",
+    )
+    _add_model_options(parser)
+
+
+def _size_buy(args: argparse.Namespace) -> int:
+    shape = parse_image_shape(args.image_size)
+    predictor = results.load_predictor(_db(args), args.model)
+    answer = memory_to_buy(predictor, shape, args.batch_size, args.headroom, _knobs(args))
+    print("\n".join(report.memory_lines(answer)))
+    return 0
+
+
+SIZE_COMMANDS = {
+    "image": (_prepare_size_image, _size_image,
+              "largest image size that fits a memory budget at a batch size"),
+    "batch": (_prepare_size_batch, _size_batch,
+              "largest batch that fits a memory budget for an image size"),
+    "buy": (_prepare_size_buy, _size_buy,
+            "server memory to buy for an image size and batch, with headroom"),
+}  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m modeling",
+        description="Predict the peak memory of 3D U-Net training and size machines for it.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    evaluate_parser = commands.add_parser(
+        "evaluate", help="score every model on the stored runs and store the fitted models",
+        description="score every model on the stored runs and store the fitted models",
+    )  # fmt: skip
+    _prepare_evaluate(evaluate_parser)
+    evaluate_parser.set_defaults(handler=_evaluate)
+    size = commands.add_parser(
+        "size",
+        help="answer a sizing question from a stored model",
+        description="answer a sizing question from a stored model",
+    )
+    questions = size.add_subparsers(dest="question", required=True, metavar="QUESTION")
+    for name, (prepare, run, summary) in SIZE_COMMANDS.items():
+        sub = questions.add_parser(name, help=summary, description=summary)
+        prepare(sub)
+        sub.set_defaults(handler=run)  # fmt: skip
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except MemplanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ERROR_EXIT_CODE

@@ -1,0 +1,11 @@
+"""modeling's user-facing errors, in profiling's tree so the CLIs print them as one line."""
+
+from profiling.errors import MemplanError
+
+
+class ModelingError(MemplanError, ValueError):
+    """Input a model or a sizing question cannot take; the message says what would work."""
+
+
+class NoModelsError(ModelingError):
+    """The database holds no fitted models yet (run ``python -m modeling evaluate``)."""

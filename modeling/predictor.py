@@ -1,0 +1,129 @@
+"""A fitted model ready to answer: point prediction, upper bound, and "is this extrapolating?".
+
+A `Predictor` bundles what the dashboard and the sizing functions need without
+ever fitting: the fitted estimator, the feature columns it reads, its
+conformal bounds (one from random-split residuals, one from the extrapolation
+split's), and the range of the data it was fit on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from modeling.analytical import DEFAULT_FRAMEWORK_BYTES
+from modeling.features import BASELINE_COLUMN, KNOB_COLUMNS, TARGET_COLUMN, config_frame
+from modeling.uncertainty import ConformalBound, upper_bound
+from profiling.workload import UNetConfig
+
+
+def _median_baseline(frame: pd.DataFrame) -> float:
+    measured = frame[BASELINE_COLUMN].dropna() if BASELINE_COLUMN in frame else pd.Series([])
+    return float(measured.median()) if len(measured) else float(DEFAULT_FRAMEWORK_BYTES)
+
+
+@dataclass(frozen=True)
+class TrainingRange:
+    """What the model was fit on: side and batch ranges, total voxels x batch, knob values."""
+
+    min_side: float
+    max_side: float
+    max_batch: int
+    max_sample_megavoxels: float
+    max_peak_bytes: float
+    knobs: dict[str, tuple[Any, ...]]  # knob -> the values seen
+    framework_bytes: float = DEFAULT_FRAMEWORK_BYTES  # median measured post-import memory
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> TrainingRange:
+        return cls(
+            min_side=float(frame["side"].min()),
+            max_side=float(frame["side"].max()),
+            max_batch=int(frame["batch_size"].max()),
+            max_sample_megavoxels=float(frame["sample_megavoxels"].max()),
+            max_peak_bytes=float(frame[TARGET_COLUMN].max()),
+            knobs={knob: tuple(sorted(frame[knob].unique().tolist())) for knob in KNOB_COLUMNS},
+            framework_bytes=_median_baseline(frame),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "min_side": self.min_side,
+            "max_side": self.max_side,
+            "max_batch": self.max_batch,
+            "max_sample_megavoxels": self.max_sample_megavoxels,
+            "max_peak_bytes": self.max_peak_bytes,
+            "knobs": {knob: list(values) for knob, values in self.knobs.items()},
+            "framework_bytes": self.framework_bytes,
+        }
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainingRange:
+        knobs = {knob: tuple(seen) for knob, seen in values["knobs"].items()}
+        return cls(**(values | {"knobs": knobs}))
+
+    def beyond(self, config: UNetConfig) -> list[str]:
+        """In plain words, each way ``config`` lies outside this range (empty when inside)."""
+        reasons = []
+        side = config.voxels ** (1 / 3)
+        # A relative tolerance: the cube root of a cube is not always exact.
+        tolerance = 1e-9 * max(side, 1.0)
+        if side > self.max_side + tolerance:
+            reasons.append(f"image size ~{side:.0f}^3 is larger than the largest measured "
+                           f"(~{self.max_side:.0f}^3)")  # fmt: skip
+        if side < self.min_side - tolerance:
+            reasons.append(f"image size ~{side:.0f}^3 is smaller than the smallest measured "
+                           f"(~{self.min_side:.0f}^3)")  # fmt: skip
+        if config.batch_size > self.max_batch:
+            reasons.append(f"batch {config.batch_size} is larger than the largest measured "
+                           f"({self.max_batch})")  # fmt: skip
+        sample_megavoxels = config.voxels * config.batch_size / 1e6
+        if sample_megavoxels > self.max_sample_megavoxels * (1 + 1e-9):
+            reasons.append(f"image x batch ({sample_megavoxels:.1f} megavoxels) is more than "
+                           f"any measured run ({self.max_sample_megavoxels:.1f})")  # fmt: skip
+        for knob in KNOB_COLUMNS:
+            value = getattr(config, knob)
+            seen = self.knobs.get(knob, ())
+            if value not in seen:
+                listed = ", ".join(str(v) for v in seen)
+                reasons.append(f"{knob} {value} was never measured (measured: {listed})")
+        return reasons
+
+
+@dataclass(frozen=True)
+class Predictor:
+    """A fitted model with its bounds; predicts for configurations, in bytes."""
+
+    name: str  # the catalogue's short name, e.g. "symbolic"
+    title: str
+    kind: str
+    estimator: Any  # fitted; reads ``columns`` of a `modeling.features` frame
+    columns: tuple[str, ...]
+    bound: ConformalBound  # from random-split (interpolation) residuals
+    extrapolation_bound: ConformalBound | None  # from the extrapolation split's residuals
+    training_range: TrainingRange
+    params_json: str = "{}"  # the settings chosen on validation data
+    formula: str | None = None  # readable form, for the models that have one
+    formula_length: int | None = None
+    fit_seconds: float = 0.0
+
+    def point_bytes(self, configs: Sequence[UNetConfig]) -> np.ndarray:
+        """Point predictions, bytes, one per configuration."""
+        frame = config_frame(configs)
+        return np.asarray(self.estimator.predict(frame[list(self.columns)]), dtype=float)
+
+    def bound_for(self, config: UNetConfig) -> ConformalBound:
+        """The bound that applies: the larger one when ``config`` is beyond the measured range."""
+        if self.extrapolation_bound is not None and self.training_range.beyond(config):
+            return max(self.bound, self.extrapolation_bound, key=lambda bound: bound.ratio)
+        return self.bound
+
+    def upper_bytes(self, configs: Sequence[UNetConfig]) -> np.ndarray:
+        """Upper bounds, bytes, one per configuration (+inf where the model predicts <= 0)."""
+        points = self.point_bytes(configs)
+        ratios = np.array([self.bound_for(config).ratio for config in configs], dtype=float)
+        return upper_bound(points, ratios)

@@ -1,0 +1,122 @@
+"""Text renderings of evaluation results and sizing answers, for the CLI and docs/accuracy.md.
+
+Rendering only: nothing here computes a result. Memory is shown in GiB
+(2^30 bytes); purchasable server memory in (binary) GB, which is the same unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from modeling.predictor import Predictor
+from modeling.sizing import Basis, BatchAnswer, ImageSizeAnswer, MemoryAnswer
+
+GIB = 2**30
+# The paper's symbolic-regression result on held-out points: the anchor to beat.
+PAPER_SR_MAPE_PCT = 4.15
+
+
+def markdown_table(frame: pd.DataFrame, decimals: int = 2) -> str:
+    """A GitHub-flavoured Markdown table; floats rounded, missing values as '-'."""
+
+    def cell(value: object) -> str:
+        if value is None or (isinstance(value, float) and pd.isna(value)):
+            return "-"
+        if isinstance(value, float):
+            return f"{value:.{decimals}f}"
+        return str(value).replace("|", "\\|")
+
+    header = "| " + " | ".join(str(column) for column in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = [
+        "| " + " | ".join(cell(value) for value in row) + " |" for row in frame.itertuples(False)
+    ]
+    return "\n".join([header, rule, *body])
+
+
+def formulas_table(predictors: Sequence[Predictor]) -> str:
+    """The readable formulas of the final models (those that have one), with their size."""
+    rows = [
+        {"model": p.title, "formula (GiB)": p.formula,
+         "size": "-" if p.formula_length is None else str(p.formula_length),
+         "settings": p.params_json, "fit s": p.fit_seconds}
+        for p in predictors if p.formula
+    ]  # fmt: skip
+    return markdown_table(pd.DataFrame(rows)) if rows else "(no model with a formula)"
+
+
+def bounds_table(
+    predictors: Sequence[Predictor], checked: Mapping[str, float | None] | None = None
+) -> str:
+    """Each final model's conformal multipliers, inside and beyond the measured range.
+
+    checked : model name -> coverage measured on points the bound was not calibrated
+    on (`modeling.fitting.cross_seed_coverage`); shown when given.
+    """
+    rows = []
+    for p in predictors:
+        extrapolation = p.extrapolation_bound
+        row: dict[str, object] = {
+            "model": p.title,
+            "stated coverage": f"{p.bound.coverage:.0%}",
+            "bound x (random split)": p.bound.ratio,
+            "bound x (extrapolation split)": None if extrapolation is None else extrapolation.ratio,
+        }
+        if checked is not None:
+            measured = checked.get(p.name)
+            row["coverage on unseen seeds"] = "-" if measured is None else f"{measured:.0%}"
+        rows.append(row)
+    return markdown_table(pd.DataFrame(rows), decimals=3)
+
+
+def _basis_lines(basis: Basis) -> list[str]:
+    lines = [f"model: {basis.model}; bound: {basis.bound}"]
+    if basis.extrapolates:
+        lines.append(f"WARNING: {basis.warning}")
+    else:
+        lines.append("inside the measured range")
+    return lines
+
+
+def _gib(value: float) -> str:
+    return f"{value / GIB:.2f} GiB"
+
+
+def image_size_lines(answer: ImageSizeAnswer) -> list[str]:
+    lines = [
+        f"largest image: {answer.side}^3 at batch {answer.batch_size} within "
+        f"{_gib(answer.budget_bytes)} (needs up to {_gib(answer.bound_bytes)}, "
+        f"predicted {_gib(answer.predicted_bytes)})"
+    ]
+    if answer.next_side is None:
+        lines.append("every image side the network takes fits this budget")
+    else:
+        lines.append(f"next size up, {answer.next_side}^3, would need up to "
+                     f"{_gib(answer.next_bound_bytes or 0)}: does not fit")  # fmt: skip
+    return lines + _basis_lines(answer.basis)
+
+
+def batch_lines(answer: BatchAnswer) -> list[str]:
+    shape = "x".join(str(side) for side in answer.image_shape)
+    lines = [
+        f"largest batch: {answer.batch_size} for {shape} within {_gib(answer.budget_bytes)} "
+        f"(needs up to {_gib(answer.bound_bytes)}, predicted {_gib(answer.predicted_bytes)})"
+    ]
+    if answer.next_batch is None:
+        lines.append("every batch size accepted fits this budget")
+    else:
+        lines.append(f"batch {answer.next_batch} would need up to "
+                     f"{_gib(answer.next_bound_bytes or 0)}: does not fit")  # fmt: skip
+    return lines + _basis_lines(answer.basis)
+
+
+def memory_lines(answer: MemoryAnswer) -> list[str]:
+    shape = "x".join(str(side) for side in answer.image_shape)
+    return [
+        f"buy {answer.memory_gb} GB (binary GB = GiB) for {shape} at batch {answer.batch_size}: "
+        f"needs up to {_gib(answer.bound_bytes)} (predicted {_gib(answer.predicted_bytes)}), "
+        f"{_gib(answer.required_bytes)} with {answer.headroom:.0%} headroom",
+        *_basis_lines(answer.basis),
+    ]

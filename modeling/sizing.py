@@ -1,0 +1,310 @@
+"""The sizing questions users ask, answered from a fitted model's *upper bound*.
+
+* `largest_image_side` — the largest valid cube (sides a multiple of
+  2^(levels-1)) that fits a memory budget at a batch, and the next valid size
+  up, which does not;
+* `largest_batch` — the largest batch for an image shape and a budget;
+* `memory_to_buy` — the server memory to buy for an image shape and batch,
+  with headroom, rounded up to a purchasable size.
+
+Every answer is a frozen dataclass with a `Basis`: the model, the bound
+(coverage and where its residuals came from), and whether the question lies
+beyond the measured range, said in plain words. Answers use the bound, not the
+point prediction: a point prediction is wrong on the low side half the time.
+
+Units. Budgets and predictions are bytes. Server memory is sold in "GB" that
+are binary, JEDEC-style: a "64 GB" DIMM holds 64 x 2^30 bytes, i.e. 64 GiB
+(68.7 x 10^9 bytes). `PURCHASABLE_MEMORY_GB` is in those units, so its sizes
+compare directly with GiB.
+
+The closed-form floor. Every measured run needed more than the refined
+analytical model (`modeling.analytical`) says, by 6-29% on the reference
+data; a fitted formula that predicts less, typically far outside the measured
+range, is extrapolating nonsense. So a bound below the refined closed-form
+estimate is raised to it, and the answer says so.
+
+"Fits" means the bound is at or under the budget. Sizes and batches are
+scanned upward and the answer is the last one before the first that does not
+fit, so a model that is not monotone cannot produce an answer with a
+non-fitting size below it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from modeling.analytical import refined_breakdown
+from modeling.errors import ModelingError
+from modeling.uncertainty import ConformalBound
+from profiling.workload import MAX_BATCH_SIZE, MAX_IMAGE_SIDE, UNetConfig, valid_sides
+
+GIB = 2**30
+# Server memory sizes one can buy, in (binary, JEDEC) GB; see the module docstring.
+PURCHASABLE_MEMORY_GB: tuple[int, ...] = (
+    64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
+)  # fmt: skip
+BYTES_PER_MEMORY_GB = 2**30
+# Room left for the OS, the data pipeline and other processes on top of the bound.
+DEFAULT_HEADROOM = 0.2
+# More than 10x headroom is a typo, not a safety margin.
+MAX_HEADROOM = 10.0
+
+
+class SizingModel(Protocol):
+    """What sizing needs from a model (`modeling.predictor.Predictor` is one)."""
+
+    name: str
+
+    def point_bytes(self, configs: Sequence[UNetConfig]) -> np.ndarray: ...
+
+    def upper_bytes(self, configs: Sequence[UNetConfig]) -> np.ndarray: ...
+
+    def bound_for(self, config: UNetConfig) -> ConformalBound: ...
+
+    @property
+    def training_range(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What an answer rests on: the model, the bound, and whether it extrapolates."""
+
+    model: str
+    bound: str
+    coverage: float
+    extrapolates: bool
+    warning: str  # plain words; empty when the answer stays inside the measured range
+    raised_to_closed_form: bool = False  # the model's bound fell below the closed-form floor
+
+
+@dataclass(frozen=True)
+class ImageSizeAnswer:
+    """The largest cube side that fits ``budget_bytes`` at ``batch_size``, and the next one up."""
+
+    batch_size: int
+    budget_bytes: int
+    side: int
+    predicted_bytes: int
+    bound_bytes: int
+    next_side: int | None  # None: even the largest side the network takes fits
+    next_bound_bytes: int | None
+    basis: Basis
+
+
+@dataclass(frozen=True)
+class BatchAnswer:
+    """The largest batch that fits ``budget_bytes`` for ``image_shape``, and the next one up."""
+
+    image_shape: tuple[int, int, int]
+    budget_bytes: int
+    batch_size: int
+    predicted_bytes: int
+    bound_bytes: int
+    next_batch: int | None  # None: even the largest batch accepted fits
+    next_bound_bytes: int | None
+    basis: Basis
+
+
+@dataclass(frozen=True)
+class MemoryAnswer:
+    """Memory to buy for ``image_shape`` at ``batch_size``: bound x (1 + headroom), rounded up."""
+
+    image_shape: tuple[int, int, int]
+    batch_size: int
+    headroom: float
+    predicted_bytes: int
+    bound_bytes: int
+    required_bytes: int
+    memory_gb: int  # one of PURCHASABLE_MEMORY_GB (binary GB, = GiB)
+    basis: Basis
+
+
+def closed_form_floor(model: SizingModel, configs: Sequence[UNetConfig]) -> np.ndarray:
+    """The refined closed-form estimate, bytes, with the model's measured framework baseline."""
+    framework = int(model.training_range.framework_bytes)
+    return np.array([refined_breakdown(c, framework).total_bytes for c in configs], dtype=float)
+
+
+def _bounds(model: SizingModel, configs: Sequence[UNetConfig]) -> tuple[np.ndarray, np.ndarray]:
+    """(bounds, raised): the model's upper bounds, raised where below the closed-form floor."""
+    bounds = np.asarray(model.upper_bytes(configs), dtype=float)
+    floor = closed_form_floor(model, configs)
+    raised = bounds < floor
+    return np.where(raised, floor, bounds), raised
+
+
+def _basis(model: SizingModel, config: UNetConfig, raised: bool) -> Basis:
+    bound = model.bound_for(config)
+    reasons = model.training_range.beyond(config)
+    sentences = []
+    if reasons:
+        sentences.append(
+            "This answer extrapolates beyond the measured runs: " + "; ".join(reasons) + ". "
+            "The model was never checked there; its bound is a best guess, not a guarantee. "
+            "Measure a point near the answer before relying on it."
+        )
+    if raised:
+        sentences.append(
+            f"Model {model.name} predicts less than the refined closed-form estimate, which "
+            "every measured run exceeded, so the answer uses the closed-form estimate instead; "
+            "this model's formula is not to be trusted here."
+        )
+    name = bound.name + ("; raised to the closed-form floor" if raised else "")
+    return Basis(model.name, name, bound.coverage, bool(reasons), " ".join(sentences), raised)
+
+
+def _check_budget(budget_bytes: int) -> None:
+    if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, (int, np.integer)):
+        raise ModelingError(f"memory budget must be a whole number of bytes, got {budget_bytes!r}")
+    if budget_bytes <= 0:
+        raise ModelingError(f"memory budget must be positive, got {budget_bytes} bytes")
+
+
+def _gib(value: float) -> str:
+    return f"{value / GIB:.2f} GiB"
+
+
+def _check_bounded(model: SizingModel, bound_bytes: float, config: UNetConfig) -> None:
+    """A model that cannot bound the smallest case cannot answer; say so, not 'inf GiB'."""
+    if not np.isfinite(bound_bytes):
+        raise ModelingError(
+            f"model {model.name} gives no finite upper bound for {config.image_label} at batch "
+            f"{config.batch_size} (it predicts no positive memory there, or its held-out errors "
+            "were unbounded); choose another model with --model"
+        )
+
+
+def largest_image_side(
+    model: SizingModel, budget_bytes: int, batch_size: int,
+    knobs: Mapping[str, Any] | None = None,
+) -> ImageSizeAnswer:  # fmt: skip
+    """The largest valid cube side whose bound fits ``budget_bytes`` at ``batch_size``.
+
+    knobs : other `UNetConfig` fields (base_filters, levels, ...); defaults otherwise.
+    Raises `ModelingError` when not even the smallest valid cube fits.
+    """
+    _check_budget(budget_bytes)
+    knobs = dict(knobs or {})
+    template = UNetConfig((16, 16, 16), batch_size, **_network(knobs))
+    sides = valid_sides(template.levels, 1, MAX_IMAGE_SIDE)
+    configs = [UNetConfig((s, s, s), batch_size, **_network(knobs)) for s in sides]
+    bounds, raised = _bounds(model, configs)
+    index = _last_fitting(bounds, budget_bytes)
+    if index is None:
+        _check_bounded(model, bounds[0], configs[0])
+        raise ModelingError(
+            f"even the smallest valid image ({sides[0]}^3) needs up to {_gib(bounds[0])} at batch "
+            f"{batch_size}, more than the {_gib(budget_bytes)} budget; use a smaller batch or "
+            "more memory"
+        )
+    chosen = configs[index]
+    following = index + 1 if index + 1 < len(configs) else None
+    return ImageSizeAnswer(
+        batch_size=batch_size,
+        budget_bytes=int(budget_bytes),
+        side=sides[index],
+        predicted_bytes=int(model.point_bytes([chosen])[0]),
+        bound_bytes=int(bounds[index]),
+        next_side=None if following is None else sides[following],
+        next_bound_bytes=None if following is None else int(bounds[following]),
+        basis=_basis(model, chosen, bool(raised[index])),
+    )
+
+
+def largest_batch(
+    model: SizingModel, budget_bytes: int, image_shape: tuple[int, int, int],
+    knobs: Mapping[str, Any] | None = None, max_batch: int = MAX_BATCH_SIZE,
+) -> BatchAnswer:  # fmt: skip
+    """The largest batch, up to ``max_batch``, whose bound for ``image_shape`` fits the budget.
+
+    Raises `ModelingError` when not even batch 1 fits.
+    """
+    _check_budget(budget_bytes)
+    if not 1 <= max_batch <= MAX_BATCH_SIZE:
+        raise ModelingError(f"max_batch must be between 1 and {MAX_BATCH_SIZE}, got {max_batch}")
+    knobs = dict(knobs or {})
+    shape = tuple(image_shape)
+    configs = [UNetConfig(shape, batch, **_network(knobs)) for batch in range(1, max_batch + 1)]
+    bounds, raised = _bounds(model, configs)
+    index = _last_fitting(bounds, budget_bytes)
+    if index is None:
+        _check_bounded(model, bounds[0], configs[0])
+        raise ModelingError(
+            f"image {configs[0].image_label} needs up to {_gib(bounds[0])} at batch 1, more than "
+            f"the {_gib(budget_bytes)} budget; use a smaller image or more memory"
+        )
+    chosen = configs[index]
+    following = index + 1 if index + 1 < len(configs) else None
+    return BatchAnswer(
+        image_shape=chosen.image_shape,
+        budget_bytes=int(budget_bytes),
+        batch_size=chosen.batch_size,
+        predicted_bytes=int(model.point_bytes([chosen])[0]),
+        bound_bytes=int(bounds[index]),
+        next_batch=None if following is None else configs[following].batch_size,
+        next_bound_bytes=None if following is None else int(bounds[following]),
+        basis=_basis(model, chosen, bool(raised[index])),
+    )
+
+
+def memory_to_buy(
+    model: SizingModel, image_shape: tuple[int, int, int], batch_size: int,
+    headroom: float = DEFAULT_HEADROOM, knobs: Mapping[str, Any] | None = None,
+) -> MemoryAnswer:  # fmt: skip
+    """The smallest purchasable memory holding the bound plus ``headroom`` (a fraction, 0.2 = 20%).
+
+    Raises `ModelingError` when even the largest purchasable size is too small.
+    """
+    if not isinstance(headroom, (int, float)) or not 0 <= headroom <= MAX_HEADROOM:
+        raise ModelingError(
+            f"headroom must be a fraction between 0 and {MAX_HEADROOM:g} (0.2 = 20%), "
+            f"got {headroom!r}"
+        )
+    config = UNetConfig(tuple(image_shape), batch_size, **_network(dict(knobs or {})))
+    bounds, raised = _bounds(model, [config])
+    bound = float(bounds[0])
+    _check_bounded(model, bound, config)
+    required = bound * (1 + headroom)
+    fitting = [gb for gb in PURCHASABLE_MEMORY_GB if gb * BYTES_PER_MEMORY_GB >= required]
+    if not fitting:
+        largest = PURCHASABLE_MEMORY_GB[-1]
+        raise ModelingError(
+            f"{config.image_label} at batch {batch_size} needs {_gib(required)} with "
+            f"{headroom:.0%} headroom, more than the largest purchasable size ({largest} GB); "
+            "use smaller images or batches, or split training across machines"
+        )
+    return MemoryAnswer(
+        image_shape=config.image_shape,
+        batch_size=batch_size,
+        headroom=float(headroom),
+        predicted_bytes=int(model.point_bytes([config])[0]),
+        bound_bytes=int(bound),
+        required_bytes=math.ceil(required),
+        memory_gb=fitting[0],
+        basis=_basis(model, config, bool(raised[0])),
+    )
+
+
+NETWORK_KNOBS = ("base_filters", "levels", "in_channels", "classes", "precision", "upsampling")
+
+
+def _network(knobs: dict[str, Any]) -> dict[str, Any]:
+    unknown = [name for name in knobs if name not in NETWORK_KNOBS]
+    if unknown:
+        raise ModelingError(
+            f"unknown network setting(s) {', '.join(unknown)}; known: {', '.join(NETWORK_KNOBS)}"
+        )
+    return knobs
+
+
+def _last_fitting(bounds: np.ndarray, budget_bytes: int) -> int | None:
+    """Index of the last entry before the first bound over budget; None if the first is over."""
+    over = np.flatnonzero(~(np.asarray(bounds, dtype=float) <= budget_bytes))
+    if len(over) == 0:
+        return len(bounds) - 1
+    return None if over[0] == 0 else int(over[0] - 1)

@@ -1,0 +1,233 @@
+"""Symbolic regression of peak memory with gplearn, shown as a readable formula.
+
+`SymbolicRegression` wraps gplearn's `SymbolicRegressor` the way the paper
+used Pandora: evolve a formula over the image size and batch (and any knob that
+varies) that predicts peak memory. Two choices make it work on this problem:
+
+* **Relative error as fitness.** Peaks span two orders of magnitude, and
+  the paper scores by MAPE; plain absolute error would let the few largest
+  runs decide everything.
+* **Linear scaling** (Keijzer, 2003). Each candidate program ``g`` is scored as
+  ``a + b * g`` with the ``a, b`` that fit best (weighted least squares, in
+  closed form). Evolution then searches for the *shape* of the law only; the
+  intercept (the framework's baseline) and the scale come for free instead of
+  having to be assembled out of random constants.
+
+The result is kept as ``formula_`` (sympy-simplified, 4 significant digits,
+target in GiB) with its size, and ``fit_seconds_``. ``SETTINGS_CANDIDATES``
+lists the settings `modeling.selection` chooses from on validation data.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sympy
+from gplearn.fitness import make_fitness
+from gplearn.genetic import SymbolicRegressor
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+GIB = 2**30
+FUNCTION_SET: tuple[str, ...] = ("add", "sub", "mul", "div")
+ALLOWED_FUNCTIONS: tuple[str, ...] = ("add", "sub", "mul", "div", "sqrt", "log", "neg", "inv")
+# A formula needs some points per coefficient to mean anything.
+MIN_SAMPLES = 5
+# Reported for a program whose output is not finite on the training data.
+WORST_FITNESS = 1e10
+SIGNIFICANT_DIGITS = 4
+
+# Settings tried on the validation split (all else is SymbolicRegression's default).
+# Small enough to stay a few seconds each on ~50 runs and a laptop core.
+SETTINGS_CANDIDATES: tuple[dict[str, Any], ...] = (
+    {"parsimony_coefficient": 1e-4, "population_size": 500, "generations": 15},
+    {"parsimony_coefficient": 1e-3, "population_size": 500, "generations": 15},
+    {"parsimony_coefficient": 1e-4, "population_size": 1000, "generations": 25},
+)
+
+
+def linear_scaling(
+    y: np.ndarray, g: np.ndarray, w: np.ndarray | None = None
+) -> tuple[float, float]:
+    """``(a, b)`` minimising the weighted squared *relative* error of ``a + b * g`` to ``y``.
+
+    The relative weighting is 1/y^2; ``w`` multiplies it. A constant ``g`` gets ``b = 0``.
+    """
+    weights = 1.0 / np.square(y)
+    if w is not None:
+        weights = weights * w
+    total = weights.sum()
+    g_mean = np.dot(weights, g) / total
+    y_mean = np.dot(weights, y) / total
+    spread = np.dot(weights, np.square(g - g_mean))
+    if not np.isfinite(spread) or spread <= np.finfo(float).tiny:
+        return float(y_mean), 0.0
+    slope = np.dot(weights, (g - g_mean) * (y - y_mean)) / spread
+    return float(y_mean - slope * g_mean), float(slope)
+
+
+def _scaled_relative_error(y: np.ndarray, y_pred: np.ndarray, w: np.ndarray) -> float:
+    """gplearn fitness: mean relative error of the best linear rescaling of ``y_pred``."""
+    # gplearn probes a custom fitness with y = 1s; guard the general case anyway.
+    if not np.all(np.isfinite(y_pred)) or np.any(y == 0):
+        return WORST_FITNESS
+    with np.errstate(all="ignore"):
+        intercept, slope = linear_scaling(y, y_pred, w)
+        relative = np.abs(y - intercept - slope * y_pred) / np.abs(y)
+        value = float(np.average(relative, weights=w))
+    return value if np.isfinite(value) else WORST_FITNESS
+
+
+# wrap=False: a module-level function pickles by reference, so fitted models can
+# be stored; the cloudpickle wrapper is only needed for lambdas.
+SCALED_RELATIVE_ERROR = make_fitness(
+    function=_scaled_relative_error, greater_is_better=False, wrap=False
+)
+
+# gplearn's functions as sympy sees them. The protected versions (division by
+# |x| < 0.001 gives 1, sqrt and log of |x|) are shown as the plain operation:
+# on the inputs this package feeds in, the guards never trigger.
+_SYMPY_FUNCTIONS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "sqrt": lambda a: sympy.sqrt(a),
+    "log": lambda a: sympy.log(a),
+    "neg": lambda a: -a,
+    "inv": lambda a: 1 / a,
+}
+
+
+def readable_formula(
+    program: str, feature_names: Sequence[str], intercept: float = 0.0, slope: float = 1.0
+) -> sympy.Expr:
+    """``intercept + slope * program`` as a simplified sympy expression, 4 significant digits."""
+    symbols = {name: sympy.Symbol(name, positive=True) for name in feature_names}
+    expression = sympy.parse_expr(program, local_dict={**_SYMPY_FUNCTIONS, **symbols})
+    expression = sympy.simplify(sympy.Float(intercept) + sympy.Float(slope) * expression)
+    expression = sympy.expand(expression) if expression.is_polynomial() else expression
+    return expression.xreplace(
+        {
+            number: sympy.Float(number, SIGNIFICANT_DIGITS)
+            for number in expression.atoms(sympy.Float)
+        }
+    )
+
+
+def expression_size(expression: sympy.Expr) -> int:
+    """Nodes in the expression tree (symbols, numbers and operations)."""
+    return sum(1 for _ in sympy.preorder_traversal(expression))
+
+
+class SymbolicRegression(RegressorMixin, BaseEstimator):
+    """gplearn symbolic regression with relative-error fitness and linear scaling.
+
+    X : DataFrame of numeric inputs (its column names become the formula's
+    variables); y : target, e.g. peak bytes. ``target_unit`` divides the
+    target inside, so constants read in that unit (default GiB); predictions
+    come back in the target's own unit.
+    """
+
+    def __init__(
+        self,
+        *,
+        population_size: int = 1000,
+        generations: int = 20,
+        tournament_size: int = 20,
+        parsimony_coefficient: float = 1e-4,
+        function_set: tuple[str, ...] = FUNCTION_SET,
+        init_depth: tuple[int, int] = (2, 4),
+        max_samples: float = 1.0,
+        target_unit: float = GIB,
+        random_state: int = 0,
+    ) -> None:
+        self.population_size = population_size
+        self.generations = generations
+        self.tournament_size = tournament_size
+        self.parsimony_coefficient = parsimony_coefficient
+        self.function_set = function_set
+        self.init_depth = init_depth
+        self.max_samples = max_samples
+        self.target_unit = target_unit
+        self.random_state = random_state
+
+    def _validate_settings(self) -> None:
+        unknown = [name for name in self.function_set if name not in ALLOWED_FUNCTIONS]
+        if unknown or not self.function_set:
+            raise ValueError(
+                f"function_set {self.function_set!r} has unsupported entries "
+                f"{unknown}; allowed: {', '.join(ALLOWED_FUNCTIONS)}"
+            )
+        if self.target_unit <= 0:
+            raise ValueError(f"target_unit must be positive, got {self.target_unit!r}")
+
+    def fit(self, X: pd.DataFrame, y: Any) -> SymbolicRegression:
+        self._validate_settings()
+        inputs, target = _validated_xy(X, y)
+        started = time.perf_counter()
+        regressor = SymbolicRegressor(
+            population_size=self.population_size,
+            generations=self.generations,
+            tournament_size=self.tournament_size,
+            parsimony_coefficient=self.parsimony_coefficient,
+            function_set=self.function_set,
+            init_depth=self.init_depth,
+            max_samples=self.max_samples,
+            metric=SCALED_RELATIVE_ERROR,
+            feature_names=list(inputs.columns),
+            random_state=self.random_state,
+            n_jobs=1,
+        )
+        scaled = target / self.target_unit
+        regressor.fit(inputs.to_numpy(dtype=float), scaled)
+        raw = regressor._program.execute(inputs.to_numpy(dtype=float))
+        self.intercept_, self.slope_ = linear_scaling(scaled, raw)
+        self.fit_seconds_ = time.perf_counter() - started
+        self.regressor_ = regressor
+        self.program_ = str(regressor._program)
+        self.program_length_ = int(regressor._program.length_)
+        self.feature_names_in_ = np.asarray(inputs.columns, dtype=object)
+        self.n_features_in_ = inputs.shape[1]
+        expression = readable_formula(
+            self.program_, list(inputs.columns), self.intercept_, self.slope_
+        )
+        self.formula_ = str(expression)
+        self.formula_length_ = expression_size(expression)
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        check_is_fitted(self)
+        inputs = _select(X, list(self.feature_names_in_))
+        raw = self.regressor_._program.execute(inputs.to_numpy(dtype=float))
+        return (self.intercept_ + self.slope_ * raw) * self.target_unit
+
+
+def _select(X: Any, columns: list[str]) -> pd.DataFrame:
+    if not isinstance(X, pd.DataFrame):
+        raise TypeError(f"X must be a DataFrame with columns {columns}, got {type(X).__name__}")
+    missing = [name for name in columns if name not in X.columns]
+    if missing:
+        raise ValueError(f"X lacks column(s) {', '.join(missing)}; the model was fit on {columns}")
+    return X[columns]
+
+
+def _validated_xy(X: Any, y: Any) -> tuple[pd.DataFrame, np.ndarray]:
+    """Numeric, finite inputs and a positive, finite target of the same length."""
+    if not isinstance(X, pd.DataFrame):
+        raise TypeError(f"X must be a DataFrame of named inputs, got {type(X).__name__}")
+    target = np.asarray(y, dtype=float).ravel()
+    if len(target) != len(X):
+        raise ValueError(f"X has {len(X)} rows but y has {len(target)} values")
+    if len(X) < MIN_SAMPLES:
+        raise ValueError(f"need at least {MIN_SAMPLES} samples to fit a formula, got {len(X)}")
+    values = X.to_numpy(dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("X has missing or infinite values; every input must be a finite number")
+    if not np.all(np.isfinite(target)) or np.any(target <= 0):
+        raise ValueError("y must be finite and positive (relative error divides by it)")
+    return X, target

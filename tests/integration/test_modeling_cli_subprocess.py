@@ -1,0 +1,40 @@
+"""`python -m modeling` as a user runs it: a real subprocess, exit codes and exact messages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def modeling(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "modeling", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_help_lists_every_command_and_sizing_question() -> None:
+    top = modeling("--help")
+    size = modeling("size", "--help")
+
+    assert top.returncode == 0 and size.returncode == 0
+    assert "evaluate" in top.stdout and "size" in top.stdout
+    for question in ("image", "batch", "buy"):
+        assert question in size.stdout
+    # Each start imports scikit-learn, xgboost and gplearn: check one question's own help.
+    assert modeling("size", "buy", "--help").stdout.startswith("usage: python -m modeling size buy")
+
+
+def test_sizing_on_an_empty_database_is_one_error_line_with_the_next_step(tmp_path) -> None:
+    db = tmp_path / "empty.duckdb"
+
+    result = modeling("size", "buy", "--image-size", "144", "--batch-size", "2", "--db", str(db))
+
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"error: no fitted models in {db} yet; run `python -m modeling evaluate --db {db}` first\n"
+    )

@@ -1,0 +1,75 @@
+"""Runs and configurations become the feature frame every model reads."""
+
+import pandas as pd
+import pytest
+
+from modeling.analytical import paper_estimate, refined_breakdown
+from modeling.features import (
+    config_frame,
+    config_of,
+    measured_frame,
+    model_inputs,
+    varying_knobs,
+)
+from profiling.errors import ConfigError
+from profiling.records import RUN_COLUMNS
+from profiling.workload import UNetConfig
+
+
+def test_measured_frame_keeps_only_ok_runs_with_a_high_water_mark(make_record) -> None:
+    runs = pd.DataFrame([
+        make_record(run_id="ok-1").row(),
+        make_record(run_id="oom-1", status="oom").row(),
+        make_record(run_id="ok-without-peak", peak_hwm_bytes=None).row(),
+    ])  # fmt: skip
+
+    frame = measured_frame(runs)
+
+    assert frame.index.tolist() == ["ok-1"]
+    assert frame.index.name == "run_id"
+
+
+def test_measured_frame_targets_the_high_water_mark_and_keeps_the_baseline(make_record) -> None:
+    record = make_record(peak_hwm_bytes=1234 * 2**20, peak_sampled_bytes=1000 * 2**20,
+                         baseline_bytes=650 * 2**20)  # fmt: skip
+
+    frame = measured_frame(pd.DataFrame([record.row()]))
+
+    assert frame["peak_bytes"].iloc[0] == 1234 * 2**20
+    assert frame["baseline_bytes"].iloc[0] == 650 * 2**20
+
+
+def test_config_frame_holds_shape_terms_and_both_analytical_models() -> None:
+    config = UNetConfig((32, 48, 64), batch_size=3)
+
+    row = config_frame([config]).iloc[0]
+
+    assert row["side"] == pytest.approx((32 * 48 * 64) ** (1 / 3))
+    assert row["megavoxels"] == pytest.approx(32 * 48 * 64 / 1e6)
+    assert row["sample_megavoxels"] == pytest.approx(3 * 32 * 48 * 64 / 1e6)
+    assert row["paper_activation_bytes"] == paper_estimate(config).activation_bytes
+    assert row["activation_bytes"] == refined_breakdown(config).activation_bytes
+    assert pd.isna(row["baseline_bytes"])
+
+
+def test_a_runs_row_turns_back_into_its_configuration(make_record) -> None:
+    row = make_record(depth=32, height=48, width=64, batch_size=2, precision="mixed_float16").row()
+
+    assert config_of(row) == UNetConfig((32, 48, 64), 2, precision="mixed_float16")
+
+
+def test_only_knobs_that_vary_become_model_inputs() -> None:
+    same = config_frame([UNetConfig((32, 32, 32), 1), UNetConfig((64, 64, 64), 2)])
+    half = UNetConfig((32, 32, 32), precision="mixed_float16", base_filters=8)
+    mixed = config_frame([UNetConfig((32, 32, 32)), half])
+
+    assert varying_knobs(same) == []
+    assert model_inputs(same) == ["side", "megavoxels", "batch_size"]
+    assert varying_knobs(mixed) == ["base_filters", "element_bytes"]
+
+
+def test_a_runs_frame_without_the_needed_columns_is_refused() -> None:
+    runs = pd.DataFrame({name: [] for name in RUN_COLUMNS if name != "baseline_bytes"})
+
+    with pytest.raises(ConfigError, match="lacks column\\(s\\) baseline_bytes"):
+        measured_frame(runs)

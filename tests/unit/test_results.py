@@ -1,0 +1,143 @@
+"""Results round-trip through DuckDB: scores, held-out predictions and models that predict."""
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from modeling.errors import ModelingError, NoModelsError
+from modeling.evaluation import evaluate
+from modeling.features import config_frame, measured_frame
+from modeling.fitting import fit_predictors
+from modeling.models import catalogue, pick
+from modeling.results import (
+    RESULT_TABLES,
+    best_model_name,
+    load_evaluations,
+    load_predictions,
+    load_predictor,
+    load_predictors,
+    load_scores,
+    store_results,
+)
+from profiling import store
+from profiling.workload import UNetConfig
+from tests.conftest import build_runs
+
+# Quick symbolic regression, so a gplearn pickle (custom fitness included) is round-tripped.
+MODELS = ["refined", "least_squares", "symbolic"]
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    frame = measured_frame(build_runs(noise=0.01))
+    specs = pick(catalogue(quick=True), MODELS)
+    evaluation = evaluate(frame, specs, seeds=range(2))
+    return frame, evaluation, fit_predictors(specs, frame, evaluation)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return store.ensure_database(tmp_path / "memplan.duckdb")
+
+
+def test_stored_models_predict_exactly_like_the_fitted_ones(db, fitted) -> None:
+    frame, evaluation, predictors = fitted
+    store_results(db, evaluation, predictors, command="python -m modeling evaluate")
+    configs = [UNetConfig((s, s, s), b) for s in (64, 160) for b in (1, 4)]
+
+    loaded = load_predictors(db)
+
+    assert [p.name for p in loaded] == MODELS
+    for original, restored in zip(predictors, loaded, strict=True):
+        np.testing.assert_array_equal(restored.point_bytes(configs), original.point_bytes(configs))
+        np.testing.assert_array_equal(restored.upper_bytes(configs), original.upper_bytes(configs))
+        assert restored.bound == original.bound
+        assert restored.training_range == original.training_range
+        assert (restored.formula, restored.formula_length) == (
+            original.formula,
+            original.formula_length,
+        )
+
+
+def test_scores_and_held_out_predictions_are_stored_with_their_evaluation(db, fitted) -> None:
+    frame, evaluation, predictors = fitted
+
+    evaluation_id = store_results(db, evaluation, predictors)
+
+    scores = load_scores(db)
+    assert len(scores) == len(evaluation.scores)
+    assert set(scores["evaluation_id"]) == {evaluation_id}
+    assert len(load_predictions(db)) == len(evaluation.predictions)
+    stored = load_evaluations(db).iloc[0]
+    assert (stored["n_runs"], stored["data_fingerprint"]) == (
+        len(frame),
+        evaluation.data_fingerprint,
+    )
+
+
+def test_results_live_in_the_runs_database_next_to_the_runs(db, fitted) -> None:
+    store_results(db, *fitted[1:])
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = {row[0] for row in con.execute("SHOW TABLES").fetchall()}
+    assert tables >= {"runs", *RESULT_TABLES}
+
+
+def test_the_latest_evaluation_is_the_one_loaded(db, fitted) -> None:
+    _, evaluation, predictors = fitted
+    store_results(db, evaluation, predictors[:1])
+    latest = store_results(db, evaluation, predictors)
+
+    assert set(load_scores(db)["evaluation_id"]) == {latest}
+    assert len(load_predictors(db)) == len(predictors)
+
+
+def test_best_picks_the_lowest_worst_case_extrapolation_error(db, fitted) -> None:
+    _, evaluation, predictors = fitted
+    store_results(db, evaluation, predictors)
+    scores = evaluation.scores_frame()
+    extrapolation = scores[scores["split"] == "extrapolation"]
+    worst = extrapolation.groupby("model")["max_ape_pct"].max()
+
+    assert worst[best_model_name(scores)] == worst.min()
+    assert load_predictor(db).name == best_model_name(scores)
+
+
+def test_best_prefers_a_smaller_worst_case_over_a_smaller_mean() -> None:
+    scores = pd.DataFrame({
+        "model": ["steady", "steady", "lucky", "lucky"],
+        "split": "extrapolation",
+        "mape_pct": [3.0, 3.0, 1.0, 2.0],
+        "max_ape_pct": [5.0, 5.0, 1.5, 30.0],
+    })  # fmt: skip
+
+    assert best_model_name(scores) == "steady"
+
+
+def test_a_database_without_results_says_how_to_make_them(db) -> None:
+    with pytest.raises(NoModelsError, match="no fitted models in .* yet; run `python -m modeling "
+                       "evaluate --db"):  # fmt: skip
+        load_predictors(db)
+    assert load_evaluations(db).empty
+
+
+def test_an_unknown_model_name_lists_the_stored_ones(db, fitted) -> None:
+    store_results(db, *fitted[1:])
+
+    with pytest.raises(ModelingError, match="no stored model 'nope' .*; known: best, refined, "
+                       "least_squares, symbolic"):  # fmt: skip
+        load_predictor(db, "nope")
+
+
+def test_reading_results_never_writes_to_the_database(db, fitted) -> None:
+    store_results(db, *fitted[1:])
+    before = db.stat().st_mtime_ns
+
+    load_predictors(db)
+    load_scores(db)
+    config_frame([UNetConfig((32, 32, 32))])
+
+    assert db.stat().st_mtime_ns == before
