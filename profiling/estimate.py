@@ -1,31 +1,37 @@
-"""A conservative closed-form estimate of a point's peak, for the sweep's pre-check.
+"""A conservative estimate of a point's peak, for the sweep's pre-check.
 
-Deliberately simple and on the high side: its only job is to keep a sweep from
-launching a point that cannot fit. The fitted models in `modeling/` predict;
-this guards. The kill-on-limit watchdog in `profiling.runner` stays the real
+It decides what a sweep never launches, so it must stay on the high side; its
+only job is to keep a sweep from starting a point that cannot fit. It is the
+refined closed-form model of `modeling.analytical` (weights, gradients, Adam's
+slots, kept activations, backward buffers, the input batch) with explicit
+margins on each uncertain part:
+
+* the framework baseline is taken as 1 GiB: TensorFlow 2.21's post-import
+  memory measured 0.65-0.72 GiB on the reference machines;
+* building the model and tracing the training step cost a further ~0.22 GiB
+  there, which the refined model leaves out; 0.5 GiB is allowed for it;
+* the per-batch terms (activations, backward buffers, input) get 25% on top:
+  measured per-sample growth was 0.9-1.06x these terms from 32^3 to 96^3.
+
+No fitted model is used: the pre-check must work on a fresh checkout with an
+empty database. The kill-on-limit watchdog in `profiling.runner` stays the real
 safety net.
 """
 
 from __future__ import annotations
 
-from modeling.architecture import activation_bytes_per_sample, parameter_counts
+from modeling.analytical import refined_breakdown
 from profiling.workload import UNetConfig
 
-# TensorFlow's import plus the built model, rounded up: DESIGN.md measured
-# ~630 MiB for the import, and the child here reports ~725 MiB on TF 2.21.
 FRAMEWORK_BASELINE_BYTES = 1 * 2**30
-# Weights, their gradients and Adam's two slots, all float32.
-WEIGHT_COPIES = 4
-WEIGHT_BYTES = 4
-# Measured here (docs/steps.md): 64^3 grows by ~285 MiB per sample, about
-# 0.88x the paper's Eq. 1 bytes. 1.25x Eq. 1 leaves ~40% for the backward
-# pass' temporaries at large sizes, where the paper saw Eq. 1 fall short.
-ACTIVATION_SAFETY_FACTOR = 1.25
+RUNTIME_ALLOWANCE_BYTES = 2**29  # 0.5 GiB
+PER_BATCH_SAFETY_FACTOR = 1.25
 
 
 def estimate_peak_bytes(config: UNetConfig) -> int:
     """Conservative peak resident bytes of training ``config`` (see module docstring)."""
-    total_params, _ = parameter_counts(config)
-    weights = total_params * WEIGHT_BYTES * WEIGHT_COPIES
-    activations = config.batch_size * activation_bytes_per_sample(config)
-    return int(FRAMEWORK_BASELINE_BYTES + weights + ACTIVATION_SAFETY_FACTOR * activations)
+    terms = refined_breakdown(config, framework_bytes=FRAMEWORK_BASELINE_BYTES)
+    fixed = terms.framework_bytes + terms.weight_bytes + terms.gradient_bytes
+    fixed += terms.optimizer_bytes + RUNTIME_ALLOWANCE_BYTES
+    per_batch = terms.activation_bytes + terms.backward_bytes + terms.input_bytes
+    return int(fixed + PER_BATCH_SAFETY_FACTOR * per_batch)
