@@ -33,22 +33,12 @@ from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side,
 from modeling.splits import SPLIT_KINDS
 from modeling.uncertainty import DEFAULT_COVERAGE
 from profiling import store
-from profiling.cli import parse_bytes
+from profiling.cli import add_db_option, open_db, parse_bytes, positive_int
 from profiling.errors import MemplanError
 from profiling.workload import PRECISIONS, UPSAMPLING_MODES, parse_image_shape
 
 ERROR_EXIT_CODE = 2
 BUDGET_HELP = "memory available, e.g. 256GiB or 64G (binary); a GB/TB suffix means 10^9/10^12"
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _fraction(text: str) -> float:
@@ -61,32 +51,20 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _add_db_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--db", type=Path, default=None,
-        help="DuckDB file (default: $MEMPLAN_DB, else data/memplan.duckdb, "
-        "which starts with the bundled reference runs)",
-    )  # fmt: skip
-
-
-def _db(args: argparse.Namespace) -> Path:
-    return store.ensure_database(args.db or store.default_db_path())
-
-
 # --- evaluate ----------------------------------------------------------------------------
 
 
 def _prepare_evaluate(parser: argparse.ArgumentParser) -> None:
-    _add_db_option(parser)
+    add_db_option(parser)
     parser.add_argument(
         "--seeds",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_SEEDS,
         help=f"random 70/30 splits to repeat (default {DEFAULT_SEEDS})",
     )
     parser.add_argument(
         "--extrapolation-seeds",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_EXTRAPOLATION_SEEDS,
         help="repeats of the fixed extrapolation split, with other model seeds "
         f"(default {DEFAULT_EXTRAPOLATION_SEEDS})",
@@ -127,7 +105,7 @@ def _progress(message: str) -> None:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    db_path = _db(args)
+    db_path = open_db(args)
     specs = pick(catalogue(quick=args.quick), args.models)
     frame = measured_frame(store.load_runs(db_path, status="ok"))
     evaluation = evaluate(
@@ -165,7 +143,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
-    _add_db_option(parser)
+    add_db_option(parser)
     parser.add_argument("--model", default=results.BEST,
                         help="a stored model (see `evaluate`); default: best, the lowest "
                         "worst-case extrapolation error")  # fmt: skip
@@ -190,12 +168,12 @@ def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="memory available, e.g. 256GiB (binary K/M/G/T; GB = 10^9)",
     )
-    parser.add_argument("--batch-size", type=_positive_int, required=True)  # fmt: skip
+    parser.add_argument("--batch-size", type=positive_int, required=True)  # fmt: skip
     _add_model_options(parser)
 
 
 def _size_image(args: argparse.Namespace) -> int:
-    predictor = results.load_predictor(_db(args), args.model)
+    predictor = results.load_predictor(open_db(args), args.model)
     answer = largest_image_side(predictor, args.budget, args.batch_size, _knobs(args))
     print("\n".join(report.image_size_lines(answer)))
     return 0
@@ -210,7 +188,7 @@ def _prepare_size_batch(parser: argparse.ArgumentParser) -> None:
 
 def _size_batch(args: argparse.Namespace) -> int:
     shape = parse_image_shape(args.image_size)
-    predictor = results.load_predictor(_db(args), args.model)
+    predictor = results.load_predictor(open_db(args), args.model)
     answer = largest_batch(predictor, args.budget, shape, _knobs(args))
     print("\n".join(report.batch_lines(answer)))
     return 0
@@ -218,7 +196,7 @@ def _size_batch(args: argparse.Namespace) -> int:
 
 def _prepare_size_buy(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image-size", required=True, help="a cube side (144) or DxHxW")
-    parser.add_argument("--batch-size", type=_positive_int, required=True)
+    parser.add_argument("--batch-size", type=positive_int, required=True)
     parser.add_argument(
         "--headroom",
         type=float,
@@ -230,7 +208,7 @@ def _prepare_size_buy(parser: argparse.ArgumentParser) -> None:
 
 def _size_buy(args: argparse.Namespace) -> int:
     shape = parse_image_shape(args.image_size)
-    predictor = results.load_predictor(_db(args), args.model)
+    predictor = results.load_predictor(open_db(args), args.model)
     answer = memory_to_buy(predictor, shape, args.batch_size, args.headroom, _knobs(args))
     print("\n".join(report.memory_lines(answer)))
     return 0

@@ -62,7 +62,7 @@ def parse_bytes(text: str) -> int:
     return int(value)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -82,7 +82,7 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _add_db_option(parser: argparse.ArgumentParser) -> None:
+def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db", type=Path, default=None,
         help="DuckDB file (default: $MEMPLAN_DB, else data/memplan.duckdb, "
@@ -93,7 +93,7 @@ def _add_db_option(parser: argparse.ArgumentParser) -> None:
 def _add_measure_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--steps",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_STEPS,
         help=f"training steps per point (default {DEFAULT_STEPS}; docs/steps.md)",
     )
@@ -117,7 +117,7 @@ def _add_measure_options(parser: argparse.ArgumentParser) -> None:
         "75%% of RAM, never within 2 GiB of what is available)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
-    _add_db_option(parser)  # fmt: skip
+    add_db_option(parser)  # fmt: skip
 
 
 def _settings(args: argparse.Namespace) -> RunSettings:
@@ -128,7 +128,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
     )  # fmt: skip
 
 
-def _db(args: argparse.Namespace) -> Path:
+def open_db(args: argparse.Namespace) -> Path:
     return store.ensure_database(args.db or store.default_db_path())
 
 
@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         parse_image_shape(args.image_size), args.batch_size, args.base_filters, args.levels,
         args.in_channels, args.classes, args.precision, args.upsampling,
     )  # fmt: skip
-    db_path = _db(args)
+    db_path = open_db(args)
     record = run_point(config, _settings(args))
     store.insert_run(db_path, record)
     print(f"{record.status}: {config.image_label} batch {config.batch_size}, "
@@ -190,7 +190,7 @@ def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--upsamplings", nargs="+")
     parser.add_argument(
         "--repeats",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         help="measure each point this many times (a noise figure)",
     )
@@ -216,7 +216,7 @@ def _sweep(args: argparse.Namespace) -> int:
             "nothing to sweep: give --image-sizes and --batch-sizes, or --config FILE"
         )
     grid = grid_from_mapping(values)
-    db_path = _db(args)
+    db_path = open_db(args)
     command = shlex.join(["python", "-m", "profiling", *sys.argv[1:]])
     try:
         summary = run_sweep(
@@ -244,11 +244,12 @@ def _prepare_list(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="only runs measured on this hostname")
     parser.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
     parser.add_argument("--all-columns", action="store_true")
-    _add_db_option(parser)
+    add_db_option(parser)
 
 
 def _list(args: argparse.Namespace) -> int:
-    runs = store.load_runs(_db(args), sweep_id=args.sweep, status=args.status, hostname=args.host)
+    db_path = open_db(args)
+    runs = store.load_runs(db_path, sweep_id=args.sweep, status=args.status, hostname=args.host)
     if not args.all_columns:
         runs = runs[LIST_COLUMNS]
     if args.csv:
@@ -273,11 +274,11 @@ def _list(args: argparse.Namespace) -> int:
 def _prepare_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", help="a run id or a unique prefix of one (see `list`)")
     parser.add_argument("--timeline", action="store_true", help="print the samples as CSV too")
-    _add_db_option(parser)
+    add_db_option(parser)
 
 
 def _show(args: argparse.Namespace) -> int:
-    db_path = _db(args)
+    db_path = open_db(args)
     run = store.get_run(db_path, args.run_id)
     width = max(len(name) for name in run)
     for name, value in run.items():
@@ -301,11 +302,11 @@ def _prepare_summary(parser: argparse.ArgumentParser) -> None:
         help="kernel high-water mark (default) or the sampled peak",
     )
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
-    _add_db_option(parser)  # fmt: skip
+    add_db_option(parser)  # fmt: skip
 
 
 def _summary(args: argparse.Namespace) -> int:
-    runs = store.load_runs(_db(args), sweep_id=args.sweep, hostname=args.host)
+    runs = store.load_runs(open_db(args), sweep_id=args.sweep, hostname=args.host)
     table = peak_table(runs, args.metric)
     if table.empty:
         print("no runs match")
@@ -323,11 +324,11 @@ def _prepare_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="runs file, .csv or .parquet")
     parser.add_argument("--timelines", type=Path, help="also write the samples to this file")
     parser.add_argument("--sweep", help="only this sweep id")
-    _add_db_option(parser)
+    add_db_option(parser)
 
 
 def _export(args: argparse.Namespace) -> int:
-    count = exchange.export_runs(_db(args), args.out, args.timelines, sweep_id=args.sweep)
+    count = exchange.export_runs(open_db(args), args.out, args.timelines, sweep_id=args.sweep)
     print(f"exported {count} run(s) to {args.out}"
           f"{f' and their timelines to {args.timelines}' if args.timelines else ''}")  # fmt: skip
     return 0
@@ -336,11 +337,11 @@ def _export(args: argparse.Namespace) -> int:
 def _prepare_import(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", type=Path, help="runs file, .csv or .parquet (as `export` writes)")
     parser.add_argument("--timelines", type=Path, help="the matching samples file")
-    _add_db_option(parser)
+    add_db_option(parser)
 
 
 def _import(args: argparse.Namespace) -> int:
-    db_path = _db(args)
+    db_path = open_db(args)
     count = exchange.import_runs(db_path, args.runs, args.timelines)
     print(f"imported {count} run(s) into {db_path}")
     return 0
