@@ -9,6 +9,7 @@ line ``error: ...`` on stderr and exit code 2.
     python -m modeling size image --budget 256GiB --batch-size 4
     python -m modeling size batch --image-size 144 --budget 64GiB
     python -m modeling size buy --image-size 240x240x144 --batch-size 16 [--headroom 0.2]
+    python -m modeling export-results data/reference_results [--db FILE]
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from modeling import report, results
+from modeling import bundle, report, results
 from modeling.errors import ModelingError
 from modeling.evaluation import (
     DEFAULT_EXTRAPOLATION_SEEDS,
@@ -139,6 +140,20 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- export-results ----------------------------------------------------------------------
+
+
+def _prepare_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", type=Path, help="folder for the four Parquet files")
+    add_db_option(parser)
+
+
+def _export(args: argparse.Namespace) -> int:
+    directory = bundle.export_results(open_db(args), args.directory)
+    print(f"wrote the latest evaluation's {', '.join(results.RESULT_TABLES)} to {directory}")
+    return 0
+
+
 # --- size --------------------------------------------------------------------------------
 
 
@@ -172,8 +187,14 @@ def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
     _add_model_options(parser)
 
 
+def _stored_model(args: argparse.Namespace) -> results.Predictor:
+    db_path = open_db(args)
+    bundle.install_bundled_results(db_path)
+    return results.load_predictor(db_path, args.model)
+
+
 def _size_image(args: argparse.Namespace) -> int:
-    predictor = results.load_predictor(open_db(args), args.model)
+    predictor = _stored_model(args)
     answer = largest_image_side(predictor, args.budget, args.batch_size, _knobs(args))
     print("\n".join(report.image_size_lines(answer)))
     return 0
@@ -188,7 +209,7 @@ def _prepare_size_batch(parser: argparse.ArgumentParser) -> None:
 
 def _size_batch(args: argparse.Namespace) -> int:
     shape = parse_image_shape(args.image_size)
-    predictor = results.load_predictor(open_db(args), args.model)
+    predictor = _stored_model(args)
     answer = largest_batch(predictor, args.budget, shape, _knobs(args))
     print("\n".join(report.batch_lines(answer)))
     return 0
@@ -208,7 +229,7 @@ def _prepare_size_buy(parser: argparse.ArgumentParser) -> None:
 
 def _size_buy(args: argparse.Namespace) -> int:
     shape = parse_image_shape(args.image_size)
-    predictor = results.load_predictor(open_db(args), args.model)
+    predictor = _stored_model(args)
     answer = memory_to_buy(predictor, shape, args.batch_size, args.headroom, _knobs(args))
     print("\n".join(report.memory_lines(answer)))
     return 0
@@ -236,6 +257,13 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _prepare_evaluate(evaluate_parser)
     evaluate_parser.set_defaults(handler=_evaluate)
+    export = commands.add_parser(
+        "export-results", help="write the latest evaluation as Parquet (the bundled results)",
+        description="write the latest evaluation and its models as Parquet files; "
+        "data/reference_results is made this way",
+    )  # fmt: skip
+    _prepare_export(export)
+    export.set_defaults(handler=_export)
     size = commands.add_parser(
         "size",
         help="answer a sizing question from a stored model",

@@ -178,13 +178,24 @@ def load_predictions(path: Path, evaluation_id: str | None = None) -> pd.DataFra
     return _load_table(path, "predictions", evaluation_id)
 
 
+def _unpickled(row: dict[str, Any]) -> Any:
+    # The pickle was written by `store_results` into this database (see module docstring).
+    try:
+        return pickle.loads(bytes(row["estimator"]))
+    except Exception as error:  # an unpickling failure can raise nearly anything
+        raise ModelingError(
+            f"stored model {row['name']!r} cannot be loaded here ({type(error).__name__}: "
+            f"{error}); it was written with {row['versions_json']}, this environment has "
+            f"{json.dumps(_versions(), sort_keys=True)}. Refit with `python -m modeling evaluate`"
+        ) from error
+
+
 def _predictor(row: dict[str, Any]) -> Predictor:
     return Predictor(
         name=row["name"],
         title=row["title"],
         kind=row["kind"],
-        # The pickle was written by `store_results` into this database (see module docstring).
-        estimator=pickle.loads(bytes(row["estimator"])),
+        estimator=_unpickled(row),
         columns=tuple(json.loads(row["columns_json"])),
         bound=_bound_from(row["bound_json"]),
         extrapolation_bound=_bound_from(row["extrapolation_bound_json"]),

@@ -182,6 +182,8 @@ class SymbolicRegression(RegressorMixin, BaseEstimator):
             feature_names=list(inputs.columns),
             random_state=self.random_state,
             n_jobs=1,
+            # Keep only the last generation: the history would make every stored model ~10 MB.
+            low_memory=True,
         )
         scaled = target / self.target_unit
         regressor.fit(inputs.to_numpy(dtype=float), scaled)

@@ -1,0 +1,5 @@
+"""The Models page (placeholder until it is written)."""
+
+import streamlit as st
+
+st.title("Models")
