@@ -49,6 +49,8 @@ LIST_COLUMNS = ["run_id", "sweep_id", "status", "depth", "height", "width", "bat
 
 def parse_bytes(text: str) -> int:
     """``16GiB``, ``1500MiB``, ``2T`` or a plain number of bytes (binary units for K/M/G/T)."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"memory size must be positive, got {text!r}")
     match = _SIZE_PATTERN.match(text)
     unit = match.group(2).lower() if match else None
     if not match or unit not in _UNITS:
