@@ -30,21 +30,13 @@ from modeling.analytical import (
 )
 from modeling.architecture import BYTES_PER_ELEMENT
 from profiling.errors import ConfigError
-from profiling.workload import UNetConfig
+from profiling.workload import NETWORK_KNOBS, SHAPE_COLUMNS, UNetConfig
 
 TARGET_COLUMN = "peak_bytes"
 BASELINE_COLUMN = "baseline_bytes"
 MEASURED_PEAK_COLUMN = "peak_hwm_bytes"
 OK_STATUS = "ok"
-SHAPE_COLUMNS: tuple[str, ...] = ("depth", "height", "width")
-KNOB_COLUMNS: tuple[str, ...] = (
-    "base_filters",
-    "levels",
-    "in_channels",
-    "classes",
-    "precision",
-    "upsampling",
-)
+KNOB_COLUMNS = NETWORK_KNOBS
 # Numeric stand-ins for the two text knobs, so every model can take them.
 KNOB_CODES: dict[str, str] = {"precision": "element_bytes", "upsampling": "transpose"}
 MEGA = 10**6

@@ -41,7 +41,13 @@ import numpy as np
 from modeling.analytical import refined_breakdown
 from modeling.errors import ModelingError
 from modeling.uncertainty import ConformalBound
-from profiling.workload import MAX_BATCH_SIZE, MAX_IMAGE_SIDE, UNetConfig, valid_sides
+from profiling.workload import (
+    MAX_BATCH_SIZE,
+    MAX_IMAGE_SIDE,
+    NETWORK_KNOBS,
+    UNetConfig,
+    valid_sides,
+)
 
 GIB = 2**30
 # Server memory sizes one can buy, in (binary, JEDEC) GB; see the module docstring.
@@ -290,7 +296,6 @@ def memory_to_buy(
     )
 
 
-NETWORK_KNOBS = ("base_filters", "levels", "in_channels", "classes", "precision", "upsampling")
 
 
 def _network(knobs: dict[str, Any]) -> dict[str, Any]:

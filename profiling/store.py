@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from profiling.errors import StoreError
 from profiling.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
+from profiling.workload import NETWORK_KNOBS, SHAPE_COLUMNS
 
 SCHEMA_VERSION = 1
 
@@ -59,19 +60,7 @@ SOFTWARE_COLUMNS: tuple[str, ...] = (
     "keras_version",
     "numpy_version",
 )
-POINT_COLUMNS: tuple[str, ...] = (
-    "depth",
-    "height",
-    "width",
-    "batch_size",
-    "base_filters",
-    "levels",
-    "in_channels",
-    "classes",
-    "precision",
-    "upsampling",
-    "steps",
-)
+POINT_COLUMNS: tuple[str, ...] = (*SHAPE_COLUMNS, "batch_size", *NETWORK_KNOBS, "steps")
 DONE_STATUSES: tuple[str, ...] = ("ok", "oom")
 
 _SQL_TYPES: dict[type, str] = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}

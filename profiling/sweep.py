@@ -29,7 +29,14 @@ from profiling.estimate import estimate_peak_bytes
 from profiling.machine import machine_info, software_info
 from profiling.records import RunRecord
 from profiling.runner import RunSettings, run_point, skipped_record
-from profiling.workload import PRECISIONS, UPSAMPLING_MODES, UNetConfig, format_image_shape
+from profiling.workload import (
+    NETWORK_KNOBS,
+    PRECISIONS,
+    SHAPE_COLUMNS,
+    UPSAMPLING_MODES,
+    UNetConfig,
+    format_image_shape,
+)
 
 # The default memory limit: this share of the machine's RAM...
 DEFAULT_MEMORY_FRACTION = 0.75
@@ -274,13 +281,12 @@ def _measure_point(
 
 
 def _key_fields(config: UNetConfig, steps: int) -> dict[str, object]:
-    depth, height, width = config.image_shape
     return {
-        "depth": depth, "height": height, "width": width, "batch_size": config.batch_size,
-        "base_filters": config.base_filters, "levels": config.levels,
-        "in_channels": config.in_channels, "classes": config.classes,
-        "precision": config.precision, "upsampling": config.upsampling, "steps": steps,
-    }  # fmt: skip
+        **dict(zip(SHAPE_COLUMNS, config.image_shape, strict=True)),
+        "batch_size": config.batch_size,
+        **{knob: getattr(config, knob) for knob in NETWORK_KNOBS},
+        "steps": steps,
+    }
 
 
 def grid_from_mapping(values: dict[str, Sequence]) -> Grid:

@@ -10,7 +10,7 @@ calls it.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from profiling.errors import ConfigError
@@ -66,6 +66,15 @@ class UNetConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> UNetConfig:
         return cls(**(values | {"image_shape": tuple(values["image_shape"])}))
+
+
+# The network's settings besides the image and the batch: every field of
+# UNetConfig but those two, in field order.
+NETWORK_KNOBS: tuple[str, ...] = tuple(
+    field.name for field in fields(UNetConfig)
+    if field.name not in ("image_shape", "batch_size")
+)  # fmt: skip
+SHAPE_COLUMNS: tuple[str, ...] = ("depth", "height", "width")  # image_shape, as stored
 
 
 def size_multiple(levels: int) -> int:

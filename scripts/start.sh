@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# memplan on the bundled reference data, set-up included: bash scripts/start.sh
+# memplan's dashboard on the bundled reference data, set-up included:
+#   bash scripts/start.sh [streamlit options, e.g. --server.port 8600]
+# Serves on http://127.0.0.1:8501 (.streamlit/config.toml); MEMPLAN_DB picks another database.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
-exec .venv/bin/python -m profiling list "$@"
+exec .venv/bin/python -m streamlit run app.py "$@"
