@@ -1,0 +1,91 @@
+"""The sweep launcher end to end: a real tiny TensorFlow sweep, detached, watched, cancelled.
+
+Each sweep profiles 16^3 volumes through a 4-filter U-Net (a few seconds of
+TensorFlow per point) into a temporary DuckDB file, launched exactly as the
+dashboard's sidebar launches it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from profiling import job, launcher, store
+from profiling.launcher import LauncherError
+
+pytestmark = pytest.mark.tensorflow
+
+SWEEP_TIMEOUT_S = 600
+
+
+def tiny_request(batch_sizes: str = "1") -> launcher.SweepRequest:
+    return launcher.parse_request("16", batch_sizes, "4", 2, "4GiB")
+
+
+def profiled_children(job_pid: int) -> list[psutil.Process]:
+    try:
+        family = psutil.Process(job_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return [p for p in family if "profiling.child" in " ".join(p.cmdline())]
+
+
+@pytest.fixture
+def db(tmp_path: Path):
+    path = tmp_path / "runs.duckdb"
+    yield path
+    if launcher.status(path).running:
+        launcher.cancel(path, grace_s=5)
+
+
+def test_a_launched_sweep_runs_detached_stores_its_run_and_reports_the_refit(db: Path):
+    refit = [sys.executable, "-m", "modeling", "evaluate", "--db", str(db), "--quick"]
+    started = launcher.launch(db, tiny_request(), refit_command=refit)
+    assert started.running
+
+    with pytest.raises(LauncherError, match=rf"already running .*\(pid {started.pid}, started"):
+        launcher.launch(db, tiny_request(), refit_command=refit)
+
+    seen_points, seen_eta = set(), set()
+    deadline = time.monotonic() + SWEEP_TIMEOUT_S
+    while (current := launcher.status(db)).running:
+        assert time.monotonic() < deadline, current
+        seen_points.add(current.current_point)
+        seen_eta.add(current.eta)
+        time.sleep(0.2)
+    assert "16 batch 1" in seen_points  # the progress bar's current point, read from the log
+    assert seen_eta - {None}
+
+    assert current.phase == job.PHASE_FINISHED, current.log_tail
+    assert (current.points_done, current.points_total) == (1, 1)
+    assert current.sweep_status == "finished"
+    [run] = store.load_runs(db).to_dict("records")
+    assert run["status"] == "ok" and run["sweep_id"] == current.sweep_id
+    assert (run["depth"], run["base_filters"], run["steps"]) == (16, 4, 2)
+    # One run is not enough to evaluate the models: the sweep still counts as finished.
+    assert current.exit_codes == {"sweeping": 0, "refitting": 2}
+    assert current.refit == (
+        "models not refit: only 1 distinct measured configuration(s) (1 ok run(s)); "
+        "the evaluation needs at least 10; measure more (python -m profiling sweep)"
+    )
+
+
+def test_cancel_stops_a_real_sweep_which_is_marked_interrupted(db: Path):
+    started = launcher.launch(db, tiny_request("1 2"))
+    deadline = time.monotonic() + SWEEP_TIMEOUT_S
+    while not (children := profiled_children(started.pid)):
+        assert time.monotonic() < deadline and launcher.status(db).running, "no child started"
+        time.sleep(0.2)
+
+    stopped = launcher.cancel(db)
+
+    assert not stopped.running and stopped.phase == job.PHASE_CANCELLED
+    assert stopped.exit_codes == {"sweeping": 130}  # the sweep's own clean interrupt
+    assert stopped.sweep_status == "interrupted"
+    psutil.wait_procs(children, timeout=10)
+    assert not any(child.is_running() for child in children), "the child outlived the sweep"
+    assert store.load_runs(db).empty  # the point in flight was discarded

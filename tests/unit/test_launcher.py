@@ -1,0 +1,352 @@
+"""The sweep launcher with real detached processes running cheap stand-in commands.
+
+The real sweep (TensorFlow) is in tests/integration/test_launcher.py; here each
+job's commands are small Python one-liners, so every behaviour of the job runner
+and the launcher's bookkeeping is checked in seconds.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from tqdm import tqdm
+
+from profiling import job, launcher, store
+from profiling.errors import ConfigError
+from profiling.launcher import JobCommand, LauncherError
+
+PY = sys.executable
+
+
+def python(code: str) -> tuple[str, ...]:
+    return (PY, "-c", code)
+
+
+def sweep_step(code: str = "print('sweeping')") -> JobCommand:
+    return JobCommand(launcher.PHASE_SWEEPING, python(code))
+
+
+def refit_step(code: str = "print('refit done')") -> JobCommand:
+    return JobCommand(launcher.PHASE_REFITTING, python(code), optional=True)
+
+
+def wait_until_ended(db: Path, timeout_s: float = 30) -> launcher.JobStatus:
+    deadline = time.monotonic() + timeout_s
+    while (current := launcher.status(db)).running:
+        assert time.monotonic() < deadline, f"the job is still running: {current}"
+        time.sleep(0.05)
+    return current
+
+
+def wait_for_phase(db: Path, phase: str, timeout_s: float = 30) -> launcher.JobStatus:
+    deadline = time.monotonic() + timeout_s
+    while (current := launcher.status(db)).phase != phase:
+        assert time.monotonic() < deadline, f"never reached {phase}: {current}"
+        time.sleep(0.05)
+    return current
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "runs.duckdb"
+
+
+@pytest.fixture(autouse=True)
+def _no_job_left_behind(db: Path):
+    yield
+    if launcher.status(db).running:
+        launcher.cancel(db, grace_s=2)
+
+
+# --- validating what the form sends ----------------------------------------------------
+
+
+def test_a_valid_form_becomes_a_request_with_its_points_counted():
+    request = launcher.parse_request("32, 64 96x96x64", "1 2", "16", 3, "12GiB")
+    assert request.points == 3 * 2
+    assert request.steps == 3 and request.memory_limit_bytes == 12 * 2**30
+    args = request.sweep_args(Path("/data/x.duckdb"))
+    assert args == [
+        "sweep", "--image-sizes", "32", "64", "96x96x64", "--batch-sizes", "1", "2",
+        "--base-filters", "16", "--steps", "3", "--memory-limit", str(12 * 2**30),
+        "--db", "/data/x.duckdb",
+    ]  # fmt: skip
+
+
+def test_a_size_the_network_cannot_take_is_refused_with_the_nearest_valid_ones():
+    with pytest.raises(ConfigError, match="Nearest valid sizes: 192 or 208"):
+        launcher.parse_request("32 200", "1", "16", 2, "8GiB")
+
+
+@pytest.mark.parametrize(
+    ("sizes", "batches", "filters", "steps", "limit", "message"),
+    [
+        ("", "1", "16", 2, "8GiB", "Image sizes: give at least one, e.g. 32 64 96x96x64"),
+        ("32", "1 two", "16", 2, "8GiB", "Batch sizes: 'two' is not a whole number"),
+        ("32", "", "16", 2, "8GiB", "Batch sizes: give at least one, e.g. 1 2 4"),
+        ("32", "1", "", 2, "8GiB", "Base filters: give at least one, e.g. 16"),
+        ("32", "1", "16", 0, "8GiB", "Steps: must be a whole number of at least 1, got 0"),
+        ("32", "1", "16", 2, "lots", "Memory limit: 'lots' is not a memory size"),
+        ("32", "1", "16", 2, " ", "Memory limit: give the most one point may use"),
+        ("3x2", "1", "16", 2, "8GiB", "image size '3x2' is not understood"),
+        ("32", "0", "16", 2, "8GiB", "batch size must be between 1 and"),
+    ],
+)
+def test_a_bad_form_says_what_is_wrong(sizes, batches, filters, steps, limit, message):
+    with pytest.raises(ConfigError) as caught:
+        launcher.parse_request(sizes, batches, filters, steps, limit)
+    assert message in str(caught.value)
+
+
+def test_the_default_memory_limit_is_shown_rounded_down_so_it_never_exceeds_the_limit():
+    assert launcher.memory_limit_text(int(12.99 * 2**30)) == "12.9GiB"
+    assert launcher.memory_limit_text(12 * 2**30) == "12.0GiB"
+
+
+def test_a_bad_grid_starts_nothing(db: Path):
+    with pytest.raises(ConfigError):
+        launcher.parse_request("200", "1", "16", 2, "8GiB")
+    assert launcher.status(db).phase == launcher.PHASE_IDLE
+    assert not launcher.state_dir(db).exists()
+
+
+# --- reading the log -------------------------------------------------------------------
+
+
+def test_the_log_tail_shows_each_progress_bar_line_as_a_terminal_would(tmp_path: Path):
+    log = tmp_path / "job.log"
+    log.write_bytes(b"== sweeping\n\r0/2 points\r1/2 points\r\n\rdone\rrefit starts\r\nlast\n")
+    assert launcher.log_tail(log) == ["== sweeping", "1/2 points", "refit starts", "last"]
+    assert launcher.log_tail(log, lines=2) == ["refit starts", "last"]
+    assert launcher.log_tail(tmp_path / "missing.log") == []
+
+
+def test_progress_is_read_from_the_sweeps_own_progress_bar(db: Path):
+    # The same bar `profiling.sweep.run_sweep` draws, written the way a log receives it.
+    out = io.StringIO()
+    bar = tqdm(total=100, file=out, unit="s", mininterval=0,
+               bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]")  # fmt: skip
+    bar.set_description_str("2/5 points, now 96x96x64 batch 4")
+    bar.update(40)
+    directory = launcher.state_dir(db)
+    directory.mkdir()
+    (directory / launcher.LOG_FILE).write_text("== sweeping: ...\n" + out.getvalue())
+    (directory / job.JOB_FILE).write_text(json.dumps({"started_at": job.now_iso()}))
+    (directory / job.STATE_FILE).write_text(json.dumps({"phase": "sweeping"}))
+    progress = launcher._progress_from_log(launcher.log_tail(directory / launcher.LOG_FILE))
+    assert progress["done"] == 2 and progress["total"] == 5
+    assert progress["point"] == "96x96x64 batch 4"
+    assert progress["elapsed"] == "00:00" and progress["remaining"]
+
+
+# --- running jobs ----------------------------------------------------------------------
+
+
+def test_nothing_launched_reads_as_idle(db: Path):
+    assert launcher.status(db) == launcher.JobStatus(running=False, phase=launcher.PHASE_IDLE)
+
+
+def test_a_job_runs_its_commands_in_order_and_records_each_exit_code(db: Path):
+    started = launcher.start_job(db, [sweep_step(), refit_step()])
+    assert started.running and started.pid
+    finished = wait_until_ended(db)
+    assert finished.phase == job.PHASE_FINISHED
+    assert finished.exit_codes == {"sweeping": 0, "refitting": 0}
+    assert finished.refit == "models refit"
+    assert finished.finished_at >= finished.started_at
+    assert "sweeping" in finished.log_tail and "refit done" in finished.log_tail
+    # State lives beside the database, in the folder .gitignore covers for data/.
+    assert launcher.state_dir(db) == db.parent / "runs.launcher"
+
+
+def test_a_job_survives_the_process_that_launched_it(db: Path, tmp_path: Path):
+    # As a browser tab closing or the dashboard restarting: the launching process ends.
+    script = (
+        "import sys\nfrom pathlib import Path\nfrom profiling import launcher\n"
+        "from profiling.launcher import JobCommand\n"
+        f"launcher.start_job(Path({str(db)!r}), [JobCommand('sweeping', "
+        f"({PY!r}, '-c', 'import time; time.sleep(2); print(\"survived\")'))])\n"
+    )
+    subprocess.run([PY, "-c", script], cwd=store.REPO_ROOT, check=True, timeout=30)
+    assert launcher.status(db).running
+    finished = wait_until_ended(db)
+    assert finished.phase == job.PHASE_FINISHED and "survived" in finished.log_tail
+
+
+def test_a_second_launch_while_one_runs_is_refused_naming_the_running_job(db: Path):
+    first = launcher.start_job(db, [sweep_step("import time; time.sleep(30)")])
+    with pytest.raises(LauncherError) as refused:
+        launcher.start_job(db, [sweep_step()])
+    message = str(refused.value)
+    assert f"a sweep is already running for runs.duckdb (pid {first.pid}, started " in message
+    assert first.started_at in message and "cancel it first" in message
+    # The first job is untouched by the refusal.
+    assert launcher.status(db).pid == first.pid and launcher.status(db).running
+
+
+def test_two_tabs_launching_at_the_same_moment_start_exactly_one_job(db: Path):
+    outcomes: list[object] = []
+    go = threading.Barrier(4)
+
+    def click() -> None:
+        go.wait()
+        try:
+            outcomes.append(launcher.start_job(db, [sweep_step("import time; time.sleep(30)")]))
+        except LauncherError as error:
+            outcomes.append(error)
+
+    threads = [threading.Thread(target=click) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    started = [o for o in outcomes if isinstance(o, launcher.JobStatus)]
+    assert len(started) == 1 and sum(isinstance(o, LauncherError) for o in outcomes) == 3
+    runners = [
+        p for p in psutil.process_iter(["cmdline"])
+        if (p.info["cmdline"] or [])[-2:] == ["profiling.job", str(launcher.state_dir(db))]
+    ]  # fmt: skip
+    assert [p.pid for p in runners] == [started[0].pid]
+
+
+def test_a_failed_refit_is_reported_with_its_reason_without_failing_the_sweep(db: Path):
+    failing_refit = refit_step(
+        "import sys; print('fitting...'); "
+        "print('error: only 1 distinct measured configuration(s)', file=sys.stderr); sys.exit(2)"
+    )
+    finished = launcher.start_job(db, [sweep_step(), failing_refit])
+    finished = wait_until_ended(db)
+    assert finished.phase == job.PHASE_FINISHED
+    assert finished.exit_codes == {"sweeping": 0, "refitting": 2}
+    assert finished.refit == "models not refit: only 1 distinct measured configuration(s)"
+
+
+def test_a_failed_sweep_fails_the_job_and_skips_the_refit(db: Path):
+    broken = sweep_step("import sys; print('error: database is locked', file=sys.stderr); "
+                        "sys.exit(2)")  # fmt: skip
+    launcher.start_job(db, [broken, refit_step()])
+    finished = wait_until_ended(db)
+    assert finished.phase == job.PHASE_FAILED
+    assert finished.message == "sweeping failed: database is locked"
+    assert finished.exit_codes == {"sweeping": 2}
+    assert finished.refit == "models not refit: the sweep did not finish"
+
+
+def test_the_phase_moves_from_sweeping_to_refitting(db: Path, tmp_path: Path):
+    gate = tmp_path / "gate"
+    wait_for_gate = f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.05)"
+    launcher.start_job(db, [sweep_step(wait_for_gate), refit_step(wait_for_gate)])
+    assert wait_for_phase(db, "sweeping").refit == "models will be refit when the sweep ends"
+    gate.touch()
+    wait_until_ended(db)
+    gate.unlink()
+    launcher.start_job(db, [sweep_step(), refit_step(wait_for_gate)])
+    assert wait_for_phase(db, "refitting").refit == "refitting the models"
+    gate.touch()
+    assert wait_until_ended(db).phase == job.PHASE_FINISHED
+
+
+def test_points_done_and_total_come_from_the_jobs_sweep_in_the_sweeps_table(db: Path):
+    command = "python -m profiling sweep --image-sizes 16 --db x"
+    # An older sweep with the same command line is not this job's.
+    store.create_sweep(db, "older", command, {}, 9)
+    time.sleep(1.1)  # created_at has one-second resolution
+    record = f"from profiling import store; store.create_sweep({str(db)!r}, 'mine', {command!r}, "
+    record += "{}, 3); store.update_sweep(" + f"{str(db)!r}, 'mine', points_done=2)"
+    launcher.start_job(db, [sweep_step(record)], sweep_command=command)
+    finished = wait_until_ended(db)
+    assert (finished.sweep_id, finished.points_done, finished.points_total) == ("mine", 2, 3)
+    assert finished.fraction_done == pytest.approx(2 / 3)
+    # A cached copy of the sweeps table is used as given, without reading the database.
+    cached = store.load_sweeps(db)
+    cached.loc[cached["sweep_id"] == "mine", "points_done"] = 3
+    assert launcher.status(db, sweeps=cached).points_done == 3
+
+
+# --- cancelling ------------------------------------------------------------------------
+
+
+def test_cancel_stops_the_running_command_and_records_cancelled(db: Path):
+    launcher.start_job(db, [sweep_step("import time; time.sleep(60)"), refit_step()])
+    wait_for_phase(db, "sweeping")
+    stopped = launcher.cancel(db, grace_s=10)
+    assert not stopped.running and stopped.phase == job.PHASE_CANCELLED
+    assert stopped.exit_codes == {"sweeping": -15}  # the command ended by SIGTERM
+    assert stopped.refit == "models not refit: the sweep did not finish"
+
+
+def test_a_command_that_ignores_sigterm_is_killed_after_the_grace_period(db: Path):
+    stubborn = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)"
+    launcher.start_job(db, [sweep_step(stubborn)])
+    wait_for_phase(db, "sweeping")
+    time.sleep(0.5)  # let it install its handler
+    command_pids = [c.pid for c in psutil.Process(launcher.status(db).pid).children()]
+    began = time.monotonic()
+    stopped = launcher.cancel(db, grace_s=1)
+    assert time.monotonic() - began < 10
+    # Killed before it could record anything, it still reads as cancelled, not crashed.
+    assert stopped.phase == job.PHASE_CANCELLED and not stopped.running
+    assert command_pids and not any(psutil.pid_exists(pid) for pid in command_pids)
+
+
+def test_cancel_with_nothing_running_says_so(db: Path):
+    with pytest.raises(LauncherError, match="no sweep is running for runs.duckdb"):
+        launcher.cancel(db)
+
+
+# --- stale state -----------------------------------------------------------------------
+
+
+def write_stale_job(db: Path, pid: int, create_time: float, phase: str | None) -> None:
+    directory = launcher.state_dir(db)
+    directory.mkdir(exist_ok=True)
+    plan = {"started_at": job.now_iso(), "commands": [], "log": str(directory / "job.log"),
+            "pid": pid, "pgid": pid, "create_time": create_time}  # fmt: skip
+    (directory / job.JOB_FILE).write_text(json.dumps(plan))
+    if phase:
+        (directory / job.STATE_FILE).write_text(json.dumps({"phase": phase}))
+
+
+def test_a_job_whose_process_died_without_an_outcome_reads_as_crashed(db: Path):
+    dead = subprocess.Popen([PY, "-c", "pass"])
+    create_time = psutil.Process(dead.pid).create_time()
+    dead.wait()
+    write_stale_job(db, dead.pid, create_time, "sweeping")
+    current = launcher.status(db)
+    assert not current.running and current.phase == launcher.PHASE_CRASHED
+    assert "ended without recording an outcome" in current.message
+    # ...and does not block the next launch.
+    launcher.start_job(db, [sweep_step()])
+    assert wait_until_ended(db).phase == job.PHASE_FINISHED
+
+
+def test_a_recycled_pid_is_not_mistaken_for_the_job(db: Path):
+    # This test's own process is alive, but it is not the process that started then.
+    me = psutil.Process()
+    write_stale_job(db, me.pid, me.create_time() - 3600, "sweeping")
+    assert launcher.status(db).phase == launcher.PHASE_CRASHED
+    write_stale_job(db, me.pid, me.create_time(), "sweeping")
+    assert launcher.status(db).running  # the same pid *and* start time: that is the job
+    # Never let the clean-up fixture "cancel" this test's own process.
+    write_stale_job(db, me.pid, me.create_time(), job.PHASE_FINISHED)
+
+
+def test_a_job_that_recorded_its_end_reads_as_ended_even_if_its_pid_is_reused(db: Path):
+    me = psutil.Process()
+    write_stale_job(db, me.pid, me.create_time(), job.PHASE_FINISHED)
+    assert launcher.status(db).phase == job.PHASE_FINISHED
+    assert not launcher.status(db).running
+
+
+def test_failure_reason_prefers_the_clis_error_line():
+    assert job.failure_reason("x\nerror: too few runs\nTraceback...\n", 2) == "too few runs"
+    assert job.failure_reason("Killed\n", 137) == "Killed (exit code 137)"
+    assert job.failure_reason("", 1) == "exit code 1"
