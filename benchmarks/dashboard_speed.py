@@ -1,0 +1,412 @@
+"""How fast the dashboard answers: first render of each page and a slider change on Sizing.
+
+Prints Markdown (and writes it to ``docs/dashboard_speed.md``):
+
+    python -m benchmarks.dashboard_speed [--runs 10000] [--repeats 3] [--output FILE]
+
+Two databases, both built in a temporary folder: the bundled reference data
+(46 runs and the bundled evaluation, what a fresh checkout shows), and the same
+plus ``--runs`` synthetic runs (`benchmarks.synthetic_runs`: valid
+configurations, peaks from the refined analytical model plus noise, a few
+timelines, ~100 sweeps on four made-up hosts). The stored evaluation of the
+big database is the bundled one: the dashboard never fits, so what a page costs
+depends on how many runs it reads, not on which runs the models were fit on.
+
+Every measurement runs the real app (`app.py`, sidebar included) with
+`streamlit.testing.v1.AppTest` in a fresh Python process, so Streamlit's caches
+are cold and the page's own imports count, as for the first visitor of a
+freshly started server (the Streamlit import itself and the server start do
+not count):
+
+* **first render**: the first ``at.run()`` of the page;
+* **rerun**: a second ``at.run()`` with nothing changed (caches warm);
+* **slider change** (Sizing): set the "Batch size" or "Image side" select-slider
+  to a neighbouring value and time ``at.run()``; the "Predicted peak" metric
+  must change with it;
+* **slider change under a DuckDB lock**: the same while another process holds a
+  write transaction open on the database (`profiling.store.transaction`), as a
+  sweep does while it stores a point. Before timing, a direct read-only DuckDB
+  connection is tried and must be refused, which proves the lock is held.
+
+Figures are medians over ``--repeats`` processes (slider changes: over every
+change in them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from profiling import store
+from profiling.machine import machine_info
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+APP = REPO_ROOT / "app.py"
+DEFAULT_OUTPUT = REPO_ROOT / "docs" / "dashboard_speed.md"
+PAGES = {
+    "Models": "dashboard/models_page.py",
+    "Sizing": "dashboard/sizing_page.py",
+    "Sweeps": "dashboard/sweeps_page.py",
+}
+SIZING = "Sizing"
+SLIDERS = ("Batch size", "Image side")
+PREDICTION_METRIC = "Predicted peak"
+# What a user should not notice waiting for (targets, not measurements).
+FIRST_RENDER_TARGET_S = 5.0
+SLIDER_TARGET_S = 1.0
+DEFAULT_SYNTHETIC_RUNS = 10_000
+SYNTHETIC_TIMELINES = 20
+DEFAULT_REPEATS = 3
+# Slider changes per slider per process, unlocked and locked.
+CHANGES_PER_SLIDER = 3
+# Long enough for a rerun that waits out the store's whole lock timeout (60 s).
+RUN_TIMEOUT_S = 180.0
+WORKER_TIMEOUT_S = 600.0
+LOCKED_LINE = "locked"
+# A locked slider change slower than this many unlocked ones (and than the target) waited.
+LOCK_WAIT_FACTOR = 3.0
+GIB = 2**30
+
+
+# --- the worker: one fresh process, one page ---------------------------------------------
+
+
+def _timed_run(at: Any) -> float:
+    started = time.perf_counter()
+    at.run()
+    return time.perf_counter() - started
+
+
+def _errors(at: Any) -> list[str]:
+    return [str(exception.message) for exception in at.exception] + [
+        str(error.value) for error in at.error
+    ]
+
+
+def _metric(at: Any, label: str) -> str | None:
+    for metric in at.metric:
+        if metric.label == label:
+            return str(metric.value)
+    return None
+
+
+def _slider(at: Any, label: str) -> Any:
+    for slider in at.select_slider:
+        if slider.label == label:
+            return slider
+    found = ", ".join(repr(slider.label) for slider in at.select_slider) or "none"
+    raise LookupError(f"no select-slider labelled {label!r} on the page (found: {found})")
+
+
+def _neighbour(slider: Any) -> int:
+    """The option next to the slider's value (the previous one at the end of the range)."""
+    values = [int(re.search(r"\d+", option).group()) for option in slider.options]  # type: ignore[union-attr]
+    index = values.index(int(slider.value))
+    return values[index + 1] if index + 1 < len(values) else values[index - 1]
+
+
+def _slider_changes(at: Any) -> list[dict[str, Any]]:
+    changes = []
+    for label in SLIDERS:
+        for _ in range(CHANGES_PER_SLIDER):
+            before = _metric(at, PREDICTION_METRIC)
+            _slider(at, label).set_value(_neighbour(_slider(at, label)))
+            seconds = _timed_run(at)
+            after = _metric(at, PREDICTION_METRIC)
+            changes.append(
+                {"slider": label, "seconds": seconds, "changed": before != after,
+                 "errors": _errors(at)}
+            )  # fmt: skip
+    return changes
+
+
+@contextlib.contextmanager
+def _lock_held_elsewhere(db_path: Path) -> Any:
+    """Another process holds a write transaction on ``db_path`` while the block runs."""
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.dashboard_speed", "--hold-lock", str(db_path)],
+        cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = holder.stdout.readline().strip()  # type: ignore[union-attr]
+        if line != LOCKED_LINE:
+            raise RuntimeError(f"the lock holder did not take the lock (said {line!r})")
+        yield
+    finally:
+        holder.stdin.close()  # type: ignore[union-attr]
+        holder.wait(timeout=60)
+
+
+def _lock_refuses_readers(db_path: Path) -> bool:
+    """Whether a read-only DuckDB connection to ``db_path`` is refused right now."""
+    import duckdb
+
+    try:
+        duckdb.connect(str(db_path), read_only=True).close()
+    except duckdb.Error as error:
+        return "lock" in str(error).lower()
+    return False
+
+
+def worker(page: str, db_path: Path) -> dict[str, Any]:
+    """Time one page in this (fresh) process; see the module docstring."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S)
+    at.switch_page(PAGES[page])
+    result: dict[str, Any] = {"first_render_s": _timed_run(at), "errors": _errors(at)}
+    result["rerun_s"] = _timed_run(at)
+    if page == SIZING:
+        result["changes"] = _slider_changes(at)
+        with _lock_held_elsewhere(db_path):
+            result["lock_refused_reader"] = _lock_refuses_readers(db_path)
+            result["locked_changes"] = _slider_changes(at)
+    return result
+
+
+def hold_lock(db_path: Path) -> None:
+    """Hold a write transaction on ``db_path`` until stdin closes."""
+    with store.transaction(db_path) as con:
+        con.execute("SELECT count(*) FROM runs").fetchone()
+        print(LOCKED_LINE, flush=True)
+        sys.stdin.read()
+
+
+# --- the driver ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Database:
+    """A database the pages are timed on, and how the report names it."""
+
+    label: str
+    path: Path
+
+
+def build_databases(directory: Path, synthetic_runs: int) -> tuple[list[Database], float]:
+    """The bundled-data database and the big one; returns them and the big one's build time."""
+    from benchmarks.synthetic_runs import add_synthetic_runs
+    from modeling import bundle
+    from profiling import exchange
+
+    bundled = directory / "bundled.duckdb"
+    store.ensure_database(bundled)
+    exchange.import_runs(bundled, store.BUNDLED_RUNS, store.BUNDLED_SAMPLES)
+    if not bundle.install_bundled_results(bundled):
+        raise RuntimeError(f"the bundled evaluation ({bundle.BUNDLED_RESULTS_DIR}) did not install")
+    big = directory / "synthetic.duckdb"
+    shutil.copyfile(bundled, big)
+    started = time.perf_counter()
+    add_synthetic_runs(big, synthetic_runs, SYNTHETIC_TIMELINES)
+    build_s = time.perf_counter() - started
+    count = len(store.load_runs(bundled))
+    return [
+        Database(f"bundled data ({count} runs)", bundled),
+        Database(f"{count} bundled + {synthetic_runs:,} synthetic runs", big),
+    ], build_s
+
+
+def run_worker(page: str, db_path: Path) -> dict[str, Any]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in {"MEMPLAN_READ_ONLY", store.LOCK_TIMEOUT_ENV_VAR}
+    }
+    env[store.DB_ENV_VAR] = str(db_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.dashboard_speed", "--worker", page, str(db_path)],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"timing {page} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _versions() -> str:
+    names = ("streamlit", "duckdb", "pandas", "altair")
+    return ", ".join(f"{name} {metadata.version(name)}" for name in names)
+
+
+def _machine() -> str:
+    info = machine_info()
+    ram_gib = int(info["total_ram_bytes"]) / GIB  # type: ignore[call-overload]
+    return (f"{info['cpu_model']}, {info['cpu_cores']} cores, {ram_gib:.1f} GiB RAM, "
+            f"{platform.system()}; Python {platform.python_version()}, {_versions()}")  # fmt: skip
+
+
+def _ratio(seconds: float, target_s: float) -> str:
+    verdict = "within" if seconds <= target_s else "OVER"
+    return f"{seconds / target_s:.2f} ({verdict})"
+
+
+def report(
+    command: str,
+    databases: list[Database],
+    results: dict[tuple[str, str], list[dict[str, Any]]],
+    build_s: float,
+    repeats: int,
+    loads: tuple[tuple[float, ...], tuple[float, ...]],
+) -> str:
+    lines = [
+        "# Dashboard speed",
+        "",
+        f"Produced by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
+        "",
+        f"- Machine: {_machine()}.",
+        f"- Method: each page of the real app (`app.py`, sidebar included) run with "
+        f"`streamlit.testing.v1.AppTest` in a fresh Python process (cold Streamlit caches, "
+        f"the page's imports included; the Streamlit import and server start are not); "
+        f"median over {repeats} processes. A slider change sets the Sizing page's "
+        f"select-slider to a neighbouring value and times the rerun ({CHANGES_PER_SLIDER} "
+        f"changes per slider per process). See `benchmarks/dashboard_speed.py`.",
+        f"- Targets: first render under {FIRST_RENDER_TARGET_S:g} s, slider change under "
+        f"{SLIDER_TARGET_S:g} s; *ratio* = measured / target (below 1 meets it).",
+        f"- The synthetic runs (`benchmarks/synthetic_runs.py`) took {build_s:.1f} s to "
+        f"generate and store in bulk.",
+        f"- Load average (1, 5, 15 min) at start {_loads(loads[0])}, at end {_loads(loads[1])}: "
+        f"this 2-core machine was shared with other work, so single figures are noisy; the "
+        f"medians and ratios are what to read.",
+        "",
+        "## First render of each page",
+        "",
+        "| database | page | first render (s) | ratio | rerun, nothing changed (s) |",
+        "|---|---|---|---|---|",
+    ]
+    problems: list[str] = []
+    for database in databases:
+        for page in PAGES:
+            runs = results[(database.label, page)]
+            first = _median([run["first_render_s"] for run in runs])
+            rerun = _median([run["rerun_s"] for run in runs])
+            lines.append(f"| {database.label} | {page} | {first:.2f} | "
+                         f"{_ratio(first, FIRST_RENDER_TARGET_S)} | {rerun:.2f} |")  # fmt: skip
+            problems += [f"{database.label}, {page}: {error}" for run in runs
+                         for error in run["errors"]]  # fmt: skip
+    lines += [
+        "",
+        "## A slider change on the Sizing page",
+        "",
+        "| database | slider | change (s) | ratio | same, DuckDB write-locked by another "
+        "process (s) | ratio | prediction changed |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    refused: list[bool] = []
+    waited: list[str] = []
+    for database in databases:
+        runs = results[(database.label, SIZING)]
+        refused += [run["lock_refused_reader"] for run in runs]
+        for slider in SLIDERS:
+            free = [c for run in runs for c in run["changes"] if c["slider"] == slider]
+            held = [c for run in runs for c in run["locked_changes"] if c["slider"] == slider]
+            free_s = _median([c["seconds"] for c in free])
+            held_s = _median([c["seconds"] for c in held])
+            changed = sum(c["changed"] for c in free + held)
+            lines.append(
+                f"| {database.label} | {slider} | {free_s:.3f} | "
+                f"{_ratio(free_s, SLIDER_TARGET_S)} | {held_s:.3f} | "
+                f"{_ratio(held_s, SLIDER_TARGET_S)} | {changed} of {len(free + held)} |"
+            )
+            if held_s > max(LOCK_WAIT_FACTOR * free_s, SLIDER_TARGET_S):
+                waited.append(f"{database.label}, {slider}")
+            problems += [f"{database.label}, {slider} change: {error}"
+                         for c in free + held for error in c["errors"]]  # fmt: skip
+    verdict = (
+        "The slider changes did not wait on it: a rerun reads the cached frames and models "
+        "(keyed by `dashboard.data.version`, an `os.stat` of the file) and opens no "
+        "connection."
+        if not waited
+        else f"The slider changes WAITED on it ({'; '.join(waited)}): the page opens a "
+        f"connection on a rerun."
+    )
+    lines += [
+        "",
+        f"While the lock was held, a direct read-only DuckDB connection to the database was "
+        f"refused in {sum(refused)} of {len(refused)} processes, so the lock was really held. "
+        + verdict,
+        "",
+    ]
+    if problems:
+        lines += ["## Errors shown by the pages", ""] + [f"- {p}" for p in problems] + [""]
+    return "\n".join(lines)
+
+
+def _loads(values: tuple[float, ...]) -> str:
+    return ", ".join(f"{value:.2f}" for value in values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=DEFAULT_SYNTHETIC_RUNS,
+        help="synthetic runs in the big database (default %(default)s)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=DEFAULT_REPEATS,
+        help="fresh processes per page and database (default %(default)s)",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help="where to write the Markdown too (default docs/dashboard_speed.md)",
+    )
+    parser.add_argument("--worker", nargs=2, metavar=("PAGE", "DB"), help=argparse.SUPPRESS)
+    parser.add_argument("--hold-lock", metavar="DB", help=argparse.SUPPRESS)  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], Path(args.worker[1]))))
+        return 0
+    if args.hold_lock:
+        hold_lock(Path(args.hold_lock))
+        return 0
+    if args.runs < 1 or args.repeats < 1:
+        parser.error(f"--runs and --repeats must be at least 1, got {args.runs}, {args.repeats}")
+    command = "python -m benchmarks.dashboard_speed" + "".join(
+        f" {flag} {value}" for flag, value, default in (
+            ("--runs", args.runs, DEFAULT_SYNTHETIC_RUNS),
+            ("--repeats", args.repeats, DEFAULT_REPEATS),
+        ) if value != default
+    )  # fmt: skip
+    start_load = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="memplan-speed-") as tmp:
+        databases, build_s = build_databases(Path(tmp), args.runs)
+        results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for database in databases:
+            for page in PAGES:
+                results[(database.label, page)] = [
+                    run_worker(page, database.path) for _ in range(args.repeats)
+                ]
+                print(f"timed {page} on {database.label}", file=sys.stderr)
+    text = report(command, databases, results, build_s, args.repeats,
+                  (start_load, os.getloadavg()))  # fmt: skip
+    print(text)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""Fixtures for the browser tests: a real ``streamlit run app.py`` and Debian's chromium.
+
+The server runs against a private copy of a database holding the bundled runs
+and the bundled evaluation, on a free port on 127.0.0.1, with its own HOME (so
+nothing in the developer's ``~/.streamlit`` changes what is tested). Its output
+goes to a file, not a pipe (a full pipe would block the server), and every
+failing test shows that log. Chromium is Debian's package, never Playwright's
+own download: ``.ci/run`` installs it; outside CI a missing chromium skips the
+suite with the command that installs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from modeling import bundle
+from profiling import exchange, store
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+APP_PATH = REPO_ROOT / "app.py"
+ARTIFACTS_DIR = REPO_ROOT / "artifacts"
+SCREENSHOTS_DIR = ARTIFACTS_DIR / "screenshots"
+FAILURES_DIR = ARTIFACTS_DIR / "e2e-failures"
+
+CHROMIUM_INSTALL = "sudo apt-get install -y chromium"
+# Flags for a headless chromium in a container: no sandbox (root, no user
+# namespaces), no GPU, /tmp instead of a small /dev/shm, no update checks.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--headless=new",
+]
+# The screenshots the README shows are taken at this size.
+VIEWPORT = {"width": 1400, "height": 900}
+# Starting Streamlit imports pandas, Altair and DuckDB: seconds, more on a busy 2-core box.
+SERVER_START_TIMEOUT_S = 90.0
+HEALTH_POLL_S = 0.25
+SERVER_STOP_TIMEOUT_S = 10.0
+# What a Playwright wait may take by default (ms): a first render reads the database.
+DEFAULT_TIMEOUT_MS = 30_000
+LOG_TAIL_CHARS = 8_000
+
+
+def chromium_path() -> str | None:
+    """Debian's chromium, if installed."""
+    return shutil.which("chromium") or (
+        "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+    )
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return response.status == 200 and response.read().strip() == b"ok"
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+def _tail(path: Path) -> str:
+    text = path.read_text(errors="replace") if path.exists() else "(no log)"
+    return text[-LOG_TAIL_CHARS:]
+
+
+class StreamlitServer:
+    """A running ``streamlit run app.py``: its URL, database and log."""
+
+    def __init__(self, url: str, db_path: Path, log_path: Path, process: subprocess.Popen):
+        self.url = url
+        self.db_path = db_path
+        self.log_path = log_path
+        self.process = process
+
+    def log(self) -> str:
+        return _tail(self.log_path)
+
+
+@pytest.fixture(scope="session")
+def e2e_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database holding the bundled reference runs and the bundled evaluation (built once)."""
+    path = tmp_path_factory.mktemp("e2e-reference") / "reference.duckdb"
+    store.ensure_database(path)
+    exchange.import_runs(path, store.BUNDLED_RUNS, store.BUNDLED_SAMPLES)
+    assert bundle.install_bundled_results(path), "the bundled evaluation did not install"
+    return path
+
+
+@pytest.fixture(scope="session")
+def dashboard_server(
+    e2e_db_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[StreamlitServer]:
+    """``streamlit run app.py`` on a free port against a private copy of the reference database.
+
+    One server for the session (each start costs seconds); the test that launches
+    a sweep runs last in its module, so the others see the reference data.
+    """
+    workdir = tmp_path_factory.mktemp("e2e-server")
+    db_path = workdir / "memplan.duckdb"
+    shutil.copyfile(e2e_db_template, db_path)
+    home = workdir / "home"
+    home.mkdir()
+    log_path = workdir / "streamlit.log"
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in {"MEMPLAN_READ_ONLY", store.LOCK_TIMEOUT_ENV_VAR}
+    }
+    env |= {store.DB_ENV_VAR: str(db_path), "HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(APP_PATH),
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+        "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+        # Other work may edit the sources while the suite runs; never rerun on that.
+        "--server.fileWatcherType", "none",
+    ]  # fmt: skip
+    with log_path.open("wb") as log:
+        # Its own process group, so teardown also stops whatever the server started.
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    server = StreamlitServer(url, db_path, log_path, process)
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while not _healthy(url):
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"streamlit exited with {process.returncode} before it was ready:\n"
+                    f"{server.log()}"
+                )
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"streamlit was not healthy after {SERVER_START_TIMEOUT_S:g} s:\n{server.log()}"
+                )
+            time.sleep(HEALTH_POLL_S)
+        yield server
+    finally:
+        _stop(process)
+
+
+@pytest.fixture
+def dashboard_url(dashboard_server: StreamlitServer) -> str:
+    """The running dashboard's address, e.g. ``http://127.0.0.1:40123``."""
+    return dashboard_server.url
+
+
+@pytest.fixture
+def screenshots_dir() -> Path:
+    """Where the suite saves its screenshots (``artifacts/screenshots``), created."""
+    SCREENSHOTS_DIR.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS_DIR
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM the server's process group, SIGKILL it if it does not go."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=SERVER_STOP_TIMEOUT_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's chromium, headless, through Playwright's sync API."""
+    executable = chromium_path()
+    if executable is None:
+        message = f"Debian's chromium is not installed; install it with `{CHROMIUM_INSTALL}`"
+        if _in_ci():
+            pytest.fail(f"CI must run the browser tests: {message} (.ci/run does)")
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(
+    browser, dashboard_server: StreamlitServer, request: pytest.FixtureRequest
+) -> Iterator[object]:
+    """A fresh browser tab (its own session) at 1400x900; a failing test leaves a screenshot."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
+    tab = context.new_page()
+    try:
+        yield tab
+    finally:
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            FAILURES_DIR.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(Exception):
+                tab.screenshot(path=str(FAILURES_DIR / f"{request.node.name}.png"), full_page=True)
+        context.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """Keep each phase's report on the item, and show the server's log under a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+    if report.failed:
+        server = getattr(item, "funcargs", {}).get("dashboard_server")
+        if isinstance(server, StreamlitServer):
+            report.sections.append(("streamlit server log (tail)", server.log()))

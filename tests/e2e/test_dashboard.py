@@ -1,0 +1,170 @@
+"""The dashboard in a real browser: every page renders, a slider moves the prediction, a sweep
+launched from the sidebar appears.
+
+Screenshots of every page land in ``artifacts/screenshots/`` (models.png, sizing.png,
+sweeps.png, and the sidebar during and after the sweep). The README shows copies of the
+page screenshots; to refresh them, run this suite and copy them over:
+
+    .venv/bin/python -m pytest -q tests/e2e
+    cp artifacts/screenshots/{models,sizing,sweeps}.png docs/screenshots/
+
+The tests run in file order and share one server: the sweep test is last because it adds
+a run to the database the others read.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+pytestmark = pytest.mark.e2e
+
+PAGES = ("Models", "Sizing", "Sweeps")
+# The smallest workload the network takes (16 is 2^(levels-1)), on a tiny network.
+TINY_SWEEP = {"Image sizes": "16", "Batch sizes": "1", "Base filters": "4"}
+TINY_STEPS = 2
+TINY_RUN_LABEL = re.compile(r"16\s*[x×]\s*16\s*[x×]\s*16")
+# A tiny TF run takes ~20-40 s on a quiet 2-core machine; leave room for a busy one.
+SWEEP_TIMEOUT_MS = 300_000
+# A first render reads the database and loads the stored models.
+RENDER_TIMEOUT_MS = 60_000
+UNDRAWN_CHART = '[data-testid="stVegaLiteChart"]:not(:has(canvas, svg))'
+NEXT_FRAME = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+VIEWPORT = {"width": 1400, "height": 900}
+# A screenshot taller than this is cut: the README needs the top of a page, not a scroll.
+MAX_SHOT_PX = 4000
+APP_IDLE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"]' \
+    '[data-test-script-state="notRunning"]'  # fmt: skip
+
+
+def wait_for_idle(page: Page) -> None:
+    """Wait until the app is connected, no script run is in progress and everything is drawn."""
+    page.locator(APP_IDLE).wait_for(timeout=RENDER_TIMEOUT_MS)
+    expect(page.get_by_test_id("stSkeleton")).to_have_count(0, timeout=RENDER_TIMEOUT_MS)
+    # Vega draws a chart after the script has sent it: wait for every chart's canvas.
+    expect(page.locator(UNDRAWN_CHART)).to_have_count(0, timeout=RENDER_TIMEOUT_MS)
+
+
+def save_whole_page(page: Page, path: Path) -> None:
+    """Screenshot the whole page: Streamlit scrolls inside its main area, not the document,
+    so grow the window to the content's height (same width, so nothing reflows), then restore.
+    """
+    viewport = page.viewport_size or VIEWPORT
+    content_px = page.get_by_test_id("stMain").evaluate("main => main.scrollHeight")
+    page.set_viewport_size(
+        {
+            "width": viewport["width"],
+            "height": min(max(content_px, viewport["height"]), MAX_SHOT_PX),
+        }
+    )
+    page.evaluate(NEXT_FRAME)  # let the browser lay out the taller window before the shot
+    page.screenshot(path=str(path))
+    page.set_viewport_size(viewport)
+
+
+def open_page(page: Page, url: str, title: str) -> None:
+    """Open the dashboard and go to one page through the sidebar navigation."""
+    page.goto(url)
+    wait_for_idle(page)
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
+    expect(page.get_by_test_id("stMain").get_by_role("heading", name=title).first).to_be_visible(
+        timeout=RENDER_TIMEOUT_MS
+    )
+    wait_for_idle(page)
+
+
+def metric_value(page: Page, label: str) -> Locator:
+    """The value of the ``st.metric`` with this label."""
+    metric = page.get_by_test_id("stMetric").filter(
+        has=page.get_by_test_id("stMetricLabel").get_by_text(label, exact=True)
+    )
+    return metric.get_by_test_id("stMetricValue")
+
+
+def sidebar_widget(page: Page, test_id: str, label: str) -> Locator:
+    """The sidebar widget of this kind (``stTextInput``, ...) whose label is ``label``."""
+    sidebar = page.get_by_test_id("stSidebar")
+    return sidebar.get_by_test_id(test_id).filter(
+        has=page.get_by_test_id("stWidgetLabel").get_by_text(label, exact=True)
+    )
+
+
+def no_exception(page: Page) -> None:
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+@pytest.mark.parametrize("title", PAGES)
+def test_every_page_renders_without_an_exception(
+    page: Page, dashboard_url: str, screenshots_dir: Path, title: str
+) -> None:
+    open_page(page, dashboard_url, title)
+
+    no_exception(page)
+    save_whole_page(page, screenshots_dir / f"{title.lower()}.png")
+
+
+def test_moving_the_batch_size_slider_changes_the_predicted_peak(
+    page: Page, dashboard_url: str
+) -> None:
+    open_page(page, dashboard_url, "Sizing")
+    predicted = metric_value(page, "Predicted peak")
+    expect(predicted).to_have_count(1)
+    before = predicted.inner_text()
+
+    slider = page.get_by_test_id("stSlider").filter(has_text="Batch size")
+    thumb = slider.get_by_role("slider")
+    thumb.focus()
+    thumb.press("End")  # the largest batch size offered: surely another prediction
+
+    expect(predicted).not_to_have_text(before, timeout=RENDER_TIMEOUT_MS)
+    wait_for_idle(page)
+    no_exception(page)
+    assert "GiB" in predicted.inner_text()
+
+
+def test_a_tiny_sweep_launched_from_the_sidebar_appears_in_the_runs(
+    page: Page, dashboard_url: str, screenshots_dir: Path
+) -> None:
+    open_page(page, dashboard_url, "Sweeps")
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(sidebar.get_by_role("heading", name="Launch a sweep")).to_be_visible()
+
+    for label, value in TINY_SWEEP.items():
+        box = sidebar_widget(page, "stTextInput", label).locator("input")
+        box.fill(value)
+        box.press("Tab")  # a text input commits its value when it loses focus
+        wait_for_idle(page)
+    steps = sidebar_widget(page, "stNumberInput", "Steps").locator("input")
+    lowest = steps.get_attribute("min")
+    steps.fill(str(max(TINY_STEPS, int(float(lowest))) if lowest else TINY_STEPS))
+    steps.press("Tab")
+    wait_for_idle(page)
+    sidebar_widget(page, "stSelectbox", "Refit models afterwards").click()
+    page.get_by_role("option", name=re.compile(r"^\s*no\b", re.IGNORECASE)).click()
+    wait_for_idle(page)
+
+    sidebar.get_by_role("button", name="Launch sweep").click()
+
+    # Progress: "N / M points" while it runs, with a way to cancel.
+    expect(sidebar.get_by_text(re.compile(r"\d+\s*/\s*1 points?"))).to_be_visible(
+        timeout=RENDER_TIMEOUT_MS
+    )
+    expect(sidebar.get_by_role("button", name="Cancel sweep")).to_be_visible()
+    sidebar.screenshot(path=str(screenshots_dir / "sidebar_sweep_running.png"))
+
+    # Done: the launcher offers a new launch again, and nothing went wrong on the way.
+    expect(sidebar.get_by_role("button", name="Launch sweep")).to_be_visible(
+        timeout=SWEEP_TIMEOUT_MS
+    )
+    no_exception(page)
+    sidebar.screenshot(path=str(screenshots_dir / "sidebar_sweep_finished.png"))
+
+    # Its run is in the runs table (reloaded: a new session sees it too).
+    open_page(page, dashboard_url, "Sweeps")
+    runs_table = page.get_by_test_id("stMain").get_by_test_id("stDataFrame").first
+    expect(runs_table).to_be_visible()
+    expect(runs_table.get_by_text(TINY_RUN_LABEL).first).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+    no_exception(page)
