@@ -25,34 +25,32 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiling import store
+from profiling import floor, store
 from profiling.machine import machine_info, software_info
 from profiling.runner import REPO_ROOT, RunSettings, child_command, run_point
 from profiling.sweep import default_memory_limit_bytes
 from profiling.workload import UNetConfig
 
-_MIB = 2**20
 OVERHEAD_POINTS = (UNetConfig((32, 32, 32), 1), UNetConfig((64, 64, 64), 2))
 
 
 def sampling_gap(runs: pd.DataFrame) -> str:
-    ok = runs[(runs["status"] == "ok") & runs["peak_hwm_bytes"].notna()]
-    gap_mib = (ok["peak_hwm_bytes"] - ok["peak_sampled_bytes"]) / _MIB
-    gap_pct = gap_mib * _MIB / ok["peak_hwm_bytes"] * 100
-    worst = ok.loc[gap_pct.idxmax()]
+    gap = floor.sampling_gap(runs)
+    if gap is None:
+        return "## (a) Sampled peak vs kernel high-water mark\n\nNo `ok` run has both peaks."
     return "\n".join([
         "## (a) Sampled peak vs kernel high-water mark",
         "",
-        f"Over {len(ok)} `ok` runs, high-water mark minus sampled peak:",
+        f"Over {gap.n_runs} `ok` runs, high-water mark minus sampled peak:",
         "",
         "| statistic | MiB | % of high-water mark |",
         "|---|---|---|",
-        f"| median | {gap_mib.median():.1f} | {gap_pct.median():.2f}% |",
-        f"| mean | {gap_mib.mean():.1f} | {gap_pct.mean():.2f}% |",
-        f"| largest | {gap_mib.max():.1f} | {gap_pct.max():.2f}% |",
-        f"| smallest | {gap_mib.min():.1f} | {gap_pct.min():.2f}% |",
+        f"| median | {gap.median_mib:.1f} | {gap.median_pct:.2f}% |",
+        f"| mean | {gap.mean_mib:.1f} | {gap.mean_pct:.2f}% |",
+        f"| largest | {gap.max_mib:.1f} | {gap.max_pct:.2f}% |",
+        f"| smallest | {gap.min_mib:.1f} | {gap.min_pct:.2f}% |",
         "",
-        f"The largest relative gap is at {int(worst['depth'])}^3 batch {int(worst['batch_size'])}. "
+        f"The largest relative gap is at {gap.worst_point}. "
         "A negative gap means the sampler saw memory after the child's last VmHWM reading "
         "(interpreter shutdown).",
     ])  # fmt: skip
@@ -90,8 +88,6 @@ def profiler_overhead(pairs: int) -> str:
 
 
 def repeat_noise(runs: pd.DataFrame) -> str:
-    ok = runs[runs["status"] == "ok"]
-    key = ["depth", "height", "width", "batch_size", "base_filters", "precision", "steps"]
     lines = [
         "## (c) Run-to-run noise",
         "",
@@ -100,18 +96,15 @@ def repeat_noise(runs: pd.DataFrame) -> str:
         "| point | runs | mean peak HWM (MiB) | HWM spread | sampled spread |",
         "|---|---|---|---|---|",
     ]
-    spreads = []
-    for values, group in ok.groupby(key):
-        if len(group) < 2:
-            continue
-        hwm, sampled = group["peak_hwm_bytes"], group["peak_sampled_bytes"]
-        hwm_spread = (hwm.max() - hwm.min()) / hwm.mean() * 100
-        sampled_spread = (sampled.max() - sampled.min()) / sampled.mean() * 100
-        spreads.append(hwm_spread)
-        lines.append(f"| {values[0]}^3 batch {values[3]} | {len(group)} | {hwm.mean() / _MIB:.0f} "
-                     f"| {hwm_spread:.2f}% | {sampled_spread:.2f}% |")  # fmt: skip
-    if spreads:
-        lines += ["", f"Largest high-water-mark spread: {max(spreads):.2f}%."]
+    spreads = floor.repeat_spreads(runs)
+    for spread in spreads:
+        lines.append(
+            f"| {spread.point} | {spread.runs} | {spread.mean_hwm_mib:.0f} "
+            f"| {spread.hwm_spread_pct:.2f}% | {spread.sampled_spread_pct:.2f}% |"
+        )
+    largest = floor.largest_spread_pct(spreads)
+    if largest is not None:
+        lines += ["", f"Largest high-water-mark spread: {largest:.2f}%."]
     return "\n".join(lines)
 
 
