@@ -1,0 +1,171 @@
+"""The dashboard's Models and Sizing charts: pure functions from frames to Altair charts.
+
+Each builder takes frames from `modeling.curves` (memory in GiB) and returns
+a chart; nothing here reads the database or Streamlit, so tests check the
+Vega-Lite specs (``chart.to_dict()``) directly. Layers carry a ``name``
+(``measured``, ``predicted``, ...) so a spec says which series it holds.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+CHART_HEIGHT_PX = 420
+BATCH_LEGEND = "batch size"
+MODEL_LEGEND = "model"
+SIDE_TITLE = "image side (voxels; cube root of D x H x W)"
+PEAK_TITLE = "peak memory (GiB)"
+MEASURED_TITLE = "measured peak (GiB)"
+PREDICTED_TITLE = "predicted peak (GiB)"
+ERROR_TITLE = "error (%): (predicted - measured) / measured"
+# What a residual plot can be drawn against: column -> axis title.
+RESIDUAL_AXES: dict[str, str] = {"side": SIDE_TITLE, "measured_gib": MEASURED_TITLE}
+
+
+def _scale(log: bool) -> alt.Scale:
+    return alt.Scale(type="log") if log else alt.Scale(zero=False)
+
+
+def _positive(chart: alt.Chart, *columns: str, log: bool) -> alt.Chart:
+    """On log axes, drop the rows a log scale cannot place (a model may predict <= 0)."""
+    for column in columns if log else ():
+        chart = chart.transform_filter(f"datum['{column}'] > 0")
+    return chart
+
+
+def peak_vs_size(points: pd.DataFrame, curves: pd.DataFrame, log: bool = False) -> alt.LayerChart:
+    """Measured peaks (dots) over each model's predicted curve, one colour per batch size.
+
+    points : `modeling.curves.measured_points` (``side, batch_size, image, peak_gib``);
+    curves : `modeling.curves.predicted_curves`. Models are told apart by the
+    line's dash; clicking a model in the legend highlights its curves.
+    """
+    batch = alt.Color("batch_size:O", title=BATCH_LEGEND, scale=alt.Scale(scheme="viridis"))
+    pick_model = alt.selection_point(fields=["title"], bind="legend", name="pick_model")
+    predicted = _positive(alt.Chart(curves), "predicted_gib", log=log).mark_line().encode(
+        x=alt.X("side:Q", title=SIDE_TITLE, scale=_scale(log)),
+        y=alt.Y("predicted_gib:Q", title=PEAK_TITLE, scale=_scale(log)),
+        color=batch,
+        strokeDash=alt.StrokeDash("title:N", title=MODEL_LEGEND),
+        detail="model:N",
+        opacity=alt.condition(pick_model, alt.value(0.9), alt.value(0.15)),
+        tooltip=[
+            alt.Tooltip("title:N", title="model"),
+            alt.Tooltip("side:Q", title="side"),
+            alt.Tooltip("batch_size:O", title="batch"),
+            alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".2f"),
+        ],
+    ).add_params(pick_model).properties(name="predicted")  # fmt: skip
+    measured = _positive(alt.Chart(points), "peak_gib", log=log).mark_point(
+        filled=True, size=70, stroke="black", strokeWidth=0.5, opacity=1
+    ).encode(
+        x=alt.X("side:Q"),
+        y=alt.Y("peak_gib:Q"),
+        color=batch,
+        shape=alt.Shape("kind:N", title="", legend=alt.Legend(orient="top-left")),
+        tooltip=[
+            alt.Tooltip("image:N", title="image"),
+            alt.Tooltip("batch_size:O", title="batch"),
+            alt.Tooltip("peak_gib:Q", title="measured (GiB)", format=".2f"),
+        ],
+    ).transform_calculate(kind="'measured'").properties(name="measured")  # fmt: skip
+    return alt.layer(predicted, measured).properties(height=CHART_HEIGHT_PX)
+
+
+def parity(points: pd.DataFrame, log: bool = False) -> alt.LayerChart:
+    """Predicted against measured for held-out points, one colour per model, with y = x.
+
+    points : `modeling.curves.held_out_points` or `predictions_at_points`.
+    """
+    scale = _scale(log)
+    values = pd.concat([points["measured_gib"], points["predicted_gib"]])
+    values = values[values > 0] if log else values
+    low, high = (float(values.min()), float(values.max())) if len(values) else (0.0, 1.0)
+    diagonal = alt.Chart(pd.DataFrame({"gib": [low, high]})).mark_line(
+        color="gray", strokeDash=[4, 4]
+    ).encode(x=alt.X("gib:Q", scale=scale), y=alt.Y("gib:Q", scale=scale)).properties(
+        name="identity"
+    )  # fmt: skip
+    dots = _positive(alt.Chart(points), "predicted_gib", "measured_gib", log=log).mark_point(
+        filled=True, opacity=0.7
+    ).encode(
+        x=alt.X("measured_gib:Q", title=MEASURED_TITLE, scale=scale),
+        y=alt.Y("predicted_gib:Q", title=PREDICTED_TITLE, scale=scale),
+        color=alt.Color("title:N", title=MODEL_LEGEND),
+        tooltip=_point_tooltip(points),
+    ).properties(name="held_out")  # fmt: skip
+    return alt.layer(diagonal, dots).properties(height=CHART_HEIGHT_PX)
+
+
+def residuals(points: pd.DataFrame, against: str = "side") -> alt.LayerChart:
+    """Percentage error of each held-out prediction against image side or measured peak."""
+    if against not in RESIDUAL_AXES:
+        raise ValueError(f"residuals are drawn against {', '.join(RESIDUAL_AXES)}, got {against!r}")
+    zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color="gray").encode(
+        y="zero:Q"
+    ).properties(name="zero")  # fmt: skip
+    dots = alt.Chart(points).mark_point(filled=True, opacity=0.7).encode(
+        x=alt.X(f"{against}:Q", title=RESIDUAL_AXES[against], scale=alt.Scale(zero=False)),
+        y=alt.Y("error_pct:Q", title=ERROR_TITLE),
+        color=alt.Color("title:N", title=MODEL_LEGEND),
+        tooltip=_point_tooltip(points),
+    ).properties(name="residuals")  # fmt: skip
+    return alt.layer(zero, dots).properties(height=CHART_HEIGHT_PX)
+
+
+def _point_tooltip(points: pd.DataFrame) -> list[alt.Tooltip]:
+    tooltip = [
+        alt.Tooltip("title:N", title="model"),
+        alt.Tooltip("image:N", title="image"),
+        alt.Tooltip("batch_size:O", title="batch"),
+        alt.Tooltip("measured_gib:Q", title="measured (GiB)", format=".2f"),
+        alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".2f"),
+        alt.Tooltip("error_pct:Q", title="error (%)", format="+.1f"),
+    ]
+    if "seed" in points:
+        tooltip.append(alt.Tooltip("seed:O", title="split seed"))
+    return tooltip
+
+
+def breakdown(terms: pd.DataFrame) -> alt.Chart:
+    """The refined analytical model's terms as bars (`modeling.curves.breakdown_frame`)."""
+    return alt.Chart(terms).mark_bar().encode(
+        x=alt.X("gib:Q", title="GiB"),
+        y=alt.Y("term:N", title=None, sort=None),
+        color=alt.Color("term:N", legend=None, sort=None),
+        tooltip=[
+            alt.Tooltip("term:N"),
+            alt.Tooltip("gib:Q", title="GiB", format=".3f"),
+            alt.Tooltip("share_pct:Q", title="share (%)", format=".1f"),
+        ],
+    ).properties(name="breakdown")  # fmt: skip
+
+
+def bounds(models: pd.DataFrame, budget_gib: float, usable_gib: float) -> alt.LayerChart:
+    """Each model's point prediction (dot) and upper bound (bar end) against the budget.
+
+    models : one row per model with ``title, predicted_gib, upper_gib``; the
+    solid rule is the budget, the dashed one what training may use of it.
+    """
+    y = alt.Y("title:N", title=None, sort=None)
+    span = alt.Chart(models).mark_rule(strokeWidth=3, opacity=0.6).encode(
+        x=alt.X("predicted_gib:Q", title="GiB"), x2="upper_gib:Q", y=y,
+    ).properties(name="bound")  # fmt: skip
+    dots = alt.Chart(models).mark_point(filled=True, size=80).encode(
+        x="predicted_gib:Q",
+        y=y,
+        tooltip=[
+            alt.Tooltip("title:N", title="model"),
+            alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".2f"),
+            alt.Tooltip("upper_gib:Q", title="upper bound (GiB)", format=".2f"),
+        ],
+    ).properties(name="predicted")  # fmt: skip
+    limits = pd.DataFrame({"gib": [budget_gib, usable_gib],
+                           "limit": ["budget", "budget less headroom"]})  # fmt: skip
+    rules = alt.Chart(limits).mark_rule(color="firebrick").encode(
+        x="gib:Q",
+        strokeDash=alt.StrokeDash("limit:N", title=None, sort=["budget"]),
+        tooltip=[alt.Tooltip("limit:N"), alt.Tooltip("gib:Q", title="GiB", format=".1f")],
+    ).properties(name="budget")  # fmt: skip
+    return alt.layer(span, dots, rules)
