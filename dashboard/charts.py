@@ -19,6 +19,10 @@ PEAK_TITLE = "peak memory (GiB)"
 MEASURED_TITLE = "measured peak (GiB)"
 PREDICTED_TITLE = "predicted peak (GiB)"
 ERROR_TITLE = "error (%): (predicted - measured) / measured"
+# Model titles run to ~35 characters; Vega-Lite cuts labels at 160 px by default.
+LABEL_LIMIT_PX = 280
+# Dash patterns far enough apart to tell the models' curves apart (solid first).
+DASHES = [[1, 0], [8, 4], [2, 3], [12, 3, 2, 3], [4, 4], [1, 6], [16, 6]]
 # What a residual plot can be drawn against: column -> axis title.
 RESIDUAL_AXES: dict[str, str] = {"side": SIDE_TITLE, "measured_gib": MEASURED_TITLE}
 
@@ -47,7 +51,10 @@ def peak_vs_size(points: pd.DataFrame, curves: pd.DataFrame, log: bool = False) 
         x=alt.X("side:Q", title=SIDE_TITLE, scale=_scale(log)),
         y=alt.Y("predicted_gib:Q", title=PEAK_TITLE, scale=_scale(log)),
         color=batch,
-        strokeDash=alt.StrokeDash("title:N", title=MODEL_LEGEND),
+        strokeDash=alt.StrokeDash(
+            "title:N", title=MODEL_LEGEND, scale=alt.Scale(range=DASHES),
+            legend=alt.Legend(labelLimit=LABEL_LIMIT_PX, symbolStrokeWidth=2),
+        ),
         detail="model:N",
         opacity=alt.condition(pick_model, alt.value(0.9), alt.value(0.15)),
         tooltip=[
@@ -92,7 +99,7 @@ def parity(points: pd.DataFrame, log: bool = False) -> alt.LayerChart:
     ).encode(
         x=alt.X("measured_gib:Q", title=MEASURED_TITLE, scale=scale),
         y=alt.Y("predicted_gib:Q", title=PREDICTED_TITLE, scale=scale),
-        color=alt.Color("title:N", title=MODEL_LEGEND),
+        color=_model_colour(),
         tooltip=_point_tooltip(points),
     ).properties(name="held_out")  # fmt: skip
     return alt.layer(diagonal, dots).properties(height=CHART_HEIGHT_PX)
@@ -108,10 +115,17 @@ def residuals(points: pd.DataFrame, against: str = "side") -> alt.LayerChart:
     dots = alt.Chart(points).mark_point(filled=True, opacity=0.7).encode(
         x=alt.X(f"{against}:Q", title=RESIDUAL_AXES[against], scale=alt.Scale(zero=False)),
         y=alt.Y("error_pct:Q", title=ERROR_TITLE),
-        color=alt.Color("title:N", title=MODEL_LEGEND),
+        color=_model_colour(),
         tooltip=_point_tooltip(points),
     ).properties(name="residuals")  # fmt: skip
     return alt.layer(zero, dots).properties(height=CHART_HEIGHT_PX)
+
+
+def _model_colour() -> alt.Color:
+    """One colour per model, the legend below the plot so two plots fit side by side."""
+    return alt.Color("title:N", title=MODEL_LEGEND, legend=alt.Legend(
+        orient="bottom", direction="vertical", labelLimit=LABEL_LIMIT_PX,
+    ))  # fmt: skip
 
 
 def _point_tooltip(points: pd.DataFrame) -> list[alt.Tooltip]:
@@ -148,7 +162,7 @@ def bounds(models: pd.DataFrame, budget_gib: float, usable_gib: float) -> alt.La
     models : one row per model with ``title, predicted_gib, upper_gib``; the
     solid rule is the budget, the dashed one what training may use of it.
     """
-    y = alt.Y("title:N", title=None, sort=None)
+    y = alt.Y("title:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX))
     span = alt.Chart(models).mark_rule(strokeWidth=3, opacity=0.6).encode(
         x=alt.X("predicted_gib:Q", title="GiB"), x2="upper_gib:Q", y=y,
     ).properties(name="bound")  # fmt: skip

@@ -1,5 +1,282 @@
-"""The Models page (placeholder until it is written)."""
+"""The Models page: measured peaks against the analytical models, symbolic regression and baselines.
 
+From top to bottom: peak memory against image size (measured dots over each
+chosen model's curves, one per batch size); predicted against measured and the
+residuals, from the held-out predictions of the latest evaluation; the error
+table and the symbolic-regression formula; and, beside them, the measurement
+floor that bounds how finely any model can be judged.
+
+Without a stored evaluation the page says how to make one, and still shows the
+measured points and the two analytical models, which need no fitting.
+Everything is read through `dashboard.data`'s cached loaders and cached here
+per database version; a rerun predicts a few hundred configurations at most.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
 import streamlit as st
 
-st.title("Models")
+from dashboard import charts, data
+from modeling import curves
+from modeling.features import KNOB_COLUMNS
+from modeling.predictor import Predictor
+from modeling.report import PAPER_SR_MAPE_PCT
+from profiling import floor
+from profiling.workload import UNetConfig, valid_sides
+
+EVALUATE_HINT = "python -m modeling evaluate"
+DEFAULT_MODELS = (curves.PAPER, curves.REFINED, "symbolic")
+SYMBOLIC = "symbolic"
+# Batch sizes drawn when nothing was measured yet: the reference sweep's.
+DEFAULT_BATCHES = (1, 2, 4, 8, 16)
+DEFAULT_LARGEST_SIDE = 144
+# How far past the measurements the curves may be drawn.
+MAX_DRAWN_SIDE = 512
+RESIDUALS_AGAINST = {"Image side": "side", "Measured peak": "measured_gib"}
+
+Models = list[Predictor] | list[curves.ClosedFormModel]
+
+
+def models_of(db: Path, version: data.Version) -> Models:
+    """The stored models, or the two analytical ones when no evaluation is stored."""
+    return data.predictors(db, version) or curves.closed_form_models(data.runs(db, version))
+
+
+@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS)
+def measured(db: Path, version: data.Version) -> pd.DataFrame:
+    return curves.measured_points(data.runs(db, version))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def curve_frame(
+    db: Path, version: data.Version, names: tuple[str, ...], sides: tuple[int, ...],
+    batches: tuple[int, ...], knobs: tuple[tuple[str, object], ...],
+) -> pd.DataFrame:  # fmt: skip
+    chosen = [model for model in models_of(db, version) if model.name in names]
+    return curves.predicted_curves(chosen, sides, batches, dict(knobs))
+
+
+@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS)
+def out_of_sample(db: Path, version: data.Version) -> pd.DataFrame:
+    """Held-out predictions of the latest evaluation, or the analytical models at every point."""
+    points = measured(db, version)
+    models = models_of(db, version)
+    stored = data.held_out_predictions(db, version)
+    if stored.empty:
+        return curves.predictions_at_points(models, points)
+    titles = {model.name: model.title for model in models}
+    return curves.held_out_points(stored, points, titles, curves.RANDOM_SPLIT)
+
+
+def choose_network(points: pd.DataFrame) -> dict[str, object]:
+    """The knob settings to draw: the only ones measured, or the user's pick among several."""
+    measured_networks = curves.networks(points)
+    if not measured_networks:
+        reference = UNetConfig((16, 16, 16))
+        return {knob: getattr(reference, knob) for knob in KNOB_COLUMNS}
+    if len(measured_networks) == 1:
+        return measured_networks[0]
+    labels = [curves.network_label(knobs) for knobs in measured_networks]
+    picked = st.selectbox("Network", labels, help="Runs were measured with several networks.")
+    return measured_networks[labels.index(picked)]
+
+
+def peak_chart(db: Path, version: data.Version, points: pd.DataFrame, names: list[str],
+               log: bool) -> None:  # fmt: skip
+    knobs = choose_network(points)
+    mine = curves.with_knobs(points, knobs)
+    levels = int(knobs.get("levels", UNetConfig((16, 16, 16)).levels))
+    offered = valid_sides(levels, 1, MAX_DRAWN_SIDE)
+    largest_measured = float(mine["side"].max()) if len(mine) else DEFAULT_LARGEST_SIDE
+    start = next((side for side in offered if side >= largest_measured), offered[-1])
+    largest = st.select_slider(
+        "Curves up to image side", options=offered, value=start,
+        help="Past the largest measured size the curves extrapolate: that is where models part.",
+    )  # fmt: skip
+    batches = tuple(sorted(int(b) for b in mine["batch_size"].unique())) or DEFAULT_BATCHES
+    sides = tuple(side for side in offered if side <= largest)
+    frame = curve_frame(db, version, tuple(names), sides, batches, tuple(knobs.items()))
+    st.altair_chart(charts.peak_vs_size(mine, frame, log=log), width="stretch")
+    st.caption(
+        f"Dots: {len(mine)} measured runs (kernel high-water mark), {curves.network_label(knobs)}."
+        " Lines: each model's prediction for cubes, one colour per batch size, one dash per "
+        "model (click a model in the legend to pick it out). Non-cubic runs sit at the side of "
+        "the cube with as many voxels."
+    )
+
+
+def out_of_sample_charts(db: Path, version: data.Version, names: list[str], log: bool,
+                         evaluated: bool) -> None:  # fmt: skip
+    points = out_of_sample(db, version)
+    points = points[points["model"].isin(names)]
+    if points.empty:
+        st.info("No held-out predictions for the chosen models.")
+        return
+    if evaluated:
+        seeds = points["seed"].nunique()
+        st.caption(f"Held-out predictions of the latest evaluation: the paper's random 70/30 "
+                   f"split by configuration, {seeds} seeds; each point was predicted by a model "
+                   "fit without it.")  # fmt: skip
+    else:
+        st.caption("The analytical models at every measured run: they are not fit to peaks, so "
+                   "every run is out of sample for them.")  # fmt: skip
+    parity_col, residual_col = st.columns(2)
+    with parity_col:
+        st.markdown("**Predicted against measured**")
+        st.altair_chart(charts.parity(points, log=log), width="stretch")
+    with residual_col:
+        st.markdown("**Residuals**")
+        against = st.radio("Residuals against", list(RESIDUALS_AGAINST), horizontal=True)
+        st.altair_chart(charts.residuals(points, RESIDUALS_AGAINST[against]), width="stretch")
+
+
+def error_table(scores: pd.DataFrame, models: Models) -> None:
+    titles = {model.name: model.title for model in models}
+    table = curves.error_table(scores, titles)
+    shown = pd.DataFrame({
+        "model": table["title"],
+        "MAPE %": table["random_mape_pct"],
+        "sd": table["random_mape_sd"],
+        "R²": table["random_r2"],
+        "worst %": table["random_worst_pct"],
+        "extrap. MAPE %": table["extrapolation_mape_pct"],
+        "extrap. worst %": table["extrapolation_worst_pct"],
+    })  # fmt: skip
+    percent = st.column_config.NumberColumn(format="%.1f")
+    st.dataframe(
+        shown,
+        hide_index=True,
+        column_config={name: percent for name in shown.columns if "%" in name or "sd" in name}
+        | {"R²": st.column_config.NumberColumn(format="%.3f")},
+    )  # fmt: skip
+    seeds = table["seeds"].max()
+    st.caption(
+        f"MAPE: mean absolute percentage error on held-out points, random 70/30 splits by "
+        f"configuration ({seeds:.0f} seeds, the paper's protocol; its symbolic regression "
+        f"reached {PAPER_SR_MAPE_PCT}%), and the extrapolation split (fit on the smaller "
+        "images, tested on the largest: extrap.). sd: spread over seeds. Worst: the largest "
+        "single error."
+    )
+
+
+def formula(models: Models) -> None:
+    by_name = {model.name: model for model in models}
+    symbolic = by_name.get(SYMBOLIC)
+    if not isinstance(symbolic, Predictor) or not symbolic.formula:
+        st.caption("No symbolic-regression formula stored.")
+        return
+    st.markdown("**Symbolic regression's formula** (peak in GiB)")
+    latex = curves.formula_latex(symbolic.formula)
+    if latex:
+        st.latex(r"\mathrm{peak}_{\mathrm{GiB}} = " + latex)
+    else:
+        st.code(symbolic.formula, language=None)
+    size = "" if symbolic.formula_length is None else f"{symbolic.formula_length} nodes; "
+    st.caption(f"{size}inputs: side (voxels, cube root of D x H x W), megavoxels "
+               "(D x H x W / 10^6), batch_size; fit on every measured run.")  # fmt: skip
+    others = [m for m in models if isinstance(m, Predictor) and m.formula and m is not symbolic]
+    if others:
+        with st.expander("Other models' formulas"):
+            for model in others:
+                st.markdown(f"*{model.title}*")
+                latex = curves.formula_latex(model.formula)
+                if latex:
+                    st.latex(latex)
+                else:
+                    st.code(model.formula or "", language=None)
+
+
+def measurement_floor(runs: pd.DataFrame) -> None:
+    st.subheader("Measurement floor")
+    gap = floor.sampling_gap(runs)
+    spreads = floor.repeat_spreads(runs)
+    if gap is None:
+        st.caption("No measured run yet.")
+        return
+    median_col, largest_col = st.columns(2)
+    median_col.metric(
+        "Sampling gap (median)",
+        f"{gap.median_pct:.2f}%",
+        help=f"Median over {gap.n_runs} runs ({gap.median_mib:.1f} MiB).",
+    )
+    largest_col.metric("Sampling gap (largest)", f"{gap.max_pct:.2f}%",
+                       help=f"{gap.max_mib:.1f} MiB, at {gap.worst_point}.")  # fmt: skip
+    st.caption("How far the kernel's high-water mark (VmHWM, what the models predict) lies "
+               "above the peak memory_profiler saw sampling every 0.1 s.")  # fmt: skip
+    largest = floor.largest_spread_pct(spreads)
+    if largest is None:
+        st.metric(
+            "Run-to-run spread",
+            "not measured",
+            help="No point was measured more than once; repeat one with --repeats.",
+        )
+        return
+    st.metric(
+        "Run-to-run spread",
+        f"{largest:.2f}%",
+        help="The largest (max - min) / mean of the peak over a repeated point.",
+    )
+    repeats = pd.DataFrame([asdict(spread) for spread in spreads])
+    st.dataframe(
+        repeats[["point", "runs", "mean_hwm_mib", "hwm_spread_pct"]].rename(
+            columns={"mean_hwm_mib": "peak (MiB)", "hwm_spread_pct": "spread %"}
+        ),
+        hide_index=True,
+        column_config={"peak (MiB)": st.column_config.NumberColumn(format="%.0f"),
+                       "spread %": st.column_config.NumberColumn(format="%.2f")},
+    )  # fmt: skip
+    st.caption("A model error below these figures cannot be told from measurement noise.")
+
+
+def render() -> None:
+    st.title("Models")
+    st.caption(
+        "Measured peak memory against the paper's analytical model, memplan's refined "
+        "analytical model, symbolic regression and the machine-learning baselines."
+    )
+    db = data.database()
+    version = data.version(db)
+    runs = data.runs(db, version)
+    scores = data.scores(db, version)
+    evaluated = bool(data.predictors(db, version))
+    models = models_of(db, version)
+    if not evaluated:
+        st.info(f"No stored evaluation in this database yet, so only the analytical models are "
+                f"shown. Run `{EVALUATE_HINT} --db {db}` to fit and score symbolic regression and "
+                "the baselines; they appear here when it finishes.")  # fmt: skip
+    points = measured(db, version)
+    if points.empty:
+        st.info("No measured run yet: launch a sweep from the sidebar or run "
+                "`python -m profiling sweep`. The analytical curves need none.")  # fmt: skip
+
+    names = [model.name for model in models]
+    titles = {model.name: model.title for model in models}
+    models_col, axes_col = st.columns([4, 1])
+    chosen = models_col.multiselect(
+        "Models", names, default=[name for name in DEFAULT_MODELS if name in names],
+        format_func=lambda name: titles[name],
+    )  # fmt: skip
+    log = axes_col.radio("Axes", ["Linear", "Log"], horizontal=True) == "Log"
+
+    st.subheader("Peak memory against image size")
+    peak_chart(db, version, points, chosen, log)
+    if not points.empty:
+        out_of_sample_charts(db, version, chosen, log, evaluated)
+
+    errors_col, floor_col = st.columns([5, 2], gap="large")
+    with errors_col:
+        st.subheader("Errors")
+        if scores.empty:
+            st.caption(f"No scores yet: `{EVALUATE_HINT}` computes them.")
+        else:
+            error_table(scores, models)
+        formula(models)
+    with floor_col:
+        measurement_floor(runs)
+
+
+render()

@@ -48,7 +48,7 @@ from modeling.features import (
     measured_frame,
 )
 from modeling.sizing import closed_form_floor
-from modeling.uncertainty import ConformalBound
+from modeling.uncertainty import ConformalBound, upper_bound
 from profiling.workload import UNetConfig, format_image_shape
 
 GIB = 2**30
@@ -332,7 +332,7 @@ def formula_latex(formula: str | None) -> str | None:
         for symbol in expression.free_symbols
         if isinstance(symbol, sympy.Symbol)
     }
-    return sympy.latex(expression, symbol_names=names)
+    return sympy.latex(expression, symbol_names=names, mul_symbol="dot")
 
 
 class BoundedModel(PointModel, Protocol):
@@ -344,35 +344,45 @@ class BoundedModel(PointModel, Protocol):
     def training_range(self) -> Any: ...
 
 
-def config_predictions(models: Iterable[BoundedModel], config: UNetConfig) -> pd.DataFrame:
-    """Every model's point prediction and upper bound for ``config``, one row per model.
+def config_predictions(
+    models: Iterable[BoundedModel], configs: Sequence[UNetConfig]
+) -> pd.DataFrame:
+    """Every model's point prediction and upper bound for each of ``configs``.
 
-    models : `modeling.predictor.Predictor` objects. The upper bound is the
-    model's conformal bound, raised to the refined closed-form estimate where it
-    falls below it (`modeling.sizing.closed_form_floor`), so it agrees with the
-    sizing answers. Columns: ``model, title, predicted_bytes, upper_bytes,
-    bound_ratio, raised_to_closed_form, beyond`` (how ``config`` lies outside
-    the model's measured range, in words; empty inside it).
+    models : `modeling.predictor.Predictor` objects; each predicts all of
+    ``configs`` in one call (a page asks for every batch size of one image at
+    once, so moving the batch slider needs no prediction). The upper bound is
+    the model's conformal bound, raised to the refined closed-form estimate
+    where it falls below it (`modeling.sizing.closed_form_floor`), so it agrees
+    with the sizing answers. One row per model x configuration, columns
+    ``model, title, batch_size, image_shape, predicted_bytes, upper_bytes,
+    bound_ratio, raised_to_closed_form, beyond`` (how the configuration lies
+    outside the model's measured range, in words; empty inside it).
     """
-    rows = []
+    columns = ["model", "title", "batch_size", "image_shape", "predicted_bytes", "upper_bytes",
+               "bound_ratio", "raised_to_closed_form", "beyond"]  # fmt: skip
+    if not configs:
+        return pd.DataFrame(columns=columns)
+    frames = []
     for model in models:
-        predicted = float(model.point_bytes([config])[0])
-        bound = model.bound_for(config)
+        predicted = np.asarray(model.point_bytes(configs), dtype=float)
+        bounds = [model.bound_for(config) for config in configs]
+        ratios = np.array([bound.ratio for bound in bounds])
         # What `Predictor.upper_bytes` computes, without predicting a second time.
-        upper = float(bound.upper(predicted))
-        floor = float(closed_form_floor(model, [config])[0])
-        rows.append({
+        upper = upper_bound(predicted, ratios)
+        floor = closed_form_floor(model, configs)
+        frames.append(pd.DataFrame({
             "model": model.name,
             "title": model.title,
+            "batch_size": [config.batch_size for config in configs],
+            "image_shape": [config.image_shape for config in configs],
             "predicted_bytes": predicted,
-            "upper_bytes": max(upper, floor),
-            "bound_ratio": bound.ratio,
-            "raised_to_closed_form": bool(upper < floor),
-            "beyond": "; ".join(model.training_range.beyond(config)),
-        })  # fmt: skip
-    columns = ["model", "title", "predicted_bytes", "upper_bytes", "bound_ratio",
-               "raised_to_closed_form", "beyond"]  # fmt: skip
-    return pd.DataFrame(rows, columns=columns)
+            "upper_bytes": np.maximum(upper, floor),
+            "bound_ratio": ratios,
+            "raised_to_closed_form": upper < floor,
+            "beyond": ["; ".join(model.training_range.beyond(config)) for config in configs],
+        }))  # fmt: skip
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def usable_budget_bytes(budget_bytes: float, headroom: float) -> int:

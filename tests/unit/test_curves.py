@@ -215,7 +215,7 @@ def _predictor(bytes_per_voxel: float) -> Predictor:
 def test_config_predictions_give_each_models_point_and_bound() -> None:
     config = UNetConfig((128, 128, 128), 4)
     big = _predictor(bytes_per_voxel=1e5)
-    row = curves.config_predictions([big], config).iloc[0]
+    row = curves.config_predictions([big], [config]).iloc[0]
 
     predicted = 1e5 * 128**3 * 4
     assert row["predicted_bytes"] == pytest.approx(predicted)
@@ -225,9 +225,21 @@ def test_config_predictions_give_each_models_point_and_bound() -> None:
     assert row["beyond"] == ""
 
 
+def test_config_predictions_cover_every_model_and_configuration_asked_for() -> None:
+    configs = [UNetConfig((64, 64, 64), batch) for batch in (1, 2, 3)]
+    models = [_predictor(bytes_per_voxel=1e5), _predictor(bytes_per_voxel=2e5)]
+    frame = curves.config_predictions(models, configs)
+
+    assert len(frame) == 2 * 3
+    assert frame["batch_size"].tolist() == [1, 2, 3, 1, 2, 3]
+    assert frame["image_shape"].iloc[0] == (64, 64, 64)
+    assert frame["predicted_bytes"].iloc[5] == pytest.approx(2e5 * 64**3 * 3)
+    assert curves.config_predictions(models, []).empty
+
+
 def test_a_bound_below_the_closed_form_estimate_is_raised_to_it() -> None:
     config = UNetConfig((64, 64, 64), 2)
-    row = curves.config_predictions([_predictor(bytes_per_voxel=1.0)], config).iloc[0]
+    row = curves.config_predictions([_predictor(bytes_per_voxel=1.0)], [config]).iloc[0]
     closed_form = refined_breakdown(config, SYNTHETIC_FRAMEWORK_BYTES).total_bytes
 
     assert row["raised_to_closed_form"]
@@ -236,7 +248,7 @@ def test_a_bound_below_the_closed_form_estimate_is_raised_to_it() -> None:
 
 def test_a_configuration_beyond_the_measured_runs_says_how() -> None:
     config = UNetConfig((256, 256, 256), 4, base_filters=32)
-    row = curves.config_predictions([_predictor(bytes_per_voxel=1e5)], config).iloc[0]
+    row = curves.config_predictions([_predictor(bytes_per_voxel=1e5)], [config]).iloc[0]
 
     assert "larger than the largest measured" in row["beyond"]
     assert "base_filters 32 was never measured" in row["beyond"]

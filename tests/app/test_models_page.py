@@ -1,0 +1,151 @@
+"""The Models page on a real database: curves, held-out predictions, errors, measurement floor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from modeling import results
+from profiling import floor, store
+from tests.app.helpers import APP, charts, database_without_evaluation, layers
+
+PAGE = "dashboard/models_page.py"
+ALL_MODELS = ["paper", "refined", "least_squares", "symbolic", "hybrid_ratio", "hybrid_terms",
+              "xgboost", "random_forest", "extra_trees", "mlp"]  # fmt: skip
+REFERENCE_BATCHES = {1, 2, 4, 8, 16}
+
+
+def models_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    return at
+
+
+def widget(widgets, label: str):
+    (found,) = [w for w in widgets if w.label == label]
+    return found
+
+
+def peak_chart(at: AppTest) -> dict:
+    return layers(charts(at)[0])
+
+
+def test_the_page_offers_the_models_and_the_axes(reference_db: Path) -> None:
+    at = models_page()
+
+    models = widget(at.multiselect, "Models")
+    assert models.options == [results.load_predictors(reference_db)[i].title for i in range(10)]
+    assert models.value == ["paper", "refined", "symbolic"]
+    axes = widget(at.radio, "Axes")
+    assert (axes.options, axes.value) == (["Linear", "Log"], "Linear")
+    assert not at.info  # an evaluation is stored: no hint
+
+
+def test_measured_points_sit_over_one_curve_per_model_and_batch_size(reference_db: Path) -> None:
+    at = models_page()
+    chart = peak_chart(at)
+
+    measured = chart["measured"]["rows"]
+    ok = store.load_runs(reference_db, status="ok")
+    assert len(measured) == len(ok)
+    curves = chart["predicted"]["rows"]
+    lines = curves.groupby(["model", "batch_size"]).size()
+    assert set(lines.index.get_level_values("model")) == {"paper", "refined", "symbolic"}
+    assert set(lines.index.get_level_values("batch_size")) == REFERENCE_BATCHES
+    assert len(lines) == 3 * len(REFERENCE_BATCHES)
+    # Drawn up to the largest measured side (144), every valid side from 16.
+    assert sorted(curves["side"].unique()) == list(range(16, 145, 16))
+
+
+def test_choosing_more_models_and_log_axes_changes_the_curves(reference_db: Path) -> None:
+    at = models_page()
+    widget(at.multiselect, "Models").set_value(["symbolic", "xgboost"])
+    widget(at.radio, "Axes").set_value("Log")
+    at.run()
+
+    predicted = peak_chart(at)["predicted"]
+    assert set(predicted["rows"]["model"]) == {"symbolic", "xgboost"}
+    assert predicted["encoding"]["x"]["scale"]["type"] == "log"
+    assert predicted["encoding"]["y"]["scale"]["type"] == "log"
+
+
+def test_drawing_past_the_measurements_extends_the_curves(reference_db: Path) -> None:
+    at = models_page()
+    widget(at.select_slider, "Curves up to image side").set_value(256).run()
+
+    assert peak_chart(at)["predicted"]["rows"]["side"].max() == 256
+
+
+def test_parity_and_residuals_show_the_random_splits_held_out_predictions(
+    reference_db: Path,
+) -> None:
+    at = models_page()
+    _, parity, residuals = charts(at)
+
+    held_out = layers(parity)["held_out"]["rows"]
+    stored = results.load_predictions(reference_db)
+    shown = stored[(stored["split"] == "random") & stored["model"].isin(["paper", "refined",
+                                                                         "symbolic"])]  # fmt: skip
+    assert len(held_out) == len(shown)
+    assert set(held_out["model"]) == {"paper", "refined", "symbolic"}
+    assert layers(residuals)["residuals"]["encoding"]["x"]["field"] == "side"
+
+    widget(at.radio, "Residuals against").set_value("Measured peak").run()
+    assert layers(charts(at)[2])["residuals"]["encoding"]["x"]["field"] == "measured_gib"
+
+
+def test_the_error_table_formula_and_measurement_floor_are_shown(reference_db: Path) -> None:
+    at = models_page()
+
+    (table,) = at.dataframe[:1]
+    errors = table.value
+    assert len(errors) == len(ALL_MODELS)
+    scores = results.load_scores(reference_db)
+    symbolic = scores[(scores["model"] == "symbolic") & (scores["split"] == "random")]
+    row = errors.set_index("model").loc["symbolic regression (gplearn)"]
+    assert row["MAPE %"] == pytest.approx(symbolic["mape_pct"].mean())
+    assert row["worst %"] == pytest.approx(symbolic["max_ape_pct"].max())
+    assert r"\mathrm{megavoxels}" in at.latex[0].value
+
+    runs = store.load_runs(reference_db)
+    gap = floor.sampling_gap(runs)
+    metrics = {metric.label: metric.value for metric in at.metric}
+    assert metrics["Sampling gap (median)"] == f"{gap.median_pct:.2f}%"
+    assert metrics["Sampling gap (largest)"] == f"{gap.max_pct:.2f}%"
+    largest = floor.largest_spread_pct(floor.repeat_spreads(runs))
+    assert metrics["Run-to-run spread"] == f"{largest:.2f}%"
+
+
+def test_without_an_evaluation_the_page_says_how_and_still_draws_the_analytical_models(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = database_without_evaluation(tmp_path / "fresh.duckdb")
+    monkeypatch.setenv(store.DB_ENV_VAR, str(db))
+    at = models_page()
+
+    assert "python -m modeling evaluate" in at.info[0].value
+    models = widget(at.multiselect, "Models")
+    assert models.value == ["paper", "refined"]
+    chart = peak_chart(at)
+    assert set(chart["predicted"]["rows"]["model"]) == {"paper", "refined"}
+    assert len(chart["measured"]["rows"]) == len(store.load_runs(db, status="ok"))
+    # Analytical models are not fit to peaks: every run is out of sample for them.
+    held_out = layers(charts(at)[1])["held_out"]["rows"]
+    assert len(held_out) == 2 * len(chart["measured"]["rows"])
+    assert not at.latex
+
+
+def test_a_database_without_runs_still_draws_the_analytical_curves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = database_without_evaluation(tmp_path / "empty.duckdb", keep_runs=0)
+    monkeypatch.setenv(store.DB_ENV_VAR, str(db))
+    at = models_page()
+
+    assert any("No measured run yet" in info.value for info in at.info)
+    chart = peak_chart(at)
+    assert chart["measured"]["rows"].empty
+    assert set(chart["predicted"]["rows"]["batch_size"]) == REFERENCE_BATCHES

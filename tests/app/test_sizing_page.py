@@ -1,0 +1,175 @@
+"""The Sizing page on a real database: inputs, verdict, sizing answers, breakdown, shareable URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from modeling import results
+from profiling import store
+from tests.app.helpers import APP, charts, database_without_evaluation
+
+PAGE = "dashboard/sizing_page.py"
+DEFAULT_PARAMS = {"image": "128", "batch": "4", "filters": "16", "precision": "float32",
+                  "budget": "256", "headroom": "20", "model": "symbolic"}  # fmt: skip
+
+
+def sizing_page(**params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(params)
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    return at
+
+
+def widget(widgets, label: str):
+    (found,) = [w for w in widgets if w.label == label]
+    return found
+
+
+def metric(at: AppTest, label: str) -> str:
+    return widget(at.metric, label).value
+
+
+def gib(text: str) -> float:
+    assert text.endswith(" GiB"), text
+    return float(text.removesuffix(" GiB").replace(",", ""))
+
+
+def test_the_inputs_carry_the_contract_labels_and_only_valid_sizes(reference_db: Path) -> None:
+    at = sizing_page()
+
+    shape = widget(at.radio, "Image shape")
+    assert (shape.options, shape.value) == (["Cube", "D × H × W"], "Cube")
+    side = widget(at.select_slider, "Image side")
+    assert side.value == 128
+    assert side.options == [str(s) for s in range(16, 1025, 16)]  # multiples of 2^(5-1)
+    assert widget(at.select_slider, "Batch size").value == 4
+    assert widget(at.selectbox, "Base filters").value == 16
+    assert widget(at.selectbox, "Precision").value == "float32"
+    assert widget(at.number_input, "Memory budget (GiB)").value == 256.0
+    assert widget(at.number_input, "Headroom (%)").value == 20.0
+    best = results.best_model_name(results.load_scores(reference_db))
+    assert widget(at.selectbox, "Model").value == best
+    assert gib(metric(at, "Predicted peak")) < gib(metric(at, "Upper bound"))
+
+
+def test_moving_the_batch_or_the_image_changes_the_predicted_peak(reference_db: Path) -> None:
+    at = sizing_page()
+    at_batch_4 = gib(metric(at, "Predicted peak"))
+
+    widget(at.select_slider, "Batch size").set_value(8).run()
+    at_batch_8 = gib(metric(at, "Predicted peak"))
+    widget(at.select_slider, "Image side").set_value(64).run()
+    at_64 = gib(metric(at, "Predicted peak"))
+
+    assert at_batch_4 < at_batch_8
+    assert at_64 < at_batch_8
+    assert at.query_params["batch"] == "8" and at.query_params["image"] == "64"
+
+
+def test_the_verdict_says_whether_the_bound_fits_the_budget(reference_db: Path) -> None:
+    at = sizing_page()
+    assert metric(at, "Verdict") == "Fits"
+    assert at.success[0].value.startswith("**Fits**: 128^3 at batch 4 needs up to")
+
+    widget(at.number_input, "Memory budget (GiB)").set_value(8.0).run()
+    assert metric(at, "Verdict") == "Does not fit"
+    assert at.error[0].value.startswith("**Does not fit**: 128^3 at batch 4")
+
+
+def test_the_sizing_answers_name_their_model_and_bound(reference_db: Path) -> None:
+    at = sizing_page(model="refined")
+
+    assert metric(at, "Largest cube at batch 4").endswith("^3")
+    assert metric(at, "Largest batch at 128^3").isdigit()
+    assert metric(at, "Memory to buy").endswith(" GB")
+    captions = " ".join(caption.value for caption in at.caption)
+    assert "Model refined; bound: 90% split-conformal upper bound" in captions
+    # The largest cube at 256 GiB lies far beyond the measured 144^3: said plainly.
+    assert any("extrapolates beyond the measured runs" in w.value for w in at.warning)
+
+
+def test_a_budget_nothing_fits_shows_the_sizing_error_not_a_crash(reference_db: Path) -> None:
+    at = sizing_page(budget="0.5")
+
+    errors = [error.value for error in at.error]
+    assert any(e.startswith("even the smallest valid image (16^3) needs up to") for e in errors)
+    assert any(e.startswith("image 128 needs up to") for e in errors)
+    assert metric(at, "Verdict") == "Does not fit"
+
+
+def test_a_knob_the_models_never_saw_shows_the_extrapolation_warning(reference_db: Path) -> None:
+    at = sizing_page(filters="32", precision="mixed_float16")
+
+    warnings = " ".join(w.value for w in at.warning)
+    assert "base_filters 32 was never measured (measured: 16)" in warnings
+    assert "precision mixed_float16 was never measured" in warnings
+
+
+def test_the_url_holds_the_view_and_a_link_reproduces_it(reference_db: Path) -> None:
+    at = sizing_page()
+    assert at.query_params == DEFAULT_PARAMS
+
+    widget(at.select_slider, "Batch size").set_value(16).run()
+    widget(at.selectbox, "Model").set_value("refined").run()
+    link = dict(at.query_params)
+    assert link == DEFAULT_PARAMS | {"batch": "16", "model": "refined"}
+
+    opened = sizing_page(**link)
+    assert widget(opened.select_slider, "Batch size").value == 16
+    assert widget(opened.selectbox, "Model").value == "refined"
+    for label in ("Predicted peak", "Upper bound", "Verdict"):
+        assert metric(opened, label) == metric(at, label)
+
+
+def test_a_link_with_three_sides_opens_the_d_h_w_inputs(reference_db: Path) -> None:
+    at = sizing_page(image="240x240x144", batch="16", budget="1024")
+
+    assert widget(at.radio, "Image shape").value == "D × H × W"
+    sides = [widget(at.select_slider, name).value for name in ("Depth", "Height", "Width")]
+    assert sides == [240, 240, 144]
+    assert at.query_params["image"] == "240x240x144"
+    assert "240x240x144 at batch 16" in at.subheader[1].value
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "reason"),
+    [("image", "200", "side 200 is not offered"), ("batch", "lots", "must be a whole number"),
+     ("model", "oracle", "the stored models are")],
+)  # fmt: skip
+def test_a_tampered_link_falls_back_to_the_default_with_a_warning(
+    reference_db: Path, name: str, value: str, reason: str
+) -> None:
+    at = sizing_page(**{name: value})
+
+    (warning,) = [w.value for w in at.warning if w.value.startswith("The link's")]
+    assert warning.startswith(f"The link's {name}={value!r} was ignored: ")
+    assert reason in warning
+    assert at.query_params[name] == DEFAULT_PARAMS[name]  # the URL is valid again
+
+
+def test_the_refined_breakdown_is_drawn_term_by_term(reference_db: Path) -> None:
+    at = sizing_page()
+
+    (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
+    assert breakdown["rows"]["term"].tolist() == [
+        "framework", "weights", "gradients", "optimizer (Adam)", "activations",
+        "backward pass", "input batch",
+    ]  # fmt: skip
+
+
+def test_without_stored_models_the_page_says_how_to_get_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = database_without_evaluation(tmp_path / "fresh.duckdb")
+    monkeypatch.setenv(store.DB_ENV_VAR, str(db))
+    at = sizing_page(model="symbolic")
+
+    assert "python -m modeling evaluate" in at.info[0].value
+    assert widget(at.selectbox, "Model").disabled
+    assert not [m for m in at.metric if m.label == "Predicted peak"]
+    assert any(chart.get("name") == "breakdown" for chart in charts(at))
+    assert any("no model is stored yet" in w.value for w in at.warning)
