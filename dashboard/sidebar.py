@@ -1,8 +1,226 @@
-"""The sidebar every page shares (placeholder until the launcher is written)."""
+"""The sidebar every page shares: launch a sweep and watch it, import runs measured elsewhere.
+
+The sweep runs as a detached job (`profiling.launcher`): this code only starts
+it, reads its state from disk every few seconds and can cancel it, so a reload,
+a second tab or a closed browser neither stops nor duplicates it. When a point
+finishes, the whole page reruns, and its charts read the new runs. A read-only
+dashboard (``MEMPLAN_READ_ONLY``) shows neither section.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import streamlit as st
+
+from dashboard import data
+from profiling import job as jobs
+from profiling import launcher, uploads
+from profiling.errors import MemplanError
+from profiling.runner import DEFAULT_STEPS
+from profiling.sweep import default_memory_limit_bytes
+
+# How often the job panel re-reads the job's state: gentle on a 2-core machine,
+# and still a fresh progress bar for points that take tens of seconds.
+POLL_S = 2.0
+# What "Refit models afterwards" offers; durations measured on the reference
+# 2-core machine (modeling/bundle.py; a --quick run of the 46 bundled runs).
+REFIT_FULL = "full evaluation (~17 min on 2 cores)"
+REFIT_QUICK = "quick (smoke-test settings, ~2 min on 2 cores)"
+REFIT_NO = "no"
+REFIT_CHOICES = (REFIT_FULL, REFIT_QUICK, REFIT_NO)
+UPLOAD_TYPES = ["csv", "parquet"]
+KEYS = {
+    "sizes": "launch_image_sizes", "batches": "launch_batch_sizes",
+    "filters": "launch_base_filters", "steps": "launch_steps", "limit": "launch_memory_limit",
+    "refit": "launch_refit", "submit": "launch_submit", "seen": "launch_seen_job",
+    "runs_file": "import_runs_file", "timelines_file": "import_timelines_file",
+    "remembered": "launch_remembered",
+}  # fmt: skip
+DEFAULTS = {"sizes": "32 64", "batches": "1 2", "filters": "16", "steps": DEFAULT_STEPS}
+READ_ONLY_NOTE = (
+    f"This dashboard is read-only ({data.READ_ONLY_ENV_VAR} is set): launching sweeps and "
+    "importing runs are switched off, so everyone it is shared with sees the same data."
+)
 
 
 def render() -> None:
     """Draw the sidebar."""
-    st.sidebar.caption("memplan")
+    with st.sidebar:
+        if data.read_only():
+            st.caption(READ_ONLY_NOTE)
+            return
+        db = data.database()
+        st.subheader("Launch a sweep")
+        job = _job_status(db)
+        st.session_state[KEYS["seen"]] = _signature(job)
+        if job.running and st.session_state.get(KEYS["submit"]):
+            # Clicked in a tab that had not noticed the running sweep yet: the launcher
+            # refuses, and its message says which sweep runs.
+            _launch(db)
+        _job_panel(db)
+        if not job.running:
+            _launch_form(db)
+        st.subheader("Import runs")
+        _import_form(db)
+
+
+def refit_command(choice: str, db: Path) -> list[str] | None:
+    """The command that refits the models on ``db`` after the sweep, for a refit choice."""
+    if choice == REFIT_NO:
+        return None
+    command = [sys.executable, "-m", "modeling", "evaluate", "--db", str(db)]
+    return command + ["--quick"] if choice == REFIT_QUICK else command
+
+
+def _job_status(db: Path) -> launcher.JobStatus:
+    # The cached sweeps table: re-read only when the database changed.
+    return launcher.status(db, sweeps=data.sweeps(db, data.version(db)))
+
+
+def _signature(job: launcher.JobStatus) -> tuple:
+    """What, when it changes, means the page should redraw: a point done, a phase passed."""
+    return (job.running, job.phase, job.points_done)
+
+
+@st.fragment(run_every=POLL_S)
+def _job_panel(db: Path) -> None:
+    job = _job_status(db)
+    if st.session_state.get(KEYS["seen"]) != _signature(job):
+        # New runs, or the job ended: the whole page redraws (charts, this form).
+        st.session_state[KEYS["seen"]] = _signature(job)
+        st.rerun()
+    if job.running:
+        _progress(db, job)
+    elif job.phase != launcher.PHASE_IDLE:
+        _outcome(job)
+
+
+def _progress(db: Path, job: launcher.JobStatus) -> None:
+    total = f"{job.points_total}" if job.points_total is not None else "?"
+    st.progress(job.fraction_done, text=f"{job.points_done or 0} / {total} points")
+    if job.phase == launcher.PHASE_REFITTING:
+        st.write("Refitting the models on every stored run…")
+    elif job.current_point:
+        st.write(f"Now measuring **{job.current_point}**")
+    else:
+        st.write("Starting the sweep…")
+    if job.eta:
+        # tqdm says "?" until the first point has given it a rate.
+        left = "estimating…" if job.eta == "?" else f"{job.eta} left"
+        st.caption(f"ETA: {left} ({job.elapsed} elapsed)")
+    if job.refit and job.phase != launcher.PHASE_REFITTING:
+        st.caption(f"Then: {job.refit}.")
+    st.code("\n".join(job.log_tail) or "(no output yet)", language=None, wrap_lines=True)
+    if st.button("Cancel sweep", key="cancel_sweep"):
+        with st.spinner("Cancelling…"):
+            try:
+                launcher.cancel(db)
+            except launcher.LauncherError as error:
+                st.warning(str(error))  # it ended on its own meanwhile
+        st.rerun()
+
+
+def _outcome(job: launcher.JobStatus) -> None:
+    points = (
+        f"{job.points_done} / {job.points_total} points"
+        if job.points_total is not None
+        else "no points recorded"
+    )
+    when = f" (finished {_clock(job.finished_at)})" if job.finished_at else ""
+    if job.phase == jobs.PHASE_FINISHED:
+        st.success(f"Last sweep finished: {points}{when}.")
+    elif job.phase == jobs.PHASE_CANCELLED:
+        st.info(f"Last sweep was cancelled at {points}; launching it again resumes it.")
+    elif job.phase == jobs.PHASE_FAILED:
+        st.error(f"Last sweep failed at {points}: {job.message}")
+    else:
+        st.error(f"Last sweep crashed at {points}: {job.message}")
+    if job.refit == "models refit":
+        st.success("Models refit: the Models and Sizing pages use them.")
+    elif job.refit:
+        st.warning(job.refit[0].upper() + job.refit[1:] + ".")
+    with st.expander("Log of the last sweep"):
+        st.code("\n".join(job.log_tail) or "(empty)", language=None, wrap_lines=True)
+
+
+def _clock(iso: str) -> str:
+    """``2025-01-02T03:04:05+00:00`` as ``2025-01-02 03:04 UTC``."""
+    return iso[:16].replace("T", " ") + " UTC"
+
+
+def _launch_form(db: Path) -> None:
+    # The form is not drawn while a sweep runs, and Streamlit then forgets its values:
+    # what was launched last in this session comes back, so it can be launched again.
+    remembered = st.session_state.get(KEYS["remembered"], {})
+    for name, value in DEFAULTS.items():
+        st.session_state.setdefault(KEYS[name], remembered.get(name, value))
+    # Set once per session: the memory available moves, and a moving default would reset the box.
+    limit_bytes = default_memory_limit_bytes()
+    default_limit = launcher.memory_limit_text(limit_bytes) if limit_bytes > 0 else ""
+    st.session_state.setdefault(KEYS["limit"], remembered.get("limit", default_limit))
+    st.session_state.setdefault(KEYS["refit"], remembered.get("refit", REFIT_CHOICES[0]))
+    with st.form("launch_sweep", border=False):
+        st.text_input(
+            "Image sizes", key=KEYS["sizes"],
+            help="Cube sides or D x H x W, separated by spaces, e.g. 32 64 96x96x64. "
+            "Each side must be a multiple of 16.",
+        )  # fmt: skip
+        st.text_input("Batch sizes", key=KEYS["batches"], help="e.g. 1 2 4")
+        st.text_input("Base filters", key=KEYS["filters"], help="16 is the reference network")
+        st.number_input(
+            "Steps", min_value=1, step=1, key=KEYS["steps"],
+            help=f"Training steps per point (default {DEFAULT_STEPS}: the peak settles "
+            "after about 5; docs/steps.md).",
+        )  # fmt: skip
+        st.text_input(
+            "Memory limit", key=KEYS["limit"],
+            help="The most one point may use, e.g. 12GiB: a point estimated above it is "
+            "skipped, a child crossing it is killed and recorded as out of memory. Default: "
+            "75% of RAM, keeping 2 GiB free.",
+        )  # fmt: skip
+        st.selectbox("Refit models afterwards", REFIT_CHOICES, key=KEYS["refit"])
+        launch = st.form_submit_button("Launch sweep", type="primary", key=KEYS["submit"])
+    if launch:
+        _launch(db)
+
+
+def _launch(db: Path) -> None:
+    state = st.session_state
+    state[KEYS["remembered"]] = {
+        name: state[KEYS[name]] for name in (*DEFAULTS, "limit", "refit") if KEYS[name] in state
+    }
+    try:
+        request = launcher.parse_request(
+            state.get(KEYS["sizes"], ""), state.get(KEYS["batches"], ""),
+            state.get(KEYS["filters"], ""), int(state.get(KEYS["steps"], DEFAULT_STEPS)),
+            state.get(KEYS["limit"], ""),
+        )  # fmt: skip
+        launcher.launch(db, request, refit_command(state.get(KEYS["refit"], REFIT_NO), db))
+    except MemplanError as error:
+        st.error(str(error))
+        return
+    st.rerun()
+
+
+def _import_form(db: Path) -> None:
+    st.caption("Runs measured on another machine, as `python -m profiling export` writes them.")
+    runs_file = st.file_uploader(
+        "Runs file (CSV or Parquet)", type=UPLOAD_TYPES, key=KEYS["runs_file"]
+    )
+    timelines_file = st.file_uploader(
+        "Timelines file (optional)", type=UPLOAD_TYPES, key=KEYS["timelines_file"]
+    )
+    if not st.button("Import", disabled=runs_file is None):
+        return
+    runs = uploads.Upload(runs_file.name, runs_file.getvalue())
+    timelines = (
+        uploads.Upload(timelines_file.name, timelines_file.getvalue()) if timelines_file else None
+    )
+    try:
+        count = uploads.import_uploads(db, runs, timelines)
+    except MemplanError as error:
+        st.error(f"Nothing was imported. {error}")
+    else:
+        st.success(f"Imported {count} run(s) from {runs_file.name}.")

@@ -1,5 +1,107 @@
-"""The Sweeps page (placeholder until it is written)."""
+"""The Sweeps page: what was measured, on which machine, and how memory moved during a run.
 
+Filters narrow every section below them: the runs table (and its CSV), one
+run's memory timeline, machines side by side, then the sweeps themselves. The
+frames come from `profiling.browse`, the charts from `dashboard.charts_sweeps`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
 import streamlit as st
 
+from dashboard import charts_sweeps, data
+from profiling import browse
+
+FILTER_ROWS = (
+    ("Sweep", "Host", "Status"),
+    ("Image size", "Batch size", "Base filters", "Precision"),
+)
+
 st.title("Sweeps")
+st.caption(
+    "Every stored run — measured here, launched from the sidebar, or imported from another "
+    "machine. Memory is in GiB (2^30 bytes)."
+)
+
+db = data.database()
+version = data.version(db)
+runs = browse.with_image(data.runs(db, version))
+if runs.empty:
+    st.info(
+        "No runs stored yet: launch a sweep from the sidebar, or import runs measured elsewhere."
+    )
+    st.stop()
+
+chosen = {}
+for labels in FILTER_ROWS:
+    for label, column in zip(labels, st.columns(len(labels)), strict=True):
+        field = browse.FILTERS[label]
+        chosen[field] = column.multiselect(
+            label, browse.filter_options(runs, field), placeholder="all", key=f"sweeps_{field}"
+        )
+shown = browse.filter_runs(runs, chosen)
+
+st.subheader("Runs")
+st.caption(f"{len(shown)} of {len(runs)} runs. Statuses other than ok say in *message* why.")
+st.dataframe(browse.runs_table(shown), hide_index=True)
+st.download_button(
+    "Download CSV",
+    data=lambda: browse.runs_csv(shown),
+    file_name="memplan-runs.csv",
+    mime="text/csv",
+    help="The runs shown, in the export format: `python -m profiling import` takes it back.",
+    disabled=shown.empty,
+)
+
+st.subheader("Memory timeline")
+measured = shown[shown["peak_sampled_bytes"].notna()].sort_values("created_at", ascending=False)
+if measured.empty:
+    st.info("None of the runs shown has a timeline (skipped points never ran).")
+else:
+    labels = {run["run_id"]: browse.run_label(run) for run in measured.to_dict("records")}
+    run_id = st.selectbox("Run", list(labels), format_func=labels.get, key="sweeps_run")
+    run = measured.set_index("run_id").loc[run_id].to_dict() | {"run_id": run_id}
+    samples = data.samples(db, (run_id,), version)
+    if samples.empty:
+        st.info("This run was stored without its timeline (imported without a timelines file).")
+    else:
+        steps = browse.step_ends(run, samples)
+        st.altair_chart(
+            charts_sweeps.memory_timeline(browse.timeline(samples), browse.peak_marks(run), steps),
+            width="stretch",
+        )
+        sampled, hwm = run["peak_sampled_bytes"], run["peak_hwm_bytes"]
+        gap = ""
+        if pd.notna(hwm) and pd.notna(sampled):
+            gap = f" (here {100 * (hwm - sampled) / sampled:+.1f}% against the sampled peak)"
+        st.caption(
+            f"Resident memory of the profiled child every {run['sample_interval_s']:g} s "
+            f"(memory_profiler). The kernel's high-water mark cannot miss a spike between "
+            f"samples{gap}."
+            + (
+                " Shaded: the training steps, placed back from the end of the run by their "
+                "measured durations (accurate to about one sampling interval)."
+                if not steps.empty
+                else ""
+            )
+        )
+
+st.subheader("Machines")
+st.dataframe(browse.machines(shown), hide_index=True)
+ok_batches = sorted(shown.loc[shown["status"] == browse.OK, "batch_size"].unique().tolist())
+if ok_batches:
+    batch = st.selectbox("Batch size to compare", ok_batches, key="sweeps_compare_batch")
+    st.altair_chart(charts_sweeps.peaks_by_host(browse.host_peaks(shown, batch)), width="stretch")
+else:
+    st.info("No measured (ok) run among those shown to compare machines on.")
+
+st.subheader("Sweeps")
+sweeps = data.sweeps(db, version)
+if sweeps.empty:
+    st.caption(
+        "No sweep has run against this database yet (imported runs keep their sweep ids, "
+        "but not the sweeps)."
+    )
+else:
+    st.dataframe(browse.sweeps_table(sweeps), hide_index=True)

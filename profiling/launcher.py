@@ -266,14 +266,20 @@ def launch(
         commands.append(JobCommand(PHASE_REFITTING, tuple(refit_command), optional=True))
     # `python -m profiling sweep` stores its command line like this; status finds the sweep by it.
     sweep_command = shlex.join(["python", "-m", "profiling", *sweep_args])
-    return start_job(db_path, commands, sweep_command)
+    return start_job(db_path, commands, sweep_command, points_total=request.points)
 
 
-def start_job(db_path: Path, commands: Sequence[JobCommand], sweep_command: str = "") -> JobStatus:
+def start_job(
+    db_path: Path,
+    commands: Sequence[JobCommand],
+    sweep_command: str = "",
+    points_total: int | None = None,
+) -> JobStatus:
     """Run ``commands`` in order as one detached job for ``db_path`` (see `launch`).
 
     ``sweep_command`` is the command line the job's sweep will store in the
-    sweeps table, which is how `status` finds its points done and total.
+    sweeps table, which is how `status` finds its points done and total;
+    ``points_total`` stands in for the total until the sweep has recorded itself.
     """
     db_path = Path(db_path).resolve()
     directory = state_dir(db_path)
@@ -292,6 +298,7 @@ def start_job(db_path: Path, commands: Sequence[JobCommand], sweep_command: str 
             "started_at": job.now_iso(),
             "cwd": str(store.REPO_ROOT),
             "sweep_command": sweep_command,
+            "points_total": points_total,
             "commands": [
                 {"phase": c.phase, "argv": list(c.argv), "optional": c.optional} for c in commands
             ],
@@ -376,8 +383,8 @@ def _read_status(db_path: Path, sweeps: pd.DataFrame | None) -> JobStatus:
     tail = log_tail(directory / LOG_FILE)
     progress = _progress_from_log(tail)
     sweep = _sweep_row(db_path, plan, sweeps)
-    done = progress.get("done")
-    total = progress.get("total")
+    done = progress.get("done", 0 if plan.get("points_total") else None)
+    total = progress.get("total", plan.get("points_total"))
     if sweep is not None:
         done, total = int(sweep["points_done"]), int(sweep["points_total"])
     results = {c["phase"]: c for c in state.get("commands", [])}

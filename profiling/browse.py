@@ -1,0 +1,274 @@
+"""What browsing the stored runs shows, as plain frames: filters, tables, timelines, machines.
+
+The Sweeps page draws these; nothing here needs Streamlit, so each is tested
+with plain pytest. Storage is in bytes; every frame made for reading is in GiB,
+with the unit in the column name.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from profiling.records import RUN_COLUMNS
+
+GIB = 2**30
+OK = "ok"
+IMAGE = "image"  # the derived "D×H×W" column
+# Filter label on the page -> runs column; an empty choice means "all".
+FILTERS: dict[str, str] = {
+    "Sweep": "sweep_id",
+    "Host": "hostname",
+    "Status": "status",
+    "Image size": IMAGE,
+    "Batch size": "batch_size",
+    "Base filters": "base_filters",
+    "Precision": "precision",
+}
+# The runs table: runs column -> heading (units in the heading).
+RUNS_TABLE: dict[str, str] = {
+    "run_id": "run",
+    "sweep_id": "sweep",
+    "status": "status",
+    IMAGE: "image (D×H×W)",
+    "batch_size": "batch",
+    "base_filters": "base filters",
+    "precision": "precision",
+    "steps": "steps",
+    "peak_sampled_bytes": "sampled peak (GiB)",
+    "peak_hwm_bytes": "high-water mark (GiB)",
+    "baseline_bytes": "after import (GiB)",
+    "estimate_bytes": "estimate (GiB)",
+    "memory_limit_bytes": "memory limit (GiB)",
+    "wall_s": "wall time (s)",
+    "hostname": "host",
+    "created_at": "created (UTC)",
+    "message": "message",
+}
+SWEEPS_TABLE: dict[str, str] = {
+    "sweep_id": "sweep",
+    "status": "status",
+    "points": "points done / total",
+    "grid": "grid",
+    "hostname": "host",
+    "created_at": "created (UTC)",
+    "finished_at": "finished (UTC)",
+    "command": "command",
+}
+# How a sweep's grid is summarised, in this order; other knobs show only when swept.
+GRID_SUMMARY = {"image_sizes": "sizes", "batch_sizes": "batch", "base_filters": "filters"}
+SHORT_ID = 12  # characters of a run or sweep id worth showing
+# Rules drawn over a timeline: label -> runs column.
+PEAK_MARKS: dict[str, str] = {
+    "sampled peak": "peak_sampled_bytes",
+    "kernel high-water mark": "peak_hwm_bytes",
+    "after framework import": "baseline_bytes",
+}
+
+
+def image_label(depth: int, height: int, width: int) -> str:
+    """``16×16×16``: every side, so a cube and a slab read alike."""
+    return f"{depth}×{height}×{width}"
+
+
+def with_image(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` plus the ``image`` label and ``voxels`` (to sort images by size)."""
+    return runs.assign(
+        **{
+            IMAGE: [image_label(*shape) for shape in zip(runs["depth"], runs["height"],
+                                                            runs["width"], strict=True)],
+            "voxels": runs["depth"] * runs["height"] * runs["width"],
+        }
+    )  # fmt: skip
+
+
+def filter_options(runs: pd.DataFrame, column: str) -> list[Any]:
+    """The distinct values of ``column`` a filter offers: images by size, the rest sorted."""
+    if runs.empty:
+        return []
+    if column == IMAGE:
+        ordered = runs.sort_values(["voxels", "depth", "height"])
+        return list(dict.fromkeys(ordered[IMAGE]))
+    values = runs[column].dropna().unique().tolist()
+    return sorted(values, key=lambda value: (isinstance(value, str), value))
+
+
+def filter_runs(runs: pd.DataFrame, chosen: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """The runs whose every filtered column takes one of the chosen values (empty = any)."""
+    keep = pd.Series(True, index=runs.index)
+    for column, values in chosen.items():
+        if values:
+            keep &= runs[column].isin(list(values))
+    return runs[keep]
+
+
+def _gib(values: pd.Series) -> pd.Series:
+    return (values.astype("Float64") / GIB).round(3)
+
+
+def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs as the page lists them: short ids, memory in GiB, newest first."""
+    table = runs.sort_values(["created_at", "run_id"], ascending=False)[list(RUNS_TABLE)].copy()
+    for column in table.columns:
+        if column.endswith("_bytes"):
+            table[column] = _gib(table[column])
+    for column in ("run_id", "sweep_id"):
+        table[column] = table[column].str[:SHORT_ID]
+    return table.rename(columns=RUNS_TABLE).reset_index(drop=True)
+
+
+def runs_csv(runs: pd.DataFrame) -> bytes:
+    """The runs as CSV in the export format, so `python -m profiling import` takes it back."""
+    frame = runs[list(RUN_COLUMNS)]
+    with tempfile.TemporaryDirectory(prefix="memplan-csv-") as tmp:
+        path = Path(tmp) / "runs.csv"
+        with duckdb.connect() as con:
+            con.register("runs_frame", frame)
+            # As profiling.exchange writes: an empty field is NULL, "" an empty string.
+            con.execute(f"COPY runs_frame TO '{path}' (FORMAT csv, HEADER true)")
+        return path.read_bytes()
+
+
+def run_label(run: Mapping[str, Any]) -> str:
+    """How a run is named in a picker: what, how it ended, where and when."""
+    image = image_label(run["depth"], run["height"], run["width"])
+    return (
+        f"{image} batch {run['batch_size']}, {run['base_filters']} filters, {run['precision']}"
+        f" · {run['status']} · {run['hostname']} · {run['created_at'][:19]}"
+        f" · {run['run_id'][:8]}"
+    )
+
+
+def timeline(samples: pd.DataFrame) -> pd.DataFrame:
+    """A run's resident memory over time: ``t_s`` and ``rss_gib``."""
+    return pd.DataFrame(
+        {"t_s": samples["t_s"].astype(float), "rss_gib": samples["rss_bytes"].astype(float) / GIB}
+    ).reset_index(drop=True)
+
+
+def peak_marks(run: Mapping[str, Any]) -> pd.DataFrame:
+    """Horizontal marks for a run's timeline: ``mark`` and ``gib``, those it has."""
+    rows = [
+        {"mark": label, "gib": float(run[column]) / GIB}
+        for label, column in PEAK_MARKS.items()
+        if run.get(column) is not None and not pd.isna(run[column])
+    ]
+    return pd.DataFrame(rows, columns=["mark", "gib"])
+
+
+def step_ends(run: Mapping[str, Any], samples: pd.DataFrame) -> pd.DataFrame:
+    """Each training step on the run's timeline: ``step``, ``start_s``, ``end_s``, ``hwm_gib``.
+
+    The child records each step's duration, not its clock time; the steps are
+    its last work before it writes its result and exits, so they are placed back
+    from the last sample, accurate to about one sampling interval. Only a run
+    that completed every step has them (a killed run's steps did not end there).
+    """
+    columns = ["step", "start_s", "end_s", "hwm_gib"]
+    durations = json.loads(run.get("step_times_s") or "[]")
+    if run.get("status") != OK or samples.empty or len(durations) != run.get("steps"):
+        return pd.DataFrame(columns=columns)
+    hwm = json.loads(run.get("step_hwm_bytes") or "[]")
+    end_s = float(samples["t_s"].max())
+    ends = end_s - np.concatenate([np.cumsum(durations[::-1])[::-1][1:], [0.0]])
+    return pd.DataFrame(
+        {
+            "step": np.arange(1, len(durations) + 1),
+            "start_s": ends - np.asarray(durations, dtype=float),
+            "end_s": ends,
+            "hwm_gib": [v / GIB for v in hwm] if len(hwm) == len(durations) else np.nan,
+        }
+    )
+
+
+def machines(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per host: what it is, what it ran, and how many of its runs were measured."""
+    if runs.empty:
+        return pd.DataFrame()
+    grouped = runs.groupby("hostname", sort=True)
+
+    def joined(values: pd.Series) -> str:
+        return ", ".join(sorted(set(map(str, values.dropna()))))
+
+    return pd.DataFrame(
+        {
+            "CPU": grouped["cpu_model"].agg(joined),
+            "cores": grouped["cpu_cores"].max(),
+            "RAM (GiB)": (grouped["total_ram_bytes"].max() / GIB).round(1),
+            "TensorFlow": grouped["tensorflow_version"].agg(joined),
+            "oneDNN": grouped["onednn_enabled"].agg(lambda v: joined(v.map({True: "on",
+                                                                            False: "off"}))),
+            "runs": grouped.size(),
+            "ok runs": grouped["status"].agg(lambda s: int((s == OK).sum())),
+        }
+    ).rename_axis("host").reset_index()  # fmt: skip
+
+
+def network_label(run: Mapping[str, Any]) -> str:
+    return f"{run['base_filters']} filters, {run['precision']}"
+
+
+def host_peaks(runs: pd.DataFrame, batch_size: int) -> pd.DataFrame:
+    """Measured peaks at one batch size, for comparing hosts.
+
+    Columns: host, network, image, side (cube root of the voxels), peak_gib
+    (kernel high-water mark), run.
+    """
+    columns = ["host", "network", IMAGE, "side", "peak_gib", "run"]
+    ok = runs[(runs["status"] == OK) & (runs["batch_size"] == batch_size)]
+    ok = ok[ok["peak_hwm_bytes"].notna()]
+    if ok.empty:
+        return pd.DataFrame(columns=columns)
+    ok = with_image(ok) if IMAGE not in ok else ok
+    return (
+        pd.DataFrame(
+            {
+                "host": ok["hostname"],
+                "network": [network_label(row) for row in ok.to_dict("records")],
+                IMAGE: ok[IMAGE],
+                "side": np.cbrt(ok["voxels"].astype(float)).round(1),
+                "peak_gib": ok["peak_hwm_bytes"].astype(float) / GIB,
+                "run": ok["run_id"].str[:8],
+            }
+        )
+        .sort_values(["host", "network", "side"])
+        .reset_index(drop=True)
+    )
+
+
+def _grid_summary(grid_json: str | None) -> str:
+    try:
+        grid = json.loads(grid_json or "{}")
+    except json.JSONDecodeError:
+        return ""
+    parts = [
+        f"{name} {' '.join(map(str, grid[knob]))}"
+        for knob, name in GRID_SUMMARY.items()
+        if grid.get(knob)
+    ]
+    parts += [
+        f"{knob.replace('_', ' ')} {' '.join(map(str, values))}"
+        for knob, values in grid.items()
+        if knob not in GRID_SUMMARY and isinstance(values, list) and len(values) > 1
+    ]
+    return "; ".join(parts)
+
+
+def sweeps_table(sweeps: pd.DataFrame) -> pd.DataFrame:
+    """The sweeps, newest first: status, points done / total, grid, when."""
+    if sweeps.empty:
+        return pd.DataFrame(columns=list(SWEEPS_TABLE.values()))
+    table = sweeps.assign(
+        points=[f"{done} / {total}" for done, total in zip(sweeps["points_done"],
+                                                            sweeps["points_total"], strict=True)],
+        grid=[_grid_summary(text) for text in sweeps["grid_json"]],
+        sweep_id=sweeps["sweep_id"].str[:SHORT_ID],
+    ).sort_values("created_at", ascending=False)  # fmt: skip
+    return table[list(SWEEPS_TABLE)].rename(columns=SWEEPS_TABLE).reset_index(drop=True)

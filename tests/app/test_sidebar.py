@@ -1,0 +1,254 @@
+"""The sidebar: launch a sweep, watch it, cancel it; import runs; read-only mode.
+
+Jobs here are real detached processes. Most run a stand-in command that draws
+the sweep's own progress bar and waits, so the panel can be examined while it
+"runs"; one test launches a real tiny TensorFlow sweep from the form.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from profiling import exchange, launcher, store
+from profiling.launcher import JobCommand
+from profiling.sweep import default_memory_limit_bytes
+from tests.conftest import build_record
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+REFERENCE_RUNS = 46
+# The bar `profiling.sweep.run_sweep` draws, frozen mid-sweep.
+PROGRESS_BAR = (
+    "import time\nfrom tqdm import tqdm\n"
+    "bar = tqdm(total=100, unit='s', mininterval=0, "
+    "bar_format='{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]')\n"
+    "bar.set_description_str('1/3 points, now 32 batch 2')\nbar.update(30)\ntime.sleep(120)\n"
+)
+
+
+def app() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=60).run()
+
+
+def stand_in_sweep(db: Path, code: str = PROGRESS_BAR, refit: str | None = None):
+    commands = [JobCommand(launcher.PHASE_SWEEPING, (sys.executable, "-c", code))]
+    if refit:
+        commands.append(
+            JobCommand(launcher.PHASE_REFITTING, (sys.executable, "-c", refit), optional=True)
+        )
+    return launcher.start_job(db, commands, points_total=3)
+
+
+def wait_until_ended(db: Path, timeout_s: float = 300) -> launcher.JobStatus:
+    deadline = time.monotonic() + timeout_s
+    while (current := launcher.status(db)).running:
+        assert time.monotonic() < deadline, current
+        time.sleep(0.2)
+    return current
+
+
+def sidebar_texts(at: AppTest) -> str:
+    """Everything the sidebar says, as one text."""
+    parts = []
+    for kind in ("markdown", "caption", "code", "success", "info", "warning", "error"):
+        parts += [str(element.value) for element in at.sidebar.get(kind)]
+    parts += [element.proto.text for element in at.sidebar.get("progress")]
+    return "\n".join(parts)
+
+
+def button_labels(at: AppTest) -> list[str]:
+    return [button.label for button in at.sidebar.button]
+
+
+@pytest.fixture(autouse=True)
+def _no_job_left_behind(reference_db: Path):
+    yield
+    if launcher.status(reference_db).running:
+        launcher.cancel(reference_db, grace_s=5)
+
+
+# --- the launcher form -----------------------------------------------------------------
+
+
+def test_the_form_offers_grid_steps_memory_limit_and_refit_with_sensible_defaults(reference_db):
+    at = app()
+    assert not at.exception
+    assert [h.value for h in at.sidebar.subheader] == ["Launch a sweep", "Import runs"]
+    boxes = {box.label: box.value for box in at.sidebar.text_input}
+    assert list(boxes) == ["Image sizes", "Batch sizes", "Base filters", "Memory limit"]
+    assert boxes["Base filters"] == "16"
+    request = launcher.parse_request(boxes["Image sizes"], boxes["Batch sizes"], "16", 1,
+                                     boxes["Memory limit"])  # fmt: skip
+    assert 0 < request.memory_limit_bytes <= default_memory_limit_bytes()
+    assert at.sidebar.number_input(key="launch_steps").label == "Steps"
+    refit = at.sidebar.selectbox(key="launch_refit")
+    assert refit.label == "Refit models afterwards"
+    assert refit.options == ["full evaluation (~17 min on 2 cores)",
+                             "quick (smoke-test settings, ~2 min on 2 cores)", "no"]  # fmt: skip
+    assert "Launch sweep" in button_labels(at) and "Cancel sweep" not in button_labels(at)
+
+
+def launch_from_form(at: AppTest, sizes: str, limit: str | None = None) -> AppTest:
+    at.sidebar.text_input(key="launch_image_sizes").set_value(sizes)
+    if limit is not None:
+        at.sidebar.text_input(key="launch_memory_limit").set_value(limit)
+    return at.sidebar.button[button_labels(at).index("Launch sweep")].click().run()
+
+
+def test_a_grid_the_network_cannot_take_is_refused_before_anything_starts(reference_db):
+    at = launch_from_form(app(), "32 200")
+    [error] = at.sidebar.error
+    assert "Nearest valid sizes: 192 or 208" in error.value
+    assert launcher.status(reference_db).phase == launcher.PHASE_IDLE
+    assert not launcher.state_dir(reference_db).exists()
+
+
+def test_a_memory_limit_that_is_not_a_size_is_refused(reference_db):
+    at = launch_from_form(app(), "32", limit="plenty")
+    [error] = at.sidebar.error
+    assert error.value.startswith("Memory limit: 'plenty' is not a memory size")
+    assert launcher.status(reference_db).phase == launcher.PHASE_IDLE
+
+
+# --- a job running ---------------------------------------------------------------------
+
+
+def test_a_running_sweep_shows_progress_point_eta_log_and_cancel(reference_db):
+    job = stand_in_sweep(reference_db)
+    time.sleep(1.5)  # let it draw its bar
+    at = app()
+    assert not at.exception
+    said = sidebar_texts(at)
+    assert "1 / 3 points" in said
+    assert "Now measuring **32 batch 2**" in said
+    assert "ETA: " in said
+    assert "1/3 points, now 32 batch 2" in said  # the log tail
+    assert button_labels(at) == ["Cancel sweep", "Import"]  # no second launch offered
+    assert launcher.status(reference_db).pid == job.pid
+
+    at.sidebar.button(key="cancel_sweep").click().run()
+    assert not launcher.status(reference_db).running
+    assert "Last sweep was cancelled at 1 / 3 points" in sidebar_texts(at)
+    assert "Launch sweep" in button_labels(at)
+
+
+def test_reloading_the_page_neither_stops_nor_duplicates_the_sweep(reference_db):
+    job = stand_in_sweep(reference_db)
+    for _ in range(2):  # a reload, then a second tab: each a new session
+        assert "Cancel sweep" in button_labels(app())
+    current = launcher.status(reference_db)
+    assert current.running and current.pid == job.pid
+
+
+def test_a_launch_from_a_tab_that_missed_the_running_sweep_is_refused(reference_db):
+    stale_tab = app()  # drawn while nothing ran
+    job = stand_in_sweep(reference_db)  # then another tab launched one
+    at = launch_from_form(stale_tab, "32")
+    [error] = at.sidebar.error
+    assert error.value.startswith(
+        f"a sweep is already running for memplan.duckdb (pid {job.pid}, started {job.started_at})"
+    )
+    assert launcher.status(reference_db).pid == job.pid
+
+
+def test_a_finished_sweep_reports_its_outcome_and_why_the_models_were_not_refit(reference_db):
+    refit = "import sys; print('error: only 1 distinct measured configuration(s)', file=sys.stderr)"
+    stand_in_sweep(reference_db, code="print('measured')", refit=refit + "; sys.exit(2)")
+    wait_until_ended(reference_db)
+    at = app()
+    assert "Last sweep finished" in at.sidebar.success[0].value
+    assert at.sidebar.warning[0].value == (
+        "Models not refit: only 1 distinct measured configuration(s)."
+    )
+    assert "Launch sweep" in button_labels(at)
+
+
+@pytest.mark.tensorflow
+def test_a_tiny_sweep_launched_from_the_form_runs_and_its_run_is_stored(reference_db):
+    at = app()
+    for key, value in {"launch_image_sizes": "16", "launch_batch_sizes": "1",
+                       "launch_base_filters": "4"}.items():  # fmt: skip
+        at.sidebar.text_input(key=key).set_value(value)
+    at.sidebar.number_input(key="launch_steps").set_value(2)
+    at.sidebar.selectbox(key="launch_refit").set_value("no")
+    at = at.sidebar.button[button_labels(at).index("Launch sweep")].click().run()
+    assert not at.sidebar.error
+    assert "0 / 1 points" in sidebar_texts(at) and "Cancel sweep" in button_labels(at)
+
+    finished = wait_until_ended(reference_db)
+    assert finished.phase == "finished", finished.log_tail
+    at.run()
+    assert "Last sweep finished: 1 / 1 points" in at.sidebar.success[0].value
+    # The form comes back with what was launched, ready to launch (and so resume) again.
+    assert at.sidebar.text_input(key="launch_image_sizes").value == "16"
+    assert at.sidebar.text_input(key="launch_base_filters").value == "4"
+    assert at.sidebar.selectbox(key="launch_refit").value == "no"
+    runs = store.load_runs(reference_db)
+    assert len(runs) == REFERENCE_RUNS + 1
+    [mine] = runs[runs["sweep_id"] == finished.sweep_id].to_dict("records")
+    assert (mine["status"], mine["depth"], mine["base_filters"], mine["steps"]) == ("ok", 16, 4, 2)
+
+
+# --- import ----------------------------------------------------------------------------
+
+
+def exported_csv(tmp_path: Path, *records) -> tuple[bytes, bytes]:
+    source = tmp_path / "other-host.duckdb"
+    for record in records:
+        store.insert_run(source, record)
+    exchange.export_runs(source, tmp_path / "runs.csv", tmp_path / "samples.csv")
+    return (tmp_path / "runs.csv").read_bytes(), (tmp_path / "samples.csv").read_bytes()
+
+
+def upload(at: AppTest, runs: bytes, samples: bytes | None = None) -> AppTest:
+    at.sidebar.file_uploader(key="import_runs_file").upload("runs.csv", runs, "text/csv")
+    if samples is not None:
+        at.sidebar.file_uploader(key="import_timelines_file").upload("samples.csv", samples)
+    at.run()
+    return at.sidebar.button[button_labels(at).index("Import")].click().run()
+
+
+def test_the_import_button_waits_for_a_runs_file(reference_db):
+    at = app()
+    [runs_box, timelines_box] = at.sidebar.file_uploader
+    assert runs_box.label == "Runs file (CSV or Parquet)"
+    assert timelines_box.label == "Timelines file (optional)"
+    assert runs_box.allowed_type == [".csv", ".parquet"]
+    assert at.sidebar.button[button_labels(at).index("Import")].disabled
+
+
+def test_runs_from_another_machine_are_imported_and_counted(reference_db, tmp_path):
+    runs, samples = exported_csv(tmp_path, build_record(hostname="lab", timeline=4),
+                                 build_record(hostname="lab", timeline=2))  # fmt: skip
+    at = upload(app(), runs, samples)
+    assert not at.exception and not at.sidebar.error
+    assert at.sidebar.success[0].value == "Imported 2 run(s) from runs.csv."
+    assert len(store.load_runs(reference_db)) == REFERENCE_RUNS + 2
+    assert len(store.load_runs(reference_db, hostname="lab")) == 2
+
+
+def test_a_bad_upload_shows_what_is_wrong_and_stores_nothing(reference_db, tmp_path):
+    runs, _ = exported_csv(tmp_path, build_record(), build_record())
+    broken = runs.replace(b",float32,", b",float33,", 1)
+    at = upload(app(), broken)
+    [error] = at.sidebar.error
+    assert error.value.startswith("Nothing was imported. runs.csv: ")
+    assert "float33" in error.value
+    assert len(store.load_runs(reference_db)) == REFERENCE_RUNS
+
+
+# --- read-only -------------------------------------------------------------------------
+
+
+def test_read_only_mode_hides_launcher_and_import_and_says_why(reference_db, monkeypatch):
+    monkeypatch.setenv("MEMPLAN_READ_ONLY", "1")
+    at = app()
+    assert not at.exception
+    assert not at.sidebar.subheader and not at.sidebar.file_uploader
+    assert not at.sidebar.text_input and not at.sidebar.button
+    [note] = at.sidebar.caption
+    assert "read-only (MEMPLAN_READ_ONLY is set)" in note.value

@@ -1,0 +1,134 @@
+"""The Sweeps page on the 46 bundled runs: filters, the runs table, timelines, machines, sweeps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from profiling import store
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+GIB = 2**30
+
+
+def sweeps_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    return at.switch_page("dashboard/sweeps_page.py").run()
+
+
+def charts(at: AppTest) -> list:
+    return list(at.main.get("vega_lite_chart"))
+
+
+def layers(chart) -> dict[str, dict]:
+    return {layer["name"]: layer for layer in json.loads(chart.proto.spec)["layer"]}
+
+
+def rows_of(chart, layer_name: str) -> list[dict]:
+    """The rows a layer draws: Streamlit sends each data set beside the spec, as Arrow."""
+    spec = json.loads(chart.proto.spec)
+    layer = layers(chart)[layer_name]
+    name = layer.get("data", spec.get("data"))["name"]
+    [dataset] = [d for d in chart.proto.datasets if d.name == name]
+    return pa.ipc.open_stream(dataset.data.data).read_all().to_pylist()
+
+
+@pytest.fixture
+def runs(reference_db: Path):
+    return store.load_runs(reference_db)
+
+
+def test_the_page_offers_filters_a_table_a_download_and_a_run_picker(reference_db, runs):
+    at = sweeps_page()
+    assert not at.exception
+    assert [m.label for m in at.main.multiselect] == [
+        "Sweep", "Host", "Status", "Image size", "Batch size", "Base filters", "Precision",
+    ]  # fmt: skip
+    assert at.main.multiselect(key="sweeps_status").options == ["ok", "skipped"]
+    table = at.main.dataframe[0].value
+    assert len(table) == len(runs) == 46
+    assert "high-water mark (GiB)" in table.columns and "image (D×H×W)" in table.columns
+    assert at.main.get("download_button")[0].proto.label == "Download CSV"
+    assert at.main.selectbox(key="sweeps_run").label == "Run"
+
+
+def test_filtering_by_status_narrows_the_table(reference_db, runs):
+    at = sweeps_page()
+    at.main.multiselect(key="sweeps_status").set_value(["skipped"]).run()
+    table = at.main.dataframe[0].value
+    assert len(table) == (runs["status"] == "skipped").sum() > 0
+    assert set(table["status"]) == {"skipped"}
+    assert "of 46 runs" in at.main.caption[1].value
+    # Skipped points never ran, so there is no timeline to pick.
+    assert "None of the runs shown has a timeline" in at.main.info[0].value
+
+
+def test_knob_filters_combine_with_the_others(reference_db, runs):
+    at = sweeps_page()
+    at.main.multiselect(key="sweeps_image").set_value(["64×64×64"])
+    at.main.multiselect(key="sweeps_batch_size").set_value([2]).run()
+    table = at.main.dataframe[0].value
+    expected = runs[(runs["depth"] == 64) & (runs["batch_size"] == 2)]
+    assert len(table) == len(expected) > 0
+    assert set(table["image (D×H×W)"]) == {"64×64×64"} and set(table["batch"]) == {2}
+
+
+def test_a_runs_timeline_is_drawn_with_its_peaks_and_steps_marked(reference_db, runs):
+    at = sweeps_page()
+    # Not the newest run (the default): picking another redraws the chart.
+    [run] = runs[(runs["depth"] == 64) & (runs["batch_size"] == 4)].head(1).to_dict("records")
+    at = at.main.selectbox(key="sweeps_run").set_value(run["run_id"]).run()
+    timeline = charts(at)[0]
+    assert set(layers(timeline)) == {"steps", "timeline", "peaks"}
+    samples = store.load_samples(reference_db, [run["run_id"]])
+    curve = rows_of(timeline, "timeline")
+    assert len(curve) == len(samples)
+    peak_gib = max(point["rss_gib"] for point in curve)
+    assert peak_gib == pytest.approx(run["peak_sampled_bytes"] / GIB)
+    peaks = {row["mark"]: row["gib"] for row in rows_of(timeline, "peaks")}
+    assert peaks["sampled peak"] == pytest.approx(run["peak_sampled_bytes"] / GIB)
+    assert peaks["kernel high-water mark"] == pytest.approx(run["peak_hwm_bytes"] / GIB)
+    assert peaks["after framework import"] == pytest.approx(run["baseline_bytes"] / GIB)
+    assert len(rows_of(timeline, "steps")) == run["steps"]
+
+
+def test_machines_are_compared_at_a_chosen_batch(reference_db, runs):
+    at = sweeps_page()
+    machines = at.main.dataframe[1].value
+    assert list(machines["host"]) == sorted(runs["hostname"].unique())
+    assert {"CPU", "cores", "RAM (GiB)", "TensorFlow", "runs"} <= set(machines.columns)
+    at = at.main.selectbox(key="sweeps_compare_batch").set_value(2).run()
+    comparison = charts(at)[1]
+    assert layers(comparison)["measured"]["encoding"]["color"]["field"] == "host"
+    points = rows_of(comparison, "measured")
+    ok_at_2 = runs[(runs["status"] == "ok") & (runs["batch_size"] == 2)]
+    assert len(points) == len(ok_at_2)
+    assert sorted(p["peak_gib"] for p in points) == pytest.approx(
+        sorted(ok_at_2["peak_hwm_bytes"] / GIB)
+    )
+
+
+def test_the_sweeps_table_shows_status_and_points_done(reference_db):
+    grid = {"image_sizes": ["32", "64"], "batch_sizes": [1, 2]}
+    store.create_sweep(reference_db, "sweep0000001", "python -m profiling sweep", grid, 4)
+    store.update_sweep(reference_db, "sweep0000001", points_done=3)
+    at = sweeps_page()
+    sweeps = at.main.dataframe[-1].value
+    [row] = sweeps.to_dict("records")
+    assert (row["sweep"], row["status"], row["points done / total"]) == (
+        "sweep0000001", "running", "3 / 4",
+    )  # fmt: skip
+    assert row["grid"] == "sizes 32 64; batch 1 2"
+
+
+def test_an_empty_database_says_how_to_get_runs(tmp_path, monkeypatch):
+    # Made before it is the dashboard's: a new $MEMPLAN_DB would start with the bundled runs.
+    empty = store.ensure_database(tmp_path / "empty.duckdb")
+    monkeypatch.setenv(store.DB_ENV_VAR, str(empty))
+    at = sweeps_page()
+    assert not at.exception
+    assert at.main.info[0].value.startswith("No runs stored yet")
