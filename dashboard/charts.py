@@ -21,6 +21,8 @@ PREDICTED_TITLE = "predicted peak (GiB)"
 ERROR_TITLE = "error (%): (predicted - measured) / measured"
 # Model titles run to ~35 characters; Vega-Lite cuts labels at 160 px by default.
 LABEL_LIMIT_PX = 280
+# Ten distinct hues (the theme's default palette has several blues).
+MODEL_COLOURS = "tableau10"
 # Dash patterns far enough apart to tell the models' curves apart (solid first).
 DASHES = [[1, 0], [8, 4], [2, 3], [12, 3, 2, 3], [4, 4], [1, 6], [16, 6]]
 # What a residual plot can be drawn against: column -> axis title.
@@ -123,9 +125,10 @@ def residuals(points: pd.DataFrame, against: str = "side") -> alt.LayerChart:
 
 def _model_colour() -> alt.Color:
     """One colour per model, the legend below the plot so two plots fit side by side."""
-    return alt.Color("title:N", title=MODEL_LEGEND, legend=alt.Legend(
-        orient="bottom", direction="vertical", labelLimit=LABEL_LIMIT_PX,
-    ))  # fmt: skip
+    return alt.Color(
+        "title:N", title=MODEL_LEGEND, scale=alt.Scale(scheme=MODEL_COLOURS),
+        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=LABEL_LIMIT_PX),
+    )  # fmt: skip
 
 
 def _point_tooltip(points: pd.DataFrame) -> list[alt.Tooltip]:

@@ -193,20 +193,16 @@ def formula(models: Models) -> None:
 def measurement_floor(runs: pd.DataFrame) -> None:
     st.subheader("Measurement floor")
     gap = floor.sampling_gap(runs)
-    spreads = floor.repeat_spreads(runs)
     if gap is None:
         st.caption("No measured run yet.")
         return
-    median_col, largest_col = st.columns(2)
-    median_col.metric(
-        "Sampling gap (median)",
-        f"{gap.median_pct:.2f}%",
-        help=f"Median over {gap.n_runs} runs ({gap.median_mib:.1f} MiB).",
-    )
-    largest_col.metric("Sampling gap (largest)", f"{gap.max_pct:.2f}%",
-                       help=f"{gap.max_mib:.1f} MiB, at {gap.worst_point}.")  # fmt: skip
+    st.metric("Sampling gap, median", f"{gap.median_pct:.2f}%",
+              help=f"Over {gap.n_runs} runs: {gap.median_mib:.1f} MiB.")  # fmt: skip
+    st.metric("Sampling gap, largest", f"{gap.max_pct:.2f}%",
+              help=f"{gap.max_mib:.1f} MiB, at {gap.worst_point}.")  # fmt: skip
     st.caption("How far the kernel's high-water mark (VmHWM, what the models predict) lies "
                "above the peak memory_profiler saw sampling every 0.1 s.")  # fmt: skip
+    spreads = floor.repeat_spreads(runs)
     largest = floor.largest_spread_pct(spreads)
     if largest is None:
         st.metric(
@@ -222,12 +218,9 @@ def measurement_floor(runs: pd.DataFrame) -> None:
     )
     repeats = pd.DataFrame([asdict(spread) for spread in spreads])
     st.dataframe(
-        repeats[["point", "runs", "mean_hwm_mib", "hwm_spread_pct"]].rename(
-            columns={"mean_hwm_mib": "peak (MiB)", "hwm_spread_pct": "spread %"}
-        ),
+        repeats[["point", "runs", "hwm_spread_pct"]].rename(columns={"hwm_spread_pct": "spread %"}),
         hide_index=True,
-        column_config={"peak (MiB)": st.column_config.NumberColumn(format="%.0f"),
-                       "spread %": st.column_config.NumberColumn(format="%.2f")},
+        column_config={"spread %": st.column_config.NumberColumn(format="%.2f")},
     )  # fmt: skip
     st.caption("A model error below these figures cannot be told from measurement noise.")
 
@@ -267,7 +260,7 @@ def render() -> None:
     if not points.empty:
         out_of_sample_charts(db, version, chosen, log, evaluated)
 
-    errors_col, floor_col = st.columns([5, 2], gap="large")
+    errors_col, floor_col = st.columns([3, 1], gap="large")
     with errors_col:
         st.subheader("Errors")
         if scores.empty:

@@ -39,7 +39,10 @@ MIN_BUDGET_GIB, MAX_BUDGET_GIB = 0.5, 65536.0
 MAX_HEADROOM_PCT = sizing.MAX_HEADROOM * 100
 EVALUATE_HINT = "python -m modeling evaluate"
 DEFAULT_SIDE, DEFAULT_BATCH, DEFAULT_BUDGET_GIB = 128, 4, 256.0
-# Widget keys; the URL is the state that outlives a session.
+# The inputs outlive a page switch (the URL does not: navigation clears it), so
+# coming back to Sizing shows the same question; a new session starts from the URL.
+PERSIST = "session"
+# Widget keys.
 KEYS = {
     "shape": "sizing_shape", "side": "sizing_side", "depth": "sizing_depth",
     "height": "sizing_height", "width": "sizing_width", "batch": "sizing_batch",
@@ -88,49 +91,59 @@ def seed(key: str, value: object, options: tuple | None = None) -> None:
 def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -> SizingState:
     """The question, as widgets started from ``start``; returns what they say now."""
     seed(KEYS["shape"], CUBE if start.cube else DHW)
-    shape_mode = st.radio("Image shape", [CUBE, DHW], key=KEYS["shape"], horizontal=True)
+    shape_mode = st.radio(
+        "Image shape", [CUBE, DHW], key=KEYS["shape"], persist_state=PERSIST, horizontal=True
+    )
     sides = choices.sides
     side_help = f"Multiples of {sides[0]} (2^(levels-1)): each pooling halves every side."
     if shape_mode == CUBE:
         seed(KEYS["side"], max(start.image_shape), sides)
-        side = st.select_slider("Image side", options=sides, key=KEYS["side"], help=side_help)
+        side = st.select_slider(
+            "Image side", options=sides, key=KEYS["side"], persist_state=PERSIST, help=side_help
+        )
         image_shape = (side, side, side)
     else:
         picked = []
         for name, value in zip(("depth", "height", "width"), start.image_shape, strict=True):
             seed(KEYS[name], value, sides)
             picked.append(st.select_slider(name.capitalize(), options=sides, key=KEYS[name],
-                                           help=side_help))  # fmt: skip
+                                           persist_state=PERSIST, help=side_help))  # fmt: skip
         image_shape = (picked[0], picked[1], picked[2])
     seed(KEYS["batch"], start.batch_size, choices.batch_sizes)
-    batch = st.select_slider("Batch size", options=choices.batch_sizes, key=KEYS["batch"])
+    batch = st.select_slider(
+        "Batch size", options=choices.batch_sizes, key=KEYS["batch"], persist_state=PERSIST
+    )
     left, right = st.columns(2)
     seed(KEYS["filters"], start.base_filters, choices.base_filters)
     filters = left.selectbox(
         "Base filters",
         choices.base_filters,
         key=KEYS["filters"],
+        persist_state=PERSIST,
         help="Filters of the first level; each level doubles them.",
     )
     seed(KEYS["precision"], start.precision, choices.precisions)
-    precision = right.selectbox("Precision", choices.precisions, key=KEYS["precision"])
+    precision = right.selectbox(
+        "Precision", choices.precisions, key=KEYS["precision"], persist_state=PERSIST
+    )
     seed(KEYS["budget"], float(start.budget_gib))
     budget = left.number_input(
         "Memory budget (GiB)", min_value=choices.min_budget_gib,
-        max_value=choices.max_budget_gib, step=16.0, key=KEYS["budget"],
+        max_value=choices.max_budget_gib, step=16.0, key=KEYS["budget"], persist_state=PERSIST,
         help="The machine's memory, in GiB (server 'GB' are binary: 256 GB = 256 GiB).",
     )  # fmt: skip
     seed(KEYS["headroom"], float(start.headroom_pct))
     headroom = right.number_input(
         "Headroom (%)", min_value=0.0, max_value=choices.max_headroom_pct, step=5.0,
-        key=KEYS["headroom"],
+        key=KEYS["headroom"], persist_state=PERSIST,
         help="Kept free for the OS, the data pipeline and other processes, on top of the bound.",
     )  # fmt: skip
     if choices.models:
         seed(KEYS["model"], start.model, choices.models)
     model = st.selectbox(
-        "Model", choices.models, key=KEYS["model"], format_func=lambda name: titles[name],
-        disabled=not choices.models, placeholder="no stored models",
+        "Model", choices.models, key=KEYS["model"], persist_state=PERSIST,
+        format_func=lambda name: titles[name], disabled=not choices.models,
+        placeholder="no stored models",
         help="Default: the stored model with the smallest worst-case extrapolation error.",
     )  # fmt: skip
     return SizingState(
@@ -304,6 +317,12 @@ def sizing_answers(db: Path, version: data.Version, state: SizingState, usable: 
 
 def breakdown(config: UNetConfig, runs: pd.DataFrame, predicted_bytes: float | None) -> None:
     terms = refined_breakdown(config, curves.framework_bytes(runs))
+    if predicted_bytes is None:
+        st.metric(
+            "Refined closed-form estimate",
+            gib(terms.total_bytes),
+            help="Not a bound: what the closed form counts, without fitting anything.",
+        )
     st.altair_chart(charts.breakdown(curves.breakdown_frame(terms)), width="stretch")
     compared = "" if predicted_bytes is None else (
         f"; the chosen model predicts {gib(predicted_bytes)}. The difference is what the closed "

@@ -113,8 +113,8 @@ def test_the_error_table_formula_and_measurement_floor_are_shown(reference_db: P
     runs = store.load_runs(reference_db)
     gap = floor.sampling_gap(runs)
     metrics = {metric.label: metric.value for metric in at.metric}
-    assert metrics["Sampling gap (median)"] == f"{gap.median_pct:.2f}%"
-    assert metrics["Sampling gap (largest)"] == f"{gap.max_pct:.2f}%"
+    assert metrics["Sampling gap, median"] == f"{gap.median_pct:.2f}%"
+    assert metrics["Sampling gap, largest"] == f"{gap.max_pct:.2f}%"
     largest = floor.largest_spread_pct(floor.repeat_spreads(runs))
     assert metrics["Run-to-run spread"] == f"{largest:.2f}%"
 

@@ -125,6 +125,17 @@ def test_the_url_holds_the_view_and_a_link_reproduces_it(reference_db: Path) -> 
         assert metric(opened, label) == metric(at, label)
 
 
+def test_the_question_survives_a_visit_to_another_page(reference_db: Path) -> None:
+    at = sizing_page()
+    widget(at.select_slider, "Batch size").set_value(16).run()
+    at.switch_page("dashboard/models_page.py").run()
+    at.query_params.clear()  # a browser's page navigation drops the query parameters
+    at.switch_page(PAGE).run()
+
+    assert widget(at.select_slider, "Batch size").value == 16
+    assert at.query_params["batch"] == "16"
+
+
 def test_a_link_with_three_sides_opens_the_d_h_w_inputs(reference_db: Path) -> None:
     at = sizing_page(image="240x240x144", batch="16", budget="1024")
 
