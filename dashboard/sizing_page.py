@@ -12,7 +12,10 @@ the sizing scans are cached per question.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -204,16 +207,20 @@ def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int) -> None:
     predicted_col.metric("Predicted peak", gib(chosen["predicted_bytes"]),
                          help=f"{chosen['title']}: its point prediction.")  # fmt: skip
     upper_col.metric(
-        "Upper bound", gib(upper) if pd.notna(upper) and upper != float("inf") else "unbounded",
+        "Upper bound", gib(upper) if math.isfinite(upper) else "unbounded",
         help=f"x{chosen['bound_ratio']:.3f} of the prediction: the 90% split-conformal bound"
         + (", raised to the refined closed-form estimate" if chosen["raised_to_closed_form"]
            else ""),
     )  # fmt: skip
     needed = upper * (1 + state.headroom_pct / 100)
     fits = upper <= usable_bytes
-    verdict_col.metric("Verdict", "Fits" if fits else "Does not fit",
-                       delta=f"{(budget_bytes - needed) / GIB:+,.1f} GiB spare",
-                       delta_color="normal" if fits else "inverse")  # fmt: skip
+    spare = f"{(budget_bytes - needed) / GIB:+,.1f} GiB spare" if math.isfinite(needed) else None
+    verdict_col.metric(
+        "Verdict",
+        "Fits" if fits else "Does not fit",
+        delta=spare,
+        help="Fits when the upper bound plus headroom is within the budget.",
+    )
     sentence = (
         f"needs up to {gib(upper)}, {gib(needed)} with {state.headroom_pct:g}% headroom, "
         f"of the {state.budget_gib:g} GiB budget ({chosen['title']})."
@@ -260,59 +267,67 @@ def every_model(table: pd.DataFrame, state: SizingState, usable_bytes: int) -> N
     st.altair_chart(charts.bounds(frame, state.budget_gib, usable_bytes / GIB), width="stretch")
 
 
-def basis_lines(basis: sizing.Basis) -> None:
-    st.caption(f"Model {basis.model}; bound: {basis.bound}.")
-    if basis.warning:
-        st.warning(basis.warning)
+def image_caption(found: sizing.ImageSizeAnswer) -> str:
+    following = (
+        "every side offered fits"
+        if found.next_side is None
+        else f"{found.next_side}^3 would need {gib(found.next_bound_bytes or 0)}"
+    )
+    return f"Needs up to {gib(found.bound_bytes)}; {following}."  # fmt: skip
+
+
+def batch_caption(found: sizing.BatchAnswer) -> str:
+    following = (
+        "every batch accepted fits"
+        if found.next_batch is None
+        else f"batch {found.next_batch} would need {gib(found.next_bound_bytes or 0)}"
+    )
+    return f"Needs up to {gib(found.bound_bytes)}; {following}."  # fmt: skip
+
+
+def memory_caption(found: sizing.MemoryAnswer) -> str:
+    return (f"Needs up to {gib(found.bound_bytes)}; {gib(found.required_bytes)} with "
+            f"{found.headroom:.0%} headroom. Server 'GB' are binary: 1 GB = 1 GiB.")  # fmt: skip
+
+
+def show_answer(found: Any, label: str, value: Callable[[Any], str],
+                caption: Callable[[Any], str]) -> None:  # fmt: skip
+    """One sizing answer: the value, what it needs, the model and bound, any warning."""
+    if isinstance(found, str):
+        st.error(found)
+        return
+    st.metric(label, value(found))
+    st.caption(caption(found))
+    st.caption(f"Model {found.basis.model}; bound: {found.basis.bound}.")
+    if found.basis.warning:
+        st.warning(found.basis.warning)
 
 
 def sizing_answers(db: Path, version: data.Version, state: SizingState, usable: int) -> None:
     """Largest image at this batch, largest batch at this image, memory to buy."""
     image_col, batch_col, buy_col = st.columns(3)
-    label = query_state.image_label(state)
     knobs = knobs_of(state)
     with image_col:
-        found = answer(db, version, state.model, "image", budget_bytes=usable,
-                       batch_size=state.batch_size, knobs=knobs)  # fmt: skip
-        if isinstance(found, str):
-            st.error(found)
-        else:
-            st.metric(f"Largest cube at batch {state.batch_size}", f"{found.side}^3",
-                      help=f"Needs up to {gib(found.bound_bytes)}.")  # fmt: skip
-            nxt = (
-                "every side offered fits"
-                if found.next_side is None
-                else f"{found.next_side}^3 would need {gib(found.next_bound_bytes or 0)}"
-            )
-            st.caption(f"Needs up to {gib(found.bound_bytes)}; {nxt}.")
-            basis_lines(found.basis)
+        show_answer(
+            answer(db, version, state.model, "image", budget_bytes=usable,
+                   batch_size=state.batch_size, knobs=knobs),
+            f"Largest cube at batch {state.batch_size}", lambda found: f"{found.side}^3",
+            image_caption,
+        )  # fmt: skip
     with batch_col:
-        found = answer(db, version, state.model, "batch", budget_bytes=usable,
-                       image_shape=state.image_shape, knobs=knobs)  # fmt: skip
-        if isinstance(found, str):
-            st.error(found)
-        else:
-            st.metric(f"Largest batch at {label}", str(found.batch_size))
-            nxt = (
-                "every batch accepted fits"
-                if found.next_batch is None
-                else f"batch {found.next_batch} would need {gib(found.next_bound_bytes or 0)}"
-            )
-            st.caption(f"Needs up to {gib(found.bound_bytes)}; {nxt}.")
-            basis_lines(found.basis)
+        show_answer(
+            answer(db, version, state.model, "batch", budget_bytes=usable,
+                   image_shape=state.image_shape, knobs=knobs),
+            f"Largest batch at {query_state.image_label(state)}",
+            lambda found: str(found.batch_size), batch_caption,
+        )  # fmt: skip
     with buy_col:
-        found = answer(db, version, state.model, "buy", image_shape=state.image_shape,
-                       batch_size=state.batch_size, headroom=state.headroom_pct / 100,
-                       knobs=knobs)  # fmt: skip
-        if isinstance(found, str):
-            st.error(found)
-        else:
-            st.metric("Memory to buy", f"{found.memory_gb} GB",
-                      help="Server memory 'GB' are binary: 1 GB = 1 GiB.")  # fmt: skip
-            st.caption(f"{label} at batch {state.batch_size} needs up to "
-                       f"{gib(found.bound_bytes)}; {gib(found.required_bytes)} with "
-                       f"{found.headroom:.0%} headroom.")  # fmt: skip
-            basis_lines(found.basis)
+        show_answer(
+            answer(db, version, state.model, "buy", image_shape=state.image_shape,
+                   batch_size=state.batch_size, headroom=state.headroom_pct / 100,
+                   knobs=knobs),
+            "Memory to buy", lambda found: f"{found.memory_gb} GB", memory_caption,
+        )  # fmt: skip
 
 
 def breakdown(config: UNetConfig, runs: pd.DataFrame, predicted_bytes: float | None) -> None:

@@ -16,6 +16,21 @@ from profiling import exchange, store
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
+def open_page(page: str, **query_params: str) -> AppTest:
+    """Run the app on ``page`` (e.g. ``dashboard/sizing_page.py``), opened with these URL params."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(query_params)
+    at.switch_page(page).run()
+    assert not at.exception
+    return at
+
+
+def widget(widgets: Any, label: str) -> Any:
+    """The one widget of ``widgets`` (e.g. ``at.select_slider``) labelled ``label``."""
+    (found,) = [w for w in widgets if w.label == label]
+    return found
+
+
 def charts(at: AppTest) -> list[dict[str, Any]]:
     """Every Vega-Lite chart on the page, in page order: its spec, with each layer's rows.
 

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from modeling import results
 from profiling import floor, store
-from tests.app.helpers import APP, charts, database_without_evaluation, layers
+from tests.app.helpers import charts, database_without_evaluation, layers, open_page, widget
 
 PAGE = "dashboard/models_page.py"
 ALL_MODELS = ["paper", "refined", "least_squares", "symbolic", "hybrid_ratio", "hybrid_terms",
@@ -18,15 +18,7 @@ REFERENCE_BATCHES = {1, 2, 4, 8, 16}
 
 
 def models_page() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.switch_page(PAGE).run()
-    assert not at.exception
-    return at
-
-
-def widget(widgets, label: str):
-    (found,) = [w for w in widgets if w.label == label]
-    return found
+    return open_page(PAGE)
 
 
 def peak_chart(at: AppTest) -> dict:

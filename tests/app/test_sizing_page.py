@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from modeling import results
 from profiling import store
-from tests.app.helpers import APP, charts, database_without_evaluation
+from tests.app.helpers import charts, database_without_evaluation, open_page, widget
 
 PAGE = "dashboard/sizing_page.py"
 DEFAULT_PARAMS = {"image": "128", "batch": "4", "filters": "16", "precision": "float32",
@@ -17,16 +17,7 @@ DEFAULT_PARAMS = {"image": "128", "batch": "4", "filters": "16", "precision": "f
 
 
 def sizing_page(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update(params)
-    at.switch_page(PAGE).run()
-    assert not at.exception
-    return at
-
-
-def widget(widgets, label: str):
-    (found,) = [w for w in widgets if w.label == label]
-    return found
+    return open_page(PAGE, **params)
 
 
 def metric(at: AppTest, label: str) -> str:
