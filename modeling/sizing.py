@@ -57,6 +57,8 @@ PURCHASABLE_MEMORY_GB: tuple[int, ...] = (
 BYTES_PER_MEMORY_GB = 2**30
 # Room left for the OS, the data pipeline and other processes on top of the bound.
 DEFAULT_HEADROOM = 0.2
+# Sizes or batches predicted at once before a scan looks for the first miss; doubles each time.
+FIRST_SCAN_CHUNK = 16
 # More than 10x headroom is a typo, not a safety margin.
 MAX_HEADROOM = 10.0
 
@@ -136,6 +138,28 @@ def closed_form_floor(model: SizingModel, configs: Sequence[UNetConfig]) -> np.n
     return np.array([refined_breakdown(c, framework).total_bytes for c in configs], dtype=float)
 
 
+def _scan(
+    model: SizingModel, configs: Sequence[UNetConfig], budget_bytes: int
+) -> tuple[list[UNetConfig], np.ndarray, np.ndarray]:
+    """`_bounds` of ``configs`` in growing chunks, stopping after the first one over budget.
+
+    Same answer as bounding them all (the scan only needs the prefix up to the
+    first miss), without predicting 4096 batch sizes when batch 12 already misses.
+    """
+    done = 0
+    chunk = FIRST_SCAN_CHUNK
+    bounds, raised = [], []
+    while done < len(configs):
+        part_bounds, part_raised = _bounds(model, configs[done : done + chunk])
+        bounds.append(part_bounds)
+        raised.append(part_raised)
+        done += len(part_bounds)
+        if not (part_bounds <= budget_bytes).all():
+            break
+        chunk *= 2
+    return list(configs[:done]), np.concatenate(bounds), np.concatenate(raised)
+
+
 def _bounds(model: SizingModel, configs: Sequence[UNetConfig]) -> tuple[np.ndarray, np.ndarray]:
     """(bounds, raised): the model's upper bounds, raised where below the closed-form floor."""
     bounds = np.asarray(model.upper_bytes(configs), dtype=float)
@@ -198,8 +222,9 @@ def largest_image_side(
     knobs = dict(knobs or {})
     template = UNetConfig((16, 16, 16), batch_size, **_network(knobs))
     sides = valid_sides(template.levels, 1, MAX_IMAGE_SIDE)
-    configs = [UNetConfig((s, s, s), batch_size, **_network(knobs)) for s in sides]
-    bounds, raised = _bounds(model, configs)
+    configs, bounds, raised = _scan(
+        model, [UNetConfig((s, s, s), batch_size, **_network(knobs)) for s in sides], budget_bytes
+    )
     index = _last_fitting(bounds, budget_bytes)
     if index is None:
         _check_bounded(model, bounds[0], configs[0])
@@ -235,8 +260,11 @@ def largest_batch(
         raise ModelingError(f"max_batch must be between 1 and {MAX_BATCH_SIZE}, got {max_batch}")
     knobs = dict(knobs or {})
     shape = tuple(image_shape)
-    configs = [UNetConfig(shape, batch, **_network(knobs)) for batch in range(1, max_batch + 1)]
-    bounds, raised = _bounds(model, configs)
+    configs, bounds, raised = _scan(
+        model,
+        [UNetConfig(shape, batch, **_network(knobs)) for batch in range(1, max_batch + 1)],
+        budget_bytes,
+    )
     index = _last_fitting(bounds, budget_bytes)
     if index is None:
         _check_bounded(model, bounds[0], configs[0])
