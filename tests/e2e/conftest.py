@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from modeling import bundle
-from profiling import exchange, store
+from profiling import exchange, launcher, store
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 APP_PATH = REPO_ROOT / "app.py"
@@ -96,7 +96,12 @@ class StreamlitServer:
         self.process = process
 
     def log(self) -> str:
-        return _tail(self.log_path)
+        """The server's output, and the log of a sweep it launched, if any (tails)."""
+        text = _tail(self.log_path)
+        job_log = launcher.state_dir(self.db_path) / launcher.LOG_FILE
+        if job_log.exists():
+            text += f"\n--- launched sweep's log ({job_log}) ---\n{_tail(job_log)}"
+        return text
 
 
 @pytest.fixture(scope="session")
@@ -164,6 +169,9 @@ def dashboard_server(
         yield server
     finally:
         _stop(process)
+        # A launched sweep runs in a session of its own and outlives the server: stop it too.
+        if launcher.status(db_path).running:
+            launcher.cancel(db_path)
 
 
 @pytest.fixture

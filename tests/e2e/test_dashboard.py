@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 pytestmark = pytest.mark.e2e
 
@@ -27,13 +28,17 @@ PAGES = ("Models", "Sizing", "Sweeps")
 TINY_SWEEP = {"Image sizes": "16", "Batch sizes": "1", "Base filters": "4"}
 TINY_STEPS = 2
 TINY_RUN_LABEL = re.compile(r"16\s*[x×]\s*16\s*[x×]\s*16")
+# How the run picker names it: what, then how it ended.
+TINY_RUN_PICKED = re.compile(r"^16\s*[x×]\s*16\s*[x×]\s*16 batch 1, 4 filters, \w+ · ok ·")
 # A tiny TF run takes ~20-40 s on a quiet 2-core machine; leave room for a busy one.
 SWEEP_TIMEOUT_MS = 300_000
 # A first render reads the database and loads the stored models.
 RENDER_TIMEOUT_MS = 60_000
+# A rerun can close an open dropdown: try again a few times.
+CHOOSE_ATTEMPTS = 3
+OPTION_TIMEOUT_MS = 10_000
 UNDRAWN_CHART = '[data-testid="stVegaLiteChart"]:not(:has(canvas, svg))'
 NEXT_FRAME = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
-VIEWPORT = {"width": 1400, "height": 900}
 # A screenshot taller than this is cut: the README needs the top of a page, not a scroll.
 MAX_SHOT_PX = 4000
 APP_IDLE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"]' \
@@ -52,7 +57,8 @@ def save_whole_page(page: Page, path: Path) -> None:
     """Screenshot the whole page: Streamlit scrolls inside its main area, not the document,
     so grow the window to the content's height (same width, so nothing reflows), then restore.
     """
-    viewport = page.viewport_size or VIEWPORT
+    viewport = page.viewport_size
+    assert viewport is not None, "the browser context sets a viewport (conftest.VIEWPORT)"
     content_px = page.get_by_test_id("stMain").evaluate("main => main.scrollHeight")
     page.set_viewport_size(
         {
@@ -90,6 +96,26 @@ def sidebar_widget(page: Page, test_id: str, label: str) -> Locator:
     return sidebar.get_by_test_id(test_id).filter(
         has=page.get_by_test_id("stWidgetLabel").get_by_text(label, exact=True)
     )
+
+
+def choose(page: Page, combobox: Locator, typed: str, option_name: re.Pattern[str]) -> None:
+    """Pick an option of a selectbox by typing part of it.
+
+    Typing opens the list reliably; a bare click does not always (the list closes when the
+    page scrolls the box into view). Tried again if a rerun closed the list meanwhile.
+    """
+    option = page.get_by_role("option", name=option_name)
+    for attempt in range(CHOOSE_ATTEMPTS):
+        wait_for_idle(page)
+        combobox.click()
+        combobox.fill(typed)  # the list narrows to the options containing it
+        try:
+            option.click(timeout=OPTION_TIMEOUT_MS)
+            return
+        except PlaywrightTimeoutError:
+            if attempt + 1 == CHOOSE_ATTEMPTS:
+                raise
+            page.keyboard.press("Escape")
 
 
 def no_exception(page: Page) -> None:
@@ -133,38 +159,41 @@ def test_a_tiny_sweep_launched_from_the_sidebar_appears_in_the_runs(
     expect(sidebar.get_by_role("heading", name="Launch a sweep")).to_be_visible()
 
     for label, value in TINY_SWEEP.items():
-        box = sidebar_widget(page, "stTextInput", label).locator("input")
-        box.fill(value)
-        box.press("Tab")  # a text input commits its value when it loses focus
-        wait_for_idle(page)
+        sidebar_widget(page, "stTextInput", label).locator("input").fill(value)
     steps = sidebar_widget(page, "stNumberInput", "Steps").locator("input")
     lowest = steps.get_attribute("min")
     steps.fill(str(max(TINY_STEPS, int(float(lowest))) if lowest else TINY_STEPS))
-    steps.press("Tab")
-    wait_for_idle(page)
-    sidebar_widget(page, "stSelectbox", "Refit models afterwards").click()
-    page.get_by_role("option", name=re.compile(r"^\s*no\b", re.IGNORECASE)).click()
-    wait_for_idle(page)
-
+    refit = sidebar.get_by_role("combobox", name="Refit models afterwards")
+    choose(page, refit, "no", re.compile(r"^no$", re.IGNORECASE))
     sidebar.get_by_role("button", name="Launch sweep").click()
 
-    # Progress: "N / M points" while it runs, with a way to cancel.
+    # While it runs: "N / M points" over a progress bar, and a way to cancel.
     expect(sidebar.get_by_text(re.compile(r"\d+\s*/\s*1 points?"))).to_be_visible(
         timeout=RENDER_TIMEOUT_MS
     )
+    expect(sidebar.get_by_test_id("stProgress")).to_be_visible()
     expect(sidebar.get_by_role("button", name="Cancel sweep")).to_be_visible()
     sidebar.screenshot(path=str(screenshots_dir / "sidebar_sweep_running.png"))
 
-    # Done: the launcher offers a new launch again, and nothing went wrong on the way.
-    expect(sidebar.get_by_role("button", name="Launch sweep")).to_be_visible(
-        timeout=SWEEP_TIMEOUT_MS
+    # When it ends the sidebar says how; anything but "finished" fails with its message.
+    outcome = sidebar.get_by_text(re.compile(r"Last sweep (finished|was cancelled|failed|crashed)"))
+    expect(outcome).to_be_visible(timeout=SWEEP_TIMEOUT_MS)
+    assert outcome.inner_text().startswith("Last sweep finished: 1 / 1 points"), (
+        outcome.inner_text()
     )
+    wait_for_idle(page)
     no_exception(page)
     sidebar.screenshot(path=str(screenshots_dir / "sidebar_sweep_finished.png"))
 
-    # Its run is in the runs table (reloaded: a new session sees it too).
-    open_page(page, dashboard_url, "Sweeps")
-    runs_table = page.get_by_test_id("stMain").get_by_test_id("stDataFrame").first
-    expect(runs_table).to_be_visible()
-    expect(runs_table.get_by_text(TINY_RUN_LABEL).first).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+    # The open page shows the new run without a reload: newest first in the runs table, and
+    # measured ("ok"), with its memory timeline, in the run picker.
+    main = page.get_by_test_id("stMain")
+    runs_table = main.get_by_test_id("stDataFrame").first
+    new_cells = runs_table.locator('[role="gridcell"]').filter(has_text=TINY_RUN_LABEL)
+    expect(new_cells.first).to_be_attached(timeout=RENDER_TIMEOUT_MS)
+    run_picker = main.get_by_role("combobox", name="Run")
+    choose(page, run_picker, "16×16×16 batch 1, 4 filters", TINY_RUN_PICKED)
+    expect(run_picker).to_have_value(TINY_RUN_PICKED)
+    wait_for_idle(page)
     no_exception(page)
+    save_whole_page(page, screenshots_dir / "sweeps_after_sweep.png")
