@@ -36,7 +36,7 @@ KEYS = {
     "filters": "launch_base_filters", "steps": "launch_steps", "limit": "launch_memory_limit",
     "refit": "launch_refit", "submit": "launch_submit", "seen": "launch_seen_job",
     "runs_file": "import_runs_file", "timelines_file": "import_timelines_file",
-    "remembered": "launch_remembered",
+    "remembered": "launch_remembered", "drawn": "launch_job_drawn",
 }  # fmt: skip
 DEFAULTS = {"sizes": "32 64", "batches": "1 2", "filters": "16", "steps": DEFAULT_STEPS}
 READ_ONLY_NOTE = (
@@ -55,6 +55,8 @@ def render() -> None:
         st.subheader("Launch a sweep")
         job = _job_status(db)
         st.session_state[KEYS["seen"]] = _signature(job)
+        # The panel draws this same snapshot now; on its own reruns it reads a fresh one.
+        st.session_state[KEYS["drawn"]] = job
         if job.running and st.session_state.get(KEYS["submit"]):
             # Clicked in a tab that had not noticed the running sweep yet: the launcher
             # refuses, and its message says which sweep runs.
@@ -86,11 +88,15 @@ def _signature(job: launcher.JobStatus) -> tuple:
 
 @st.fragment(run_every=POLL_S)
 def _job_panel(db: Path) -> None:
-    job = _job_status(db)
-    if st.session_state.get(KEYS["seen"]) != _signature(job):
-        # New runs, or the job ended: the whole page redraws (charts, this form).
-        st.session_state[KEYS["seen"]] = _signature(job)
-        st.rerun()
+    # Set only by a whole-page run, which has just read the job: draw what it read, so
+    # the page is one consistent picture (and a message it showed is not rerun away).
+    job = st.session_state.pop(KEYS["drawn"], None)
+    if job is None:
+        job = _job_status(db)
+        if st.session_state.get(KEYS["seen"]) != _signature(job):
+            # New runs, or the job ended: the whole page redraws (charts, this form).
+            st.session_state[KEYS["seen"]] = _signature(job)
+            st.rerun()
     if job.running:
         _progress(db, job)
     elif job.phase != launcher.PHASE_IDLE:
@@ -106,10 +112,10 @@ def _progress(db: Path, job: launcher.JobStatus) -> None:
         st.write(f"Now measuring **{job.current_point}**")
     else:
         st.write("Starting the sweep…")
-    if job.eta:
-        # tqdm says "?" until the first point has given it a rate.
-        left = "estimating…" if job.eta == "?" else f"{job.eta} left"
-        st.caption(f"ETA: {left} ({job.elapsed} elapsed)")
+    if job.phase == launcher.PHASE_SWEEPING and job.elapsed_s is not None:
+        # The sweep has no estimate until its first point has given it a rate.
+        left = "estimating…" if job.eta_s is None else f"{launcher.duration_text(job.eta_s)} left"
+        st.caption(f"ETA: {left} ({launcher.duration_text(job.elapsed_s)} elapsed)")
     if job.refit and job.phase != launcher.PHASE_REFITTING:
         st.caption(f"Then: {job.refit}.")
     st.code("\n".join(job.log_tail) or "(no output yet)", language=None, wrap_lines=True)

@@ -106,7 +106,8 @@ class _Job:
             if self.stop_requested:
                 break
             self.save(phase=step["phase"])
-            print(f"\n== {step['phase']}: {shlex.join(step['argv'])}", flush=True)
+            shown = ["python" if arg == sys.executable else arg for arg in step["argv"]]
+            print(f"\n== {step['phase']}: {shlex.join(shown)}", flush=True)
             output_start = log.stat().st_size
             exit_code = subprocess.call(step["argv"], cwd=self.plan.get("cwd"))
             result = {"phase": step["phase"], "exit_code": exit_code, "finished_at": now_iso()}

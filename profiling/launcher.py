@@ -124,8 +124,8 @@ class JobStatus:
     points_done: int | None = None
     points_total: int | None = None
     current_point: str | None = None  # e.g. "32 batch 2"
-    elapsed: str | None = None  # tqdm's clock, e.g. "01:23"
-    eta: str | None = None  # tqdm's estimate of the time left, e.g. "01:40" ("?" at first)
+    elapsed_s: float | None = None  # how long the sweep has run (tqdm's clock)
+    eta_s: float | None = None  # the sweep's estimate of the time left; None while it has none
     log_tail: list[str] = field(default_factory=list)
     exit_codes: dict[str, int] = field(default_factory=dict)  # phase -> exit code
     refit: str | None = None  # None when no refit was asked
@@ -382,6 +382,7 @@ def _read_status(db_path: Path, sweeps: pd.DataFrame | None) -> JobStatus:
         return JobStatus(running=False, phase=PHASE_IDLE)
     tail = log_tail(directory / LOG_FILE)
     progress = _progress_from_log(tail)
+    log_age_s = _age_s(directory / LOG_FILE)
     sweep = _sweep_row(db_path, plan, sweeps)
     done = progress.get("done", 0 if plan.get("points_total") else None)
     total = progress.get("total", plan.get("points_total"))
@@ -400,8 +401,8 @@ def _read_status(db_path: Path, sweeps: pd.DataFrame | None) -> JobStatus:
         points_done=done,
         points_total=total,
         current_point=progress.get("point") if alive else None,
-        elapsed=progress.get("elapsed"),
-        eta=progress.get("remaining") if alive and phase == PHASE_SWEEPING else None,
+        elapsed_s=_live(progress.get("elapsed"), log_age_s, alive, +1),
+        eta_s=_live(progress.get("remaining"), log_age_s, alive and phase == PHASE_SWEEPING, -1),
         log_tail=tail,
         exit_codes={name: int(result["exit_code"]) for name, result in results.items()},
         refit=_refit_outcome(plan, results, phase),
@@ -457,6 +458,51 @@ def log_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:
         if redraws:
             shown.append(redraws[-1].rstrip())
     return shown[-lines:]
+
+
+def _age_s(path: Path) -> float:
+    try:
+        return max(0.0, time.time() - path.stat().st_mtime)
+    except FileNotFoundError:
+        return 0.0
+
+
+def clock_seconds(text: str | None) -> float | None:
+    """tqdm's ``"01:23"`` or ``"1:02:03"`` in seconds; None for its ``"?"`` (no rate yet)."""
+    try:
+        parts = [int(part) for part in (text or "").split(":")]
+    except ValueError:
+        return None
+    if not 2 <= len(parts) <= 3:
+        return None
+    seconds = 0
+    for part in parts:
+        seconds = seconds * 60 + part
+    return float(seconds)
+
+
+def _live(clock: str | None, log_age_s: float, running: bool, sign: int) -> float | None:
+    """A clock read from the log, moved on by the time since the log was written.
+
+    The progress bar is redrawn only when a point starts or ends, so while one
+    runs the elapsed time grows, and the time left shrinks, past what the log says.
+    """
+    seconds = clock_seconds(clock)
+    if seconds is None or not running:
+        return seconds if sign > 0 else None
+    return max(0.0, seconds + sign * log_age_s)
+
+
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``3 min 05 s``, ``2 h 04 min``: a duration as a person reads it."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 def _progress_from_log(tail: list[str]) -> dict[str, str | int]:

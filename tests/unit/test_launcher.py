@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -145,6 +146,38 @@ def test_progress_is_read_from_the_sweeps_own_progress_bar(db: Path):
     assert progress["done"] == 2 and progress["total"] == 5
     assert progress["point"] == "96x96x64 batch 4"
     assert progress["elapsed"] == "00:00" and progress["remaining"]
+
+
+def test_tqdm_clocks_are_read_as_seconds():
+    assert launcher.clock_seconds("01:23") == 83
+    assert launcher.clock_seconds("1:02:03") == 3723
+    assert launcher.clock_seconds("?") is None and launcher.clock_seconds(None) is None
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(44.6, "45 s"), (185, "3 min 05 s"), (7440, "2 h 04 min")],
+)
+def test_durations_read_as_a_person_says_them(seconds, text):
+    assert launcher.duration_text(seconds) == text
+
+
+def test_the_eta_counts_down_between_redraws_of_the_progress_bar(db: Path):
+    # The bar is redrawn only when a point starts or ends; a point can take minutes.
+    bar = "import sys, time\nsys.stderr.write('\\r1/3 points, now 32 batch 2  33%|###   | "
+    bar += "[00:10<00:30]')\nsys.stderr.flush()\ntime.sleep(60)"
+    launcher.start_job(db, [sweep_step(bar)])
+    log = launcher.state_dir(db) / launcher.LOG_FILE
+    deadline = time.monotonic() + 30
+    while "[00:10<00:30]" not in log.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    written = time.time() - 5
+    os.utime(log, (written, written))  # as if drawn five seconds ago
+    current = launcher.status(db)
+    assert current.eta_s == pytest.approx(25, abs=1)
+    assert current.elapsed_s == pytest.approx(15, abs=1)
+    assert current.current_point == "32 batch 2"
 
 
 # --- running jobs ----------------------------------------------------------------------
