@@ -9,6 +9,7 @@ dashboard (``MEMPLAN_READ_ONLY``) shows neither section.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -120,11 +121,9 @@ def _progress(db: Path, job: launcher.JobStatus) -> None:
         st.caption(f"Then: {job.refit}.")
     st.code("\n".join(job.log_tail) or "(no output yet)", language=None, wrap_lines=True)
     if st.button("Cancel sweep", key="cancel_sweep"):
-        with st.spinner("Cancelling…"):
-            try:
-                launcher.cancel(db)
-            except launcher.LauncherError as error:
-                st.warning(str(error))  # it ended on its own meanwhile
+        # LauncherError: it ended on its own meanwhile, and the page shows how.
+        with st.spinner("Cancelling…"), contextlib.suppress(launcher.LauncherError):
+            launcher.cancel(db)
         st.rerun()
 
 

@@ -56,7 +56,6 @@ PHASE_IDLE = "idle"  # no job was ever launched for this database
 PHASE_SWEEPING = "sweeping"
 PHASE_REFITTING = "refitting"
 PHASE_CRASHED = "crashed"  # the job's process is gone and never recorded an end
-RUNNING_PHASES = (job.PHASE_STARTING, PHASE_SWEEPING, PHASE_REFITTING)
 
 # psutil's create_time has clock-tick resolution (10 ms); a pid reused by another
 # process within this much of the job's start is not a realistic worry.
@@ -96,13 +95,11 @@ class SweepRequest:
     points: int  # configurations in the grid
 
     def sweep_args(self, db_path: Path) -> list[str]:
-        """The arguments after ``python -m profiling``."""
-        values = self.grid.to_dict()
-        return [
-            "sweep",
-            "--image-sizes", *values["image_sizes"],
-            "--batch-sizes", *map(str, values["batch_sizes"]),
-            "--base-filters", *map(str, values["base_filters"]),
+        """The arguments after ``python -m profiling``: every knob of the grid, as its flag."""
+        args = ["sweep"]
+        for knob, values in self.grid.to_dict().items():
+            args += [f"--{knob.replace('_', '-')}", *map(str, values)]
+        return args + [
             "--steps", str(self.steps),
             "--memory-limit", str(self.memory_limit_bytes),
             "--db", str(db_path),
@@ -114,7 +111,9 @@ class JobStatus:
     """What a database's launched job is doing, or did last."""
 
     running: bool
-    phase: str  # PHASE_IDLE, a RUNNING_PHASES entry, job.FINAL_PHASES entry or PHASE_CRASHED
+    # PHASE_IDLE; while running job.PHASE_STARTING, PHASE_SWEEPING or PHASE_REFITTING;
+    # at the end one of job.FINAL_PHASES, or PHASE_CRASHED
+    phase: str
     pid: int | None = None
     started_at: str | None = None  # ISO 8601, UTC
     finished_at: str | None = None

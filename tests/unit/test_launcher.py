@@ -21,6 +21,7 @@ import pytest
 from tqdm import tqdm
 
 from profiling import job, launcher, store
+from profiling.cli import build_parser
 from profiling.errors import ConfigError
 from profiling.launcher import JobCommand, LauncherError
 
@@ -77,9 +78,15 @@ def test_a_valid_form_becomes_a_request_with_its_points_counted():
     args = request.sweep_args(Path("/data/x.duckdb"))
     assert args == [
         "sweep", "--image-sizes", "32", "64", "96x96x64", "--batch-sizes", "1", "2",
-        "--base-filters", "16", "--steps", "3", "--memory-limit", str(12 * 2**30),
-        "--db", "/data/x.duckdb",
+        "--base-filters", "16", "--levels", "5", "--in-channels", "1", "--classes", "1",
+        "--precisions", "float32", "--upsamplings", "transpose",
+        "--steps", "3", "--memory-limit", str(12 * 2**30), "--db", "/data/x.duckdb",
     ]  # fmt: skip
+    # Exactly what `python -m profiling sweep` accepts.
+    parsed = build_parser().parse_args(args)
+    assert (parsed.image_sizes, parsed.batch_sizes, parsed.memory_limit) == (
+        ["32", "64", "96x96x64"], [1, 2], 12 * 2**30,
+    )  # fmt: skip
 
 
 def test_a_size_the_network_cannot_take_is_refused_with_the_nearest_valid_ones():
