@@ -190,9 +190,18 @@ def formula(models: Models) -> None:
                     st.code(model.formula or "", language=None)
 
 
-def measurement_floor(runs: pd.DataFrame) -> None:
+@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS)
+def floor_figures(
+    db: Path, version: data.Version
+) -> tuple[floor.SamplingGap | None, list[floor.RepeatSpread]]:
+    """The measurement floor of the stored runs (~1 s for 10,000 runs: once per version)."""
+    runs = data.runs(db, version)
+    return floor.sampling_gap(runs), floor.repeat_spreads(runs)
+
+
+def measurement_floor(db: Path, version: data.Version) -> None:
     st.subheader("Measurement floor")
-    gap = floor.sampling_gap(runs)
+    gap, spreads = floor_figures(db, version)
     if gap is None:
         st.caption("No measured run yet.")
         return
@@ -202,7 +211,6 @@ def measurement_floor(runs: pd.DataFrame) -> None:
               help=f"{gap.max_mib:.1f} MiB, at {gap.worst_point}.")  # fmt: skip
     st.caption("How far the kernel's high-water mark (VmHWM, what the models predict) lies "
                "above the peak memory_profiler saw sampling every 0.1 s.")  # fmt: skip
-    spreads = floor.repeat_spreads(runs)
     largest = floor.largest_spread_pct(spreads)
     if largest is None:
         st.metric(
@@ -233,7 +241,6 @@ def render() -> None:
     )
     db = data.database()
     version = data.version(db)
-    runs = data.runs(db, version)
     scores = data.scores(db, version)
     evaluated = bool(data.predictors(db, version))
     models = models_of(db, version)
@@ -269,7 +276,7 @@ def render() -> None:
             error_table(scores, models)
         formula(models)
     with floor_col:
-        measurement_floor(runs)
+        measurement_floor(db, version)
 
 
 render()
