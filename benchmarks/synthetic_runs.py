@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from modeling.analytical import refined_breakdown
 from profiling import store
-from profiling.workload import UNetConfig, valid_sides
+from profiling.workload import UNetConfig, config_columns, valid_sides
 
 GIB = 2**30
 MIB = 2**20
@@ -108,16 +108,7 @@ def runs_frame(count: int, seed: int = 0) -> pd.DataFrame:
             "created_at": created.isoformat(timespec="seconds"),
             "status": "ok",
             "message": "",
-            "depth": config.image_shape[0],
-            "height": config.image_shape[1],
-            "width": config.image_shape[2],
-            "batch_size": config.batch_size,
-            "base_filters": config.base_filters,
-            "levels": config.levels,
-            "in_channels": config.in_channels,
-            "classes": config.classes,
-            "precision": config.precision,
-            "upsampling": config.upsampling,
+            **config_columns(config),
             "steps": STEPS,
             "seed": 0,
             "repeat": 0,

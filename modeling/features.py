@@ -30,7 +30,7 @@ from modeling.analytical import (
 )
 from modeling.architecture import BYTES_PER_ELEMENT
 from profiling.errors import ConfigError
-from profiling.workload import NETWORK_KNOBS, SHAPE_COLUMNS, UNetConfig
+from profiling.workload import NETWORK_KNOBS, SHAPE_COLUMNS, UNetConfig, config_columns
 
 TARGET_COLUMN = "peak_bytes"
 BASELINE_COLUMN = "baseline_bytes"
@@ -59,20 +59,10 @@ def config_of(row: pd.Series | dict) -> UNetConfig:
 
 
 def _config_row(config: UNetConfig) -> dict[str, object]:
-    depth, height, width = config.image_shape
     paper = paper_estimate(config)
     refined = refined_breakdown(config, framework_bytes=0).parts()
     row: dict[str, object] = {
-        "depth": depth,
-        "height": height,
-        "width": width,
-        "batch_size": config.batch_size,
-        "base_filters": config.base_filters,
-        "levels": config.levels,
-        "in_channels": config.in_channels,
-        "classes": config.classes,
-        "precision": config.precision,
-        "upsampling": config.upsampling,
+        **config_columns(config),
         "side": config.voxels ** (1 / 3),
         "megavoxels": config.voxels / MEGA,
         "sample_megavoxels": config.voxels * config.batch_size / MEGA,

@@ -30,11 +30,10 @@ from profiling.machine import machine_info, software_info
 from profiling.records import RunRecord
 from profiling.runner import RunSettings, run_point, skipped_record
 from profiling.workload import (
-    NETWORK_KNOBS,
     PRECISIONS,
-    SHAPE_COLUMNS,
     UPSAMPLING_MODES,
     UNetConfig,
+    config_columns,
     format_image_shape,
 )
 
@@ -281,12 +280,7 @@ def _measure_point(
 
 
 def _key_fields(config: UNetConfig, steps: int) -> dict[str, object]:
-    return {
-        **dict(zip(SHAPE_COLUMNS, config.image_shape, strict=True)),
-        "batch_size": config.batch_size,
-        **{knob: getattr(config, knob) for knob in NETWORK_KNOBS},
-        "steps": steps,
-    }
+    return {**config_columns(config), "steps": steps}
 
 
 def grid_from_mapping(values: dict[str, Sequence]) -> Grid:

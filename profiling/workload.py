@@ -77,6 +77,15 @@ NETWORK_KNOBS: tuple[str, ...] = tuple(
 SHAPE_COLUMNS: tuple[str, ...] = ("depth", "height", "width")  # image_shape, as stored
 
 
+def config_columns(config: UNetConfig) -> dict[str, Any]:
+    """``config`` as the runs table stores it: depth, height, width, batch_size, the knobs."""
+    return {
+        **dict(zip(SHAPE_COLUMNS, config.image_shape, strict=True)),
+        "batch_size": config.batch_size,
+        **{knob: getattr(config, knob) for knob in NETWORK_KNOBS},
+    }
+
+
 def size_multiple(levels: int) -> int:
     """Every spatial side must be divisible by this: one halving per pooling."""
     return 2 ** (levels - 1)
