@@ -334,7 +334,26 @@ def test_a_command_that_ignores_sigterm_is_killed_after_the_grace_period(db: Pat
     assert time.monotonic() - began < 10
     # Killed before it could record anything, it still reads as cancelled, not crashed.
     assert stopped.phase == job.PHASE_CANCELLED and not stopped.running
-    assert command_pids and not any(psutil.pid_exists(pid) for pid in command_pids)
+    assert command_pids and all_gone(command_pids)
+
+
+def all_gone(pids: list[int], timeout_s: float = 5.0) -> bool:
+    """Whether every pid has died within ``timeout_s`` (SIGKILL is not instantaneous)."""
+    deadline = time.monotonic() + timeout_s
+    while any(is_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def is_alive(pid: int) -> bool:
+    """Running, that is: a killed process whose parent died waits as a zombie until init
+    reaps it, which a container's init may never do."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_cancel_with_nothing_running_says_so(db: Path):
