@@ -14,7 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from profiling import job, launcher, store
+from modeling import bundle, results
+from profiling import exchange, job, launcher, store
 from profiling.launcher import LauncherError
 
 pytestmark = pytest.mark.tensorflow
@@ -89,3 +90,21 @@ def test_cancel_stops_a_real_sweep_which_is_marked_interrupted(db: Path):
     psutil.wait_procs(children, timeout=10)
     assert not any(child.is_running() for child in children), "the child outlived the sweep"
     assert store.load_runs(db).empty  # the point in flight was discarded
+
+
+def test_after_a_sweep_the_models_are_refit_on_every_stored_run(tmp_path: Path):
+    db = store.ensure_database(tmp_path / "reference.duckdb")
+    exchange.import_runs(db, store.BUNDLED_RUNS, store.BUNDLED_SAMPLES)
+    assert bundle.install_bundled_results(db)
+    refit = [sys.executable, "-m", "modeling", "evaluate", "--db", str(db), "--quick"]
+
+    launcher.launch(db, tiny_request(), refit_command=refit)
+    deadline = time.monotonic() + SWEEP_TIMEOUT_S
+    while (current := launcher.status(db)).running:
+        assert time.monotonic() < deadline, current
+        time.sleep(1)
+
+    assert current.phase == job.PHASE_FINISHED and current.refit == "models refit", current
+    evaluations = results.load_evaluations(db)  # newest first
+    assert evaluations["n_runs"].tolist() == [40, 39]  # the bundled 39 ok runs, then with the new
+    assert {p.name for p in results.load_predictors(db)} >= {"symbolic", "refined"}
