@@ -56,6 +56,7 @@ from typing import Any
 
 from profiling import store
 from profiling.machine import machine_info
+from profiling.units import GIB
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 APP = REPO_ROOT / "app.py"
@@ -82,7 +83,6 @@ WORKER_TIMEOUT_S = 600.0
 LOCKED_LINE = "locked"
 # A locked slider change slower than this many unlocked ones (and than the target) waited.
 LOCK_WAIT_FACTOR = 3.0
-GIB = 2**30
 
 
 # --- the worker: one fresh process, one page ---------------------------------------------

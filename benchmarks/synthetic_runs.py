@@ -27,9 +27,9 @@ import pyarrow as pa
 
 from modeling.analytical import refined_breakdown
 from profiling import store
+from profiling.units import GIB
 from profiling.workload import UNetConfig, config_columns, valid_sides
 
-GIB = 2**30
 MIB = 2**20
 # (hostname, CPU, cores, RAM): machines a team might compare side by side.
 HOSTS = (

@@ -27,9 +27,9 @@ from modeling.analytical import refined_breakdown
 from modeling.errors import ModelingError
 from modeling.predictor import Predictor
 from modeling.results import best_model_name
+from profiling.units import GIB
 from profiling.workload import PRECISIONS, UNetConfig, valid_sides
 
-GIB = 2**30
 CUBE, DHW = "Cube", "D × H × W"
 # The reference network; the page sizes it with other base filters and precisions.
 LEVELS = UNetConfig((16, 16, 16)).levels

@@ -39,9 +39,9 @@ from modeling.architecture import (
     layer_outputs,
     parameter_counts,
 )
+from profiling.units import GIB
 from profiling.workload import UNetConfig
 
-GIB = 2**30
 # Variables, their gradients and Adam's slots are float32 under every policy
 # (mixed precision keeps float32 master weights and optimizer state).
 WEIGHT_BYTES_PER_PARAMETER = FLOAT32_BYTES

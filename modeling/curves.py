@@ -49,9 +49,9 @@ from modeling.features import (
 )
 from modeling.sizing import closed_form_floor
 from modeling.uncertainty import ConformalBound, upper_bound
+from profiling.units import GIB
 from profiling.workload import UNetConfig, format_image_shape
 
-GIB = 2**30
 PAPER = "paper"
 REFINED = "refined"
 # Titles as the evaluation's catalogue (`modeling.models`) names these two models.

@@ -12,8 +12,8 @@ import pandas as pd
 
 from modeling.predictor import Predictor
 from modeling.sizing import Basis, BatchAnswer, ImageSizeAnswer, MemoryAnswer
+from profiling.units import format_gib
 
-GIB = 2**30
 # The paper's symbolic-regression result on held-out points: the anchor to beat.
 PAPER_SR_MAPE_PCT = 4.15
 
@@ -80,35 +80,32 @@ def _basis_lines(basis: Basis) -> list[str]:
     return lines
 
 
-def _gib(value: float) -> str:
-    return f"{value / GIB:.2f} GiB"
-
-
 def image_size_lines(answer: ImageSizeAnswer) -> list[str]:
     lines = [
         f"largest image: {answer.side}^3 at batch {answer.batch_size} within "
-        f"{_gib(answer.budget_bytes)} (needs up to {_gib(answer.bound_bytes)}, "
-        f"predicted {_gib(answer.predicted_bytes)})"
+        f"{format_gib(answer.budget_bytes)} (needs up to {format_gib(answer.bound_bytes)}, "
+        f"predicted {format_gib(answer.predicted_bytes)})"
     ]
     if answer.next_side is None:
         lines.append("every image side the network takes fits this budget")
     else:
         lines.append(f"next size up, {answer.next_side}^3, would need up to "
-                     f"{_gib(answer.next_bound_bytes or 0)}: does not fit")  # fmt: skip
+                     f"{format_gib(answer.next_bound_bytes or 0)}: does not fit")  # fmt: skip
     return lines + _basis_lines(answer.basis)
 
 
 def batch_lines(answer: BatchAnswer) -> list[str]:
     shape = "x".join(str(side) for side in answer.image_shape)
     lines = [
-        f"largest batch: {answer.batch_size} for {shape} within {_gib(answer.budget_bytes)} "
-        f"(needs up to {_gib(answer.bound_bytes)}, predicted {_gib(answer.predicted_bytes)})"
+        f"largest batch: {answer.batch_size} for {shape} within {format_gib(answer.budget_bytes)} "
+        f"(needs up to {format_gib(answer.bound_bytes)}, "
+        f"predicted {format_gib(answer.predicted_bytes)})"
     ]
     if answer.next_batch is None:
         lines.append("every batch size accepted fits this budget")
     else:
         lines.append(f"batch {answer.next_batch} would need up to "
-                     f"{_gib(answer.next_bound_bytes or 0)}: does not fit")  # fmt: skip
+                     f"{format_gib(answer.next_bound_bytes or 0)}: does not fit")  # fmt: skip
     return lines + _basis_lines(answer.basis)
 
 
@@ -116,7 +113,8 @@ def memory_lines(answer: MemoryAnswer) -> list[str]:
     shape = "x".join(str(side) for side in answer.image_shape)
     return [
         f"buy {answer.memory_gb} GB (binary GB = GiB) for {shape} at batch {answer.batch_size}: "
-        f"needs up to {_gib(answer.bound_bytes)} (predicted {_gib(answer.predicted_bytes)}), "
-        f"{_gib(answer.required_bytes)} with {answer.headroom:.0%} headroom",
+        f"needs up to {format_gib(answer.bound_bytes)} "
+        f"(predicted {format_gib(answer.predicted_bytes)}), "
+        f"{format_gib(answer.required_bytes)} with {answer.headroom:.0%} headroom",
         *_basis_lines(answer.basis),
     ]

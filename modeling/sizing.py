@@ -41,6 +41,7 @@ import numpy as np
 from modeling.analytical import refined_breakdown
 from modeling.errors import ModelingError
 from modeling.uncertainty import ConformalBound
+from profiling.units import format_gib
 from profiling.workload import (
     MAX_BATCH_SIZE,
     MAX_IMAGE_SIDE,
@@ -49,7 +50,6 @@ from profiling.workload import (
     valid_sides,
 )
 
-GIB = 2**30
 # Server memory sizes one can buy, in (binary, JEDEC) GB; see the module docstring.
 PURCHASABLE_MEMORY_GB: tuple[int, ...] = (
     64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
@@ -195,10 +195,6 @@ def _check_budget(budget_bytes: int) -> None:
         raise ModelingError(f"memory budget must be positive, got {budget_bytes} bytes")
 
 
-def _gib(value: float) -> str:
-    return f"{value / GIB:.2f} GiB"
-
-
 def _check_bounded(model: SizingModel, bound_bytes: float, config: UNetConfig) -> None:
     """A model that cannot bound the smallest case cannot answer; say so, not 'inf GiB'."""
     if not np.isfinite(bound_bytes):
@@ -229,9 +225,9 @@ def largest_image_side(
     if index is None:
         _check_bounded(model, bounds[0], configs[0])
         raise ModelingError(
-            f"even the smallest valid image ({sides[0]}^3) needs up to {_gib(bounds[0])} at batch "
-            f"{batch_size}, more than the {_gib(budget_bytes)} budget; use a smaller batch or "
-            "more memory"
+            f"even the smallest valid image ({sides[0]}^3) needs up to {format_gib(bounds[0])} "
+            f"at batch {batch_size}, more than the {format_gib(budget_bytes)} budget; use a "
+            "smaller batch or more memory"
         )
     chosen = configs[index]
     following = index + 1 if index + 1 < len(configs) else None
@@ -269,8 +265,8 @@ def largest_batch(
     if index is None:
         _check_bounded(model, bounds[0], configs[0])
         raise ModelingError(
-            f"image {configs[0].image_label} needs up to {_gib(bounds[0])} at batch 1, more than "
-            f"the {_gib(budget_bytes)} budget; use a smaller image or more memory"
+            f"image {configs[0].image_label} needs up to {format_gib(bounds[0])} at batch 1, more "
+            f"than the {format_gib(budget_bytes)} budget; use a smaller image or more memory"
         )
     chosen = configs[index]
     following = index + 1 if index + 1 < len(configs) else None
@@ -308,7 +304,7 @@ def memory_to_buy(
     if not fitting:
         largest = PURCHASABLE_MEMORY_GB[-1]
         raise ModelingError(
-            f"{config.image_label} at batch {batch_size} needs {_gib(required)} with "
+            f"{config.image_label} at batch {batch_size} needs {format_gib(required)} with "
             f"{headroom:.0%} headroom, more than the largest purchasable size ({largest} GB); "
             "use smaller images or batches, or split training across machines"
         )

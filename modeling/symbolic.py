@@ -32,7 +32,8 @@ from gplearn.genetic import SymbolicRegressor
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-GIB = 2**30
+from profiling.units import GIB
+
 FUNCTION_SET: tuple[str, ...] = ("add", "sub", "mul", "div")
 ALLOWED_FUNCTIONS: tuple[str, ...] = ("add", "sub", "mul", "div", "sqrt", "log", "neg", "inv")
 # A formula needs some points per coefficient to mean anything.

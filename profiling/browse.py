@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from profiling.records import RUN_COLUMNS
+from profiling.units import GIB
 
-GIB = 2**30
 OK = "ok"
 IMAGE = "image"  # the derived "D×H×W" column
 # Filter label on the page -> runs column; an empty choice means "all".

@@ -33,6 +33,7 @@ from profiling.sweep import (
     load_grid_file,
     run_sweep,
 )
+from profiling.units import format_gib
 from profiling.workload import PRECISIONS, UPSAMPLING_MODES, UNetConfig, parse_image_shape
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30,
@@ -135,7 +136,7 @@ def open_db(args: argparse.Namespace) -> Path:
 
 
 def _gib(value: float | None) -> str:
-    return "-" if value is None or pd.isna(value) else f"{value / 2**30:.2f} GiB"
+    return "-" if value is None or pd.isna(value) else format_gib(value)
 
 
 # --- run ---------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from memory_profiler import memory_usage
 from profiling import store
 from profiling.machine import machine_info, onednn_enabled, read_proc_status_bytes, software_info
 from profiling.records import RunRecord, Sample
+from profiling.units import format_gib
 from profiling.workload import UNetConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -96,8 +97,8 @@ class _Watchdog:
         if rss_bytes > self.settings.memory_limit_bytes:
             self.kill(
                 "oom",
-                f"resident memory {rss_bytes / 2**30:.2f} GiB crossed the limit of "
-                f"{self.settings.memory_limit_bytes / 2**30:.2f} GiB after {elapsed_s:.1f} s; "
+                f"resident memory {format_gib(rss_bytes)} crossed the limit of "
+                f"{format_gib(self.settings.memory_limit_bytes)} after {elapsed_s:.1f} s; "
                 "the child was killed",
             )
         elif elapsed_s > self.settings.timeout_s:

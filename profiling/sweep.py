@@ -29,6 +29,7 @@ from profiling.estimate import estimate_peak_bytes
 from profiling.machine import machine_info, software_info
 from profiling.records import RunRecord
 from profiling.runner import RunSettings, run_point, skipped_record
+from profiling.units import GIB, format_gib
 from profiling.workload import (
     PRECISIONS,
     UPSAMPLING_MODES,
@@ -154,7 +155,6 @@ def _dominates(config: UNetConfig, failed: UNetConfig) -> bool:
 def _skip_reason(
     config: UNetConfig, estimate: int, settings: RunSettings, failed: list[tuple[UNetConfig, str]]
 ) -> str | None:
-    gib = 2**30
     for smaller, status in failed:
         if _dominates(config, smaller):
             return (
@@ -163,14 +163,14 @@ def _skip_reason(
             )
     if estimate > settings.memory_limit_bytes:
         return (
-            f"estimated peak {estimate / gib:.2f} GiB exceeds the memory limit "
-            f"{settings.memory_limit_bytes / gib:.2f} GiB"
+            f"estimated peak {format_gib(estimate)} exceeds the memory limit "
+            f"{format_gib(settings.memory_limit_bytes)}"
         )
     room = psutil.virtual_memory().available - HOST_RESERVE_BYTES
     if estimate > room:
         return (
-            f"estimated peak {estimate / gib:.2f} GiB exceeds the {room / gib:.2f} GiB available "
-            f"now (keeping {HOST_RESERVE_BYTES / gib:.0f} GiB for the host)"
+            f"estimated peak {format_gib(estimate)} exceeds the {format_gib(room)} available "
+            f"now (keeping {HOST_RESERVE_BYTES / GIB:.0f} GiB for the host)"
         )
     return None
 
