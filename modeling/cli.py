@@ -34,8 +34,14 @@ from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side,
 from modeling.splits import SPLIT_KINDS
 from modeling.uncertainty import DEFAULT_COVERAGE
 from profiling import store
-from profiling.cli import add_db_option, open_db, parse_bytes, positive_int
-from profiling.errors import MemplanError
+from profiling.cli import (
+    add_commands,
+    add_db_option,
+    open_db,
+    parse_bytes,
+    positive_int,
+    run_handler,
+)
 from profiling.workload import PRECISIONS, UPSAMPLING_MODES, parse_image_shape
 
 ERROR_EXIT_CODE = 2
@@ -270,17 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="answer a sizing question from a stored model",
     )
     questions = size.add_subparsers(dest="question", required=True, metavar="QUESTION")
-    for name, (prepare, run, summary) in SIZE_COMMANDS.items():
-        sub = questions.add_parser(name, help=summary, description=summary)
-        prepare(sub)
-        sub.set_defaults(handler=run)  # fmt: skip
+    add_commands(questions, SIZE_COMMANDS)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args)
-    except MemplanError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return ERROR_EXIT_CODE
+    return run_handler(build_parser().parse_args(argv))

@@ -12,7 +12,9 @@ import re
 import shlex
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -361,16 +363,34 @@ COMMANDS = {
 }
 
 
+# name -> (adds the subcommand's arguments, runs it and returns the exit code, summary)
+Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
+
+
+def add_commands(subparsers: Any, commands: dict[str, Command]) -> None:
+    """One subcommand per ``name: (prepare, handler, summary)`` entry of ``commands``."""
+    for name, (prepare, run, summary) in commands.items():
+        sub = subparsers.add_parser(name, help=summary, description=summary)
+        prepare(sub)
+        sub.set_defaults(handler=run)
+
+
+def run_handler(args: argparse.Namespace) -> int:
+    """Run the chosen subcommand; a `MemplanError` becomes one ``error: ...`` line, exit 2."""
+    try:
+        return args.handler(args)
+    except MemplanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ERROR_EXIT_CODE
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m profiling",
         description="Profile the peak memory of 3D U-Net training and keep it in DuckDB.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (prepare, run, summary) in COMMANDS.items():
-        sub = commands.add_parser(name, help=summary, description=summary)
-        prepare(sub)
-        sub.set_defaults(handler=run)
+    add_commands(commands, COMMANDS)
     return parser
 
 
@@ -383,10 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM stops a sweep the same clean way as Ctrl-C.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
-        return args.handler(args)
-    except MemplanError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return ERROR_EXIT_CODE
+        return run_handler(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return INTERRUPTED_EXIT_CODE
