@@ -17,39 +17,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pyarrow.parquet as pq
 
 from modeling.errors import ModelingError
 from modeling.evaluation import data_fingerprint
 from modeling.features import measured_frame
-from modeling.results import RESULT_TABLES, ensure_tables
+from modeling.results import RESULT_TABLES, ensure_tables, latest_evaluation_id
 from profiling import store
 
 BUNDLED_RESULTS_DIR = store.DATA_DIR / "reference_results"
-
-
-def _has_evaluation(con: duckdb.DuckDBPyConnection) -> bool:
-    found = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'evaluations'"
-    ).fetchone()
-    if not (found and found[0]):
-        return False
-    counted = con.execute("SELECT count(*) FROM evaluations").fetchone()
-    return bool(counted and counted[0])
 
 
 def export_results(db_path: Path, directory: Path) -> Path:
     """Write the latest evaluation of ``db_path`` (four tables) as Parquet into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     with store.connect(db_path, read_only=True) as con:
-        if not _has_evaluation(con):
+        evaluation_id = latest_evaluation_id(con)
+        if evaluation_id is None:
             raise ModelingError(f"{db_path} holds no evaluation to export; run "
                                 f"`python -m modeling evaluate --db {db_path}` first")  # fmt: skip
-        row = con.execute(
-            "SELECT evaluation_id FROM evaluations ORDER BY created_at DESC, rowid DESC LIMIT 1"
-        ).fetchone()
-        evaluation_id = str(row[0])  # type: ignore[index]
         for table in RESULT_TABLES:
             target = directory / f"{table}.parquet"
             con.execute(
@@ -78,14 +64,14 @@ def install_bundled_results(db_path: Path, directory: Path = BUNDLED_RESULTS_DIR
     if bundled is None:
         return False
     with store.connect(db_path, read_only=True) as con:
-        if _has_evaluation(con):
+        if latest_evaluation_id(con) is not None:
             return False
     runs = store.load_runs(db_path, status="ok")
     if runs.empty or data_fingerprint(measured_frame(runs)) != bundled:
         return False
     with store.transaction(db_path) as con:
         ensure_tables(con)
-        if _has_evaluation(con):  # another process installed it meanwhile
+        if latest_evaluation_id(con) is not None:  # another process installed it meanwhile
             return False
         for table in RESULT_TABLES:
             names = ", ".join(

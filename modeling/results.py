@@ -141,15 +141,21 @@ def _no_models(path: Path) -> NoModelsError:
     )
 
 
-def _latest_id(con: duckdb.DuckDBPyConnection, path: Path) -> str:
+def latest_evaluation_id(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The newest stored evaluation's id; None when there is none."""
     if not _has_results(con):
-        raise _no_models(path)
+        return None
     found = con.execute(
         "SELECT evaluation_id FROM evaluations ORDER BY created_at DESC, rowid DESC LIMIT 1"
     ).fetchone()
+    return None if found is None else str(found[0])
+
+
+def _latest_id(con: duckdb.DuckDBPyConnection, path: Path) -> str:
+    found = latest_evaluation_id(con)
     if found is None:
         raise _no_models(path)
-    return str(found[0])
+    return found
 
 
 def load_evaluations(path: Path) -> pd.DataFrame:
