@@ -22,20 +22,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from modeling.evaluation import (
+from core import store
+from modeling.estimators.catalogue import ModelSpec, catalogue, pick
+from modeling.evaluation.fitting import cross_seed_coverage, fit_predictors
+from modeling.evaluation.protocol import (
     DEFAULT_EXTRAPOLATION_SEEDS,
     DEFAULT_SEEDS,
     Evaluation,
     evaluate,
     summarise,
 )
+from modeling.evaluation.splits import EXTRAPOLATION, RANDOM, make_split
 from modeling.features import measured_frame
-from modeling.fitting import cross_seed_coverage, fit_predictors
-from modeling.models import ModelSpec, catalogue, pick
-from modeling.report import PAPER_SR_MAPE_PCT, bounds_table, formulas_table, markdown_table
-from modeling.results import store_results
-from modeling.splits import EXTRAPOLATION, RANDOM, make_split
-from profiling import store
+from modeling.stored.tables import store_results
+from presentation.report import PAPER_SR_MAPE_PCT, bounds_table, formulas_table, markdown_table
 from profiling.machine import machine_info
 
 # The aim for symbolic regression: the order of the measurement noise.

@@ -26,7 +26,7 @@ not count):
   to a neighbouring value and time ``at.run()``; the "Predicted peak" metric
   must change with it;
 * **slider change under a DuckDB lock**: the same while another process holds a
-  write transaction open on the database (`profiling.store.transaction`), as a
+  write transaction open on the database (`core.store.transaction`), as a
   sweep does while it stores a point. Before timing, a direct read-only DuckDB
   connection is tried and must be refused, which proves the lock is held.
 
@@ -54,9 +54,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from profiling import store
+from core import store
+from core.units import GIB
 from profiling.machine import machine_info
-from profiling.units import GIB
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 APP = REPO_ROOT / "app.py"
@@ -208,9 +208,8 @@ class Database:
 def build_databases(directory: Path, synthetic_runs: int) -> tuple[list[Database], float]:
     """The bundled-data database and the big one; returns them and the big one's build time."""
     from benchmarks.synthetic_runs import add_synthetic_runs
-    from modeling import bundle
+    from modeling.stored import bundle
     from profiling import exchange
-
     bundled = directory / "bundled.duckdb"
     store.ensure_database(bundled)
     exchange.import_runs(bundled, store.BUNDLED_RUNS, store.BUNDLED_SAMPLES)

@@ -25,11 +25,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiling import floor, store
+from core import store
+from core.workloads.unet3d import UNetConfig
+from profiling import floor
 from profiling.machine import machine_info, software_info
 from profiling.runner import REPO_ROOT, RunSettings, child_command, run_point
 from profiling.sweep import default_memory_limit_bytes
-from profiling.workload import UNetConfig
 
 OVERHEAD_POINTS = (UNetConfig((32, 32, 32), 1), UNetConfig((64, 64, 64), 2))
 

@@ -15,8 +15,8 @@ import json
 
 import psutil
 
+from core.workloads.unet3d import UNetConfig, parse_image_shape
 from profiling.runner import RunSettings, run_point
-from profiling.workload import UNetConfig, parse_image_shape
 
 _MIB = 2**20
 

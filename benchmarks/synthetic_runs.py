@@ -3,7 +3,7 @@
 Every run is a configuration the network accepts (sides multiple of 16, cubes
 and non-cubes, batch sizes, base filters, precisions) measured on one of a few
 made-up hosts. Its peak is the refined analytical model
-(`modeling.analytical.refined_breakdown`) plus the ~0.2 GiB runtime overhead it
+(`core.analytical.refined_breakdown`) plus the ~0.2 GiB runtime overhead it
 misses on the reference machine, times a few percent of noise (the measured
 run-to-run spread, docs/measurement.md); a point over its host's memory limit
 is stored as ``oom`` (or ``skipped``, never launched), as a real sweep stores
@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from modeling.analytical import refined_breakdown
-from profiling import store
-from profiling.units import GIB
-from profiling.workload import UNetConfig, config_columns, valid_sides
+from core import store
+from core.analytical import refined_breakdown
+from core.units import GIB
+from core.workloads.unet3d import UNetConfig, config_columns, valid_sides
 
 MIB = 2**20
 # (hostname, CPU, cores, RAM): machines a team might compare side by side.

@@ -7,7 +7,7 @@ a lock a running sweep holds; it reuses the cached frames and models. A run a
 sweep has just written changes the version, and the next rerun reads it.
 
 Nothing here fits a model: the models come from ``python -m modeling evaluate``
-(or the bundled evaluation of the bundled runs, `modeling.bundle`).
+(or the bundled evaluation of the bundled runs, `modeling.stored.bundle`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from modeling import bundle, results
+from core import store
 from modeling.errors import NoModelsError
-from modeling.predictor import Predictor
-from profiling import store
+from modeling.stored import bundle
+from modeling.stored import tables as results
+from modeling.stored.predictor import Predictor
 
 # Set to 1/true/yes to hide everything that writes (sweep launcher, import): a
 # dashboard shared with a whole team.
@@ -65,7 +66,7 @@ def version(db_path: Path) -> Version:
 
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS)
 def runs(db_path: Path, db_version: Version) -> pd.DataFrame:
-    """Every stored run (`profiling.store.load_runs`)."""
+    """Every stored run (`core.store.load_runs`)."""
     return store.load_runs(db_path)
 
 

@@ -20,13 +20,13 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data
-from modeling import curves
+from core.workloads.unet3d import UNetConfig, valid_sides
+from dashboard import data
 from modeling.features import KNOB_COLUMNS
-from modeling.predictor import Predictor
-from modeling.report import PAPER_SR_MAPE_PCT
+from modeling.stored.predictor import Predictor
+from presentation import charts, curves
+from presentation.report import PAPER_SR_MAPE_PCT
 from profiling import floor
-from profiling.workload import UNetConfig, valid_sides
 
 EVALUATE_HINT = "python -m modeling evaluate"
 DEFAULT_MODELS = (curves.PAPER, curves.REFINED, "symbolic")

@@ -9,7 +9,7 @@ name       value                                           example
 image      a cube side, or depth x height x width          128, 240x240x144
 batch      batch size                                      16
 filters    base filters                                    16
-precision  one of `profiling.workload.PRECISIONS`          float32
+precision  one of `core.workloads.unet3d.PRECISIONS`          float32
 budget     memory budget, GiB                              256
 headroom   memory kept free, % of the bound                20
 model      a stored model's name                           symbolic
@@ -30,8 +30,8 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
-from profiling.errors import ConfigError
-from profiling.workload import format_image_shape, nearest_valid_sizes, parse_image_shape
+from core.errors import ConfigError
+from core.workloads.unet3d import format_image_shape, nearest_valid_sizes, parse_image_shape
 
 IMAGE, BATCH, FILTERS, PRECISION = "image", "batch", "filters", "precision"
 BUDGET, HEADROOM, MODEL = "budget", "headroom", "model"

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from core.errors import MemplanError
 from dashboard import data
 from profiling import job as jobs
 from profiling import launcher, uploads
-from profiling.errors import MemplanError
 from profiling.runner import DEFAULT_STEPS
 from profiling.sweep import default_memory_limit_bytes
 
@@ -26,7 +26,7 @@ from profiling.sweep import default_memory_limit_bytes
 # and still a fresh progress bar for points that take tens of seconds.
 POLL_S = 2.0
 # What "Refit models afterwards" offers; durations measured on the reference
-# 2-core machine (modeling/bundle.py; a --quick run of the 46 bundled runs).
+# 2-core machine (modeling/stored/bundle.py; a --quick run of the 46 bundled runs).
 REFIT_FULL = "full evaluation (~17 min on 2 cores)"
 REFIT_QUICK = "quick (smoke-test settings, ~2 min on 2 cores)"
 REFIT_NO = "no"

@@ -20,15 +20,17 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data, query_state
+from core.analytical import refined_breakdown
+from core.units import GIB
+from core.workloads.base import PRECISIONS
+from core.workloads.unet3d import UNetConfig, valid_sides
+from dashboard import data, query_state
 from dashboard.query_state import SizingChoices, SizingState
-from modeling import curves, sizing
-from modeling.analytical import refined_breakdown
+from modeling import sizing
 from modeling.errors import ModelingError
-from modeling.predictor import Predictor
-from modeling.results import best_model_name
-from profiling.units import GIB
-from profiling.workload import PRECISIONS, UNetConfig, valid_sides
+from modeling.stored.predictor import Predictor
+from modeling.stored.tables import best_model_name
+from presentation import charts, curves
 
 CUBE, DHW = "Cube", "D × H × W"
 # The reference network; the page sizes it with other base filters and precisions.

@@ -2,7 +2,7 @@
 
 Filters narrow every section below them: the runs table (and its CSV), one
 run's memory timeline, machines side by side, then the sweeps themselves. The
-frames come from `profiling.browse`, the charts from `dashboard.charts_sweeps`.
+frames come from `presentation.browse`, the charts from `presentation.charts_sweeps`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts_sweeps, data
-from profiling import browse
+from dashboard import data
+from presentation import browse, charts_sweeps
 
 FILTER_ROWS = (
     ("Sweep", "Host", "Status"),

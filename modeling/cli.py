@@ -19,21 +19,25 @@ import shlex
 import sys
 from pathlib import Path
 
-from modeling import bundle, report, results
+from core import store
+from core.workloads.base import PRECISIONS
+from core.workloads.unet3d import UPSAMPLING_MODES, parse_image_shape
 from modeling.errors import ModelingError
-from modeling.evaluation import (
+from modeling.estimators.catalogue import catalogue, pick, spec_names
+from modeling.evaluation.bounds import DEFAULT_COVERAGE
+from modeling.evaluation.fitting import cross_seed_coverage, fit_predictors
+from modeling.evaluation.protocol import (
     DEFAULT_EXTRAPOLATION_SEEDS,
     DEFAULT_SEEDS,
     evaluate,
     summarise,
 )
+from modeling.evaluation.splits import SPLIT_KINDS
 from modeling.features import measured_frame
-from modeling.fitting import cross_seed_coverage, fit_predictors
-from modeling.models import catalogue, pick, spec_names
 from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side, memory_to_buy
-from modeling.splits import SPLIT_KINDS
-from modeling.uncertainty import DEFAULT_COVERAGE
-from profiling import store
+from modeling.stored import bundle
+from modeling.stored import tables as results
+from presentation import report
 from profiling.cli import (
     add_commands,
     add_db_option,
@@ -42,7 +46,6 @@ from profiling.cli import (
     positive_int,
     run_handler,
 )
-from profiling.workload import PRECISIONS, UPSAMPLING_MODES, parse_image_shape
 
 ERROR_EXIT_CODE = 2
 BUDGET_HELP = "memory available, e.g. 256GiB or 64G (binary); a GB/TB suffix means 10^9/10^12"

@@ -1,6 +1,6 @@
 """modeling's user-facing errors, in profiling's tree so the CLIs print them as one line."""
 
-from profiling.errors import MemplanError
+from core.errors import MemplanError
 
 
 class ModelingError(MemplanError, ValueError):

@@ -8,7 +8,7 @@ One row per run or configuration. Columns:
   with as many voxels), ``megavoxels`` (voxels / 10^6), ``sample_megavoxels``
   (megavoxels x batch), numeric knob codes ``element_bytes`` and ``transpose``;
 * the analytical terms, bytes: the paper's Eq. 1 / Eq. 2 and the refined model's
-  terms (`modeling.analytical.REFINED_TERM_COLUMNS`);
+  terms (`core.analytical.REFINED_TERM_COLUMNS`);
 * from runs only: ``baseline_bytes`` (measured post-import memory) and the
   target ``peak_bytes`` (the kernel's high-water mark, ``peak_hwm_bytes``).
 
@@ -22,15 +22,15 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from modeling.analytical import (
+from core.analytical import (
     PAPER_TERM_COLUMNS,
     REFINED_TERM_COLUMNS,
     paper_estimate,
     refined_breakdown,
 )
-from modeling.architecture import BYTES_PER_ELEMENT
-from profiling.errors import ConfigError
-from profiling.workload import NETWORK_KNOBS, SHAPE_COLUMNS, UNetConfig, config_columns
+from core.errors import ConfigError
+from core.workloads.base import BYTES_PER_ELEMENT
+from core.workloads.unet3d import NETWORK_KNOBS, SHAPE_COLUMNS, UNetConfig, config_columns
 
 TARGET_COLUMN = "peak_bytes"
 BASELINE_COLUMN = "baseline_bytes"
@@ -63,9 +63,9 @@ def _config_row(config: UNetConfig) -> dict[str, object]:
     refined = refined_breakdown(config, framework_bytes=0).parts()
     row: dict[str, object] = {
         **config_columns(config),
-        "side": config.voxels ** (1 / 3),
-        "megavoxels": config.voxels / MEGA,
-        "sample_megavoxels": config.voxels * config.batch_size / MEGA,
+        "side": config.elements ** (1 / 3),
+        "megavoxels": config.elements / MEGA,
+        "sample_megavoxels": config.elements * config.batch_size / MEGA,
         "element_bytes": BYTES_PER_ELEMENT[config.precision],
         "transpose": int(config.upsampling == "transpose"),
         "paper_activation_bytes": paper.activation_bytes,
@@ -87,7 +87,7 @@ def config_frame(configs: Sequence[UNetConfig]) -> pd.DataFrame:
 def measured_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """Feature rows of the ``ok`` runs that have a high-water mark, indexed by ``run_id``.
 
-    runs : a frame with the ``runs`` table's columns (`profiling.store.load_runs`).
+    runs : a frame with the ``runs`` table's columns (`core.store.load_runs`).
     Adds ``baseline_bytes`` and the target ``peak_bytes`` (bytes).
     """
     required = ("run_id", "status", MEASURED_PEAK_COLUMN, BASELINE_COLUMN, *SHAPE_COLUMNS,
@@ -96,7 +96,7 @@ def measured_frame(runs: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise ConfigError(
             f"runs frame lacks column(s) {', '.join(missing)}; load it with "
-            "profiling.store.load_runs"
+            "core.store.load_runs"
         )
     usable = runs[(runs["status"] == OK_STATUS) & runs[MEASURED_PEAK_COLUMN].notna()]
     configs = [config_of(row) for _, row in usable.iterrows()]

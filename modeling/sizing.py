@@ -18,7 +18,7 @@ are binary, JEDEC-style: a "64 GB" DIMM holds 64 x 2^30 bytes, i.e. 64 GiB
 compare directly with GiB.
 
 The closed-form floor. Every measured run needed more than the refined
-analytical model (`modeling.analytical`) says, by 6-29% on the reference
+analytical model (`core.analytical`) says, by 6-29% on the reference
 data; a fitted formula that predicts less, typically far outside the measured
 range, is extrapolating nonsense. So a bound below the refined closed-form
 estimate is raised to it, and the answer says so.
@@ -38,17 +38,17 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from modeling.analytical import refined_breakdown
-from modeling.errors import ModelingError
-from modeling.uncertainty import ConformalBound
-from profiling.units import format_gib
-from profiling.workload import (
+from core.analytical import refined_breakdown
+from core.units import format_gib
+from core.workloads.unet3d import (
     MAX_BATCH_SIZE,
     MAX_IMAGE_SIDE,
     NETWORK_KNOBS,
     UNetConfig,
     valid_sides,
 )
+from modeling.errors import ModelingError
+from modeling.evaluation.bounds import ConformalBound
 
 # Server memory sizes one can buy, in (binary, JEDEC) GB; see the module docstring.
 PURCHASABLE_MEMORY_GB: tuple[int, ...] = (
@@ -64,7 +64,7 @@ MAX_HEADROOM = 10.0
 
 
 class SizingModel(Protocol):
-    """What sizing needs from a model (`modeling.predictor.Predictor` is one)."""
+    """What sizing needs from a model (`modeling.stored.predictor.Predictor` is one)."""
 
     name: str
 

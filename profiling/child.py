@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import tensorflow as tf
 
-    from profiling.workload import UNetConfig, build_model
+    from core.workloads.unet3d import UNetConfig, build_model
 
     result: dict[str, Any] = {
         "phase": "imported",

@@ -18,8 +18,13 @@ from typing import Any
 
 import pandas as pd
 
-from profiling import exchange, store
-from profiling.errors import ConfigError, MemplanError
+from core import store
+from core.errors import ConfigError, MemplanError
+from core.units import format_gib
+from core.workloads.base import PRECISIONS
+from core.workloads.unet3d import UPSAMPLING_MODES, UNetConfig, parse_image_shape
+from presentation.summary import PEAK_COLUMNS, peak_table, to_markdown
+from profiling import exchange
 from profiling.runner import (
     DEFAULT_SAMPLE_INTERVAL_S,
     DEFAULT_STEPS,
@@ -27,7 +32,6 @@ from profiling.runner import (
     RunSettings,
     run_point,
 )
-from profiling.summary import PEAK_COLUMNS, peak_table, to_markdown
 from profiling.sweep import (
     GRID_KNOBS,
     default_memory_limit_bytes,
@@ -35,8 +39,6 @@ from profiling.sweep import (
     load_grid_file,
     run_sweep,
 )
-from profiling.units import format_gib
-from profiling.workload import PRECISIONS, UPSAMPLING_MODES, UNetConfig, parse_image_shape
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30,
           "gib": 2**30, "t": 2**40, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9,

@@ -2,7 +2,7 @@
 
 It decides what a sweep never launches, so it must stay on the high side; its
 only job is to keep a sweep from starting a point that cannot fit. It is the
-refined closed-form model of `modeling.analytical` (weights, gradients, Adam's
+refined closed-form model of `core.analytical` (weights, gradients, Adam's
 slots, kept activations, backward buffers, the input batch) with explicit
 margins on each uncertain part:
 
@@ -20,8 +20,8 @@ safety net.
 
 from __future__ import annotations
 
-from modeling.analytical import refined_breakdown
-from profiling.workload import UNetConfig
+from core.analytical import refined_breakdown
+from core.workloads.unet3d import UNetConfig
 
 FRAMEWORK_BASELINE_BYTES = 1 * 2**30
 RUNTIME_ALLOWANCE_BYTES = 2**29  # 0.5 GiB

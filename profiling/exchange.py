@@ -24,10 +24,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from profiling import store
-from profiling.errors import ConfigError, DataFileError
-from profiling.records import RUN_COLUMNS, SAMPLE_COLUMNS, STATUSES
-from profiling.workload import UNetConfig
+from core import store
+from core.errors import ConfigError, DataFileError
+from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, STATUSES
+from core.workloads.unet3d import UNetConfig
 
 FORMATS: tuple[str, ...] = (".csv", ".parquet")
 _COPY_OPTIONS = {".csv": "FORMAT csv, HEADER true", ".parquet": "FORMAT parquet"}

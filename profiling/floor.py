@@ -1,7 +1,7 @@
 """The measurement floor: how exactly the stored runs know their own peaks.
 
 No model can be judged more finely than the measurements it is compared with.
-Two figures, computed from the ``runs`` table alone (`profiling.store.load_runs`):
+Two figures, computed from the ``runs`` table alone (`core.store.load_runs`):
 
 * `sampling_gap` — the kernel's high-water mark (VmHWM) minus the peak that
   memory_profiler saw sampling every 0.1 s, over the ``ok`` runs that have both:
@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from profiling.workload import format_image_shape
+from core.workloads.unet3d import format_image_shape
 
 MIB = 2**20
 OK_STATUS = "ok"

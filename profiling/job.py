@@ -44,7 +44,7 @@ ERROR_PREFIX = "error: "
 
 
 def now_iso() -> str:
-    """Current UTC time as ISO 8601 (seconds), as `profiling.store.now_iso` writes it."""
+    """Current UTC time as ISO 8601 (seconds), as `core.store.now_iso` writes it."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 

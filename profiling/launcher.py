@@ -42,9 +42,10 @@ from typing import Any
 import pandas as pd
 import psutil
 
-from profiling import job, store
+from core import store
+from core.errors import ConfigError, MemplanError, StoreError
+from profiling import job
 from profiling.cli import parse_bytes
-from profiling.errors import ConfigError, MemplanError, StoreError
 from profiling.sweep import Grid, expand_grid, grid_from_mapping
 
 STATE_DIR_SUFFIX = ".launcher"

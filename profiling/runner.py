@@ -27,11 +27,11 @@ from typing import Any
 import psutil
 from memory_profiler import memory_usage
 
-from profiling import store
+from core import store
+from core.records import RunRecord, Sample
+from core.units import format_gib
+from core.workloads.unet3d import UNetConfig
 from profiling.machine import machine_info, onednn_enabled, read_proc_status_bytes, software_info
-from profiling.records import RunRecord, Sample
-from profiling.units import format_gib
-from profiling.workload import UNetConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _MIB = 2**20

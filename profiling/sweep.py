@@ -23,20 +23,20 @@ from pathlib import Path
 import psutil
 from tqdm import tqdm
 
-from profiling import store
-from profiling.errors import ConfigError
-from profiling.estimate import estimate_peak_bytes
-from profiling.machine import machine_info, software_info
-from profiling.records import RunRecord
-from profiling.runner import RunSettings, run_point, skipped_record
-from profiling.units import GIB, format_gib
-from profiling.workload import (
-    PRECISIONS,
+from core import store
+from core.errors import ConfigError
+from core.records import RunRecord
+from core.units import GIB, format_gib
+from core.workloads.base import PRECISIONS
+from core.workloads.unet3d import (
     UPSAMPLING_MODES,
     UNetConfig,
     config_columns,
     format_image_shape,
 )
+from profiling.estimate import estimate_peak_bytes
+from profiling.machine import machine_info, software_info
+from profiling.runner import RunSettings, run_point, skipped_record
 
 # The default memory limit: this share of the machine's RAM...
 DEFAULT_MEMORY_FRACTION = 0.75
@@ -128,12 +128,12 @@ def expand_grid(grid: Grid) -> list[UNetConfig]:
     if problems:
         unique = list(dict.fromkeys(problems))
         raise ConfigError("the sweep grid has invalid points:\n- " + "\n- ".join(unique))
-    return sorted(set(configs), key=lambda c: (estimate_peak_bytes(c), c.voxels, c.batch_size))
+    return sorted(set(configs), key=lambda c: (estimate_peak_bytes(c), c.elements, c.batch_size))
 
 
 def estimated_seconds(config: UNetConfig, steps: int) -> float:
     """A rough duration of one point, used to weight the progress bar's ETA."""
-    return POINT_OVERHEAD_S + STEP_S_PER_VOXEL * config.voxels * config.batch_size * (steps + 1)
+    return POINT_OVERHEAD_S + STEP_S_PER_VOXEL * config.elements * config.batch_size * (steps + 1)
 
 
 def _dominates(config: UNetConfig, failed: UNetConfig) -> bool:
@@ -285,7 +285,7 @@ def _key_fields(config: UNetConfig, steps: int) -> dict[str, object]:
 
 def grid_from_mapping(values: dict[str, Sequence]) -> Grid:
     """A `Grid` from a config file's or the CLI's lists (image sizes as text or numbers)."""
-    from profiling.workload import parse_image_shape
+    from core.workloads.unet3d import parse_image_shape
 
     unknown = sorted(set(values) - set(GRID_KNOBS))
     if unknown:

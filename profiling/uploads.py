@@ -12,8 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import DataFileError
 from profiling import exchange
-from profiling.errors import DataFileError
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modeling.analytical import refined_breakdown
-from profiling.records import RunRecord, Sample
-from profiling.workload import UNetConfig
+from core.analytical import refined_breakdown
+from core.records import RunRecord, Sample
+from core.workloads.unet3d import UNetConfig
 
 # A tiny but valid workload: 16 is the smallest side a 5-level U-Net accepts.
 _DEFAULTS: dict[str, Any] = {

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from modeling import bundle
-from profiling import exchange, store
+from core import store
+from modeling.stored import bundle
+from profiling import exchange
 
 
 @pytest.fixture(scope="session")

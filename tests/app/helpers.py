@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from streamlit.testing.v1 import AppTest
 
-from profiling import exchange, store
+from core import store
+from profiling import exchange
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from modeling import results
-from profiling import floor, store
+from core import store
+from modeling.stored import tables as results
+from profiling import floor
 from tests.app.helpers import charts, database_without_evaluation, layers, open_page, widget
 
 PAGE = "dashboard/models_page.py"

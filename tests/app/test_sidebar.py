@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from profiling import exchange, launcher, store
+from core import store
+from profiling import exchange, launcher
 from profiling.launcher import JobCommand
 from profiling.sweep import default_memory_limit_bytes
 from tests.conftest import build_record

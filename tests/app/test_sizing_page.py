@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from modeling import results
-from profiling import store
+from core import store
+from modeling.stored import tables as results
 from tests.app.helpers import charts, database_without_evaluation, open_page, widget
 
 PAGE = "dashboard/sizing_page.py"

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from profiling import store
+from core import store
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 GIB = 2**30

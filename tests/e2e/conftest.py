@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from modeling import bundle
-from profiling import exchange, launcher, store
+from core import store
+from modeling.stored import bundle
+from profiling import exchange, launcher
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 APP_PATH = REPO_ROOT / "app.py"

@@ -1,7 +1,7 @@
 """The closed-form description matches the real Keras model, layer by layer.
 
-Each case builds `profiling.workload.build_model` on a tiny image (the model is
-only built, never run) and compares every layer with `modeling.architecture`.
+Each case builds `core.workloads.unet3d.build_model` on a tiny image (the model is
+only built, never run) and compares every layer with `core.workloads.base`.
 """
 
 from collections.abc import Iterator
@@ -11,13 +11,13 @@ import keras
 import numpy as np
 import pytest
 
-from modeling.architecture import (
+from core.workloads.base import (
     layer_output_bytes,
     layer_outputs,
     output_dtype,
     parameter_counts,
 )
-from profiling.workload import UNetConfig, build_model
+from core.workloads.unet3d import UNetConfig, build_model
 
 pytestmark = pytest.mark.tensorflow
 

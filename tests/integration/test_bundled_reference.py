@@ -2,7 +2,8 @@
 
 import pandas as pd
 
-from profiling import exchange, store
+from core import store
+from profiling import exchange
 
 SIZES = list(range(32, 145, 16))
 BATCHES = [1, 2, 4, 8, 16]

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from modeling import bundle, results
+from core import store
+from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError
-from profiling import exchange, store
-from profiling.workload import UNetConfig
+from modeling.stored import bundle
+from modeling.stored import tables as results
+from profiling import exchange
 
 
 def _reference_db(path: Path) -> Path:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from profiling import store
+from core import store
 
 RUNS = 40
 SAMPLES_PER_RUN = 200
@@ -30,8 +30,7 @@ CREATORS = 4
 WRITER = f"""
 import sys, time
 from conftest import build_record
-from profiling import store
-
+from core import store
 for index in range({RUNS}):
     record = build_record(run_id=f"run-{{index:03d}}", timeline={SAMPLES_PER_RUN})
     store.insert_run(sys.argv[1], record)
@@ -43,8 +42,7 @@ for index in range({RUNS}):
 READER = """
 import json, sys, time
 from pathlib import Path
-from profiling import store
-
+from core import store
 database, done_flag, expected = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 seen = []
 while True:
@@ -109,7 +107,7 @@ def test_a_sweep_writing_and_a_dashboard_reading_at_once_both_succeed(tmp_path):
 def test_processes_creating_the_same_new_database_at_once_all_succeed(tmp_path):
     database = tmp_path / "new.duckdb"
     write_one = (
-        "import sys\nfrom conftest import build_record\nfrom profiling import store\n"
+        "import sys\nfrom conftest import build_record\nfrom core import store\n"
         "store.insert_run(sys.argv[1], build_record(timeline=10))\n"
     )
     writers = [

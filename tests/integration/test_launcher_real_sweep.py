@@ -14,8 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from modeling import bundle, results
-from profiling import exchange, job, launcher, store
+from core import store
+from modeling.stored import bundle
+from modeling.stored import tables as results
+from profiling import exchange, job, launcher
 from profiling.launcher import LauncherError
 
 pytestmark = pytest.mark.tensorflow

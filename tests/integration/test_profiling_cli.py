@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from profiling import store
+from core import store
 
 pytestmark = pytest.mark.tensorflow
 

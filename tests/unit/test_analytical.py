@@ -7,23 +7,22 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from modeling.analytical import (
-    ADAM_SLOTS,
+from core.analytical import (
     DEFAULT_FRAMEWORK_BYTES,
     REFINED_TERM_COLUMNS,
     MemoryBreakdown,
     paper_estimate,
     refined_breakdown,
 )
-from modeling.analytical_models import PaperModel, RefinedAnalyticalModel
-from modeling.architecture import (
+from core.workloads.base import (
     activation_bytes_per_sample,
     paper_activation_bytes,
     paper_weight_bytes,
     parameter_counts,
 )
+from core.workloads.unet3d import ADAM_SLOTS, UNetConfig
+from modeling.estimators.analytical import PaperModel, RefinedAnalyticalModel
 from modeling.features import config_frame
-from profiling.workload import UNetConfig
 
 REFERENCE_64 = UNetConfig((64, 64, 64), batch_size=2)
 

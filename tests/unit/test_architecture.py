@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from modeling.architecture import (
+from core.workloads.base import (
     BYTES_PER_ELEMENT,
     LayerOutput,
     activation_bytes_per_sample,
@@ -17,7 +17,7 @@ from modeling.architecture import (
     paper_weight_bytes,
     parameter_counts,
 )
-from profiling.workload import UNetConfig
+from core.workloads.unet3d import UNetConfig
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,7 +92,7 @@ def test_activation_elements_scale_linearly_with_voxels(levels: int) -> None:
     shapes = [(16, 16, 16), (32, 32, 32), (16, 32, 64), (64, 48, 32)]
     per_voxel = {
         activation_elements_per_sample(UNetConfig(image_shape=shape, levels=levels))
-        / UNetConfig(image_shape=shape, levels=levels).voxels
+        / UNetConfig(image_shape=shape, levels=levels).elements
         for shape in shapes
     }
 
@@ -128,8 +128,8 @@ def test_float32_activations_take_four_bytes_per_element() -> None:
 @pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16"])
 def test_mixed_precision_halves_all_but_the_float32_input_and_mask(precision: str) -> None:
     config = UNetConfig(image_shape=(32, 32, 32), in_channels=2, classes=3, precision=precision)
-    input_elements = config.voxels * config.in_channels
-    mask_elements = config.voxels * config.classes
+    input_elements = config.elements * config.in_channels
+    mask_elements = config.elements * config.classes
     half_elements = activation_elements_per_sample(config) - input_elements - mask_elements
 
     assert BYTES_PER_ELEMENT[precision] == 2
@@ -165,7 +165,7 @@ def test_paper_weight_bytes_are_four_per_parameter_under_every_policy(precision:
 
 def test_importing_the_architecture_never_loads_tensorflow_or_keras() -> None:
     probe = (
-        "import sys, modeling.architecture; "
+        "import sys, core.workloads.base; "
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras')); "
         "print(loaded); sys.exit(1 if loaded else 0)"
     )

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from modeling.analytical import REFINED_TERM_COLUMNS
-from modeling.baselines import (
+from core.analytical import REFINED_TERM_COLUMNS
+from modeling.estimators.baselines import (
     ML_KINDS,
     MODEL_STATE_TERMS,
     PER_BATCH_TERMS,

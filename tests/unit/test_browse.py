@@ -8,9 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard import charts_sweeps
-from profiling import browse, exchange, store
-from profiling.errors import DataFileError
+from core import store
+from core.errors import DataFileError
+from presentation import browse, charts_sweeps
+from profiling import exchange
 from profiling.uploads import Upload, import_uploads
 from tests.conftest import build_record
 

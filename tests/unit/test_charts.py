@@ -5,10 +5,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from dashboard import charts
-from modeling import curves
-from modeling.analytical import refined_breakdown
-from profiling.workload import UNetConfig
+from core.analytical import refined_breakdown
+from core.workloads.unet3d import UNetConfig
+from presentation import charts, curves
 from tests.conftest import build_runs
 
 

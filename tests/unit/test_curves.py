@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from modeling import curves
-from modeling.analytical import paper_estimate, refined_breakdown
-from modeling.analytical_models import PaperModel, RefinedAnalyticalModel
+from core.analytical import paper_estimate, refined_breakdown
+from core.workloads.unet3d import UNetConfig
+from modeling.estimators.analytical import PaperModel, RefinedAnalyticalModel
+from modeling.evaluation.bounds import ConformalBound
 from modeling.features import config_frame, measured_frame
-from modeling.predictor import Predictor, TrainingRange
-from modeling.uncertainty import ConformalBound
-from profiling.workload import UNetConfig
+from modeling.stored.predictor import Predictor, TrainingRange
+from presentation import curves
 from tests.conftest import SYNTHETIC_FRAMEWORK_BYTES, build_record, build_runs
 
 GIB = 2**30

@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
-from modeling.analytical import refined_breakdown
+from core.analytical import refined_breakdown
+from core.workloads.unet3d import UNetConfig
 from profiling.estimate import FRAMEWORK_BASELINE_BYTES, estimate_peak_bytes
-from profiling.workload import UNetConfig
 
 GIB = 2**30
 

@@ -8,11 +8,11 @@ import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from modeling.errors import ModelingError
-from modeling.evaluation import evaluate, score_split, summarise
+from modeling.estimators.catalogue import ModelSpec, catalogue, pick
+from modeling.evaluation.protocol import evaluate, score_split, summarise
+from modeling.evaluation.selection import fit_with_selection
+from modeling.evaluation.splits import SPLIT_KINDS, make_split
 from modeling.features import measured_frame
-from modeling.models import ModelSpec, catalogue, pick
-from modeling.selection import fit_with_selection
-from modeling.splits import SPLIT_KINDS, make_split
 
 
 class SpyModel(RegressorMixin, BaseEstimator):

@@ -11,9 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from profiling import exchange, store
-from profiling.errors import DataFileError
-from profiling.records import RUN_COLUMNS, SAMPLE_COLUMNS
+from core import store
+from core.errors import DataFileError
+from core.records import RUN_COLUMNS, SAMPLE_COLUMNS
+from profiling import exchange
 
 SAMPLES_PER_RUN = 4
 

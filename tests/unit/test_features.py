@@ -3,7 +3,10 @@
 import pandas as pd
 import pytest
 
-from modeling.analytical import paper_estimate, refined_breakdown
+from core.analytical import paper_estimate, refined_breakdown
+from core.errors import ConfigError
+from core.records import RUN_COLUMNS
+from core.workloads.unet3d import UNetConfig
 from modeling.features import (
     config_frame,
     config_of,
@@ -11,9 +14,6 @@ from modeling.features import (
     model_inputs,
     varying_knobs,
 )
-from profiling.errors import ConfigError
-from profiling.records import RUN_COLUMNS
-from profiling.workload import UNetConfig
 
 
 def test_measured_frame_keeps_only_ok_runs_with_a_high_water_mark(make_record) -> None:

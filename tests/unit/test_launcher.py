@@ -20,9 +20,10 @@ import psutil
 import pytest
 from tqdm import tqdm
 
-from profiling import job, launcher, store
+from core import store
+from core.errors import ConfigError
+from profiling import job, launcher
 from profiling.cli import build_parser
-from profiling.errors import ConfigError
 from profiling.launcher import JobCommand, LauncherError
 
 PY = sys.executable
@@ -299,7 +300,7 @@ def test_points_done_and_total_come_from_the_jobs_sweep_in_the_sweeps_table(db: 
     # An older sweep with the same command line is not this job's.
     store.create_sweep(db, "older", command, {}, 9)
     time.sleep(1.1)  # created_at has one-second resolution
-    record = f"from profiling import store; store.create_sweep({str(db)!r}, 'mine', {command!r}, "
+    record = f"from core import store; store.create_sweep({str(db)!r}, 'mine', {command!r}, "
     record += "{}, 3); store.update_sweep(" + f"{str(db)!r}, 'mine', points_done=2)"
     launcher.start_job(db, [sweep_step(record)], sweep_command=command)
     finished = wait_until_ended(db)

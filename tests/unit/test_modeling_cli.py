@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from modeling import results
+from core import store
 from modeling.cli import main
-from profiling import store
+from modeling.stored import tables as results
 from tests.conftest import build_record, build_runs
 
 # Cheap models only: the full catalogue's symbolic regression takes minutes.

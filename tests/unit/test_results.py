@@ -7,12 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from core import store
+from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError, NoModelsError
-from modeling.evaluation import evaluate
+from modeling.estimators.catalogue import catalogue, pick
+from modeling.evaluation.fitting import fit_predictors
+from modeling.evaluation.protocol import evaluate
 from modeling.features import config_frame, measured_frame
-from modeling.fitting import fit_predictors
-from modeling.models import catalogue, pick
-from modeling.results import (
+from modeling.stored.tables import (
     RESULT_TABLES,
     best_model_name,
     load_evaluations,
@@ -22,8 +24,6 @@ from modeling.results import (
     load_scores,
     store_results,
 )
-from profiling import store
-from profiling.workload import UNetConfig
 from tests.conftest import build_runs
 
 # Quick symbolic regression, so a gplearn pickle (custom fitness included) is round-tripped.

@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from modeling.analytical import refined_breakdown
+from core.analytical import refined_breakdown
+from core.errors import ConfigError
+from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError
-from modeling.predictor import Predictor, TrainingRange
+from modeling.evaluation.bounds import ConformalBound
 from modeling.sizing import largest_batch, largest_image_side, memory_to_buy
-from modeling.uncertainty import ConformalBound
-from profiling.errors import ConfigError
-from profiling.workload import UNetConfig
+from modeling.stored.predictor import Predictor, TrainingRange
 
 GIB = 2**30
 INSIDE_RATIO = 1.25  # the bound inside the measured range

@@ -2,14 +2,14 @@
 
 import pytest
 
-from modeling.features import measured_frame
-from modeling.splits import (
+from modeling.evaluation.splits import (
     extrapolation_split,
     make_split,
     point_ids,
     random_split,
     validation_split,
 )
+from modeling.features import measured_frame
 
 
 @pytest.fixture

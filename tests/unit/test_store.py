@@ -11,9 +11,10 @@ import duckdb
 import pandas as pd
 import pytest
 
-from profiling import exchange, store
-from profiling.errors import StoreError
-from profiling.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord, Sample
+from core import store
+from core.errors import StoreError
+from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord, Sample
+from profiling import exchange
 
 # Python code for a second process that holds the write lock until told to stop.
 HOLD_LOCK = """

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from profiling.summary import peak_table, to_markdown
+from presentation.summary import peak_table, to_markdown
 
 GIB = 2**30
 

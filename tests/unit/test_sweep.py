@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from profiling.errors import ConfigError
+from core.errors import ConfigError
+from core.workloads.unet3d import UNetConfig
 from profiling.runner import RunSettings
 from profiling.sweep import (
     Grid,
@@ -13,7 +14,6 @@ from profiling.sweep import (
     grid_from_mapping,
     load_grid_file,
 )
-from profiling.workload import UNetConfig
 
 GIB = 2**30
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from modeling.symbolic import SymbolicRegression, linear_scaling, readable_formula
+from modeling.estimators.symbolic import SymbolicRegression, linear_scaling, readable_formula
 
 # Small on purpose: the tests must stay fast on a shared 2-core machine.
 SMALL = {"population_size": 200, "generations": 5, "target_unit": 1.0, "random_state": 0}

@@ -4,15 +4,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modeling.evaluation import Evaluation
-from modeling.fitting import cross_seed_coverage
-from modeling.uncertainty import (
+from modeling.evaluation.bounds import (
     conformal_ratio,
     empirical_coverage,
     fit_bound,
     min_calibration_size,
     ratios,
 )
+from modeling.evaluation.fitting import cross_seed_coverage
+from modeling.evaluation.protocol import Evaluation
 
 
 def _noisy(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from profiling.errors import ConfigError
-from profiling.workload import (
+from core.errors import ConfigError
+from core.workloads.unet3d import (
     UNetConfig,
     format_image_shape,
     nearest_valid_sizes,
@@ -47,7 +47,7 @@ def test_the_multiple_follows_the_number_of_levels():
 
 
 def test_a_non_cube_is_checked_side_by_side():
-    assert UNetConfig((240, 240, 144)).voxels == 240 * 240 * 144
+    assert UNetConfig((240, 240, 144)).elements == 240 * 240 * 144
     with pytest.raises(ConfigError, match="image side 150"):
         UNetConfig((240, 150, 144))
 

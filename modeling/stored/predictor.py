@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from modeling.analytical import DEFAULT_FRAMEWORK_BYTES
+from core.analytical import DEFAULT_FRAMEWORK_BYTES
+from core.workloads.unet3d import UNetConfig
+from modeling.evaluation.bounds import ConformalBound, upper_bound
 from modeling.features import BASELINE_COLUMN, KNOB_COLUMNS, TARGET_COLUMN, config_frame
-from modeling.uncertainty import ConformalBound, upper_bound
-from profiling.workload import UNetConfig
 
 
 def _median_baseline(frame: pd.DataFrame) -> float:
@@ -69,7 +69,7 @@ class TrainingRange:
     def beyond(self, config: UNetConfig) -> list[str]:
         """In plain words, each way ``config`` lies outside this range (empty when inside)."""
         reasons = []
-        side = config.voxels ** (1 / 3)
+        side = config.elements ** (1 / 3)
         # A relative tolerance: the cube root of a cube is not always exact.
         tolerance = 1e-9 * max(side, 1.0)
         if side > self.max_side + tolerance:
@@ -81,7 +81,7 @@ class TrainingRange:
         if config.batch_size > self.max_batch:
             reasons.append(f"batch {config.batch_size} is larger than the largest measured "
                            f"({self.max_batch})")  # fmt: skip
-        sample_megavoxels = config.voxels * config.batch_size / 1e6
+        sample_megavoxels = config.elements * config.batch_size / 1e6
         if sample_megavoxels > self.max_sample_megavoxels * (1 + 1e-9):
             reasons.append(f"image x batch ({sample_megavoxels:.1f} megavoxels) is more than "
                            f"any measured run ({self.max_sample_megavoxels:.1f})")  # fmt: skip

@@ -2,7 +2,7 @@
 
 `PaperModel` and `RefinedAnalyticalModel` read the term columns that
 `modeling.features` writes, so the evaluation scores them exactly like the
-fitted models. The arithmetic itself is `modeling.analytical`'s.
+fitted models. The arithmetic itself is `core.analytical`'s.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from modeling.analytical import (
+from core.analytical import (
     DEFAULT_FRAMEWORK_BYTES,
     PAPER_TERM_COLUMNS,
     REFINED_TERM_COLUMNS,

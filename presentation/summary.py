@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiling.workload import format_image_shape
+from core.workloads.unet3d import format_image_shape
 
 PEAK_COLUMNS = {"hwm": "peak_hwm_bytes", "sampled": "peak_sampled_bytes"}
 # How a cell reads when the point has no measurement, most informative first.

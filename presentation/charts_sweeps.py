@@ -1,4 +1,4 @@
-"""The Sweeps page's charts: pure functions from `profiling.browse` frames to Altair charts.
+"""The Sweeps page's charts: pure functions from `presentation.browse` frames to Altair charts.
 
 Nothing here reads the database or Streamlit, so tests check the Vega-Lite
 specs (``chart.to_dict()``). Layers carry a ``name`` saying which series they hold.
@@ -33,9 +33,9 @@ def memory_timeline(
 ) -> alt.LayerChart:
     """The mprof-style curve of one run, its peaks as horizontal rules, its steps as bands.
 
-    timeline : ``t_s, rss_gib`` (`profiling.browse.timeline`);
-    marks    : ``mark, gib`` (`profiling.browse.peak_marks`);
-    steps    : ``step, start_s, end_s, hwm_gib`` (`profiling.browse.step_ends`), may be empty.
+    timeline : ``t_s, rss_gib`` (`presentation.browse.timeline`);
+    marks    : ``mark, gib`` (`presentation.browse.peak_marks`);
+    steps    : ``step, start_s, end_s, hwm_gib`` (`presentation.browse.step_ends`), may be empty.
     """
     curve = (
         alt.Chart(timeline)
@@ -95,7 +95,7 @@ def memory_timeline(
 def peaks_by_host(points: pd.DataFrame) -> alt.LayerChart:
     """Measured peak against image side, one colour per host: machines side by side.
 
-    points : `profiling.browse.host_peaks` (``host, network, image, side, peak_gib, run``).
+    points : `presentation.browse.host_peaks` (``host, network, image, side, peak_gib, run``).
     A line joins each host's runs of one network (base filters, precision).
     """
     host = alt.Color("host:N", title="host")

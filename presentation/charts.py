@@ -1,6 +1,6 @@
 """The dashboard's Models and Sizing charts: pure functions from frames to Altair charts.
 
-Each builder takes frames from `modeling.curves` (memory in GiB) and returns
+Each builder takes frames from `presentation.curves` (memory in GiB) and returns
 a chart; nothing here reads the database or Streamlit, so tests check the
 Vega-Lite specs (``chart.to_dict()``) directly. Layers carry a ``name``
 (``measured``, ``predicted``, ...) so a spec says which series it holds.
@@ -43,8 +43,8 @@ def _positive(chart: alt.Chart, *columns: str, log: bool) -> alt.Chart:
 def peak_vs_size(points: pd.DataFrame, curves: pd.DataFrame, log: bool = False) -> alt.LayerChart:
     """Measured peaks (dots) over each model's predicted curve, one colour per batch size.
 
-    points : `modeling.curves.measured_points` (``side, batch_size, image, peak_gib``);
-    curves : `modeling.curves.predicted_curves`. Models are told apart by the
+    points : `presentation.curves.measured_points` (``side, batch_size, image, peak_gib``);
+    curves : `presentation.curves.predicted_curves`. Models are told apart by the
     line's dash; clicking a model in the legend highlights its curves.
     """
     batch = alt.Color("batch_size:O", title=BATCH_LEGEND, scale=alt.Scale(scheme="viridis"))
@@ -85,7 +85,7 @@ def peak_vs_size(points: pd.DataFrame, curves: pd.DataFrame, log: bool = False) 
 def parity(points: pd.DataFrame, log: bool = False) -> alt.LayerChart:
     """Predicted against measured for held-out points, one colour per model, with y = x.
 
-    points : `modeling.curves.held_out_points` or `predictions_at_points`.
+    points : `presentation.curves.held_out_points` or `predictions_at_points`.
     """
     scale = _scale(log)
     values = pd.concat([points["measured_gib"], points["predicted_gib"]])
@@ -146,7 +146,7 @@ def _point_tooltip(points: pd.DataFrame) -> list[alt.Tooltip]:
 
 
 def breakdown(terms: pd.DataFrame) -> alt.Chart:
-    """The refined analytical model's terms as bars (`modeling.curves.breakdown_frame`)."""
+    """The refined analytical model's terms as bars (`presentation.curves.breakdown_frame`)."""
     return alt.Chart(terms).mark_bar().encode(
         x=alt.X("gib:Q", title="GiB"),
         y=alt.Y("term:N", title=None, sort=None),

@@ -1,7 +1,7 @@
 """The bundled evaluation: fitted models and scores shipped beside the bundled reference runs.
 
 A fresh checkout's default database is built from `data/reference_runs.parquet`
-(`profiling.store.ensure_database`); the models the dashboard and
+(`core.store.ensure_database`); the models the dashboard and
 ``python -m modeling size`` predict with come from a full
 ``python -m modeling evaluate`` of those same runs, which takes ~17 minutes on
 a 2-core machine. Rather than make every new user wait for it, the results of
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from core import store
 from modeling.errors import ModelingError
-from modeling.evaluation import data_fingerprint
+from modeling.evaluation.protocol import data_fingerprint
 from modeling.features import measured_frame
-from modeling.results import RESULT_TABLES, ensure_tables, latest_evaluation_id
-from profiling import store
+from modeling.stored.tables import RESULT_TABLES, ensure_tables, latest_evaluation_id
 
 BUNDLED_RESULTS_DIR = store.DATA_DIR / "reference_results"
 

@@ -18,17 +18,17 @@ import numpy as np
 import pandas as pd
 
 from modeling.errors import ModelingError
-from modeling.evaluation import Evaluation
-from modeling.models import ModelSpec
-from modeling.predictor import Predictor, TrainingRange
-from modeling.selection import fit_with_selection
-from modeling.splits import EXTRAPOLATION, RANDOM
-from modeling.uncertainty import (
+from modeling.estimators.catalogue import ModelSpec
+from modeling.evaluation.bounds import (
     DEFAULT_COVERAGE,
     ConformalBound,
     fit_bound,
     min_calibration_size,
 )
+from modeling.evaluation.protocol import Evaluation
+from modeling.evaluation.selection import fit_with_selection
+from modeling.evaluation.splits import EXTRAPOLATION, RANDOM
+from modeling.stored.predictor import Predictor, TrainingRange
 
 FINAL_SEED = 0
 

@@ -11,7 +11,7 @@ Two ways to hand the physics to the search (``mode``):
   the shape inputs; it may use them or not.
 
 Whether either extrapolates better than plain symbolic regression is for
-`modeling.evaluation` to say. The framework baseline inside the refined total is
+`modeling.evaluation.protocol` to say. The framework baseline inside the refined total is
 learned from the training rows only (`RefinedAnalyticalModel.fit`).
 """
 
@@ -24,10 +24,10 @@ import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from modeling.analytical import GIB
-from modeling.analytical_models import RefinedAnalyticalModel
+from core.analytical import GIB
+from modeling.estimators.analytical import RefinedAnalyticalModel
+from modeling.estimators.symbolic import FUNCTION_SET, SymbolicRegression
 from modeling.features import SHAPE_INPUTS
-from modeling.symbolic import FUNCTION_SET, SymbolicRegression
 
 MODES = ("ratio", "terms")
 REFINED_INPUT = "refined_gib"

@@ -28,9 +28,9 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from profiling.errors import StoreError
-from profiling.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
-from profiling.workload import NETWORK_KNOBS, SHAPE_COLUMNS
+from core.errors import StoreError
+from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
+from core.workloads.unet3d import NETWORK_KNOBS, SHAPE_COLUMNS
 
 SCHEMA_VERSION = 1
 
@@ -154,7 +154,6 @@ def ensure_database(path: Path) -> Path:
         if _is_default(path) and BUNDLED_RUNS.exists():
             # exchange imports this module, so import it only when needed.
             from profiling import exchange
-
             samples = BUNDLED_SAMPLES if BUNDLED_SAMPLES.exists() else None
             exchange.import_runs(temp, BUNDLED_RUNS, samples)
         _publish(temp, path)

@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from modeling.predictor import Predictor
+from core.units import format_gib
 from modeling.sizing import Basis, BatchAnswer, ImageSizeAnswer, MemoryAnswer
-from profiling.units import format_gib
+from modeling.stored.predictor import Predictor
 
 # The paper's symbolic-regression result on held-out points: the anchor to beat.
 PAPER_SR_MAPE_PCT = 4.15
@@ -53,7 +53,7 @@ def bounds_table(
     """Each final model's conformal multipliers, inside and beyond the measured range.
 
     checked : model name -> coverage measured on points the bound was not calibrated
-    on (`modeling.fitting.cross_seed_coverage`); shown when given.
+    on (`modeling.evaluation.fitting.cross_seed_coverage`); shown when given.
     """
     rows = []
     for p in predictors:

@@ -2,31 +2,58 @@
 
 `UNetConfig` names one training configuration (architecture knobs, image
 shape, batch) and validates it without importing TensorFlow, so the CLI and
-the dashboard can refuse a bad size instantly. `build_model` turns a valid
-configuration into a compiled Keras model; only the profiled child process
-calls it.
+the dashboard can refuse a bad size instantly. `layer_outputs` states in plain
+arithmetic what `build_model` creates: every layer in model order under its
+Keras name, its per-sample output shape (channels last) and its parameters;
+``tests/integration/test_architecture_vs_keras.py`` checks every layer against
+real Keras models. `build_model` and `synthetic_batch` are for the profiled
+child process only (they import TensorFlow / NumPy lazily).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
-from profiling.errors import ConfigError
+from core.errors import ConfigError
+from core.workloads.base import (
+    MAX_BATCH_SIZE,
+    LayerOutput,
+    check_precision,
+    check_range,
+    format_image_shape,
+)
+from core.workloads.base import parse_image_shape as parse_shape
 
-PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+NAME = "unet3d"
+TITLE = "3D U-Net (IntelAI/unet)"
+DIMS = 3
+
 UPSAMPLING_MODES = ("transpose", "upsample")
 
 # Beyond these the request is a typo, not a workload: a 4096^3 float32 volume
 # is already 256 GiB for the input tensor alone.
 MAX_IMAGE_SIDE = 4096
-MAX_BATCH_SIZE = 4096
 MAX_BASE_FILTERS = 1024
 MAX_LEVELS = 8
 MAX_CHANNELS = 1024
 
-_SHAPE_PATTERN = re.compile(r"^\s*(\d+)\s*(?:[xX*]\s*(\d+)\s*[xX*]\s*(\d+))?\s*$")
+
+# Adam keeps a first and a second moment per trainable weight.
+ADAM_SLOTS = 2
+# Convolutions in each encoder/decoder block (conv -> batchnorm -> relu, twice).
+CONVS_PER_BLOCK = 2
+# 3x3x3 "same" convolutions inside the blocks.
+BLOCK_KERNEL_VOLUME = 3 * 3 * 3
+# Each pooling halves every side; each upsampling (2x2x2, stride 2) doubles it.
+POOL_FACTOR = 2
+UP_KERNEL_VOLUME = 2 * 2 * 2
+# The 1x1x1 sigmoid convolution that produces the mask.
+OUTPUT_KERNEL_VOLUME = 1
+# BatchNormalization holds gamma and beta (trainable) and the moving mean and
+# variance (not trainable), one of each per channel.
+BATCHNORM_TRAINABLE_PER_CHANNEL = 2
+BATCHNORM_FROZEN_PER_CHANNEL = 2
 
 
 @dataclass(frozen=True)
@@ -37,6 +64,9 @@ class UNetConfig:
     Defaults are the reference network: 5 levels, 16 base filters, 1 input
     channel, 1 output class, float32, transposed-convolution upsampling.
     """
+
+    workload: ClassVar[str] = NAME
+    optimizer_slots: ClassVar[int] = ADAM_SLOTS
 
     image_shape: tuple[int, int, int]
     batch_size: int = 1
@@ -51,9 +81,17 @@ class UNetConfig:
         validate(self)
 
     @property
-    def voxels(self) -> int:
+    def elements(self) -> int:
+        """Voxels in one sample's volume (channels excluded)."""
         depth, height, width = self.image_shape
         return depth * height * width
+
+    def layers(self) -> list[LayerOutput]:
+        return layer_outputs(self)
+
+    def input_elements_per_sample(self) -> int:
+        """The image's channels and the mask's classes, per voxel."""
+        return self.elements * (self.in_channels + self.classes)
 
     @property
     def image_label(self) -> str:
@@ -101,40 +139,17 @@ def nearest_valid_sizes(side: int, levels: int) -> tuple[int, int]:
 
 def parse_image_shape(text: str) -> tuple[int, int, int]:
     """Parse ``"144"`` (a cube) or ``"240x240x144"`` (depth x height x width)."""
-    match = _SHAPE_PATTERN.match(str(text))
-    if not match:
-        raise ConfigError(
-            f"image size {text!r} is not understood: give one whole number for a cube "
-            "(e.g. 144) or three joined by 'x' (e.g. 240x240x144)"
-        )
-    sides = [int(group) for group in match.groups() if group is not None]
-    if len(sides) == 1:
-        sides *= 3
-    return (sides[0], sides[1], sides[2])
-
-
-def format_image_shape(shape: tuple[int, int, int]) -> str:
-    if shape[0] == shape[1] == shape[2]:
-        return str(shape[0])
-    return "x".join(str(side) for side in shape)
-
-
-def _check_range(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{name} must be a whole number, got {value!r}")
-    if not low <= value <= high:
-        raise ConfigError(f"{name} must be between {low} and {high}, got {value}")
+    return parse_shape(text, DIMS)  # type: ignore[return-value]
 
 
 def validate(config: UNetConfig) -> None:
     """Raise `ConfigError` naming what is wrong and what would be right."""
-    _check_range("levels", config.levels, 2, MAX_LEVELS)
-    _check_range("batch size", config.batch_size, 1, MAX_BATCH_SIZE)
-    _check_range("base filters", config.base_filters, 1, MAX_BASE_FILTERS)
-    _check_range("input channels", config.in_channels, 1, MAX_CHANNELS)
-    _check_range("output classes", config.classes, 1, MAX_CHANNELS)
-    if config.precision not in PRECISIONS:
-        raise ConfigError(f"precision {config.precision!r} is not one of {', '.join(PRECISIONS)}")
+    check_range("levels", config.levels, 2, MAX_LEVELS)
+    check_range("batch size", config.batch_size, 1, MAX_BATCH_SIZE)
+    check_range("base filters", config.base_filters, 1, MAX_BASE_FILTERS)
+    check_range("input channels", config.in_channels, 1, MAX_CHANNELS)
+    check_range("output classes", config.classes, 1, MAX_CHANNELS)
+    check_precision(config.precision)
     if config.upsampling not in UPSAMPLING_MODES:
         raise ConfigError(
             f"upsampling {config.upsampling!r} is not one of {', '.join(UPSAMPLING_MODES)}"
@@ -145,7 +160,7 @@ def validate(config: UNetConfig) -> None:
         )
     multiple = size_multiple(config.levels)
     for side in config.image_shape:
-        _check_range("image side", side, 1, MAX_IMAGE_SIDE)
+        check_range("image side", side, 1, MAX_IMAGE_SIDE)
         if side % multiple:
             below, above = nearest_valid_sizes(side, config.levels)
             raise ConfigError(
@@ -161,6 +176,74 @@ def valid_sides(levels: int, low: int, high: int) -> list[int]:
     multiple = size_multiple(levels)
     first = max(multiple, -(-low // multiple) * multiple)
     return list(range(first, high + 1, multiple))
+
+
+def _conv_params(kernel_volume: int, in_channels: int, filters: int) -> int:
+    """Kernel weights plus one bias per filter."""
+    return kernel_volume * in_channels * filters + filters
+
+
+def _block(
+    name: str, spatial: tuple[int, ...], in_channels: int, filters: int
+) -> list[LayerOutput]:
+    """The conv -> batchnorm -> relu pair of `build_model`'s ``block``."""
+    shape = (*spatial, filters)
+    layers: list[LayerOutput] = []
+    channels = in_channels
+    for index in range(CONVS_PER_BLOCK):
+        conv = _conv_params(BLOCK_KERNEL_VOLUME, channels, filters)
+        norm_trainable = BATCHNORM_TRAINABLE_PER_CHANNEL * filters
+        norm_total = norm_trainable + BATCHNORM_FROZEN_PER_CHANNEL * filters
+        layers += [
+            LayerOutput(f"{name}_conv{index}", "conv3d", shape, conv, conv),
+            LayerOutput(f"{name}_bn{index}", "batchnorm", shape, norm_total, norm_trainable),
+            LayerOutput(f"{name}_relu{index}", "relu", shape, 0, 0),
+        ]
+        channels = filters
+    return layers
+
+
+def _scaled(spatial: tuple[int, ...], level: int) -> tuple[int, ...]:
+    """Spatial sides at ``level`` (halved once per pooling above it)."""
+    return tuple(side // POOL_FACTOR**level for side in spatial)
+
+
+def layer_outputs(config: UNetConfig) -> list[LayerOutput]:
+    """Every layer `build_model(config)` creates, in model order, under its Keras name."""
+    spatial = tuple(config.image_shape)
+    layers = [LayerOutput("images", "input", (*spatial, config.in_channels), 0, 0)]
+    channels = config.in_channels
+    skip_channels: list[int] = []
+    for level in range(config.levels - 1):
+        filters = config.base_filters * 2**level
+        layers += _block(f"encode{level}", _scaled(spatial, level), channels, filters)
+        channels = filters
+        skip_channels.append(channels)
+        layers.append(
+            LayerOutput(f"pool{level}", "maxpool", (*_scaled(spatial, level + 1), channels), 0, 0)
+        )
+    bottom = config.levels - 1
+    bottom_filters = config.base_filters * 2**bottom
+    layers += _block("bottom", _scaled(spatial, bottom), channels, bottom_filters)
+    channels = bottom_filters
+    for level in reversed(range(config.levels - 1)):
+        filters = config.base_filters * 2**level
+        level_spatial = _scaled(spatial, level)
+        if config.upsampling == "transpose":
+            up = _conv_params(UP_KERNEL_VOLUME, channels, filters)
+            layers.append(
+                LayerOutput(f"up{level}", "conv3d_transpose", (*level_spatial, filters), up, up)
+            )
+            channels = filters
+        else:
+            layers.append(LayerOutput(f"up{level}", "upsampling", (*level_spatial, channels), 0, 0))
+        channels += skip_channels[level]
+        layers.append(LayerOutput(f"concat{level}", "concat", (*level_spatial, channels), 0, 0))
+        layers += _block(f"decode{level}", level_spatial, channels, filters)
+        channels = filters
+    mask = _conv_params(OUTPUT_KERNEL_VOLUME, channels, config.classes)
+    layers.append(LayerOutput("mask", "output", (*spatial, config.classes), mask, mask))
+    return layers
 
 
 def build_model(config: UNetConfig):  # -> keras.Model; TensorFlow is imported lazily

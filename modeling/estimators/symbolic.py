@@ -15,7 +15,7 @@ varies) that predicts peak memory. Two choices make it work on this problem:
 
 The result is kept as ``formula_`` (sympy-simplified, 4 significant digits,
 target in GiB) with its size, and ``fit_seconds_``. ``SETTINGS_CANDIDATES``
-lists the settings `modeling.selection` chooses from on validation data.
+lists the settings `modeling.evaluation.selection` chooses from on validation data.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from gplearn.genetic import SymbolicRegressor
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from profiling.units import GIB
+from core.units import GIB
 
 FUNCTION_SET: tuple[str, ...] = ("add", "sub", "mul", "div")
 ALLOWED_FUNCTIONS: tuple[str, ...] = ("add", "sub", "mul", "div", "sqrt", "log", "neg", "inv")

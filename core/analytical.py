@@ -1,6 +1,6 @@
 """Closed-form peak-memory models: the white paper's baseline and memplan's refined model.
 
-Both are pure arithmetic over `modeling.architecture`'s layer shapes, so a
+Both are pure arithmetic over `core.workloads.base`'s layer shapes, so a
 prediction costs microseconds and never imports TensorFlow.
 
 * **Paper baseline** (Dell white paper, Eq. 1 + Eq. 2): activation maps =
@@ -19,12 +19,12 @@ What it still misses, by design: the memory TensorFlow spends on building the
 model and tracing the training step into a graph (oneDNN primitive caches,
 the graph itself, allocator slack). On the reference machine that is roughly a
 constant 0.2 GiB, so the refined model reads low by about that much.
-`modeling.baselines.AnalyticalLeastSquares` is the model that fits such
+`modeling.estimators.baselines.AnalyticalLeastSquares` is the model that fits such
 constants, on these same terms, by least squares.
 
 Pure Python on purpose: `profiling.estimate` (the sweep's pre-check) imports
 this module, and must stay light. The estimator wrappers that evaluate these
-models like the fitted ones live in `modeling.analytical_models`.
+models like the fitted ones live in `modeling.estimators.analytical`.
 """
 
 from __future__ import annotations
@@ -33,21 +33,19 @@ import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
-from modeling.architecture import (
+from core.units import GIB
+from core.workloads.base import (
     FLOAT32_BYTES,
     layer_output_bytes,
     layer_outputs,
     parameter_counts,
 )
-from profiling.units import GIB
-from profiling.workload import UNetConfig
+from core.workloads.unet3d import UNetConfig
 
 # Variables, their gradients and Adam's slots are float32 under every policy
 # (mixed precision keeps float32 master weights and optimizer state).
 WEIGHT_BYTES_PER_PARAMETER = FLOAT32_BYTES
 GRADIENT_BYTES_PER_PARAMETER = FLOAT32_BYTES
-# Adam keeps a first and a second moment per trainable weight.
-ADAM_SLOTS = 2
 # Layer kinds whose output the backward pass does not keep. A BatchNormalization
 # output feeds only the ReLU after it, and TensorFlow's ReLU gradient is computed
 # from the ReLU's *output*; the BN gradient needs its input (the conv output,
@@ -89,7 +87,7 @@ class MemoryBreakdown:
     framework_bytes: int  # resident memory of the imported framework, measured
     weight_bytes: int  # every parameter, float32
     gradient_bytes: int  # one gradient per trainable parameter
-    optimizer_bytes: int  # Adam's two slots per trainable parameter
+    optimizer_bytes: int  # the optimizer's slots per trainable parameter (Adam: 2)
     activation_bytes: int  # layer outputs the backward pass keeps, whole batch
     backward_bytes: int  # gradients alive while differentiating the widest layer
     input_bytes: int  # the input batch (images + masks), both copies
@@ -113,7 +111,7 @@ REFINED_TERM_COLUMNS: tuple[str, ...] = tuple(
 def paper_estimate(config: UNetConfig) -> PaperEstimate:
     """The white paper's analytical model (Eq. 1 + Eq. 2) for ``config``.
 
-    Equal to `modeling.architecture.paper_activation_bytes` and
+    Equal to `core.workloads.base.paper_activation_bytes` and
     `paper_weight_bytes`, computed from the cached per-sample sizes.
     """
     per_sample = _per_sample(config)
@@ -141,13 +139,12 @@ class _PerSample:
 def _per_sample_cached(config: UNetConfig) -> _PerSample:
     layers = layer_outputs(config)
     sizes = [(layer, layer_output_bytes(config, layer)) for layer in layers]
-    channels = config.in_channels + config.classes
     total_params, trainable = parameter_counts(config)
     return _PerSample(
         all_bytes=sum(size for _, size in sizes),
         kept_bytes=sum(size for layer, size in sizes if layer.kind not in NOT_KEPT_KINDS),
         widest_bytes=max(size for _, size in sizes),
-        input_bytes=config.voxels * channels * INPUT_BYTES_PER_ELEMENT * INPUT_COPIES,
+        input_bytes=config.input_elements_per_sample() * INPUT_BYTES_PER_ELEMENT * INPUT_COPIES,
         total_params=total_params,
         trainable_params=trainable,
     )
@@ -175,7 +172,7 @@ def refined_breakdown(
         framework_bytes=int(framework_bytes),
         weight_bytes=per_sample.total_params * WEIGHT_BYTES_PER_PARAMETER,
         gradient_bytes=trainable * GRADIENT_BYTES_PER_PARAMETER,
-        optimizer_bytes=ADAM_SLOTS * trainable * WEIGHT_BYTES_PER_PARAMETER,
+        optimizer_bytes=config.optimizer_slots * trainable * WEIGHT_BYTES_PER_PARAMETER,
         activation_bytes=batch * per_sample.kept_bytes,
         backward_bytes=batch * BACKWARD_LIVE_GRADIENTS * per_sample.widest_bytes,
         input_bytes=batch * per_sample.input_bytes,

@@ -33,12 +33,15 @@ import pandas as pd
 import sympy
 from sympy.parsing.sympy_parser import TokenError
 
-from modeling.analytical import (
+from core.analytical import (
     DEFAULT_FRAMEWORK_BYTES,
     MemoryBreakdown,
     paper_estimate,
     refined_breakdown,
 )
+from core.units import GIB
+from core.workloads.unet3d import UNetConfig, format_image_shape
+from modeling.evaluation.bounds import ConformalBound, upper_bound
 from modeling.features import (
     BASELINE_COLUMN,
     KNOB_COLUMNS,
@@ -48,13 +51,10 @@ from modeling.features import (
     measured_frame,
 )
 from modeling.sizing import closed_form_floor
-from modeling.uncertainty import ConformalBound, upper_bound
-from profiling.units import GIB
-from profiling.workload import UNetConfig, format_image_shape
 
 PAPER = "paper"
 REFINED = "refined"
-# Titles as the evaluation's catalogue (`modeling.models`) names these two models.
+# Titles as the evaluation's catalogue (`modeling.estimators.catalogue`) names these two models.
 PAPER_TITLE = "paper analytical (Eq. 1 + Eq. 2)"
 REFINED_TITLE = "refined analytical (closed form)"
 RANDOM_SPLIT = "random"
@@ -101,7 +101,7 @@ class ClosedFormModel:
 def framework_bytes(runs: pd.DataFrame) -> int:
     """The median measured post-import baseline of the ``ok`` runs (the default without any).
 
-    The same number `modeling.analytical_models.RefinedAnalyticalModel` learns from
+    The same number `modeling.estimators.analytical.RefinedAnalyticalModel` learns from
     the runs it is fit on.
     """
     usable = runs[(runs["status"] == OK_STATUS) & runs[MEASURED_PEAK_COLUMN].notna()]
@@ -245,7 +245,7 @@ def held_out_points(
 ) -> pd.DataFrame:  # fmt: skip
     """The stored held-out predictions of ``split`` joined with their runs (`measured_points`).
 
-    predictions : the ``predictions`` table (`modeling.results.load_predictions`).
+    predictions : the ``predictions`` table (`modeling.stored.tables.load_predictions`).
     One row per model x seed x held-out run; columns as `predictions_at_points`
     plus ``seed``. Runs no longer in ``points`` (deleted since) are dropped.
     """
@@ -270,7 +270,7 @@ def held_out_points(
 def error_table(scores: pd.DataFrame, titles: Mapping[str, str]) -> pd.DataFrame:
     """One row per scored model: random-split MAPE mean and sd, R², worst; extrapolation MAPE.
 
-    scores : the ``scores`` table (`modeling.results.load_scores`), one row per
+    scores : the ``scores`` table (`modeling.stored.tables.load_scores`), one row per
     model x split x seed. Rows follow ``titles``' order, then any other model.
     Columns: ``model, title, random_mape_pct, random_mape_sd, random_r2,
     random_worst_pct, extrapolation_mape_pct, extrapolation_worst_pct, seeds``.
@@ -319,7 +319,7 @@ def formula_latex(formula: str | None) -> str | None:
     Input names are set upright (``\\mathrm{batch\\_size}``). None when the text
     is not an expression sympy reads (some models store prose, e.g. units).
     sympy evaluates the text: parse only formulas from a database you trust,
-    as for its pickled models (`modeling.results`).
+    as for its pickled models (`modeling.stored.tables`).
     """
     if not formula:
         return None
@@ -336,7 +336,7 @@ def formula_latex(formula: str | None) -> str | None:
 
 
 class BoundedModel(PointModel, Protocol):
-    """A model with upper bounds (`modeling.predictor.Predictor` is one)."""
+    """A model with upper bounds (`modeling.stored.predictor.Predictor` is one)."""
 
     def bound_for(self, config: UNetConfig) -> ConformalBound: ...
 
@@ -349,7 +349,7 @@ def config_predictions(
 ) -> pd.DataFrame:
     """Every model's point prediction and upper bound for each of ``configs``.
 
-    models : `modeling.predictor.Predictor` objects; each predicts all of
+    models : `modeling.stored.predictor.Predictor` objects; each predicts all of
     ``configs`` in one call (a page asks for every batch size of one image at
     once, so moving the batch slider needs no prediction). The upper bound is
     the model's conformal bound, raised to the refined closed-form estimate

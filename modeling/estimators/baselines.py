@@ -6,11 +6,11 @@
   peaks span two orders of magnitude. Trees cannot predict beyond the largest
   peak they saw, which the extrapolation split shows.
 * `AnalyticalLeastSquares`: peak = c0 + c1 * per-batch terms + c2 * model-state
-  terms, the refined model's terms (`modeling.analytical`) with coefficients
+  terms, the refined model's terms (`core.analytical`) with coefficients
   fit by least squares on relative error. This is *fitted*, unlike the refined
   analytical model, and is named so everywhere.
 
-Settings are seeded; ``*_CANDIDATES`` are what `modeling.selection` chooses
+Settings are seeded; ``*_CANDIDATES`` are what `modeling.evaluation.selection` chooses
 from on validation data.
 """
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modeling.evaluation.splits import validation_split
 from modeling.features import TARGET_COLUMN
-from modeling.splits import validation_split
 
 # Builds an unfitted estimator from the training frame (to learn e.g. which
 # knobs vary) and one candidate's settings.

@@ -2,7 +2,7 @@
 
 A `ModelSpec` says how to build a model for a training frame (``build``),
 which feature columns it reads (``columns``), and which settings
-`modeling.selection` may choose between on validation data (``candidates``).
+`modeling.evaluation.selection` may choose between on validation data (``candidates``).
 """
 
 from __future__ import annotations
@@ -13,12 +13,17 @@ from typing import Any
 
 import pandas as pd
 
-from modeling.analytical_models import PaperModel, RefinedAnalyticalModel
-from modeling.baselines import CANDIDATES, ML_KINDS, AnalyticalLeastSquares, make_regressor
 from modeling.errors import ModelingError
+from modeling.estimators.analytical import PaperModel, RefinedAnalyticalModel
+from modeling.estimators.baselines import (
+    CANDIDATES,
+    ML_KINDS,
+    AnalyticalLeastSquares,
+    make_regressor,
+)
+from modeling.estimators.hybrid import HybridSymbolicRegression
+from modeling.estimators.symbolic import SETTINGS_CANDIDATES, SymbolicRegression
 from modeling.features import BASELINE_COLUMN, analytical_columns, model_inputs
-from modeling.hybrid import HybridSymbolicRegression
-from modeling.symbolic import SETTINGS_CANDIDATES, SymbolicRegression
 
 ANALYTICAL = "analytical"
 LEAST_SQUARES = "least squares"

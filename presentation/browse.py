@@ -17,8 +17,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from profiling.records import RUN_COLUMNS
-from profiling.units import GIB
+from core.records import RUN_COLUMNS
+from core.units import GIB
 
 OK = "ok"
 IMAGE = "image"  # the derived "D×H×W" column

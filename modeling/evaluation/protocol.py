@@ -1,6 +1,6 @@
 """The paper's evaluation protocol, and the extrapolation question, for every model.
 
-For each seed and each split kind (`modeling.splits`):
+For each seed and each split kind (`modeling.evaluation.splits`):
 
 * **random** — the paper's protocol: 70% of the configurations to fit, 30% to test;
 * **extrapolation** — fit on the smaller image sizes, test on the largest;
@@ -8,7 +8,7 @@ For each seed and each split kind (`modeling.splits`):
 repeated over seeds (10 by default for the random split, as the paper did;
 3 for the fixed extrapolation split, where seeds only vary the models' own
 randomness), each model's settings are chosen on validation data carved from the training
-rows (`modeling.selection`), the winner is refit on the training rows, and
+rows (`modeling.evaluation.selection`), the winner is refit on the training rows, and
 only then does it see the test rows, once, to be scored: MAPE, R² and the
 worst-case percentage error. Test rows never reach ``fit`` or the selection:
 `score_split` hands them over only to ``predict``.
@@ -29,10 +29,17 @@ import pandas as pd
 from sklearn.metrics import r2_score
 
 from modeling.errors import ModelingError
+from modeling.estimators.catalogue import ModelSpec
+from modeling.evaluation.selection import fit_with_selection, mape_pct
+from modeling.evaluation.splits import (
+    EXTRAPOLATION,
+    RANDOM,
+    SPLIT_KINDS,
+    Split,
+    make_split,
+    point_ids,
+)
 from modeling.features import TARGET_COLUMN
-from modeling.models import ModelSpec
-from modeling.selection import fit_with_selection, mape_pct
-from modeling.splits import EXTRAPOLATION, RANDOM, SPLIT_KINDS, Split, make_split, point_ids
 
 DEFAULT_SEEDS = 10
 # The extrapolation split is the same for every seed; seeds only vary the models'

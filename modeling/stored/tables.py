@@ -5,7 +5,7 @@ Four tables in the *same* database file as ``runs`` (created here, with
 
 * ``evaluations`` — one row per ``python -m modeling evaluate``: when, the
   command, which data (fingerprint, run and point counts), seeds, machine;
-* ``scores`` — one row per model x split kind x seed (`modeling.evaluation.Score`);
+* ``scores`` — one row per model x split kind x seed (`modeling.evaluation.protocol.Score`);
 * ``predictions`` — every held-out prediction, so a page can plot measured
   vs predicted without fitting anything;
 * ``models`` — each model fit on all the runs: its formula and settings, the
@@ -13,7 +13,7 @@ Four tables in the *same* database file as ``runs`` (created here, with
   conformal bounds and training range. `load_predictors` rebuilds them, so
   the dashboard and ``python -m modeling size`` predict without refitting.
 
-Connections are `profiling.store`'s: short-lived, retried while a sweep holds
+Connections are `core.store`'s: short-lived, retried while a sweep holds
 the lock. Pickles are only as trustworthy as the database file: load results
 only from databases you (or your team) wrote. A pickle also needs the library
 versions that wrote it; each model row records them.
@@ -34,11 +34,11 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from core import store
 from modeling.errors import ModelingError, NoModelsError
-from modeling.evaluation import PREDICTION_COLUMNS, Evaluation, Score
-from modeling.predictor import Predictor, TrainingRange
-from modeling.uncertainty import ConformalBound
-from profiling import store
+from modeling.evaluation.bounds import ConformalBound
+from modeling.evaluation.protocol import PREDICTION_COLUMNS, Evaluation, Score
+from modeling.stored.predictor import Predictor, TrainingRange
 
 SCORE_COLUMNS: tuple[str, ...] = tuple(Score.__dataclass_fields__)
 # Libraries whose versions a stored pickle depends on.
