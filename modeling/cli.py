@@ -19,9 +19,20 @@ import shlex
 import sys
 from pathlib import Path
 
-from core import store
-from core.workloads.base import PRECISIONS
-from core.workloads.unet3d import UPSAMPLING_MODES, parse_image_shape
+import pandas as pd
+
+from core import store, workloads
+from core.commands import (
+    add_commands,
+    add_db_option,
+    add_knob_options,
+    add_workload_option,
+    given_knobs,
+    open_db,
+    parse_bytes,
+    positive_int,
+    run_handler,
+)
 from modeling.errors import ModelingError
 from modeling.estimators.catalogue import catalogue, pick, spec_names
 from modeling.evaluation.bounds import DEFAULT_COVERAGE
@@ -38,14 +49,6 @@ from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side,
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from presentation import report
-from profiling.cli import (
-    add_commands,
-    add_db_option,
-    open_db,
-    parse_bytes,
-    positive_int,
-    run_handler,
-)
 
 ERROR_EXIT_CODE = 2
 BUDGET_HELP = "memory available, e.g. 256GiB or 64G (binary); a GB/TB suffix means 10^9/10^12"
@@ -66,6 +69,11 @@ def _fraction(text: str) -> float:
 
 def _prepare_evaluate(parser: argparse.ArgumentParser) -> None:
     add_db_option(parser)
+    parser.add_argument(
+        "--workload",
+        choices=list(workloads.WORKLOADS),
+        help="evaluate only this network (default: every workload with ok runs, each on its own)",
+    )
     parser.add_argument(
         "--seeds",
         type=positive_int,
@@ -116,8 +124,25 @@ def _progress(message: str) -> None:
 
 def _evaluate(args: argparse.Namespace) -> int:
     db_path = open_db(args)
+    if args.store and "random" not in args.splits:
+        raise ModelingError("storing models needs the random split for their bounds; "
+                            "add --splits random, or pass --no-store")  # fmt: skip
     specs = pick(catalogue(quick=args.quick), args.models)
     frame = measured_frame(store.load_runs(db_path, status="ok"))
+    names = [args.workload] if args.workload else sorted(frame["workload"].unique())
+    if not names:
+        raise ModelingError(f"{db_path} has no ok runs to evaluate; measure some with "
+                            "`python -m profiling sweep`")  # fmt: skip
+    for name in names:
+        _evaluate_workload(args, db_path, name, specs, frame[frame["workload"] == name])
+    return 0
+
+
+def _evaluate_workload(
+    args: argparse.Namespace, db_path: Path, workload: str, specs: list, frame: pd.DataFrame
+) -> None:
+    """Score, fit and store one workload's models: a model is only ever fit on one network."""
+    _progress(f"evaluating {workloads.get(workload).TITLE}")
     evaluation = evaluate(
         frame,
         specs,
@@ -128,25 +153,24 @@ def _evaluate(args: argparse.Namespace) -> int:
     )
     seeds = f"seeds: {args.seeds} random split(s), {args.extrapolation_seeds} extrapolation"
     print(
-        f"{evaluation.n_runs} ok run(s), {evaluation.n_points} configuration(s) from {db_path}; "
-        f"{seeds}\n"
+        f"{workload}: {evaluation.n_runs} ok run(s), {evaluation.n_points} configuration(s) "
+        f"from {db_path}; {seeds}\n"
     )
     print(report.markdown_table(summarise(evaluation, specs)))
     if not args.store:
-        return 0
-    if "random" not in args.splits:
-        raise ModelingError("storing models needs the random split for their bounds; "
-                            "add --splits random, or pass --no-store")  # fmt: skip
-    _progress("fitting the final models on all runs")
+        return
+    _progress(f"fitting the final {workload} models on all its runs")
     predictors = fit_predictors(specs, frame, evaluation, args.coverage)
     print("\n" + report.formulas_table(predictors))
     checked = {p.name: cross_seed_coverage(evaluation, p.name, args.coverage) for p in predictors}
     print("\n" + report.bounds_table(predictors, checked))
     target = store.ensure_database(args.store_db) if args.store_db else db_path
     command = shlex.join(["python", "-m", "modeling", *sys.argv[1:]])
-    evaluation_id = results.store_results(target, evaluation, predictors, command)
-    print(f"\nstored evaluation {evaluation_id[:12]} and {len(predictors)} model(s) in {target}")
-    return 0
+    evaluation_id = results.store_results(
+        target, evaluation, predictors, command, workload=workload
+    )
+    print(f"\nstored {workload} evaluation {evaluation_id[:12]} and {len(predictors)} "
+          f"model(s) in {target}\n")  # fmt: skip
 
 
 # --- export-results ----------------------------------------------------------------------
@@ -171,18 +195,12 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=results.BEST,
                         help="a stored model (see `evaluate`); default: best, the lowest "
                         "worst-case extrapolation error")  # fmt: skip
-    parser.add_argument("--base-filters", type=int, default=16)
-    parser.add_argument("--levels", type=int, default=5)
-    parser.add_argument("--in-channels", type=int, default=1)
-    parser.add_argument("--classes", type=int, default=1)
-    parser.add_argument("--precision", default="float32", choices=PRECISIONS)
-    parser.add_argument("--upsampling", default="transpose", choices=UPSAMPLING_MODES)
+    add_workload_option(parser)
+    add_knob_options(parser)
 
 
 def _knobs(args: argparse.Namespace) -> dict:
-    return {"base_filters": args.base_filters, "levels": args.levels,
-            "in_channels": args.in_channels, "classes": args.classes,
-            "precision": args.precision, "upsampling": args.upsampling}  # fmt: skip
+    return given_knobs(args, args.workload)
 
 
 def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
@@ -199,33 +217,35 @@ def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
 def _stored_model(args: argparse.Namespace) -> results.Predictor:
     db_path = open_db(args)
     bundle.install_bundled_results(db_path)
-    return results.load_predictor(db_path, args.model)
+    return results.load_predictor(db_path, args.model, workload=args.workload)
 
 
 def _size_image(args: argparse.Namespace) -> int:
     predictor = _stored_model(args)
-    answer = largest_image_side(predictor, args.budget, args.batch_size, _knobs(args))
+    answer = largest_image_side(
+        predictor, args.budget, args.batch_size, _knobs(args), workload=args.workload
+    )
     print("\n".join(report.image_size_lines(answer)))
     return 0
 
 
 def _prepare_size_batch(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--image-size", required=True, help="a cube side (144) or DxHxW")
+    parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
     parser.add_argument("--budget", type=parse_bytes, required=True,
                         help=BUDGET_HELP)  # fmt: skip
     _add_model_options(parser)
 
 
 def _size_batch(args: argparse.Namespace) -> int:
-    shape = parse_image_shape(args.image_size)
+    shape = workloads.get(args.workload).parse_image_shape(args.image_size)
     predictor = _stored_model(args)
-    answer = largest_batch(predictor, args.budget, shape, _knobs(args))
+    answer = largest_batch(predictor, args.budget, shape, _knobs(args), workload=args.workload)
     print("\n".join(report.batch_lines(answer)))
     return 0
 
 
 def _prepare_size_buy(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--image-size", required=True, help="a cube side (144) or DxHxW")
+    parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
     parser.add_argument("--batch-size", type=positive_int, required=True)
     parser.add_argument(
         "--headroom",
@@ -237,9 +257,11 @@ def _prepare_size_buy(parser: argparse.ArgumentParser) -> None:
 
 
 def _size_buy(args: argparse.Namespace) -> int:
-    shape = parse_image_shape(args.image_size)
+    shape = workloads.get(args.workload).parse_image_shape(args.image_size)
     predictor = _stored_model(args)
-    answer = memory_to_buy(predictor, shape, args.batch_size, args.headroom, _knobs(args))
+    answer = memory_to_buy(
+        predictor, shape, args.batch_size, args.headroom, _knobs(args), workload=args.workload
+    )
     print("\n".join(report.memory_lines(answer)))
     return 0
 

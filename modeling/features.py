@@ -2,10 +2,12 @@
 
 One row per run or configuration. Columns:
 
-* the configuration: ``depth, height, width, batch_size`` and the knobs
-  (``base_filters, levels, in_channels, classes, precision, upsampling``);
-* shape terms: ``side`` (cube root of the voxel count, the side of the cube
-  with as many voxels), ``megavoxels`` (voxels / 10^6), ``sample_megavoxels``
+* the configuration as the ``runs`` table stores it (`core.workloads.config_columns`):
+  ``workload``, the image sides (``depth, height, width``; a 2D workload leaves
+  ``depth`` empty), ``batch_size`` and every workload's knobs (those of other
+  workloads empty);
+* shape terms: ``side`` (the side of the square or cube with as many pixels or
+  voxels), ``megavoxels`` (voxels or pixels / 10^6), ``sample_megavoxels``
   (megavoxels x batch), numeric knob codes ``element_bytes`` and ``transpose``;
 * the analytical terms, bytes: the paper's Eq. 1 / Eq. 2 and the refined model's
   terms (`core.analytical.REFINED_TERM_COLUMNS`);
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from core import workloads
 from core.analytical import (
     PAPER_TERM_COLUMNS,
     REFINED_TERM_COLUMNS,
@@ -29,14 +32,22 @@ from core.analytical import (
     refined_breakdown,
 )
 from core.errors import ConfigError
-from core.workloads.base import BYTES_PER_ELEMENT
-from core.workloads.unet3d import NETWORK_KNOBS, SHAPE_COLUMNS, UNetConfig, config_columns
+from core.workloads.base import BYTES_PER_ELEMENT, WorkloadConfig
+from core.workloads.unet3d import UNetConfig
 
 TARGET_COLUMN = "peak_bytes"
 BASELINE_COLUMN = "baseline_bytes"
 MEASURED_PEAK_COLUMN = "peak_hwm_bytes"
 OK_STATUS = "ok"
-KNOB_COLUMNS = NETWORK_KNOBS
+# Every workload's image and knob columns; a model fitted on one workload sees
+# the others' as empty (constant), so only its own can vary.
+SHAPE_COLUMNS: tuple[str, ...] = tuple(
+    column for column in workloads.STORED_COLUMNS
+    if any(column in module.SHAPE_COLUMNS for module in workloads.WORKLOADS.values())
+)  # fmt: skip
+KNOB_COLUMNS: tuple[str, ...] = tuple(
+    column for column in workloads.STORED_COLUMNS if column not in SHAPE_COLUMNS
+)
 # Numeric stand-ins for the two text knobs, so every model can take them.
 KNOB_CODES: dict[str, str] = {"precision": "element_bytes", "upsampling": "transpose"}
 MEGA = 10**6
@@ -44,30 +55,27 @@ MEGA = 10**6
 SHAPE_INPUTS: tuple[str, ...] = ("side", "megavoxels", "batch_size")
 
 
-def config_of(row: pd.Series | dict) -> UNetConfig:
-    """The `UNetConfig` of one runs row (raises `ConfigError` if it is not a valid one)."""
-    return UNetConfig(
-        image_shape=(int(row["depth"]), int(row["height"]), int(row["width"])),
-        batch_size=int(row["batch_size"]),
-        base_filters=int(row["base_filters"]),
-        levels=int(row["levels"]),
-        in_channels=int(row["in_channels"]),
-        classes=int(row["classes"]),
-        precision=str(row["precision"]),
-        upsampling=str(row["upsampling"]),
-    )
+def config_of(row: pd.Series | dict) -> WorkloadConfig:
+    """The configuration of one runs row (raises `ConfigError` if it is not a valid one)."""
+    return workloads.config_from_row(row)
 
 
-def _config_row(config: UNetConfig) -> dict[str, object]:
+def equivalent_side(config: WorkloadConfig) -> float:
+    """The side of the square (2D) or cube (3D) with as many pixels or voxels."""
+    return config.elements ** (1 / len(config.image_shape))
+
+
+def _config_row(config: WorkloadConfig) -> dict[str, object]:
     paper = paper_estimate(config)
     refined = refined_breakdown(config, framework_bytes=0).parts()
+    upsampling = getattr(config, "upsampling", None)
     row: dict[str, object] = {
-        **config_columns(config),
-        "side": config.elements ** (1 / 3),
+        **workloads.config_columns(config),
+        "side": equivalent_side(config),
         "megavoxels": config.elements / MEGA,
         "sample_megavoxels": config.elements * config.batch_size / MEGA,
         "element_bytes": BYTES_PER_ELEMENT[config.precision],
-        "transpose": int(config.upsampling == "transpose"),
+        "transpose": np.nan if upsampling is None else int(upsampling == "transpose"),
         "paper_activation_bytes": paper.activation_bytes,
         "paper_weight_bytes": paper.weight_bytes,
     }
@@ -75,7 +83,7 @@ def _config_row(config: UNetConfig) -> dict[str, object]:
     return row
 
 
-def config_frame(configs: Sequence[UNetConfig]) -> pd.DataFrame:
+def config_frame(configs: Sequence[WorkloadConfig]) -> pd.DataFrame:
     """Feature rows for configurations to predict (no measured columns but a NaN baseline)."""
     frame = pd.DataFrame([_config_row(config) for config in configs])
     if frame.empty:
@@ -90,8 +98,7 @@ def measured_frame(runs: pd.DataFrame) -> pd.DataFrame:
     runs : a frame with the ``runs`` table's columns (`core.store.load_runs`).
     Adds ``baseline_bytes`` and the target ``peak_bytes`` (bytes).
     """
-    required = ("run_id", "status", MEASURED_PEAK_COLUMN, BASELINE_COLUMN, *SHAPE_COLUMNS,
-                "batch_size", *KNOB_COLUMNS)  # fmt: skip
+    required = ("run_id", "status", MEASURED_PEAK_COLUMN, BASELINE_COLUMN, "batch_size")
     missing = [name for name in required if name not in runs.columns]
     if missing:
         raise ConfigError(

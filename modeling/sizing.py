@@ -1,8 +1,8 @@
 """The sizing questions users ask, answered from a fitted model's *upper bound*.
 
-* `largest_image_side` — the largest valid cube (sides a multiple of
-  2^(levels-1)) that fits a memory budget at a batch, and the next valid size
-  up, which does not;
+* `largest_image_side` — the largest valid cube or square (the workload says
+  which sides are valid: a U-Net's are multiples of 2^(levels-1)) that fits a
+  memory budget at a batch, and the next valid size up, which does not;
 * `largest_batch` — the largest batch for an image shape and a budget;
 * `memory_to_buy` — the server memory to buy for an image shape and batch,
   with headroom, rounded up to a purchasable size.
@@ -38,15 +38,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from core import workloads
 from core.analytical import refined_breakdown
 from core.units import format_gib
-from core.workloads.unet3d import (
-    MAX_BATCH_SIZE,
-    MAX_IMAGE_SIDE,
-    NETWORK_KNOBS,
-    UNetConfig,
-    valid_sides,
-)
+from core.workloads import DEFAULT_WORKLOAD
+from core.workloads.base import MAX_BATCH_SIZE, WorkloadConfig
 from modeling.errors import ModelingError
 from modeling.evaluation.bounds import ConformalBound
 
@@ -68,11 +64,11 @@ class SizingModel(Protocol):
 
     name: str
 
-    def point_bytes(self, configs: Sequence[UNetConfig]) -> np.ndarray: ...
+    def point_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray: ...
 
-    def upper_bytes(self, configs: Sequence[UNetConfig]) -> np.ndarray: ...
+    def upper_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray: ...
 
-    def bound_for(self, config: UNetConfig) -> ConformalBound: ...
+    def bound_for(self, config: WorkloadConfig) -> ConformalBound: ...
 
     @property
     def training_range(self) -> Any: ...
@@ -132,15 +128,15 @@ class MemoryAnswer:
     basis: Basis
 
 
-def closed_form_floor(model: SizingModel, configs: Sequence[UNetConfig]) -> np.ndarray:
+def closed_form_floor(model: SizingModel, configs: Sequence[WorkloadConfig]) -> np.ndarray:
     """The refined closed-form estimate, bytes, with the model's measured framework baseline."""
     framework = int(model.training_range.framework_bytes)
     return np.array([refined_breakdown(c, framework).total_bytes for c in configs], dtype=float)
 
 
 def _scan(
-    model: SizingModel, configs: Sequence[UNetConfig], budget_bytes: int
-) -> tuple[list[UNetConfig], np.ndarray, np.ndarray]:
+    model: SizingModel, configs: Sequence[WorkloadConfig], budget_bytes: int
+) -> tuple[list[WorkloadConfig], np.ndarray, np.ndarray]:
     """`_bounds` of ``configs`` in growing chunks, stopping after the first one over budget.
 
     Same answer as bounding them all (the scan only needs the prefix up to the
@@ -160,7 +156,7 @@ def _scan(
     return list(configs[:done]), np.concatenate(bounds), np.concatenate(raised)
 
 
-def _bounds(model: SizingModel, configs: Sequence[UNetConfig]) -> tuple[np.ndarray, np.ndarray]:
+def _bounds(model: SizingModel, configs: Sequence[WorkloadConfig]) -> tuple[np.ndarray, np.ndarray]:
     """(bounds, raised): the model's upper bounds, raised where below the closed-form floor."""
     bounds = np.asarray(model.upper_bytes(configs), dtype=float)
     floor = closed_form_floor(model, configs)
@@ -168,7 +164,7 @@ def _bounds(model: SizingModel, configs: Sequence[UNetConfig]) -> tuple[np.ndarr
     return np.where(raised, floor, bounds), raised
 
 
-def _basis(model: SizingModel, config: UNetConfig, raised: bool) -> Basis:
+def _basis(model: SizingModel, config: WorkloadConfig, raised: bool) -> Basis:
     bound = model.bound_for(config)
     reasons = model.training_range.beyond(config)
     sentences = []
@@ -195,7 +191,7 @@ def _check_budget(budget_bytes: int) -> None:
         raise ModelingError(f"memory budget must be positive, got {budget_bytes} bytes")
 
 
-def _check_bounded(model: SizingModel, bound_bytes: float, config: UNetConfig) -> None:
+def _check_bounded(model: SizingModel, bound_bytes: float, config: WorkloadConfig) -> None:
     """A model that cannot bound the smallest case cannot answer; say so, not 'inf GiB'."""
     if not np.isfinite(bound_bytes):
         raise ModelingError(
@@ -207,27 +203,26 @@ def _check_bounded(model: SizingModel, bound_bytes: float, config: UNetConfig) -
 
 def largest_image_side(
     model: SizingModel, budget_bytes: int, batch_size: int,
-    knobs: Mapping[str, Any] | None = None,
+    knobs: Mapping[str, Any] | None = None, workload: str = DEFAULT_WORKLOAD,
 ) -> ImageSizeAnswer:  # fmt: skip
-    """The largest valid cube side whose bound fits ``budget_bytes`` at ``batch_size``.
+    """The largest valid square or cube side whose bound fits ``budget_bytes`` at ``batch_size``.
 
-    knobs : other `UNetConfig` fields (base_filters, levels, ...); defaults otherwise.
-    Raises `ModelingError` when not even the smallest valid cube fits.
+    knobs : the workload's other config fields (base_filters, levels, ...); defaults otherwise.
+    Raises `ModelingError` when not even the smallest valid image fits.
     """
     _check_budget(budget_bytes)
-    knobs = dict(knobs or {})
-    template = UNetConfig((16, 16, 16), batch_size, **_network(knobs))
-    sides = valid_sides(template.levels, 1, MAX_IMAGE_SIDE)
-    configs, bounds, raised = _scan(
-        model, [UNetConfig((s, s, s), batch_size, **_network(knobs)) for s in sides], budget_bytes
-    )
+    module = workloads.get(workload)
+    knobs = _network(dict(knobs or {}), workload)
+    sides = module.square_sides(1, module.MAX_IMAGE_SIDE, **knobs)
+    images = [module.Config((side,) * module.DIMS, batch_size, **knobs) for side in sides]
+    configs, bounds, raised = _scan(model, images, budget_bytes)
     index = _last_fitting(bounds, budget_bytes)
     if index is None:
         _check_bounded(model, bounds[0], configs[0])
         raise ModelingError(
-            f"even the smallest valid image ({sides[0]}^3) needs up to {format_gib(bounds[0])} "
-            f"at batch {batch_size}, more than the {format_gib(budget_bytes)} budget; use a "
-            "smaller batch or more memory"
+            f"even the smallest valid image ({sides[0]}^{module.DIMS}) needs up to "
+            f"{format_gib(bounds[0])} at batch {batch_size}, more than the "
+            f"{format_gib(budget_bytes)} budget; use a smaller batch or more memory"
         )
     chosen = configs[index]
     following = index + 1 if index + 1 < len(configs) else None
@@ -244,8 +239,9 @@ def largest_image_side(
 
 
 def largest_batch(
-    model: SizingModel, budget_bytes: int, image_shape: tuple[int, int, int],
+    model: SizingModel, budget_bytes: int, image_shape: tuple[int, ...],
     knobs: Mapping[str, Any] | None = None, max_batch: int = MAX_BATCH_SIZE,
+    workload: str = DEFAULT_WORKLOAD,
 ) -> BatchAnswer:  # fmt: skip
     """The largest batch, up to ``max_batch``, whose bound for ``image_shape`` fits the budget.
 
@@ -254,11 +250,12 @@ def largest_batch(
     _check_budget(budget_bytes)
     if not 1 <= max_batch <= MAX_BATCH_SIZE:
         raise ModelingError(f"max_batch must be between 1 and {MAX_BATCH_SIZE}, got {max_batch}")
-    knobs = dict(knobs or {})
+    config_type = workloads.get(workload).Config
+    knobs = _network(dict(knobs or {}), workload)
     shape = tuple(image_shape)
     configs, bounds, raised = _scan(
         model,
-        [UNetConfig(shape, batch, **_network(knobs)) for batch in range(1, max_batch + 1)],
+        [config_type(shape, batch, **knobs) for batch in range(1, max_batch + 1)],
         budget_bytes,
     )
     index = _last_fitting(bounds, budget_bytes)
@@ -283,8 +280,9 @@ def largest_batch(
 
 
 def memory_to_buy(
-    model: SizingModel, image_shape: tuple[int, int, int], batch_size: int,
+    model: SizingModel, image_shape: tuple[int, ...], batch_size: int,
     headroom: float = DEFAULT_HEADROOM, knobs: Mapping[str, Any] | None = None,
+    workload: str = DEFAULT_WORKLOAD,
 ) -> MemoryAnswer:  # fmt: skip
     """The smallest purchasable memory holding the bound plus ``headroom`` (a fraction, 0.2 = 20%).
 
@@ -295,7 +293,8 @@ def memory_to_buy(
             f"headroom must be a fraction between 0 and {MAX_HEADROOM:g} (0.2 = 20%), "
             f"got {headroom!r}"
         )
-    config = UNetConfig(tuple(image_shape), batch_size, **_network(dict(knobs or {})))
+    config_type = workloads.get(workload).Config
+    config = config_type(tuple(image_shape), batch_size, **_network(dict(knobs or {}), workload))
     bounds, raised = _bounds(model, [config])
     bound = float(bounds[0])
     _check_bounded(model, bound, config)
@@ -322,11 +321,13 @@ def memory_to_buy(
 
 
 
-def _network(knobs: dict[str, Any]) -> dict[str, Any]:
-    unknown = [name for name in knobs if name not in NETWORK_KNOBS]
+def _network(knobs: dict[str, Any], workload: str) -> dict[str, Any]:
+    known = workloads.get(workload).NETWORK_KNOBS
+    unknown = [name for name in knobs if name not in known]
     if unknown:
         raise ModelingError(
-            f"unknown network setting(s) {', '.join(unknown)}; known: {', '.join(NETWORK_KNOBS)}"
+            f"unknown network setting(s) {', '.join(unknown)}; "
+            f"known: {', '.join(known)} (the {workload} workload)"
         )
     return knobs
 

@@ -1,6 +1,7 @@
 """The profiled process: one fresh interpreter trains one configuration.
 
-Run as ``python -m profiling.child --config JSON --steps N --seed S --result PATH``
+Run as ``python -m profiling.child --workload NAME --config JSON --steps N --seed S
+--result PATH``
 by `profiling.runner`, never by hand. It imports the framework, records its own
 resident memory right after (the framework's baseline), builds the model,
 trains on seeded synthetic data and, after every phase, rewrites the result
@@ -27,7 +28,8 @@ def _write_result(path: Path, result: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m profiling.child")
-    parser.add_argument("--config", required=True, help="UNetConfig as JSON")
+    parser.add_argument("--workload", required=True, help="a name from core.workloads")
+    parser.add_argument("--config", required=True, help="the workload's config as JSON")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--result", type=Path, required=True)
@@ -38,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import tensorflow as tf
 
-    from core.workloads.unet3d import UNetConfig, build_model
+    from core import workloads
 
     result: dict[str, Any] = {
         "phase": "imported",
@@ -53,19 +55,17 @@ def main(argv: list[str] | None = None) -> int:
     }
     _write_result(args.result, result)
 
-    config = UNetConfig.from_dict(json.loads(args.config))
+    workload = workloads.get(args.workload)
+    config = workload.Config.from_dict(json.loads(args.config))
     keras.utils.set_random_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
-    batch_shape = (config.batch_size, *config.image_shape)
-    images = rng.standard_normal((*batch_shape, config.in_channels), dtype=np.float32)
-    masks = (rng.random((*batch_shape, config.classes)) > 0.5).astype(np.float32)
-    model = build_model(config)
+    inputs, targets = workload.synthetic_batch(config, np.random.default_rng(args.seed))
+    model = workload.build_model(config)
     result["phase"] = "built"
     _write_result(args.result, result)
 
     for _ in range(args.steps):
         step_started = time.monotonic()
-        model.train_on_batch(images, masks)
+        model.train_on_batch(inputs, targets)
         result["step_times_s"].append(time.monotonic() - step_started)
         result["step_hwm_bytes"].append(read_proc_status_bytes(os.getpid(), "VmHWM"))
         _write_result(args.result, result)

@@ -8,21 +8,28 @@ stderr and exit code 2; an interrupted sweep exits 130 and resumes next time.
 from __future__ import annotations
 
 import argparse
-import re
 import shlex
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from core import store
-from core.errors import ConfigError, MemplanError
+from core import store, workloads
+from core.commands import (
+    add_commands,
+    add_db_option,
+    add_knob_options,
+    add_workload_option,
+    config_from_args,
+    open_db,
+    parse_bytes,
+    positive_float,
+    positive_int,
+    run_handler,
+)
+from core.errors import ConfigError
 from core.units import format_gib
-from core.workloads.base import PRECISIONS
-from core.workloads.unet3d import UPSAMPLING_MODES, UNetConfig, parse_image_shape
 from presentation.summary import PEAK_COLUMNS, peak_table, to_markdown
 from profiling import exchange
 from profiling.runner import (
@@ -40,61 +47,11 @@ from profiling.sweep import (
     run_sweep,
 )
 
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30,
-          "gib": 2**30, "t": 2**40, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9,
-          "tb": 10**12}  # fmt: skip
-_SIZE_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 INTERRUPTED_EXIT_CODE = 130
-ERROR_EXIT_CODE = 2
 # Columns `list` prints; `--all-columns` prints every stored one.
 LIST_COLUMNS = ["run_id", "sweep_id", "status", "depth", "height", "width", "batch_size",
                 "base_filters", "precision", "peak_sampled_bytes", "peak_hwm_bytes", "wall_s",
                 "hostname"]  # fmt: skip
-
-
-def parse_bytes(text: str) -> int:
-    """``16GiB``, ``1500MiB``, ``2T`` or a plain number of bytes (binary units for K/M/G/T)."""
-    if text.strip().startswith("-"):
-        raise argparse.ArgumentTypeError(f"memory size must be positive, got {text!r}")
-    match = _SIZE_PATTERN.match(text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in _UNITS:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a memory size: use a number with an optional unit, "
-            "e.g. 16GiB, 1500MiB, 2T"
-        )
-    value = float(match.group(1)) * _UNITS[unit]
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"memory size must be positive, got {text!r}")
-    return int(value)
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
-
-
-def add_db_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--db", type=Path, default=None,
-        help="DuckDB file (default: $MEMPLAN_DB, else data/memplan.duckdb, "
-        "which starts with the bundled reference runs)",
-    )  # fmt: skip
 
 
 def _add_measure_options(parser: argparse.ArgumentParser) -> None:
@@ -106,13 +63,13 @@ def _add_measure_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--interval",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_SAMPLE_INTERVAL_S,
         help=f"sampling interval in seconds (default {DEFAULT_SAMPLE_INTERVAL_S})",
     )
     parser.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_TIMEOUT_S,
         help=f"wall-clock limit per point in seconds (default {DEFAULT_TIMEOUT_S:g})",
     )
@@ -135,8 +92,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
     )  # fmt: skip
 
 
-def open_db(args: argparse.Namespace) -> Path:
-    return store.ensure_database(args.db or store.default_db_path())
+
 
 
 def _gib(value: float | None) -> str:
@@ -147,24 +103,18 @@ def _gib(value: float | None) -> str:
 
 
 def _prepare_run(parser: argparse.ArgumentParser) -> None:
+    add_workload_option(parser)
     parser.add_argument(
-        "--image-size", required=True, help="a cube side (144) or DxHxW (240x240x144)"
+        "--image-size", required=True,
+        help="one side (144) or every side: DxHxW for the U-Net (240x240x144), HxW for AlexNet",
     )
     parser.add_argument("--batch-size", type=int, default=1)
-    parser.add_argument("--base-filters", type=int, default=16)
-    parser.add_argument("--levels", type=int, default=5)
-    parser.add_argument("--in-channels", type=int, default=1)
-    parser.add_argument("--classes", type=int, default=1)
-    parser.add_argument("--precision", default="float32", choices=PRECISIONS)
-    parser.add_argument("--upsampling", default="transpose", choices=UPSAMPLING_MODES)
+    add_knob_options(parser)
     _add_measure_options(parser)  # fmt: skip
 
 
 def _run(args: argparse.Namespace) -> int:
-    config = UNetConfig(
-        parse_image_shape(args.image_size), args.batch_size, args.base_filters, args.levels,
-        args.in_channels, args.classes, args.precision, args.upsampling,
-    )  # fmt: skip
+    config = config_from_args(args, args.image_size, args.batch_size)
     db_path = open_db(args)
     record = run_point(config, _settings(args))
     store.insert_run(db_path, record)
@@ -187,7 +137,11 @@ def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
         help="a .toml or .json grid (keys: "
         f"{', '.join(GRID_KNOBS)}); flags given too override its keys",
     )
-    parser.add_argument("--image-sizes", nargs="+", help="cube sides or DxHxW, e.g. 32 64 96x96x64")
+    parser.add_argument(
+        "--workload", choices=list(workloads.WORKLOADS),
+        help=f"the network (default {workloads.DEFAULT_WORKLOAD})",
+    )
+    parser.add_argument("--image-sizes", nargs="+", help="sides or DxHxW, e.g. 32 64 96x96x64")
     parser.add_argument("--batch-sizes", nargs="+", type=int)
     parser.add_argument("--base-filters", nargs="+", type=int)
     parser.add_argument("--levels", nargs="+", type=int)
@@ -366,26 +320,6 @@ COMMANDS = {
 
 
 # name -> (adds the subcommand's arguments, runs it and returns the exit code, summary)
-Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
-
-
-def add_commands(subparsers: Any, commands: dict[str, Command]) -> None:
-    """One subcommand per ``name: (prepare, handler, summary)`` entry of ``commands``."""
-    for name, (prepare, run, summary) in commands.items():
-        sub = subparsers.add_parser(name, help=summary, description=summary)
-        prepare(sub)
-        sub.set_defaults(handler=run)
-
-
-def run_handler(args: argparse.Namespace) -> int:
-    """Run the chosen subcommand; a `MemplanError` becomes one ``error: ...`` line, exit 2."""
-    try:
-        return args.handler(args)
-    except MemplanError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return ERROR_EXIT_CODE
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m profiling",

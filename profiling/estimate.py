@@ -21,14 +21,14 @@ safety net.
 from __future__ import annotations
 
 from core.analytical import refined_breakdown
-from core.workloads.unet3d import UNetConfig
+from core.workloads.base import WorkloadConfig
 
 FRAMEWORK_BASELINE_BYTES = 1 * 2**30
 RUNTIME_ALLOWANCE_BYTES = 2**29  # 0.5 GiB
 PER_BATCH_SAFETY_FACTOR = 1.25
 
 
-def estimate_peak_bytes(config: UNetConfig) -> int:
+def estimate_peak_bytes(config: WorkloadConfig) -> int:
     """Conservative peak resident bytes of training ``config`` (see module docstring)."""
     terms = refined_breakdown(config, framework_bytes=FRAMEWORK_BASELINE_BYTES)
     fixed = terms.framework_bytes + terms.weight_bytes + terms.gradient_bytes

@@ -42,10 +42,11 @@ from typing import Any
 import pandas as pd
 import psutil
 
-from core import store
+from core import store, workloads
+from core.commands import parse_bytes
 from core.errors import ConfigError, MemplanError, StoreError
+from core.workloads import DEFAULT_WORKLOAD
 from profiling import job
-from profiling.cli import parse_bytes
 from profiling.sweep import Grid, expand_grid, grid_from_mapping
 
 STATE_DIR_SUFFIX = ".launcher"
@@ -99,7 +100,8 @@ class SweepRequest:
         """The arguments after ``python -m profiling``: every knob of the grid, as its flag."""
         args = ["sweep"]
         for knob, values in self.grid.to_dict().items():
-            args += [f"--{knob.replace('_', '-')}", *map(str, values)]
+            listed = [values] if isinstance(values, str) else values
+            args += [f"--{knob.replace('_', '-')}", *map(str, listed)]
         return args + [
             "--steps", str(self.steps),
             "--memory-limit", str(self.memory_limit_bytes),
@@ -162,19 +164,27 @@ def _whole_numbers(label: str, text: str, example: str) -> list[int]:
 
 
 def parse_request(
-    image_sizes: str, batch_sizes: str, base_filters: str, steps: int, memory_limit: str
+    image_sizes: str,
+    batch_sizes: str,
+    base_filters: str,
+    steps: int,
+    memory_limit: str,
+    workload: str = DEFAULT_WORKLOAD,
 ) -> SweepRequest:
     """Check a sweep as typed in a form; raise `ConfigError` saying what is wrong and what is right.
 
     Sizes are separated by spaces or commas (``"32 64 96x96x64"``); the memory
     limit takes the CLI's units (``"12GiB"``). Every point of the grid is
-    validated, so a grid that would fail never starts.
+    validated, so a grid that would fail never starts. ``base_filters`` may be
+    blank for a workload without that knob.
     """
     sizes = list(dict.fromkeys(_words(image_sizes)))
     if not sizes:
         raise ConfigError("Image sizes: give at least one, e.g. 32 64 96x96x64")
     batches = _whole_numbers("Batch sizes", batch_sizes, "1 2 4")
-    filters = _whole_numbers("Base filters", base_filters, "16")
+    knobs: dict[str, list[int]] = {}
+    if base_filters.strip() or "base_filters" in workloads.get(workload).NETWORK_KNOBS:
+        knobs["base_filters"] = _whole_numbers("Base filters", base_filters, "16")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ConfigError(f"Steps: must be a whole number of at least 1, got {steps!r}")
     if not memory_limit.strip():
@@ -184,7 +194,7 @@ def parse_request(
     except argparse.ArgumentTypeError as error:
         raise ConfigError(f"Memory limit: {error}") from None
     grid = grid_from_mapping(
-        {"image_sizes": sizes, "batch_sizes": batches, "base_filters": filters}
+        {"workload": workload, "image_sizes": sizes, "batch_sizes": batches, **knobs}
     )
     points = len(expand_grid(grid))
     return SweepRequest(grid=grid, steps=steps, memory_limit_bytes=limit_bytes, points=points)

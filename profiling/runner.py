@@ -27,10 +27,10 @@ from typing import Any
 import psutil
 from memory_profiler import memory_usage
 
-from core import store
+from core import store, workloads
 from core.records import RunRecord, Sample
 from core.units import format_gib
-from core.workloads.unet3d import UNetConfig
+from core.workloads.base import WorkloadConfig
 from profiling.machine import machine_info, onednn_enabled, read_proc_status_bytes, software_info
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -130,10 +130,11 @@ def _read_result(path: Path) -> dict[str, Any]:
         return {}
 
 
-def child_command(config: UNetConfig, settings: RunSettings, result_path: Path) -> list[str]:
+def child_command(config: WorkloadConfig, settings: RunSettings, result_path: Path) -> list[str]:
     """The command line of the profiled child (run with ``cwd=REPO_ROOT``)."""
     return [
         sys.executable, "-m", "profiling.child",
+        "--workload", config.workload,
         "--config", json.dumps(config.to_dict()),
         "--steps", str(settings.steps),
         "--seed", str(settings.seed),
@@ -142,7 +143,7 @@ def child_command(config: UNetConfig, settings: RunSettings, result_path: Path) 
 
 
 def run_point(
-    config: UNetConfig,
+    config: WorkloadConfig,
     settings: RunSettings,
     *,
     sweep_id: str | None = None,
@@ -210,7 +211,7 @@ def _classify(returncode: int, watchdog: _Watchdog, stderr_path: Path) -> tuple[
 
 
 def skipped_record(
-    config: UNetConfig,
+    config: WorkloadConfig,
     settings: RunSettings,
     reason: str,
     *,
@@ -228,7 +229,7 @@ def skipped_record(
 
 
 def _record(
-    config: UNetConfig,
+    config: WorkloadConfig,
     settings: RunSettings,
     status: str,
     message: str,
@@ -238,23 +239,13 @@ def _record(
     estimate_bytes: int | None,
     **measured: Any,
 ) -> RunRecord:
-    depth, height, width = config.image_shape
     return RunRecord(
         run_id=uuid.uuid4().hex,
         sweep_id=sweep_id,
         created_at=store.now_iso(),
         status=status,
         message=message,
-        depth=depth,
-        height=height,
-        width=width,
-        batch_size=config.batch_size,
-        base_filters=config.base_filters,
-        levels=config.levels,
-        in_channels=config.in_channels,
-        classes=config.classes,
-        precision=config.precision,
-        upsampling=config.upsampling,
+        **workloads.config_columns(config),
         steps=settings.steps,
         seed=settings.seed,
         repeat=repeat,

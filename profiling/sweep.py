@@ -19,21 +19,17 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 from tqdm import tqdm
 
-from core import store
+from core import store, workloads
 from core.errors import ConfigError
 from core.records import RunRecord
 from core.units import GIB, format_gib
-from core.workloads.base import PRECISIONS
-from core.workloads.unet3d import (
-    UPSAMPLING_MODES,
-    UNetConfig,
-    config_columns,
-    format_image_shape,
-)
+from core.workloads import DEFAULT_WORKLOAD
+from core.workloads.base import PRECISIONS, WorkloadConfig, format_image_shape
 from profiling.estimate import estimate_peak_bytes
 from profiling.machine import machine_info, software_info
 from profiling.runner import RunSettings, run_point, skipped_record
@@ -48,31 +44,51 @@ HOST_RESERVE_BYTES = 2 * 2**30
 POINT_OVERHEAD_S = 14.0
 STEP_S_PER_VOXEL = 4e-6
 
-GRID_KNOBS = (
-    "image_sizes", "batch_sizes", "base_filters", "levels", "in_channels", "classes",
-    "precisions", "upsamplings",
-)  # fmt: skip
+# A grid's lists, by the config field each one varies (plural where the CLI's flag is).
+KNOB_LISTS: dict[str, str] = {
+    "base_filters": "base_filters",
+    "levels": "levels",
+    "in_channels": "in_channels",
+    "classes": "classes",
+    "precisions": "precision",
+    "upsamplings": "upsampling",
+}
+GRID_KNOBS = ("workload", "image_sizes", "batch_sizes", *KNOB_LISTS)
 
 
 @dataclass(frozen=True)
 class Grid:
-    """The knobs of a sweep; every combination is one point."""
+    """The knobs of a sweep; every combination is one point.
 
-    image_sizes: tuple[tuple[int, int, int], ...]
+    A knob list left ``None`` takes the workload's default; a list given for a
+    knob the workload does not have is refused.
+    """
+
+    image_sizes: tuple[tuple[int, ...], ...]
     batch_sizes: tuple[int, ...]
-    base_filters: tuple[int, ...] = (16,)
-    levels: tuple[int, ...] = (5,)
-    in_channels: tuple[int, ...] = (1,)
-    classes: tuple[int, ...] = (1,)
-    precisions: tuple[str, ...] = ("float32",)
-    upsamplings: tuple[str, ...] = ("transpose",)
+    workload: str = DEFAULT_WORKLOAD
+    base_filters: tuple[int, ...] | None = None
+    levels: tuple[int, ...] | None = None
+    in_channels: tuple[int, ...] | None = None
+    classes: tuple[int, ...] | None = None
+    precisions: tuple[str, ...] | None = None
+    upsamplings: tuple[str, ...] | None = None
 
-    def to_dict(self) -> dict[str, list]:
+    def knob_lists(self) -> dict[str, tuple]:
+        """Config field -> the values given for it (the knobs left to default are absent)."""
         return {
-            knob: [
-                format_image_shape(v) if knob == "image_sizes" else v for v in getattr(self, knob)
-            ]
-            for knob in GRID_KNOBS
+            field_name: values
+            for grid_name, field_name in KNOB_LISTS.items()
+            if (values := getattr(self, grid_name)) is not None
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        knobs = {name: list(getattr(self, name)) for name in KNOB_LISTS if getattr(self, name)}
+        return {
+            "workload": self.workload,
+            "image_sizes": [format_image_shape(shape) for shape in self.image_sizes],
+            "batch_sizes": list(self.batch_sizes),
+            **knobs,
         }
 
 
@@ -93,36 +109,34 @@ def default_memory_limit_bytes() -> int:
     return int(min(memory.total * DEFAULT_MEMORY_FRACTION, memory.available - HOST_RESERVE_BYTES))
 
 
-def expand_grid(grid: Grid) -> list[UNetConfig]:
+def expand_grid(grid: Grid) -> list[WorkloadConfig]:
     """Every valid configuration of ``grid``, smallest estimated peak first.
 
     Raises `ConfigError` naming every invalid value before anything runs.
     """
-    for knob in GRID_KNOBS:
-        if not getattr(grid, knob):
-            raise ConfigError(f"the sweep grid has no {knob.replace('_', ' ')}: give at least one")
-    bad = sorted({p for p in grid.precisions if p not in PRECISIONS})
-    bad += sorted({u for u in grid.upsamplings if u not in UPSAMPLING_MODES})
+    workload = workloads.get(grid.workload)
+    knobs = grid.knob_lists()
+    foreign = [name for name in knobs if name not in workload.NETWORK_KNOBS]
+    if foreign:
+        raise ConfigError(
+            f"the {grid.workload} workload has no {', '.join(foreign)}; "
+            f"its knobs are {', '.join(workload.NETWORK_KNOBS)}"
+        )
+    for name, values in {"image sizes": grid.image_sizes, "batch sizes": grid.batch_sizes,
+                         **knobs}.items():  # fmt: skip
+        if not values:
+            raise ConfigError(f"the sweep grid has no {name.replace('_', ' ')}: give at least one")
+    bad = sorted({p for p in knobs.get("precision", ()) if p not in PRECISIONS})
     if bad:
         raise ConfigError(
-            f"unknown value(s) {', '.join(bad)}: precisions are {', '.join(PRECISIONS)}; "
-            f"upsampling modes are {', '.join(UPSAMPLING_MODES)}"
+            f"unknown value(s) {', '.join(map(str, bad))}: precisions are {', '.join(PRECISIONS)}"
         )
     configs, problems = [], []
-    for (
-        shape,
-        batch,
-        filters,
-        levels,
-        channels,
-        classes,
-        precision,
-        upsampling,
-    ) in itertools.product(*(getattr(grid, knob) for knob in GRID_KNOBS)):
+    for shape, batch, *values in itertools.product(
+        grid.image_sizes, grid.batch_sizes, *knobs.values()
+    ):
         try:
-            configs.append(
-                UNetConfig(shape, batch, filters, levels, channels, classes, precision, upsampling)
-            )
+            configs.append(workload.Config(shape, batch, **dict(zip(knobs, values, strict=True))))
         except ConfigError as error:
             problems.append(str(error))
     if problems:
@@ -131,20 +145,17 @@ def expand_grid(grid: Grid) -> list[UNetConfig]:
     return sorted(set(configs), key=lambda c: (estimate_peak_bytes(c), c.elements, c.batch_size))
 
 
-def estimated_seconds(config: UNetConfig, steps: int) -> float:
+def estimated_seconds(config: WorkloadConfig, steps: int) -> float:
     """A rough duration of one point, used to weight the progress bar's ETA."""
     return POINT_OVERHEAD_S + STEP_S_PER_VOXEL * config.elements * config.batch_size * (steps + 1)
 
 
-def _dominates(config: UNetConfig, failed: UNetConfig) -> bool:
+def _dominates(config: WorkloadConfig, failed: WorkloadConfig) -> bool:
     """Needs at least as much memory as ``failed``: same network, no smaller input."""
-    same_network = (
-        config.base_filters, config.levels, config.in_channels, config.classes,
-        config.precision, config.upsampling,
-    ) == (
-        failed.base_filters, failed.levels, failed.in_channels, failed.classes,
-        failed.precision, failed.upsampling,
-    )  # fmt: skip
+    knobs = workloads.of(config).NETWORK_KNOBS
+    same_network = config.workload == failed.workload and all(
+        getattr(config, knob) == getattr(failed, knob) for knob in knobs
+    )
     return (
         same_network
         and config.batch_size >= failed.batch_size
@@ -153,7 +164,10 @@ def _dominates(config: UNetConfig, failed: UNetConfig) -> bool:
 
 
 def _skip_reason(
-    config: UNetConfig, estimate: int, settings: RunSettings, failed: list[tuple[UNetConfig, str]]
+    config: WorkloadConfig,
+    estimate: int,
+    settings: RunSettings,
+    failed: list[tuple[WorkloadConfig, str]],
 ) -> str | None:
     for smaller, status in failed:
         if _dominates(config, smaller):
@@ -209,7 +223,7 @@ def run_sweep(
     host = str(machine_info()["hostname"])
     measured = store.completed_points(db_path, host, software_info(), statuses=("ok", "oom"))
     already_skipped = store.completed_points(db_path, host, software_info(), statuses=("skipped",))
-    failed: list[tuple[UNetConfig, str]] = []
+    failed: list[tuple[WorkloadConfig, str]] = []
     # A point the estimate already rules out costs nothing, so it does not inflate the ETA.
     costs = [
         estimated_seconds(config, settings.steps)
@@ -252,14 +266,14 @@ def run_sweep(
 
 
 def _measure_point(
-    config: UNetConfig,
+    config: WorkloadConfig,
     repeat: int,
     settings: RunSettings,
     sweep_id: str,
     resume: bool,
     measured: dict,
     already_skipped: dict,
-    failed: list[tuple[UNetConfig, str]],
+    failed: list[tuple[WorkloadConfig, str]],
 ) -> RunRecord | None:
     """The record of one point, or None when resume finds it already measured."""
     key = store.point_key(_key_fields(config, settings.steps))
@@ -279,25 +293,26 @@ def _measure_point(
     return record
 
 
-def _key_fields(config: UNetConfig, steps: int) -> dict[str, object]:
-    return {**config_columns(config), "steps": steps}
+def _key_fields(config: WorkloadConfig, steps: int) -> dict[str, object]:
+    return {**workloads.config_columns(config), "steps": steps}
 
 
 def grid_from_mapping(values: dict[str, Sequence]) -> Grid:
     """A `Grid` from a config file's or the CLI's lists (image sizes as text or numbers)."""
-    from core.workloads.unet3d import parse_image_shape
-
     unknown = sorted(set(values) - set(GRID_KNOBS))
     if unknown:
         raise ConfigError(
             f"unknown sweep setting(s) {', '.join(unknown)}; known: {', '.join(GRID_KNOBS)}"
         )
-    converted: dict[str, tuple] = {}
+    workload = workloads.get(values.get("workload", DEFAULT_WORKLOAD))
+    converted: dict[str, Any] = {"workload": workload.NAME}
     for knob, items in values.items():
+        if knob == "workload":
+            continue
         if isinstance(items, str | int):
             items = [items]
         if knob == "image_sizes":
-            converted[knob] = tuple(parse_image_shape(str(item)) for item in items)
+            converted[knob] = tuple(workload.parse_image_shape(str(item)) for item in items)
         else:
             converted[knob] = tuple(items)
     if "image_sizes" not in converted or "batch_sizes" not in converted:

@@ -12,6 +12,7 @@ child process only (they import TensorFlow / NumPy lazily).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
@@ -106,6 +107,8 @@ class UNetConfig:
         return cls(**(values | {"image_shape": tuple(values["image_shape"])}))
 
 
+Config = UNetConfig  # the name `core.workloads` looks for in every workload module
+
 # The network's settings besides the image and the batch: every field of
 # UNetConfig but those two, in field order.
 NETWORK_KNOBS: tuple[str, ...] = tuple(
@@ -122,6 +125,20 @@ def config_columns(config: UNetConfig) -> dict[str, Any]:
         "batch_size": config.batch_size,
         **{knob: getattr(config, knob) for knob in NETWORK_KNOBS},
     }
+
+
+def config_from_row(row: Mapping[str, Any]) -> UNetConfig:
+    """The configuration a ``runs`` row stores (values may be NumPy scalars)."""
+    return UNetConfig(
+        image_shape=tuple(int(row[column]) for column in SHAPE_COLUMNS),  # type: ignore[arg-type]
+        batch_size=int(row["batch_size"]),
+        base_filters=int(row["base_filters"]),
+        levels=int(row["levels"]),
+        in_channels=int(row["in_channels"]),
+        classes=int(row["classes"]),
+        precision=str(row["precision"]),
+        upsampling=str(row["upsampling"]),
+    )
 
 
 def size_multiple(levels: int) -> int:
@@ -246,6 +263,11 @@ def layer_outputs(config: UNetConfig) -> list[LayerOutput]:
     return layers
 
 
+def square_sides(low: int, high: int, **knobs: Any) -> list[int]:
+    """Valid sides in ``[low, high]`` of a cube image for a network with these knobs."""
+    return valid_sides(int(knobs.get("levels", UNetConfig.levels)), low, high)
+
+
 def build_model(config: UNetConfig):  # -> keras.Model; TensorFlow is imported lazily
     """Build and compile the reference 3D U-Net (Adam 1e-3, Dice loss)."""
     import keras
@@ -290,6 +312,16 @@ def build_model(config: UNetConfig):  # -> keras.Model; TensorFlow is imported l
     model = keras.Model(inputs, outputs, name="unet3d")
     model.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3), loss=dice_loss)
     return model
+
+
+def synthetic_batch(config: UNetConfig, rng):  # -> (images, masks) NumPy arrays
+    """Seeded random volumes and binary masks of the configuration's batch."""
+    import numpy as np
+
+    batch_shape = (config.batch_size, *config.image_shape)
+    images = rng.standard_normal((*batch_shape, config.in_channels), dtype=np.float32)
+    masks = (rng.random((*batch_shape, config.classes)) > 0.5).astype(np.float32)
+    return images, masks
 
 
 def dice_loss(y_true, y_pred):

@@ -15,15 +15,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core import workloads
 from core.analytical import DEFAULT_FRAMEWORK_BYTES
-from core.workloads.unet3d import UNetConfig
+from core.workloads.base import WorkloadConfig
 from modeling.evaluation.bounds import ConformalBound, upper_bound
-from modeling.features import BASELINE_COLUMN, KNOB_COLUMNS, TARGET_COLUMN, config_frame
+from modeling.features import (
+    BASELINE_COLUMN,
+    KNOB_COLUMNS,
+    TARGET_COLUMN,
+    config_frame,
+    equivalent_side,
+)
 
 
 def _median_baseline(frame: pd.DataFrame) -> float:
     measured = frame[BASELINE_COLUMN].dropna() if BASELINE_COLUMN in frame else pd.Series([])
     return float(measured.median()) if len(measured) else float(DEFAULT_FRAMEWORK_BYTES)
+
+
+def _seen(values: pd.Series) -> tuple[Any, ...]:
+    """The distinct values of a knob column (a workload's foreign knobs are all empty)."""
+    return tuple(sorted(values.dropna().unique().tolist()))
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,7 @@ class TrainingRange:
             max_batch=int(frame["batch_size"].max()),
             max_sample_megavoxels=float(frame["sample_megavoxels"].max()),
             max_peak_bytes=float(frame[TARGET_COLUMN].max()),
-            knobs={knob: tuple(sorted(frame[knob].unique().tolist())) for knob in KNOB_COLUMNS},
+            knobs={knob: _seen(frame[knob]) for knob in KNOB_COLUMNS if knob in frame},
             framework_bytes=_median_baseline(frame),
         )
 
@@ -66,18 +78,19 @@ class TrainingRange:
         knobs = {knob: tuple(seen) for knob, seen in values["knobs"].items()}
         return cls(**(values | {"knobs": knobs}))
 
-    def beyond(self, config: UNetConfig) -> list[str]:
+    def beyond(self, config: WorkloadConfig) -> list[str]:
         """In plain words, each way ``config`` lies outside this range (empty when inside)."""
         reasons = []
-        side = config.elements ** (1 / 3)
+        side = equivalent_side(config)
+        power = f"^{len(config.image_shape)}"
         # A relative tolerance: the cube root of a cube is not always exact.
         tolerance = 1e-9 * max(side, 1.0)
         if side > self.max_side + tolerance:
-            reasons.append(f"image size ~{side:.0f}^3 is larger than the largest measured "
-                           f"(~{self.max_side:.0f}^3)")  # fmt: skip
+            reasons.append(f"image size ~{side:.0f}{power} is larger than the largest measured "
+                           f"(~{self.max_side:.0f}{power})")  # fmt: skip
         if side < self.min_side - tolerance:
-            reasons.append(f"image size ~{side:.0f}^3 is smaller than the smallest measured "
-                           f"(~{self.min_side:.0f}^3)")  # fmt: skip
+            reasons.append(f"image size ~{side:.0f}{power} is smaller than the smallest measured "
+                           f"(~{self.min_side:.0f}{power})")  # fmt: skip
         if config.batch_size > self.max_batch:
             reasons.append(f"batch {config.batch_size} is larger than the largest measured "
                            f"({self.max_batch})")  # fmt: skip
@@ -85,7 +98,7 @@ class TrainingRange:
         if sample_megavoxels > self.max_sample_megavoxels * (1 + 1e-9):
             reasons.append(f"image x batch ({sample_megavoxels:.1f} megavoxels) is more than "
                            f"any measured run ({self.max_sample_megavoxels:.1f})")  # fmt: skip
-        for knob in KNOB_COLUMNS:
+        for knob in workloads.of(config).NETWORK_KNOBS:
             value = getattr(config, knob)
             seen = self.knobs.get(knob, ())
             if value not in seen:
@@ -111,18 +124,18 @@ class Predictor:
     formula_length: int | None = None
     fit_seconds: float = 0.0
 
-    def point_bytes(self, configs: Sequence[UNetConfig]) -> np.ndarray:
+    def point_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray:
         """Point predictions, bytes, one per configuration."""
         frame = config_frame(configs)
         return np.asarray(self.estimator.predict(frame[list(self.columns)]), dtype=float)
 
-    def bound_for(self, config: UNetConfig) -> ConformalBound:
+    def bound_for(self, config: WorkloadConfig) -> ConformalBound:
         """The bound that applies: the larger one when ``config`` is beyond the measured range."""
         if self.extrapolation_bound is not None and self.training_range.beyond(config):
             return max(self.bound, self.extrapolation_bound, key=lambda bound: bound.ratio)
         return self.bound
 
-    def upper_bytes(self, configs: Sequence[UNetConfig]) -> np.ndarray:
+    def upper_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray:
         """Upper bounds, bytes, one per configuration (+inf where the model predicts <= 0)."""
         points = self.point_bytes(configs)
         ratios = np.array([self.bound_for(config).ratio for config in configs], dtype=float)

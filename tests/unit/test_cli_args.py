@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from profiling.cli import parse_bytes, positive_int
+from core.commands import parse_bytes, positive_int
 
 
 @pytest.mark.parametrize(

@@ -78,9 +78,8 @@ def test_a_valid_form_becomes_a_request_with_its_points_counted():
     assert request.steps == 3 and request.memory_limit_bytes == 12 * 2**30
     args = request.sweep_args(Path("/data/x.duckdb"))
     assert args == [
-        "sweep", "--image-sizes", "32", "64", "96x96x64", "--batch-sizes", "1", "2",
-        "--base-filters", "16", "--levels", "5", "--in-channels", "1", "--classes", "1",
-        "--precisions", "float32", "--upsamplings", "transpose",
+        "sweep", "--workload", "unet3d", "--image-sizes", "32", "64", "96x96x64",
+        "--batch-sizes", "1", "2", "--base-filters", "16",
         "--steps", "3", "--memory-limit", str(12 * 2**30), "--db", "/data/x.duckdb",
     ]  # fmt: skip
     # Exactly what `python -m profiling sweep` accepts.

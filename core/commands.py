@@ -1,0 +1,145 @@
+"""Command-line pieces both CLIs share: value parsers, the --db and workload options, dispatch.
+
+`python -m profiling` and `python -m modeling` build their subcommands and
+turn a `MemplanError` into one ``error: ...`` line (exit 2) with these, so
+flags mean the same in both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core import store, workloads
+from core.errors import ConfigError, MemplanError
+from core.workloads.base import WorkloadConfig
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30,
+          "gib": 2**30, "t": 2**40, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9,
+          "tb": 10**12}  # fmt: skip
+_SIZE_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+ERROR_EXIT_CODE = 2
+
+
+def parse_bytes(text: str) -> int:
+    """``16GiB``, ``1500MiB``, ``2T`` or a plain number of bytes (binary units for K/M/G/T)."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"memory size must be positive, got {text!r}")
+    match = _SIZE_PATTERN.match(text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a memory size: use a number with an optional unit, "
+            "e.g. 16GiB, 1500MiB, 2T"
+        )
+    value = float(match.group(1)) * _UNITS[unit]
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"memory size must be positive, got {text!r}")
+    return int(value)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db", type=Path, default=None,
+        help="DuckDB file (default: $MEMPLAN_DB, else data/memplan.duckdb, "
+        "which starts with the bundled reference runs)",
+    )  # fmt: skip
+
+
+def open_db(args: argparse.Namespace) -> Path:
+    return store.ensure_database(args.db or store.default_db_path())
+
+
+Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
+
+
+def add_commands(subparsers: Any, commands: dict[str, Command]) -> None:
+    """One subcommand per ``name: (prepare, handler, summary)`` entry of ``commands``."""
+    for name, (prepare, run, summary) in commands.items():
+        sub = subparsers.add_parser(name, help=summary, description=summary)
+        prepare(sub)
+        sub.set_defaults(handler=run)
+
+
+def run_handler(args: argparse.Namespace) -> int:
+    """Run the chosen subcommand; a `MemplanError` becomes one ``error: ...`` line, exit 2."""
+    try:
+        return args.handler(args)
+    except MemplanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ERROR_EXIT_CODE
+
+
+# The network knobs a flag can set, with their type; a workload takes those it has.
+KNOB_FLAGS: dict[str, type] = {
+    "base_filters": int,
+    "levels": int,
+    "in_channels": int,
+    "classes": int,
+    "precision": str,
+    "upsampling": str,
+}
+
+
+def add_workload_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workload",
+        default=workloads.DEFAULT_WORKLOAD,
+        choices=list(workloads.WORKLOADS),
+        help=f"the network (default {workloads.DEFAULT_WORKLOAD})",
+    )
+
+
+def add_knob_options(parser: argparse.ArgumentParser) -> None:
+    """One flag per network knob (default: the workload's own default)."""
+    for knob, kind in KNOB_FLAGS.items():
+        owners = [name for name, mod in workloads.WORKLOADS.items() if knob in mod.NETWORK_KNOBS]
+        parser.add_argument(
+            f"--{knob.replace('_', '-')}", type=kind, default=None,
+            help=f"{knob.replace('_', ' ')} ({', '.join(owners)}; default: the network's own)",
+        )  # fmt: skip
+
+
+def given_knobs(args: argparse.Namespace, workload: str) -> dict[str, Any]:
+    """The knob flags given on the command line; `ConfigError` for one ``workload`` lacks."""
+    given = {knob: getattr(args, knob) for knob in KNOB_FLAGS if getattr(args, knob) is not None}
+    module = workloads.get(workload)
+    foreign = [knob for knob in given if knob not in module.NETWORK_KNOBS]
+    if foreign:
+        flags = ", ".join(f"--{knob.replace('_', '-')}" for knob in foreign)
+        raise ConfigError(
+            f"the {workload} workload has no {flags}; its knobs are "
+            f"{', '.join(module.NETWORK_KNOBS)}"
+        )
+    return given
+
+
+def config_from_args(args: argparse.Namespace, image_size: str, batch_size: int) -> WorkloadConfig:
+    """The configuration that ``--workload``, the knob flags, an image size and a batch name."""
+    module = workloads.get(args.workload)
+    shape = module.parse_image_shape(image_size)
+    return module.Config(shape, batch_size, **given_knobs(args, args.workload))

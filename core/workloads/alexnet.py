@@ -1,0 +1,331 @@
+"""The second workload: the AlexNet-style 2D CNN of Torres, Barrios & Denneulin (2021).
+
+Torres et al. ("Computational Resource Consumption in Convolutional Neural
+Network Training - A Focus on Memory") train AlexNet in TensorFlow on
+synthetic data over batch sizes. The network is Krizhevsky et al. (2012) as a
+single tower, channels last, 224x224x3 by default: five convolutions (ReLU
+inside each Conv2D), three 3x3/2 max-poolings, two 4096-unit ReLU dense layers
+each followed by dropout 0.5, and a softmax classifier built with
+``dtype="float32"`` (the output layer, float32 under mixed precision, as the
+U-Net's mask). There is no local response normalisation: Keras has no such
+layer, and later work found it does little. Training is SGD (momentum 0.9,
+learning rate 0.01, Krizhevsky's) on sparse categorical cross-entropy over
+integer labels, so the optimizer keeps one momentum value per trainable weight.
+
+`AlexNetConfig` names one training configuration and validates it without
+importing TensorFlow. `layer_outputs` states in plain arithmetic what
+`build_model` creates: every layer in model order under its Keras name (the
+Caffe reference names: conv1..conv5, pool1, pool2, pool5, fc6..fc8), its
+per-sample output shape (channels last) and its parameters;
+``tests/integration/test_alexnet_vs_keras.py`` checks every layer against real
+Keras models. `build_model` and `synthetic_batch` are for the profiled child
+process only (they import TensorFlow / NumPy lazily).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from core.errors import ConfigError
+from core.workloads.base import (
+    MAX_BATCH_SIZE,
+    LayerOutput,
+    check_precision,
+    check_range,
+    format_image_shape,
+)
+from core.workloads.base import parse_image_shape as parse_shape
+
+if TYPE_CHECKING:
+    import keras
+    import numpy as np
+
+NAME = "alexnet"
+TITLE = "AlexNet-style 2D CNN (Torres et al. 2021)"
+DIMS = 2
+
+# Beyond these the request is a typo, not a workload: a 4096x4096 image already
+# makes conv1's float32 output 0.4 GB per sample, 100 000 classes make fc8 1.6 GB.
+MAX_IMAGE_SIDE = 4096
+MAX_CHANNELS = 1024
+MAX_CLASSES = 100_000
+
+# SGD with momentum keeps one momentum value per trainable weight.
+SGD_MOMENTUM_SLOTS = 1
+SGD_MOMENTUM = 0.9
+LEARNING_RATE = 0.01  # Krizhevsky et al. 2012
+
+
+@dataclass(frozen=True)
+class _Conv:
+    """One ReLU convolution of the feature extractor, and the pooling after it, if any."""
+
+    name: str
+    filters: int
+    kernel: int  # square kernel side
+    stride: int
+    padding: str  # "valid" or "same", as Keras names them
+    pool: str | None  # name of the max-pooling that follows, None if none
+
+
+# Krizhevsky's five convolutions, single tower; pools named as Caffe's reference.
+CONVOLUTIONS = (
+    _Conv("conv1", 96, 11, 4, "valid", "pool1"),
+    _Conv("conv2", 256, 5, 1, "same", "pool2"),
+    _Conv("conv3", 384, 3, 1, "same", None),
+    _Conv("conv4", 384, 3, 1, "same", None),
+    _Conv("conv5", 256, 3, 1, "same", "pool5"),
+)
+# Overlapping max-pooling, 3x3 windows at stride 2, no padding.
+POOL_SIZE = 3
+POOL_STRIDE = 2
+# The classifier: two ReLU dense layers, each followed by dropout, then fc8.
+HIDDEN_LAYERS = (("fc6", "drop6"), ("fc7", "drop7"))
+HIDDEN_UNITS = 4096
+DROPOUT_RATE = 0.5
+OUTPUT_NAME = "fc8"
+
+
+def _conv_side(side: int, conv: _Conv) -> int:
+    """A convolution's output side, as Keras computes it."""
+    if conv.padding == "valid":
+        return (side - conv.kernel) // conv.stride + 1
+    return -(-side // conv.stride)  # "same": ceil(side / stride)
+
+
+def _pool_side(side: int) -> int:
+    """A "valid" max-pooling's output side (nothing left when below 1)."""
+    return (side - POOL_SIZE) // POOL_STRIDE + 1
+
+
+def _smallest_side() -> int:
+    """The smallest image side that leaves at least one value after the last pooling.
+
+    Walks the feature extractor backwards from a 1-wide output, taking at each
+    layer the smallest input that yields the side needed after it.
+    """
+    side = 1
+    for conv in reversed(CONVOLUTIONS):
+        if conv.pool is not None:
+            side = (side - 1) * POOL_STRIDE + POOL_SIZE
+        kernel = conv.kernel if conv.padding == "valid" else 1
+        side = (side - 1) * conv.stride + kernel
+    return side
+
+
+MIN_IMAGE_SIDE = _smallest_side()  # 67
+
+
+@dataclass(frozen=True)
+class AlexNetConfig:
+    """One training configuration of the AlexNet-style CNN.
+
+    image_shape : (height, width) in pixels, channels-last input. Defaults are
+    the ImageNet network: 3 input channels, 1000 classes, float32.
+    """
+
+    workload: ClassVar[str] = NAME
+    optimizer_slots: ClassVar[int] = SGD_MOMENTUM_SLOTS
+
+    image_shape: tuple[int, int]
+    batch_size: int = 1
+    in_channels: int = 3
+    classes: int = 1000
+    precision: str = "float32"
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    @property
+    def elements(self) -> int:
+        """Pixels in one sample's image (channels excluded)."""
+        height, width = self.image_shape
+        return height * width
+
+    def layers(self) -> list[LayerOutput]:
+        return layer_outputs(self)
+
+    def input_elements_per_sample(self) -> int:
+        """The image's channels per pixel, plus the sample's one integer label."""
+        return self.elements * self.in_channels + 1
+
+    @property
+    def image_label(self) -> str:
+        """``224`` for a square, ``160x192`` otherwise."""
+        return format_image_shape(self.image_shape)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"image_shape": list(self.image_shape)}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> AlexNetConfig:
+        return cls(**(values | {"image_shape": tuple(values["image_shape"])}))
+
+
+Config = AlexNetConfig  # the name `core.workloads` looks for in every workload module
+
+# The network's settings besides the image and the batch: every field of
+# AlexNetConfig but those two, in field order.
+NETWORK_KNOBS: tuple[str, ...] = tuple(
+    field.name for field in fields(AlexNetConfig)
+    if field.name not in ("image_shape", "batch_size")
+)  # fmt: skip
+SHAPE_COLUMNS: tuple[str, ...] = ("height", "width")  # image_shape, as stored
+# Each knob's Python type, read off its default: table rows hold NumPy scalars.
+_KNOB_TYPES: Mapping[str, type] = {
+    field.name: type(field.default)
+    for field in fields(AlexNetConfig)
+    if field.name in NETWORK_KNOBS
+}
+
+
+def config_columns(config: AlexNetConfig) -> dict[str, Any]:
+    """``config`` as the runs table stores it: height, width, batch_size, the knobs."""
+    return {
+        **dict(zip(SHAPE_COLUMNS, config.image_shape, strict=True)),
+        "batch_size": config.batch_size,
+        **{knob: getattr(config, knob) for knob in NETWORK_KNOBS},
+    }
+
+
+def config_from_row(row: Mapping[str, Any]) -> AlexNetConfig:
+    """The inverse of `config_columns`, from a dict or a pandas row (NumPy scalars)."""
+    return AlexNetConfig(
+        image_shape=tuple(int(row[column]) for column in SHAPE_COLUMNS),  # type: ignore[arg-type]
+        batch_size=int(row["batch_size"]),
+        **{knob: cast(row[knob]) for knob, cast in _KNOB_TYPES.items()},
+    )
+
+
+def parse_image_shape(text: str) -> tuple[int, int]:
+    """Parse ``"224"`` (a square) or ``"227x200"`` (height x width)."""
+    return parse_shape(text, DIMS)  # type: ignore[return-value]
+
+
+def nearest_valid_sizes(side: int) -> tuple[int, int]:
+    """The valid sides just below and just above ``side``.
+
+    Unlike the U-Net, AlexNet takes any side from `MIN_IMAGE_SIDE` to
+    `MAX_IMAGE_SIDE` (its layers floor odd sides away), so a side in that range
+    is its own nearest; below it both are the minimum, above it both the maximum.
+    """
+    nearest = min(max(side, MIN_IMAGE_SIDE), MAX_IMAGE_SIDE)
+    return nearest, nearest
+
+
+def square_sides(low: int, high: int, **knobs: Any) -> list[int]:
+    """Valid sides in ``[low, high]`` of a square image (no knob changes which are valid)."""
+    return valid_sides(low, high)
+
+
+def valid_sides(low: int, high: int) -> list[int]:
+    """All valid sides in ``[low, high]``: every whole number in the network's range."""
+    return list(range(max(low, MIN_IMAGE_SIDE), min(high, MAX_IMAGE_SIDE) + 1))
+
+
+def validate(config: AlexNetConfig) -> None:
+    """Raise `ConfigError` naming what is wrong and what would be right."""
+    check_range("batch size", config.batch_size, 1, MAX_BATCH_SIZE)
+    check_range("input channels", config.in_channels, 1, MAX_CHANNELS)
+    check_range("output classes", config.classes, 1, MAX_CLASSES)
+    check_precision(config.precision)
+    if len(config.image_shape) != DIMS:
+        raise ConfigError(
+            f"image shape needs {DIMS} sides (height, width), got {config.image_shape!r}"
+        )
+    first = CONVOLUTIONS[0]
+    pools = sum(conv.pool is not None for conv in CONVOLUTIONS)
+    for side in config.image_shape:
+        whole = isinstance(side, int) and not isinstance(side, bool)
+        if whole and 0 < side < MIN_IMAGE_SIDE:
+            raise ConfigError(
+                f"image side {side} is too small for AlexNet: after {first.name} "
+                f"({first.kernel}x{first.kernel}, stride {first.stride}) and the {pools} "
+                f"max-poolings ({POOL_SIZE}x{POOL_SIZE}, stride {POOL_STRIDE}) nothing would "
+                f"be left; the smallest valid side is {MIN_IMAGE_SIDE}"
+            )
+        check_range("image side", side, MIN_IMAGE_SIDE, MAX_IMAGE_SIDE)
+
+
+def _weights_and_biases(fan_in: int, units: int) -> int:
+    """A Conv2D's or Dense's parameters: ``fan_in`` weights per unit plus one bias each."""
+    return fan_in * units + units
+
+
+def layer_outputs(config: AlexNetConfig) -> list[LayerOutput]:
+    """Every layer `build_model(config)` creates, in model order, under its Keras name."""
+    height, width = config.image_shape
+    channels = config.in_channels
+    layers = [LayerOutput("images", "input", (height, width, channels), 0, 0)]
+    for conv in CONVOLUTIONS:
+        height, width = _conv_side(height, conv), _conv_side(width, conv)
+        params = _weights_and_biases(conv.kernel * conv.kernel * channels, conv.filters)
+        channels = conv.filters
+        layers.append(LayerOutput(conv.name, "conv2d", (height, width, channels), params, params))
+        if conv.pool is not None:
+            height, width = _pool_side(height), _pool_side(width)
+            layers.append(LayerOutput(conv.pool, "maxpool", (height, width, channels), 0, 0))
+    units = height * width * channels
+    layers.append(LayerOutput("flatten", "flatten", (units,), 0, 0))
+    for dense_name, dropout_name in HIDDEN_LAYERS:
+        params = _weights_and_biases(units, HIDDEN_UNITS)
+        units = HIDDEN_UNITS
+        layers += [
+            LayerOutput(dense_name, "dense", (units,), params, params),
+            LayerOutput(dropout_name, "dropout", (units,), 0, 0),
+        ]
+    params = _weights_and_biases(units, config.classes)
+    layers.append(LayerOutput(OUTPUT_NAME, "output", (config.classes,), params, params))
+    return layers
+
+
+def build_model(config: AlexNetConfig) -> keras.Model:  # TensorFlow is imported lazily
+    """Build and compile the AlexNet-style CNN (SGD momentum 0.9, lr 0.01, sparse CE)."""
+    import keras
+    from keras import layers
+
+    if config.precision != "float32":
+        keras.mixed_precision.set_global_policy(config.precision)
+    else:
+        keras.mixed_precision.set_global_policy("float32")
+
+    inputs = keras.Input(shape=(*config.image_shape, config.in_channels), name="images")
+    x = inputs
+    for conv in CONVOLUTIONS:
+        x = layers.Conv2D(
+            conv.filters,
+            kernel_size=conv.kernel,
+            strides=conv.stride,
+            padding=conv.padding,
+            activation="relu",
+            name=conv.name,
+        )(x)
+        if conv.pool is not None:
+            x = layers.MaxPooling2D(pool_size=POOL_SIZE, strides=POOL_STRIDE, name=conv.pool)(x)
+    x = layers.Flatten(name="flatten")(x)
+    for dense_name, dropout_name in HIDDEN_LAYERS:
+        x = layers.Dense(HIDDEN_UNITS, activation="relu", name=dense_name)(x)
+        x = layers.Dropout(DROPOUT_RATE, name=dropout_name)(x)
+    # Keep the prediction in float32 under mixed precision, as Keras advises.
+    softmax = layers.Dense(config.classes, activation="softmax", dtype="float32", name=OUTPUT_NAME)
+    model = keras.Model(inputs, softmax(x), name=NAME)
+    model.compile(
+        optimizer=keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=SGD_MOMENTUM),
+        loss=keras.losses.SparseCategoricalCrossentropy(),
+    )
+    return model
+
+
+def synthetic_batch(
+    config: AlexNetConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """One batch of random images (float32, NHWC) and integer labels in ``[0, classes)``."""
+    import numpy as np
+
+    images = rng.standard_normal(
+        (config.batch_size, *config.image_shape, config.in_channels), dtype=np.float32
+    )
+    labels = rng.integers(0, config.classes, size=config.batch_size, dtype=np.int32)
+    return images, labels
