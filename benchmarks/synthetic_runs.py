@@ -108,6 +108,7 @@ def runs_frame(count: int, seed: int = 0) -> pd.DataFrame:
             "created_at": created.isoformat(timespec="seconds"),
             "status": "ok",
             "message": "",
+            "workload": "unet3d",
             **config_columns(config),
             "steps": STEPS,
             "seed": 0,

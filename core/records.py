@@ -1,8 +1,9 @@
 """Records that cross module boundaries: one profiled run and its timeline.
 
 A `RunRecord` is exactly one row of the ``runs`` table; its field order is the
-column order of the table and of CSV/Parquet exports. Memory is in bytes,
-times in seconds.
+column order of the table and of CSV/Parquet exports, and its annotations are the
+column types (``X | None``: the column may be NULL; `core.schema` reads them).
+Memory is in bytes, times in seconds.
 """
 
 from __future__ import annotations
@@ -31,17 +32,20 @@ class RunRecord:
     created_at: str  # ISO 8601, UTC
     status: str  # one of STATUSES
     message: str
-    # workload
-    depth: int
+    # workload: its name (`core.workloads`), then the columns its configuration is
+    # stored in; a workload leaves the columns it has no use for None (an AlexNet run
+    # has no depth, base_filters, levels or upsampling)
+    workload: str
+    depth: int | None
     height: int
     width: int
     batch_size: int
-    base_filters: int
-    levels: int
+    base_filters: int | None
+    levels: int | None
     in_channels: int
     classes: int
     precision: str
-    upsampling: str
+    upsampling: str | None
     # protocol
     steps: int
     seed: int

@@ -5,6 +5,20 @@ process open a file read-write *or* many open it read-only, never both, so every
 operation here opens its own short-lived connection (`connect`) and retries while
 another process holds the lock. Nothing keeps a connection between calls: a cached
 one in the dashboard would lock the sweep that writes out for as long as it lived.
+
+Schema versions (`core.schema` has the tables and the migrations):
+
+* A database written by an older memplan is migrated in place the first time it
+  is opened read-write (`ensure_database`, which every CLI command and the
+  dashboard call first, or any write), in one transaction: every row is kept
+  with its values, and a failure leaves the file exactly as it was. A migrated
+  file no longer opens in the older memplan.
+* Opened read-only (``connect(path, read_only=True)``, which every read here
+  uses), an older database is never written to: the open fails with a
+  StoreError saying to open it once read-write, e.g.
+  ``python -m profiling list --db PATH``, which migrates it.
+* A database from a newer memplan is refused, read-only or not, naming both
+  versions; nothing is written to it.
 """
 
 from __future__ import annotations
@@ -15,8 +29,6 @@ import os
 import random
 import socket
 import time
-import types
-import typing
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -28,17 +40,30 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from core import datafiles, schema
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
-from core.workloads.unet3d import NETWORK_KNOBS, SHAPE_COLUMNS
 
-SCHEMA_VERSION = 1
+# The schema's, here too because callers look for them with the store.
+SCHEMA_VERSION = schema.SCHEMA_VERSION
+RUN_TYPES = schema.RUN_TYPES
+NULLABLE_RUN_COLUMNS = schema.NULLABLE_RUN_COLUMNS
+SAMPLE_TYPES = schema.SAMPLE_TYPES
+RUNS_ARROW_SCHEMA = schema.RUNS_ARROW_SCHEMA
+SAMPLES_ARROW_SCHEMA = schema.SAMPLES_ARROW_SCHEMA
+insert_table = schema.insert_table
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
 DEFAULT_DB_NAME = "memplan.duckdb"
 BUNDLED_RUNS = DATA_DIR / "reference_runs.parquet"
 BUNDLED_SAMPLES = DATA_DIR / "reference_samples.parquet"
+# Every bundled export (runs, timelines) a fresh default database starts with:
+# the U-Net reference sweep and the AlexNet sweep (data/REFERENCE.md).
+BUNDLED_EXPORTS: tuple[tuple[Path, Path], ...] = (
+    (BUNDLED_RUNS, BUNDLED_SAMPLES),
+    (DATA_DIR / "alexnet_runs.parquet", DATA_DIR / "alexnet_samples.parquet"),
+)
 
 DB_ENV_VAR = "MEMPLAN_DB"
 LOCK_TIMEOUT_ENV_VAR = "MEMPLAN_LOCK_TIMEOUT_S"
@@ -60,59 +85,17 @@ SOFTWARE_COLUMNS: tuple[str, ...] = (
     "keras_version",
     "numpy_version",
 )
-POINT_COLUMNS: tuple[str, ...] = (*SHAPE_COLUMNS, "batch_size", *NETWORK_KNOBS, "steps")
+# What identifies a sweep point: the workload, every column a workload's configuration
+# is stored in (NULL where it has no such setting), and the step count; not seed or repeat.
+POINT_COLUMNS: tuple[str, ...] = RUN_COLUMNS[
+    RUN_COLUMNS.index("workload") : RUN_COLUMNS.index("steps") + 1
+]
 DONE_STATUSES: tuple[str, ...] = ("ok", "oom")
+SWEEP_COLUMNS: tuple[str, ...] = (
+    "sweep_id", "created_at", "finished_at", "status", "command", "grid_json", "hostname",
+    "points_total", "points_done",
+)  # fmt: skip
 
-_SQL_TYPES: dict[type, str] = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
-_ARROW_TYPES: dict[type, pa.DataType] = {
-    str: pa.string(),
-    int: pa.int64(),
-    float: pa.float64(),
-    bool: pa.bool_(),
-}
-
-
-def _run_column_types() -> tuple[dict[str, type], frozenset[str]]:
-    """Python type of each runs column and which may be NULL, from RunRecord's annotations."""
-    hints = typing.get_type_hints(RunRecord)
-    column_types: dict[str, type] = {}
-    nullable: set[str] = set()
-    for name in RUN_COLUMNS:
-        hint = hints[name]
-        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-            members = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-            nullable.add(name)
-            hint = members[0]
-        column_types[name] = hint
-    return column_types, frozenset(nullable)
-
-
-RUN_TYPES, NULLABLE_RUN_COLUMNS = _run_column_types()
-SAMPLE_TYPES: dict[str, type] = {"run_id": str, "t_s": float, "rss_bytes": int}
-RUNS_ARROW_SCHEMA = pa.schema([(name, _ARROW_TYPES[RUN_TYPES[name]]) for name in RUN_COLUMNS])
-SAMPLES_ARROW_SCHEMA = pa.schema(
-    [(name, _ARROW_TYPES[SAMPLE_TYPES[name]]) for name in SAMPLE_COLUMNS]
-)
-
-
-def _runs_ddl() -> str:
-    columns = []
-    for name in RUN_COLUMNS:
-        null = "" if name in NULLABLE_RUN_COLUMNS else " NOT NULL"
-        key = " PRIMARY KEY" if name == "run_id" else ""
-        columns.append(f"{name} {_SQL_TYPES[RUN_TYPES[name]]}{null}{key}")
-    return "CREATE TABLE runs (" + ", ".join(columns) + ")"
-
-
-_SCHEMA_DDL: tuple[str, ...] = (
-    "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
-    "CREATE TABLE sweeps (sweep_id VARCHAR PRIMARY KEY, created_at VARCHAR, finished_at VARCHAR,"
-    " status VARCHAR, command VARCHAR, grid_json VARCHAR, hostname VARCHAR,"
-    " points_total INTEGER, points_done INTEGER)",
-    _runs_ddl(),
-    "CREATE TABLE samples (run_id VARCHAR NOT NULL, t_s DOUBLE NOT NULL,"
-    " rss_bytes BIGINT NOT NULL)",
-)
 _RUN_SELECT = ", ".join(RUN_COLUMNS)
 _SAMPLE_SELECT = ", ".join(SAMPLE_COLUMNS)
 
@@ -130,37 +113,65 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def ensure_database(path: Path) -> Path:
-    """Create the database at ``path`` with the schema if it does not exist yet.
+class _NeedsMigration(StoreError):
+    """An older database opened read-only: `ensure_database` catches it and migrates."""
 
-    The default database of a fresh checkout is filled from the bundled reference
-    export, so the dashboard has data on first use. The file is built under a
-    private temporary name and then linked into place, so two processes doing this
-    at once never see a half-built database and the loser's copy is discarded.
+
+def ensure_database(path: Path) -> Path:
+    """Make ``path`` a database of the current schema: create it, or migrate an older one.
+
+    A new file gets every table; the default database of a fresh checkout is
+    filled from the bundled reference export, so the dashboard has data on first
+    use. An existing file of an older schema is migrated in place (see the
+    module docstring); one of a newer schema, or not a memplan database at all,
+    raises StoreError.
     """
     path = Path(path)
-    if path.exists():
+    if _create(path):
         return path
+    try:
+        with connect(path, read_only=True):
+            pass
+    except _NeedsMigration:
+        with connect(path):  # read-write: migrates
+            pass
+    return path
+
+
+def _create(path: Path) -> bool:
+    """Create the database if ``path`` does not exist; False if it does.
+
+    The file is built under a private temporary name and then linked into place,
+    so two processes doing this at once never see a half-built database and the
+    loser's copy is discarded.
+    """
+    if path.exists():
+        return False
     path.parent.mkdir(parents=True, exist_ok=True)
     # The name ends in .duckdb.tmp so .gitignore covers it; the token keeps it private.
     temp = path.with_name(f"{path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}{path.suffix}.tmp")
     try:
         with contextlib.closing(duckdb.connect(str(temp))) as con:
-            for statement in _SCHEMA_DDL:
-                con.execute(statement)
-            con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            con.begin()
+            schema.create(con)
+            bundled = BUNDLED_EXPORTS if _is_default(path) else ()
+            for runs_file, samples_file in bundled:
+                if not runs_file.exists():
+                    continue
+                runs = datafiles.read_runs(runs_file)
+                samples = None
+                if samples_file.exists():
+                    run_ids = set(runs.column("run_id").to_pylist())
+                    samples = datafiles.read_samples(samples_file, run_ids)
+                datafiles.insert_runs(con, runs, samples, source=runs_file, target=path)
+            con.commit()
             # Fold the WAL into the file so the file alone is the whole database.
             con.execute("CHECKPOINT")
-        if _is_default(path) and BUNDLED_RUNS.exists():
-            # exchange imports this module, so import it only when needed.
-            from profiling import exchange
-            samples = BUNDLED_SAMPLES if BUNDLED_SAMPLES.exists() else None
-            exchange.import_runs(temp, BUNDLED_RUNS, samples)
         _publish(temp, path)
     finally:
         for leftover in (temp, temp.with_name(temp.name + ".wal")):
             leftover.unlink(missing_ok=True)
-    return path
+    return True
 
 
 def _is_default(path: Path) -> bool:
@@ -205,8 +216,10 @@ def _first_line(error: BaseException) -> str:
 def _is_lock_error(error: duckdb.Error) -> bool:
     message = str(error).lower()
     # Inside one process DuckDB refuses a read-only and a read-write connection to
-    # the same file at once (e.g. two dashboard threads); that clears like a lock.
-    return "lock" in message or "different configuration" in message
+    # the same file at once (e.g. two dashboard threads), and a connection opened
+    # while another thread's last one to the file is closing ("already attached");
+    # both clear like a lock.
+    return any(sign in message for sign in ("lock", "different configuration", "already attached"))
 
 
 def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -235,31 +248,97 @@ def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
             delay = min(delay * 2, LOCK_RETRY_MAX_S)
 
 
-def _check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def _stored_version(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     try:
-        found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except duckdb.CatalogException:
-        found = None
+        found = schema.stored_version(con)
+    except StoreError as error:
+        raise StoreError(f"database {path}: {error}") from None
     if found is None:
         raise StoreError(
             f"{path} is not a memplan database (it has no schema_version); "
             f"point {DB_ENV_VAR} at a memplan database or at a new file"
         )
-    if found[0] != str(SCHEMA_VERSION):
+    return found
+
+
+def _check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -> None:
+    """Let through a database of this schema; migrate an older one if writable; refuse the rest."""
+    found = _stored_version(con, path)
+    if found > SCHEMA_VERSION:
         raise StoreError(
-            f"database {path} has schema version {found[0]}, but this memplan expects "
-            f"version {SCHEMA_VERSION}; use the memplan that wrote it, or a new database file"
+            f"database {path} has schema version {found}, newer than this memplan's "
+            f"{SCHEMA_VERSION}; upgrade memplan to open it, or point {DB_ENV_VAR} at another "
+            "database"
         )
+    if found == SCHEMA_VERSION:
+        return
+    if read_only:
+        raise _NeedsMigration(
+            f"database {path} has schema version {found}, older than this memplan's "
+            f"{SCHEMA_VERSION}, and a read-only open never migrates it; open it once read-write "
+            f"to migrate it in place, e.g. `python -m profiling list --db {path}`"
+        )
+    _migrate(con, path, found)
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
+    """Migrate from version ``found`` to SCHEMA_VERSION in one transaction."""
+    deadline = time.monotonic() + _lock_timeout_s()
+    delay = LOCK_RETRY_FIRST_S
+    while True:
+        con.begin()
+        try:
+            # Read again inside the transaction: another connection of this process may
+            # have migrated the file meanwhile (another process cannot: we hold the lock).
+            found = _stored_version(con, path)
+            if found != SCHEMA_VERSION:
+                schema.migrate(con, found)
+            con.commit()
+            break
+        except duckdb.TransactionException as error:
+            _rollback(con)
+            # Another connection of this process is migrating it right now: once it has
+            # committed, the next attempt finds the current version and does nothing.
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"could not migrate database {path}: another connection kept migrating it "
+                    f"({_first_line(error)}); nothing was changed. Try again"
+                ) from error
+            time.sleep(delay * (1 + LOCK_RETRY_JITTER * random.random()))
+            delay = min(delay * 2, LOCK_RETRY_MAX_S)
+        except duckdb.Error as error:
+            _rollback(con)
+            raise StoreError(
+                f"could not migrate database {path} from schema version {found} to "
+                f"{SCHEMA_VERSION}: {_first_line(error)}; nothing was changed"
+            ) from error
+        except BaseException:
+            _rollback(con)
+            raise
+    # Fold the migration into the file, as a new database is; only an optimisation, so
+    # a checkpoint refused while another connection is busy is left to DuckDB.
+    with contextlib.suppress(duckdb.Error):
+        con.execute("CHECKPOINT")
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    # A failed COMMIT has rolled back already; there is nothing left to roll back then.
+    with contextlib.suppress(duckdb.TransactionException):
+        con.rollback()
 
 
 @contextlib.contextmanager
 def connect(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection for one operation; creates the database first if needed; always closed."""
+    """A connection for one operation; always closed.
+
+    Creates the database first if there is no file; migrates an older database
+    when read-write and refuses it when read-only (see the module docstring).
+    """
     path = Path(path)
-    ensure_database(path)
+    _create(path)
     con = _open(path, read_only)
     try:
-        _check_schema(con, path)
+        _check_schema(con, path, read_only)
         yield con
     finally:
         con.close()
@@ -290,17 +369,6 @@ def samples_table(run_id: str, samples: Any) -> pa.Table:
     )
 
 
-def insert_table(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
-    """Append an Arrow table whose columns are exactly ``table``'s, in order."""
-    view = f"_incoming_{table}"
-    con.register(view, rows)
-    try:
-        columns = ", ".join(rows.column_names)
-        con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {view}")
-    finally:
-        con.unregister(view)
-
-
 def insert_run(path: Path, record: RunRecord) -> None:
     """Store one run and its timeline in one transaction."""
     row = record.row()
@@ -329,17 +397,21 @@ def create_sweep(
     """Record a sweep as running, with the grid it will measure."""
     try:
         with transaction(path) as con:
+            row = {
+                "sweep_id": sweep_id,
+                "created_at": now_iso(),
+                "finished_at": None,
+                "status": SWEEP_RUNNING,
+                "command": command,
+                "grid_json": json.dumps(grid, sort_keys=True),
+                "hostname": socket.gethostname(),
+                "points_total": points_total,
+                "points_done": 0,
+            }
             con.execute(
-                "INSERT INTO sweeps VALUES (?, ?, NULL, ?, ?, ?, ?, ?, 0)",
-                [
-                    sweep_id,
-                    now_iso(),
-                    SWEEP_RUNNING,
-                    command,
-                    json.dumps(grid, sort_keys=True),
-                    socket.gethostname(),
-                    points_total,
-                ],
+                f"INSERT INTO sweeps ({', '.join(SWEEP_COLUMNS)})"
+                f" VALUES ({', '.join('?' for _ in SWEEP_COLUMNS)})",
+                [row[name] for name in SWEEP_COLUMNS],
             )
     except duckdb.ConstraintException as error:
         raise StoreError(
@@ -384,9 +456,15 @@ def load_runs(
     sweep_id: str | None = None,
     status: str | None = None,
     hostname: str | None = None,
+    workload: str | None = None,
 ) -> pd.DataFrame:
     """Runs (columns RUN_COLUMNS) ordered by created_at then run_id; filters combine with AND."""
-    filters = {"sweep_id": sweep_id, "status": status, "hostname": hostname}
+    filters = {
+        "sweep_id": sweep_id,
+        "status": status,
+        "hostname": hostname,
+        "workload": workload,
+    }
     chosen = {name: value for name, value in filters.items() if value is not None}
     where = " AND ".join(f"{name} = ?" for name in chosen)
     sql = f"SELECT {_RUN_SELECT} FROM runs"
@@ -437,7 +515,7 @@ def get_run(path: Path, run_id_prefix: str) -> dict[str, Any]:
 
 
 def point_key(row: RunRecord | Mapping[str, Any]) -> tuple[Any, ...]:
-    """What identifies a sweep point: the workload and the step count (not seed or repeat)."""
+    """What identifies a sweep point (POINT_COLUMNS): workload, configuration, step count."""
     if isinstance(row, RunRecord):
         return tuple(getattr(row, name) for name in POINT_COLUMNS)
     return tuple(row[name] for name in POINT_COLUMNS)

@@ -133,8 +133,20 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not names:
         raise ModelingError(f"{db_path} has no ok runs to evaluate; measure some with "
                             "`python -m profiling sweep`")  # fmt: skip
+    evaluated = 0
     for name in names:
-        _evaluate_workload(args, db_path, name, specs, frame[frame["workload"] == name])
+        try:
+            _evaluate_workload(args, db_path, name, specs, frame[frame["workload"] == name])
+        except ModelingError as error:
+            # Evaluating every workload: one with too few runs must not stop the others.
+            if len(names) == 1:
+                raise ModelingError(f"{name}: {error}") from error
+            _progress(f"skipped {name}: {error}")
+        else:
+            evaluated += 1
+    if not evaluated:
+        raise ModelingError("no workload has enough runs to evaluate; measure more "
+                            "(python -m profiling sweep)")  # fmt: skip
     return 0
 
 
@@ -178,12 +190,14 @@ def _evaluate_workload(
 
 def _prepare_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", type=Path, help="folder for the four Parquet files")
+    add_workload_option(parser)
     add_db_option(parser)
 
 
 def _export(args: argparse.Namespace) -> int:
-    directory = bundle.export_results(open_db(args), args.directory)
-    print(f"wrote the latest evaluation's {', '.join(results.RESULT_TABLES)} to {directory}")
+    directory = bundle.export_results(open_db(args), args.directory, workload=args.workload)
+    tables = ", ".join(results.RESULT_TABLES)
+    print(f"wrote the latest {args.workload} evaluation's {tables} to {directory}")
     return 0
 
 
@@ -216,7 +230,7 @@ def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
 
 def _stored_model(args: argparse.Namespace) -> results.Predictor:
     db_path = open_db(args)
-    bundle.install_bundled_results(db_path)
+    bundle.install_every_bundle(db_path)
     return results.load_predictor(db_path, args.model, workload=args.workload)
 
 

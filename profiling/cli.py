@@ -49,9 +49,10 @@ from profiling.sweep import (
 
 INTERRUPTED_EXIT_CODE = 130
 # Columns `list` prints; `--all-columns` prints every stored one.
-LIST_COLUMNS = ["run_id", "sweep_id", "status", "depth", "height", "width", "batch_size",
-                "base_filters", "precision", "peak_sampled_bytes", "peak_hwm_bytes", "wall_s",
-                "hostname"]  # fmt: skip
+LIST_COLUMNS = [
+    "run_id", "sweep_id", "status", "workload", "depth", "height", "width", "batch_size",
+    "base_filters", "precision", "peak_sampled_bytes", "peak_hwm_bytes", "wall_s", "hostname",
+]  # fmt: skip
 
 
 def _add_measure_options(parser: argparse.ArgumentParser) -> None:
@@ -198,11 +199,17 @@ def _sweep(args: argparse.Namespace) -> int:
 # --- list / show -------------------------------------------------------------------------
 
 
+def _add_workload_filter(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workload", choices=list(workloads.WORKLOADS),
+                        help="only runs of this network")  # fmt: skip
+
+
 def _prepare_list(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", help="only this sweep id")
     parser.add_argument("--status", choices=("ok", "oom", "timeout", "error", "skipped",
                                              "interrupted"))  # fmt: skip
     parser.add_argument("--host", help="only runs measured on this hostname")
+    _add_workload_filter(parser)
     parser.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
     parser.add_argument("--all-columns", action="store_true")
     add_db_option(parser)
@@ -210,7 +217,8 @@ def _prepare_list(parser: argparse.ArgumentParser) -> None:
 
 def _list(args: argparse.Namespace) -> int:
     db_path = open_db(args)
-    runs = store.load_runs(db_path, sweep_id=args.sweep, status=args.status, hostname=args.host)
+    runs = store.load_runs(db_path, sweep_id=args.sweep, status=args.status, hostname=args.host,
+                           workload=args.workload)  # fmt: skip
     if not args.all_columns:
         runs = runs[LIST_COLUMNS]
     if args.csv:
@@ -262,12 +270,15 @@ def _prepare_summary(parser: argparse.ArgumentParser) -> None:
         default="hwm",
         help="kernel high-water mark (default) or the sampled peak",
     )
+    _add_workload_filter(parser)
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
     add_db_option(parser)  # fmt: skip
 
 
 def _summary(args: argparse.Namespace) -> int:
-    runs = store.load_runs(open_db(args), sweep_id=args.sweep, hostname=args.host)
+    runs = store.load_runs(
+        open_db(args), sweep_id=args.sweep, hostname=args.host, workload=args.workload
+    )
     table = peak_table(runs, args.metric)
     if table.empty:
         print("no runs match")
@@ -285,11 +296,14 @@ def _prepare_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="runs file, .csv or .parquet")
     parser.add_argument("--timelines", type=Path, help="also write the samples to this file")
     parser.add_argument("--sweep", help="only this sweep id")
+    _add_workload_filter(parser)
     add_db_option(parser)
 
 
 def _export(args: argparse.Namespace) -> int:
-    count = exchange.export_runs(open_db(args), args.out, args.timelines, sweep_id=args.sweep)
+    count = exchange.export_runs(
+        open_db(args), args.out, args.timelines, sweep_id=args.sweep, workload=args.workload
+    )
     print(f"exported {count} run(s) to {args.out}"
           f"{f' and their timelines to {args.timelines}' if args.timelines else ''}")  # fmt: skip
     return 0

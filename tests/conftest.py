@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from core import workloads
 from core.analytical import refined_breakdown
 from core.records import RunRecord, Sample
-from core.workloads.unet3d import UNetConfig
+from core.workloads.base import WorkloadConfig
 
 # A tiny but valid workload: 16 is the smallest side a 5-level U-Net accepts.
 _DEFAULTS: dict[str, Any] = {
@@ -20,6 +21,7 @@ _DEFAULTS: dict[str, Any] = {
     "created_at": "2025-01-01T00:00:00+00:00",
     "status": "ok",
     "message": "",
+    "workload": "unet3d",
     "depth": 16,
     "height": 16,
     "width": 16,
@@ -86,7 +88,7 @@ SYNTHETIC_FRAMEWORK_BYTES = 700 * 2**20
 SYNTHETIC_RUNTIME_BYTES = 200 * 2**20
 
 
-def synthetic_peak_bytes(config: UNetConfig) -> int:
+def synthetic_peak_bytes(config: WorkloadConfig) -> int:
     refined = refined_breakdown(config, SYNTHETIC_FRAMEWORK_BYTES)
     return refined.total_bytes + SYNTHETIC_RUNTIME_BYTES
 
@@ -97,20 +99,23 @@ def build_runs(
     repeats: int = 1,
     noise: float = 0.0,
     seed: int = 0,
+    workload: str = "unet3d",
 ) -> pd.DataFrame:
-    """A runs-table frame (all RUN_COLUMNS) of cube x batch points following the law above.
+    """A runs-table frame (all RUN_COLUMNS) of square/cube x batch points following the law above.
 
     ``noise`` is the relative standard deviation of each peak; ``repeats`` runs per point.
     """
     rng = np.random.default_rng(seed)
+    module = workloads.get(workload)
     rows = []
     for side in sides:
         for batch in batches:
-            peak = synthetic_peak_bytes(UNetConfig((side, side, side), batch))
+            config = module.Config((side,) * module.DIMS, batch)
+            peak = synthetic_peak_bytes(config)
             for repeat in range(repeats):
                 measured = int(peak * (1 + noise * rng.standard_normal()))
                 record = build_record(
-                    depth=side, height=side, width=side, batch_size=batch, repeat=repeat,
+                    **workloads.config_columns(config), repeat=repeat,
                     peak_hwm_bytes=measured, peak_sampled_bytes=measured,
                     baseline_bytes=SYNTHETIC_FRAMEWORK_BYTES,
                 )  # fmt: skip

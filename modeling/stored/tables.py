@@ -1,10 +1,11 @@
 """Fitted models, scores and held-out predictions in DuckDB, next to the runs they came from.
 
-Four tables in the *same* database file as ``runs`` (created here, with
-``CREATE TABLE IF NOT EXISTS``, the first time results are stored):
+Four tables in the *same* database file as ``runs``, part of its schema
+(`core.schema`, which also migrates the results of older databases):
 
-* ``evaluations`` — one row per ``python -m modeling evaluate``: when, the
-  command, which data (fingerprint, run and point counts), seeds, machine;
+* ``evaluations`` — one row per ``python -m modeling evaluate``: the workload
+  whose runs it fit, when, the command, which data (fingerprint, run and point
+  counts), seeds, machine;
 * ``scores`` — one row per model x split kind x seed (`modeling.evaluation.protocol.Score`);
 * ``predictions`` — every held-out prediction, so a page can plot measured
   vs predicted without fitting anything;
@@ -13,20 +14,26 @@ Four tables in the *same* database file as ``runs`` (created here, with
   conformal bounds and training range. `load_predictors` rebuilds them, so
   the dashboard and ``python -m modeling size`` predict without refitting.
 
+Each workload has its own evaluations: the loaders take ``workload`` (default
+``unet3d``, the only one before schema 2) and, without an ``evaluation_id``,
+read that workload's latest evaluation. Rows are written by column name.
+
 Connections are `core.store`'s: short-lived, retried while a sweep holds
 the lock. Pickles are only as trustworthy as the database file: load results
 only from databases you (or your team) wrote. A pickle also needs the library
-versions that wrote it; each model row records them.
+versions that wrote it; each model row records them, and the estimator classes
+under the module names they had then (`MOVED_MODULES` maps the old names).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 import platform
 import socket
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -34,44 +41,39 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from core import store
+from core import schema, store, workloads
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.bounds import ConformalBound
 from modeling.evaluation.protocol import PREDICTION_COLUMNS, Evaluation, Score
 from modeling.stored.predictor import Predictor, TrainingRange
 
+RESULT_TABLES: tuple[str, ...] = schema.RESULT_TABLES
 SCORE_COLUMNS: tuple[str, ...] = tuple(Score.__dataclass_fields__)
 # Libraries whose versions a stored pickle depends on.
 PICKLED_LIBRARIES = ("scikit-learn", "xgboost", "gplearn", "numpy")
 # The sizing default: the stored model with the lowest worst-case extrapolation error.
 BEST = "best"
 
-_DDL: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS evaluations (evaluation_id VARCHAR PRIMARY KEY,"
-    " created_at VARCHAR NOT NULL, command VARCHAR, data_fingerprint VARCHAR NOT NULL,"
-    " n_runs INTEGER NOT NULL, n_points INTEGER NOT NULL, seeds_json VARCHAR NOT NULL,"
-    " hostname VARCHAR, python_version VARCHAR)",
-    "CREATE TABLE IF NOT EXISTS scores (evaluation_id VARCHAR NOT NULL, model VARCHAR NOT NULL,"
-    " split VARCHAR NOT NULL, seed INTEGER NOT NULL, mape_pct DOUBLE, r2 DOUBLE,"
-    " max_ape_pct DOUBLE, n_train INTEGER, n_test INTEGER, fit_seconds DOUBLE,"
-    " params_json VARCHAR, validation_mape_pct DOUBLE, formula VARCHAR)",
-    "CREATE TABLE IF NOT EXISTS predictions (evaluation_id VARCHAR NOT NULL,"
-    " model VARCHAR NOT NULL, split VARCHAR NOT NULL, seed INTEGER NOT NULL,"
-    " run_id VARCHAR NOT NULL, measured_bytes DOUBLE, predicted_bytes DOUBLE)",
-    "CREATE TABLE IF NOT EXISTS models (model_id VARCHAR PRIMARY KEY,"
-    " evaluation_id VARCHAR NOT NULL, name VARCHAR NOT NULL, title VARCHAR, kind VARCHAR,"
-    " formula VARCHAR, formula_length INTEGER, params_json VARCHAR, columns_json VARCHAR,"
-    " estimator BLOB NOT NULL, fitted_at VARCHAR NOT NULL, fit_seconds DOUBLE,"
-    " data_fingerprint VARCHAR, n_runs INTEGER, training_range_json VARCHAR,"
-    " bound_json VARCHAR NOT NULL, extrapolation_bound_json VARCHAR, versions_json VARCHAR)",
-)
-RESULT_TABLES = ("evaluations", "scores", "predictions", "models")
+# What the loaders read unless told otherwise: the only workload before schema 2.
+DEFAULT_WORKLOAD: str = workloads.DEFAULT_WORKLOAD
+# Where the estimator classes stored before the 2ed9e62 reorganisation live now, so the
+# models of an older database (and of data/reference_results) still load.
+MOVED_MODULES: Mapping[str, str] = {
+    "modeling.analytical_models": "modeling.estimators.analytical",
+    "modeling.baselines": "modeling.estimators.baselines",
+    "modeling.hybrid": "modeling.estimators.hybrid",
+    "modeling.symbolic": "modeling.estimators.symbolic",
+    "modeling.models": "modeling.estimators.catalogue",
+    "modeling.analytical": "core.analytical",
+}
 
 
-def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the results tables if this database does not have them yet."""
-    for statement in _DDL:
-        con.execute(statement)
+def _insert_row(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
+    names = list(row)
+    con.execute(
+        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})",
+        [row[name] for name in names],
+    )
 
 
 def _bound_json(bound: ConformalBound | None) -> str | None:
@@ -87,9 +89,19 @@ def _versions() -> dict[str, str]:
 
 
 def store_results(
-    path: Path, evaluation: Evaluation, predictors: Sequence[Predictor], command: str = ""
+    path: Path,
+    evaluation: Evaluation,
+    predictors: Sequence[Predictor],
+    command: str = "",
+    *,
+    workload: str = DEFAULT_WORKLOAD,
 ) -> str:
-    """Store an evaluation and its fitted models in one transaction; returns the evaluation_id."""
+    """Store an evaluation of ``workload``'s runs and its fitted models in one transaction.
+
+    Returns the evaluation_id.
+    """
+    if not workload:
+        raise ModelingError("an evaluation needs the workload whose runs it fit, e.g. 'unet3d'")
     evaluation_id = uuid.uuid4().hex
     created_at = store.now_iso()
     scores = evaluation.scores_frame()[list(SCORE_COLUMNS)]
@@ -100,13 +112,13 @@ def store_results(
     predictions.insert(0, "evaluation_id", evaluation_id)
     versions = json.dumps(_versions(), sort_keys=True)
     with store.transaction(path) as con:
-        ensure_tables(con)
-        con.execute(
-            "INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [evaluation_id, created_at, command, evaluation.data_fingerprint, evaluation.n_runs,
-             evaluation.n_points, json.dumps(evaluation.seeds), socket.gethostname(),
-             platform.python_version()],
-        )  # fmt: skip
+        _insert_row(con, "evaluations", {
+            "evaluation_id": evaluation_id, "workload": workload, "created_at": created_at,
+            "command": command, "data_fingerprint": evaluation.data_fingerprint,
+            "n_runs": evaluation.n_runs, "n_points": evaluation.n_points,
+            "seeds_json": json.dumps(evaluation.seeds), "hostname": socket.gethostname(),
+            "python_version": platform.python_version(),
+        })  # fmt: skip
         for table, rows in (("scores", scores), ("predictions", predictions)):
             con.register("_incoming", rows)
             names = ", ".join(rows.columns)
@@ -115,79 +127,95 @@ def store_results(
             finally:
                 con.unregister("_incoming")
         for predictor in predictors:
-            con.execute(
-                "INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [uuid.uuid4().hex, evaluation_id, predictor.name, predictor.title, predictor.kind,
-                 predictor.formula, predictor.formula_length, predictor.params_json,
-                 json.dumps(list(predictor.columns)), pickle.dumps(predictor.estimator),
-                 created_at, predictor.fit_seconds, evaluation.data_fingerprint,
-                 evaluation.n_runs, json.dumps(predictor.training_range.to_dict()),
-                 _bound_json(predictor.bound), _bound_json(predictor.extrapolation_bound),
-                 versions],
-            )  # fmt: skip
+            _insert_row(con, "models", {
+                "model_id": uuid.uuid4().hex, "evaluation_id": evaluation_id,
+                "name": predictor.name, "title": predictor.title, "kind": predictor.kind,
+                "formula": predictor.formula, "formula_length": predictor.formula_length,
+                "params_json": predictor.params_json,
+                "columns_json": json.dumps(list(predictor.columns)),
+                "estimator": pickle.dumps(predictor.estimator), "fitted_at": created_at,
+                "fit_seconds": predictor.fit_seconds,
+                "data_fingerprint": evaluation.data_fingerprint, "n_runs": evaluation.n_runs,
+                "training_range_json": json.dumps(predictor.training_range.to_dict()),
+                "bound_json": _bound_json(predictor.bound),
+                "extrapolation_bound_json": _bound_json(predictor.extrapolation_bound),
+                "versions_json": versions,
+            })  # fmt: skip
     return evaluation_id
 
 
-def _has_results(con: duckdb.DuckDBPyConnection) -> bool:
-    found = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'evaluations'"
-    ).fetchone()
-    return bool(found and found[0])
-
-
-def _no_models(path: Path) -> NoModelsError:
+def _no_models(path: Path, workload: str) -> NoModelsError:
+    which = "" if workload == DEFAULT_WORKLOAD else f" of workload {workload!r}"
     return NoModelsError(
-        f"no fitted models in {path} yet; run `python -m modeling evaluate --db {path}` first"
+        f"no fitted models{which} in {path} yet; run `python -m modeling evaluate --db {path}` "
+        "first"
     )
 
 
-def latest_evaluation_id(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The newest stored evaluation's id; None when there is none."""
-    if not _has_results(con):
-        return None
+def latest_evaluation_id(
+    con: duckdb.DuckDBPyConnection, workload: str = DEFAULT_WORKLOAD
+) -> str | None:
+    """The newest stored evaluation of ``workload``; None when there is none."""
     found = con.execute(
-        "SELECT evaluation_id FROM evaluations ORDER BY created_at DESC, rowid DESC LIMIT 1"
+        "SELECT evaluation_id FROM evaluations WHERE workload = ?"
+        " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        [workload],
     ).fetchone()
     return None if found is None else str(found[0])
 
 
-def _latest_id(con: duckdb.DuckDBPyConnection, path: Path) -> str:
-    found = latest_evaluation_id(con)
+def _latest_id(con: duckdb.DuckDBPyConnection, path: Path, workload: str) -> str:
+    found = latest_evaluation_id(con, workload)
     if found is None:
-        raise _no_models(path)
+        raise _no_models(path, workload)
     return found
 
 
-def load_evaluations(path: Path) -> pd.DataFrame:
-    """Every stored evaluation, newest first (empty when none was stored)."""
+def load_evaluations(path: Path, workload: str | None = DEFAULT_WORKLOAD) -> pd.DataFrame:
+    """The stored evaluations of ``workload`` (None: of every workload), newest first.
+
+    Empty (with the table's columns) when none was stored.
+    """
+    where, params = ("WHERE workload = ?", [workload]) if workload is not None else ("", [])
     with store.connect(path, read_only=True) as con:
-        if not _has_results(con):
-            return pd.DataFrame()
-        return con.execute("SELECT * FROM evaluations ORDER BY created_at DESC").df()
+        return con.execute(
+            f"SELECT * FROM evaluations {where} ORDER BY created_at DESC, rowid DESC", params
+        ).df()
 
 
-def _load_table(path: Path, table: str, evaluation_id: str | None) -> pd.DataFrame:
+def _load_table(path: Path, table: str, evaluation_id: str | None, workload: str) -> pd.DataFrame:
     with store.connect(path, read_only=True) as con:
-        chosen = evaluation_id or _latest_id(con, path)
+        chosen = evaluation_id or _latest_id(con, path, workload)
         return con.execute(
             f"SELECT * FROM {table} WHERE evaluation_id = ? ORDER BY rowid", [chosen]
         ).df()
 
 
-def load_scores(path: Path, evaluation_id: str | None = None) -> pd.DataFrame:
-    """Scores of one evaluation (default: the latest)."""
-    return _load_table(path, "scores", evaluation_id)
+def load_scores(
+    path: Path, evaluation_id: str | None = None, workload: str = DEFAULT_WORKLOAD
+) -> pd.DataFrame:
+    """Scores of one evaluation (default: ``workload``'s latest)."""
+    return _load_table(path, "scores", evaluation_id, workload)
 
 
-def load_predictions(path: Path, evaluation_id: str | None = None) -> pd.DataFrame:
-    """Held-out predictions of one evaluation (default: the latest)."""
-    return _load_table(path, "predictions", evaluation_id)
+def load_predictions(
+    path: Path, evaluation_id: str | None = None, workload: str = DEFAULT_WORKLOAD
+) -> pd.DataFrame:
+    """Held-out predictions of one evaluation (default: ``workload``'s latest)."""
+    return _load_table(path, "predictions", evaluation_id, workload)
+
+
+class _Unpickler(pickle.Unpickler):
+    """Finds classes pickled under a module name that has since moved (`MOVED_MODULES`)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(MOVED_MODULES.get(module, module), name)
 
 
 def _unpickled(row: dict[str, Any]) -> Any:
     # The pickle was written by `store_results` into this database (see module docstring).
     try:
-        return pickle.loads(bytes(row["estimator"]))
+        return _Unpickler(io.BytesIO(bytes(row["estimator"]))).load()
     except Exception as error:  # an unpickling failure can raise nearly anything
         raise ModelingError(
             f"stored model {row['name']!r} cannot be loaded here ({type(error).__name__}: "
@@ -213,17 +241,19 @@ def _predictor(row: dict[str, Any]) -> Predictor:
     )
 
 
-def load_predictors(path: Path, evaluation_id: str | None = None) -> list[Predictor]:
-    """The models fit by one evaluation (default: the latest), ready to predict."""
+def load_predictors(
+    path: Path, evaluation_id: str | None = None, workload: str = DEFAULT_WORKLOAD
+) -> list[Predictor]:
+    """The models fit by one evaluation (default: ``workload``'s latest), ready to predict."""
     with store.connect(path, read_only=True) as con:
-        chosen = evaluation_id or _latest_id(con, path)
+        chosen = evaluation_id or _latest_id(con, path, workload)
         result = con.execute(
             "SELECT * FROM models WHERE evaluation_id = ? ORDER BY rowid", [chosen]
         )
         columns = [description[0] for description in result.description]
         rows = [dict(zip(columns, values, strict=True)) for values in result.fetchall()]
     if not rows:
-        raise _no_models(path)
+        raise _no_models(path, workload)
     return [_predictor(row) for row in rows]
 
 
@@ -240,11 +270,14 @@ def best_model_name(scores: pd.DataFrame, split: str = "extrapolation") -> str:
     return str(ranked.sort_values(["worst", "mean"], kind="stable").index[0])
 
 
-def load_predictor(path: Path, name: str = BEST) -> Predictor:
-    """One stored model of the latest evaluation by name; ``"best"`` picks by `best_model_name`."""
-    predictors = load_predictors(path)
+def load_predictor(path: Path, name: str = BEST, workload: str = DEFAULT_WORKLOAD) -> Predictor:
+    """One stored model of ``workload``'s latest evaluation by name.
+
+    ``"best"`` picks by `best_model_name`.
+    """
+    predictors = load_predictors(path, workload=workload)
     if name == BEST:
-        name = best_model_name(load_scores(path))
+        name = best_model_name(load_scores(path, workload=workload))
     for predictor in predictors:
         if predictor.name == name:
             return predictor

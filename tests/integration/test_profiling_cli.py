@@ -73,6 +73,26 @@ def test_a_real_run_is_profiled_end_to_end_into_the_database(db):
     assert "peak_hwm_bytes" in shown and "t_s,rss_bytes" in shown
 
 
+def test_the_second_workload_trains_in_the_same_profiled_child(db):
+    result = memplan("run", "--workload", "alexnet", "--image-size", "67", "--batch-size", "2",
+                     "--classes", "10", "--steps", "2", "--db", str(db))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok: 67 batch 2, sampled peak")
+
+    [run] = store.load_runs(db).to_dict("records")
+    assert (run["workload"], run["height"], run["width"], run["classes"]) == (
+        "alexnet", 67, 67, 10,
+    )  # fmt: skip
+    # The U-Net's own columns stay empty for an AlexNet run.
+    assert all(run[name] is None or run[name] != run[name] for name in ("depth", "levels"))
+    assert run["peak_hwm_bytes"] >= run["baseline_bytes"] > 200 * 2**20
+    # A knob the network does not have is refused before anything runs.
+    refused = memplan("run", "--workload", "alexnet", "--image-size", "67", "--levels", "4",
+                      "--db", str(db))  # fmt: skip
+    assert refused.returncode == 2
+    assert "the alexnet workload has no --levels" in refused.stderr
+
+
 def test_a_child_over_the_memory_limit_is_killed_and_recorded_as_oom(db):
     # TensorFlow's import alone crosses 200 MiB.
     result = memplan("run", *TINY, "--memory-limit", "200MiB", "--db", str(db))

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import store
+from core import datafiles, schema, store
 from core.errors import DataFileError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS
 from profiling import exchange
@@ -51,7 +51,13 @@ def source(tmp_path_factory, make_record) -> Path:
             step_times_s="[]",
             step_hwm_bytes="[]",
         ),
-    ]
+        # Another workload: its rows leave the U-Net-only columns NULL.
+        make_record(
+            run_id="r4", sweep_id="s2", workload="alexnet", depth=None, height=224, width=200,
+            batch_size=8, base_filters=None, levels=None, in_channels=3, classes=1000,
+            upsampling=None, timeline=SAMPLES_PER_RUN,
+        ),
+    ]  # fmt: skip
     for record in records:
         store.insert_run(path, record)
     return path
@@ -77,8 +83,8 @@ def test_export_then_import_into_a_new_database_is_exact(tmp_path, source, suffi
     samples_file = tmp_path / f"samples{suffix}" if with_timelines else None
     target = tmp_path / "target.duckdb"
 
-    assert exchange.export_runs(source, runs_file, samples_file) == 3
-    assert exchange.import_runs(target, runs_file, samples_file) == 3
+    assert exchange.export_runs(source, runs_file, samples_file) == 4
+    assert exchange.import_runs(target, runs_file, samples_file) == 4
 
     pd.testing.assert_frame_equal(store.load_runs(target), store.load_runs(source))
     if with_timelines:
@@ -87,11 +93,24 @@ def test_export_then_import_into_a_new_database_is_exact(tmp_path, source, suffi
         assert store.load_samples(target).empty
 
 
-def test_exported_files_have_the_table_columns_in_order(tmp_path, source):
+def test_exported_files_have_the_table_columns_in_order_and_their_schema_version(tmp_path, source):
     exchange.export_runs(source, tmp_path / "runs.csv", tmp_path / "samples.parquet")
-    header = (tmp_path / "runs.csv").read_text().splitlines()[0]
-    assert tuple(header.split(",")) == RUN_COLUMNS
-    assert tuple(pq.read_table(tmp_path / "samples.parquet").column_names) == SAMPLE_COLUMNS
+    exchange.export_runs(source, tmp_path / "runs.parquet", tmp_path / "samples.csv")
+
+    # CSV has no metadata: the version is a last column, the same on every row.
+    runs_csv = pd.read_csv(tmp_path / "runs.csv", keep_default_na=False, dtype=str)
+    assert tuple(runs_csv.columns) == (*RUN_COLUMNS, "schema_version")
+    assert set(runs_csv["schema_version"]) == {str(schema.SCHEMA_VERSION)}
+    samples_csv = pd.read_csv(tmp_path / "samples.csv", dtype=str)
+    assert tuple(samples_csv.columns) == (*SAMPLE_COLUMNS, "schema_version")
+    # Parquet carries it in the file's metadata.
+    for name, columns in (("runs", RUN_COLUMNS), ("samples", SAMPLE_COLUMNS)):
+        parquet = pq.read_table(tmp_path / f"{name}.parquet")
+        assert tuple(parquet.column_names) == columns
+        assert (
+            parquet.schema.metadata[b"memplan_schema_version"]
+            == str(schema.SCHEMA_VERSION).encode()
+        )
 
 
 def test_export_of_one_sweep_holds_only_its_runs_and_timelines(tmp_path, source):
@@ -122,6 +141,32 @@ def test_import_accepts_a_csv_written_by_pandas(tmp_path, db, make_record):
     stored = store.get_run(db, "p2")
     assert stored["estimate_bytes"] is None and stored["onednn_enabled"] is True
     assert store.get_run(db, "p1")["estimate_bytes"] == records[0].estimate_bytes
+
+
+def test_a_file_without_workload_or_version_is_read_as_schema_1_unet_runs(
+    tmp_path, db, make_record
+):
+    # What pandas (or memplan before schema 2) writes for U-Net runs: no workload column.
+    row = make_record(run_id="old").row()
+    del row["workload"]
+    pd.DataFrame([row]).to_csv(tmp_path / "old.csv", index=False)
+
+    assert exchange.import_runs(db, tmp_path / "old.csv") == 1
+    assert store.get_run(db, "old")["workload"] == "unet3d"
+
+
+def test_a_schema_1_file_must_have_the_schema_1_columns(tmp_path, db, make_record):
+    row = make_record(run_id="old").row()
+    del row["workload"], row["wall_s"]
+    pd.DataFrame([row]).to_csv(tmp_path / "old.csv", index=False)
+
+    expected = (
+        r"missing columns: wall_s\. The file \(of schema version 1\) needs exactly these "
+        r"columns: run_id, .*, message, depth,"
+    )
+    with pytest.raises(DataFileError, match=expected):
+        exchange.import_runs(db, tmp_path / "old.csv")
+    _assert_unchanged(db)
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +263,49 @@ BAD_CSV_CASES = {
         lambda f: f.drop(columns=["t_s"]),
         "missing columns: t_s",
     ),
+    "unknown_workload": (
+        "runs",
+        _set(0, "workload", "resnet"),
+        "column workload, row 1: unknown workload 'resnet'; known: unet3d, alexnet",
+    ),
+    "unet_without_a_depth": (
+        "runs",
+        _set(1, "depth", ""),
+        "row 2 (run r2): depth is empty; workload unet3d needs depth, height, width, batch_size, "
+        "base_filters, levels, in_channels, classes, precision, upsampling",
+    ),
+    "unet_columns_filled_for_another_workload": (
+        "runs",
+        _set(0, "workload", "alexnet"),
+        "row 1 (run r1): depth, base_filters, levels, upsampling must be empty for workload "
+        "alexnet, which has no such setting",
+    ),
+    "invalid_alexnet": (
+        "runs",
+        _set(3, "height", "32"),
+        "row 4 (run r4) is not a valid workload: image side 32 is too small for AlexNet",
+    ),
+    "export_of_a_newer_memplan": (
+        "runs",
+        lambda f: f.assign(schema_version="3"),
+        "runs.csv was exported with schema version 3, newer than this memplan's 2; upgrade "
+        "memplan to import it",
+    ),
+    "timelines_of_a_newer_memplan": (
+        "samples",
+        lambda f: f.assign(schema_version="3"),
+        "samples.csv was exported with schema version 3, newer than this memplan's 2",
+    ),
+    "two_versions_in_one_file": (
+        "runs",
+        _set(1, "schema_version", "1"),
+        "column schema_version holds several versions (1, 2); an export has one",
+    ),
+    "a_version_that_is_not_a_number": (
+        "runs",
+        lambda f: f.assign(schema_version="two"),
+        "column schema_version: 'two' is not a schema version",
+    ),
 }
 
 
@@ -236,6 +324,29 @@ def test_import_refuses_a_bad_csv_naming_the_problem_and_stores_nothing(
     _assert_unchanged(db)
 
 
+def test_import_refuses_a_parquet_export_of_a_newer_memplan(tmp_path, source, db):
+    runs = _exported_parquet(tmp_path, source)
+    newer = runs.replace_schema_metadata({"memplan_schema_version": "3"})
+    pq.write_table(newer, tmp_path / "runs.parquet")
+
+    with pytest.raises(DataFileError) as refused:
+        exchange.import_runs(db, tmp_path / "runs.parquet")
+    assert str(refused.value) == (
+        f"{tmp_path / 'runs.parquet'} was exported with schema version 3, newer than this "
+        "memplan's 2; upgrade memplan to import it"
+    )
+    _assert_unchanged(db)
+
+
+def test_reading_an_export_gives_rows_of_the_current_schema(tmp_path, source):
+    exchange.export_runs(source, tmp_path / "runs.csv", tmp_path / "samples.csv")
+
+    runs = datafiles.read_runs(tmp_path / "runs.csv")
+    assert runs.schema == schema.RUNS_ARROW_SCHEMA
+    samples = datafiles.read_samples(tmp_path / "samples.csv", set(runs["run_id"].to_pylist()))
+    assert samples.schema == schema.SAMPLES_ARROW_SCHEMA
+
+
 def _exported_parquet(tmp_path: Path, source: Path) -> pa.Table:
     exchange.export_runs(source, tmp_path / "good.parquet")
     return pq.read_table(tmp_path / "good.parquet")
@@ -244,7 +355,7 @@ def _exported_parquet(tmp_path: Path, source: Path) -> pa.Table:
 def test_import_refuses_a_parquet_column_of_the_wrong_type(tmp_path, source, db):
     runs = _exported_parquet(tmp_path, source)
     index = runs.column_names.index("levels")
-    runs = runs.set_column(index, "levels", pa.array(["5", "five", "5"]))
+    runs = runs.set_column(index, "levels", pa.array(["5", "five", "5", None], pa.string()))
     pq.write_table(runs, tmp_path / "runs.parquet")
 
     with pytest.raises(DataFileError, match="column levels, row 2: 'five' is not a whole number"):
@@ -255,7 +366,7 @@ def test_import_refuses_a_parquet_column_of_the_wrong_type(tmp_path, source, db)
 def test_import_refuses_null_where_a_run_record_needs_a_value(tmp_path, source, db):
     runs = _exported_parquet(tmp_path, source)
     index = runs.column_names.index("hostname")
-    runs = runs.set_column(index, "hostname", pa.array(["h", None, "h"], pa.string()))
+    runs = runs.set_column(index, "hostname", pa.array(["h", None, "h", "h"], pa.string()))
     pq.write_table(runs, tmp_path / "runs.parquet")
 
     with pytest.raises(DataFileError, match="row 2: hostname is empty; it needs text"):

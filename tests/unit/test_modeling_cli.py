@@ -49,7 +49,7 @@ def test_evaluate_prints_the_table_and_stores_the_models(db: Path, capsys) -> No
 
     out = capsys.readouterr().out
     assert code == 0
-    assert out.startswith("24 ok run(s), 24 configuration(s) from ")
+    assert out.startswith("unet3d: 24 ok run(s), 24 configuration(s) from ")
     assert "| model | random MAPE % | random MAPE sd |" in out
     assert "| refined analytical (closed form) |" in out
     assert "| least squares on analytical terms |" in out
@@ -143,6 +143,68 @@ def test_evaluate_with_too_few_runs_says_to_measure_more(tmp_path: Path, capsys)
     code = main(["evaluate", "--db", str(db)])
 
     assert code == 2
-    assert capsys.readouterr().err.startswith(
-        "error: only 1 distinct measured configuration(s) (1 ok run(s)); the evaluation needs"
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        "error: unet3d: only 1 distinct measured configuration(s) (1 ok run(s)); "
+        "the evaluation needs"
     )
+
+
+def test_evaluate_skips_a_workload_with_too_few_runs_and_fits_the_others(
+    db: Path, capsys
+) -> None:
+    store.insert_run(db, build_record(workload="alexnet", depth=None, height=224, width=224,
+                                      base_filters=None, levels=None, upsampling=None,
+                                      in_channels=3, classes=1000))  # fmt: skip
+
+    assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
+
+    captured = capsys.readouterr()
+    assert "skipped alexnet: only 1 distinct measured configuration(s)" in captured.err
+    assert "unet3d: 24 ok run(s)" in captured.out
+
+
+@pytest.fixture(scope="module")
+def two_workloads(runs_template: Path, tmp_path_factory) -> Path:
+    """The U-Net runs plus AlexNet runs of another law, in one database."""
+    path = tmp_path_factory.mktemp("two") / "runs.duckdb"
+    shutil.copy(runs_template, path)
+    alexnet = build_runs(
+        sides=(96, 128, 160, 192, 224), batches=(1, 2, 4, 8, 16), workload="alexnet"
+    )
+    for row in alexnet.to_dict("records"):
+        store.insert_run(path, build_record(**row))
+    return path
+
+
+def test_evaluate_fits_and_stores_each_workload_on_its_own_runs(
+    two_workloads: Path, tmp_path: Path, capsys
+) -> None:
+    db = Path(shutil.copy(two_workloads, tmp_path / "runs.duckdb"))
+
+    assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
+
+    out = capsys.readouterr().out
+    assert "alexnet: 25 ok run(s), 25 configuration(s)" in out
+    assert "unet3d: 24 ok run(s), 24 configuration(s)" in out
+    for workload in ("alexnet", "unet3d"):
+        names = [p.name for p in results.load_predictors(db, workload=workload)]
+        assert names == ["refined", "least_squares"]
+
+
+def test_size_answers_for_the_chosen_workload_with_its_own_knobs(
+    two_workloads: Path, tmp_path: Path, capsys
+) -> None:
+    db = Path(shutil.copy(two_workloads, tmp_path / "runs.duckdb"))
+    assert main(["evaluate", "--db", str(db), "--workload", "alexnet", *CHEAP]) == 0
+    capsys.readouterr()
+
+    code = main(["size", "batch", "--workload", "alexnet", "--image-size", "224",
+                 "--budget", "16GiB", "--classes", "1000", "--db", str(db)])  # fmt: skip
+
+    assert code == 0
+    assert "224" in capsys.readouterr().out
+    # A U-Net knob is refused for AlexNet, by name.
+    code = main(["size", "batch", "--workload", "alexnet", "--image-size", "224",
+                 "--budget", "16GiB", "--levels", "4", "--db", str(db)])  # fmt: skip
+    assert code == 2
+    assert "the alexnet workload has no --levels" in capsys.readouterr().err

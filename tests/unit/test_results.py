@@ -17,6 +17,7 @@ from modeling.features import config_frame, measured_frame
 from modeling.stored.tables import (
     RESULT_TABLES,
     best_model_name,
+    latest_evaluation_id,
     load_evaluations,
     load_predictions,
     load_predictor,
@@ -93,6 +94,53 @@ def test_the_latest_evaluation_is_the_one_loaded(db, fitted) -> None:
 
     assert set(load_scores(db)["evaluation_id"]) == {latest}
     assert len(load_predictors(db)) == len(predictors)
+
+
+def test_each_workload_has_its_own_latest_evaluation(db, fitted) -> None:
+    _, evaluation, predictors = fitted
+    unet = store_results(db, evaluation, predictors)
+    # The same numbers stored as another workload's, later: unet3d's latest stays unet's.
+    other = store_results(db, evaluation, predictors[:1], workload="alexnet")
+
+    assert set(load_scores(db)["evaluation_id"]) == {unet}
+    assert set(load_scores(db, workload="alexnet")["evaluation_id"]) == {other}
+    assert set(load_predictions(db, workload="alexnet")["evaluation_id"]) == {other}
+    assert [p.name for p in load_predictors(db, workload="alexnet")] == [predictors[0].name]
+    assert load_predictor(db, predictors[0].name, workload="alexnet").name == predictors[0].name
+    assert len(load_predictors(db)) == len(predictors)
+    assert list(load_evaluations(db)["evaluation_id"]) == [unet]
+    assert list(load_evaluations(db, workload="alexnet")["workload"]) == ["alexnet"]
+    assert set(load_evaluations(db, workload=None)["evaluation_id"]) == {unet, other}
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert latest_evaluation_id(con) == unet
+        assert latest_evaluation_id(con, "alexnet") == other
+        assert latest_evaluation_id(con, "resnet") is None
+
+
+def test_a_workload_without_an_evaluation_says_so(db, fitted) -> None:
+    store_results(db, *fitted[1:])
+
+    with pytest.raises(NoModelsError, match="no fitted models of workload 'alexnet' in "):
+        load_predictors(db, workload="alexnet")
+    assert load_evaluations(db, workload="alexnet").empty
+
+
+def test_results_rows_are_written_by_column_name(db, fitted) -> None:
+    # A column order other than the DDL's (as a migration may leave) must not matter.
+    with duckdb.connect(str(db)) as con:
+        con.execute("ALTER TABLE evaluations DROP COLUMN python_version")
+        con.execute("ALTER TABLE evaluations ADD COLUMN python_version VARCHAR")
+        con.execute("ALTER TABLE models DROP COLUMN versions_json")
+        con.execute("ALTER TABLE models ADD COLUMN versions_json VARCHAR")
+
+    store_results(db, *fitted[1:])
+
+    stored = load_evaluations(db).iloc[0]
+    assert stored["python_version"].count(".") == 2 and stored["workload"] == "unet3d"
+    assert [p.name for p in load_predictors(db)] == MODELS
+    with duckdb.connect(str(db), read_only=True) as con:
+        versions = con.execute("SELECT DISTINCT versions_json FROM models").fetchall()
+    assert len(versions) == 1 and "scikit-learn" in versions[0][0]
 
 
 def test_best_picks_the_lowest_worst_case_extrapolation_error(db, fitted) -> None:

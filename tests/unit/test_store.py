@@ -14,6 +14,7 @@ import pytest
 from core import store
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord, Sample
+from core.schema import RESULT_TABLES
 from profiling import exchange
 
 # Python code for a second process that holds the write lock until told to stop.
@@ -37,7 +38,7 @@ def test_a_new_database_has_the_schema_version_and_empty_tables(db):
         version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         tables = {row[0] for row in con.execute("SHOW TABLES").fetchall()}
     assert version == (str(store.SCHEMA_VERSION),)
-    assert tables == {"meta", "sweeps", "runs", "samples"}
+    assert tables == {"meta", "sweeps", "runs", "samples", *RESULT_TABLES}
     assert store.load_runs(db).empty
 
 
@@ -49,8 +50,15 @@ def test_runs_columns_follow_run_record_order_and_types(db):
     types = {row[0]: row[1] for row in described}
     nulls = {row[0]: row[2] for row in described}
     assert names == RUN_COLUMNS
+    assert names.index("workload") == names.index("message") + 1
     assert types["run_id"] == "VARCHAR" and nulls["run_id"] == "NO"
+    assert types["workload"] == "VARCHAR" and nulls["workload"] == "NO"
     assert types["depth"] == "BIGINT"
+    # Columns only some workloads use may be NULL; those every workload uses may not.
+    for name in ("depth", "base_filters", "levels", "upsampling"):
+        assert nulls[name] == "YES"
+    for name in ("height", "width", "batch_size", "in_channels", "classes", "precision"):
+        assert nulls[name] == "NO"
     assert types["wall_s"] == "DOUBLE" and nulls["wall_s"] == "YES"
     assert types["onednn_enabled"] == "BOOLEAN"
     assert nulls["sweep_id"] == "YES" and nulls["hostname"] == "NO"
@@ -61,12 +69,15 @@ def test_a_new_database_leaves_no_temporary_files_behind(db):
     assert [path.name for path in db.parent.iterdir()] == [db.name]
 
 
-def test_opening_a_database_of_another_schema_version_names_both_versions(db):
+def test_opening_a_database_of_a_newer_schema_version_names_both_versions(db):
     store.ensure_database(db)
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match="schema version 7, but this memplan expects version 1"):
+    expected = f"schema version 7, newer than this memplan's {store.SCHEMA_VERSION}; upgrade"
+    with pytest.raises(StoreError, match=expected):
         store.load_runs(db)
+    with pytest.raises(StoreError, match=expected):
+        store.ensure_database(db)
 
 
 def test_opening_a_duckdb_file_that_is_not_memplans_is_refused(db):
@@ -90,18 +101,28 @@ def test_default_path_follows_memplan_db(tmp_path, monkeypatch):
     assert store.default_db_path() == tmp_path / "elsewhere.duckdb"
 
 
-def test_the_default_database_starts_with_the_bundled_runs(tmp_path, monkeypatch, make_record):
+ALEXNET_COLUMNS = {"workload": "alexnet", "depth": None, "height": 224, "width": 224,
+                   "base_filters": None, "levels": None, "upsampling": None,
+                   "in_channels": 3, "classes": 1000}  # fmt: skip
+
+
+def test_the_default_database_starts_with_every_bundled_export(
+    tmp_path, monkeypatch, make_record
+):
     source = tmp_path / "source.duckdb"
     store.insert_run(source, make_record(run_id="reference-1", timeline=5))
-    bundled_runs, bundled_samples = tmp_path / "runs.parquet", tmp_path / "samples.parquet"
-    exchange.export_runs(source, bundled_runs, bundled_samples)
-    monkeypatch.setattr(store, "BUNDLED_RUNS", bundled_runs)
-    monkeypatch.setattr(store, "BUNDLED_SAMPLES", bundled_samples)
+    store.insert_run(source, make_record(run_id="alexnet-1", timeline=2, **ALEXNET_COLUMNS))
+    exports = []
+    for workload in ("unet3d", "alexnet"):
+        runs, samples = tmp_path / f"{workload}.parquet", tmp_path / f"{workload}-s.parquet"
+        exchange.export_runs(source, runs, samples, workload=workload)
+        exports.append((runs, samples))
+    monkeypatch.setattr(store, "BUNDLED_EXPORTS", tuple(exports))
     default = tmp_path / "default.duckdb"
     monkeypatch.setenv("MEMPLAN_DB", str(default))
 
-    assert list(store.load_runs(default)["run_id"]) == ["reference-1"]
-    assert len(store.load_samples(default)) == 5
+    assert sorted(store.load_runs(default)["run_id"]) == ["alexnet-1", "reference-1"]
+    assert len(store.load_samples(default)) == 7
     # Any other new database starts empty.
     assert store.load_runs(tmp_path / "other.duckdb").empty
 
@@ -199,7 +220,37 @@ def test_point_key_is_the_same_for_a_record_and_its_stored_row(db, make_record):
     record = make_record()
     store.insert_run(db, record)
     assert store.point_key(record) == store.point_key(store.get_run(db, record.run_id))
-    assert store.point_key(record) == (16, 16, 16, 1, 16, 5, 1, 1, "float32", "transpose", 3)
+    assert store.point_key(record) == (
+        "unet3d", 16, 16, 16, 1, 16, 5, 1, 1, "float32", "transpose", 3
+    )  # fmt: skip
+
+
+def test_a_run_of_a_workload_without_the_unet_columns_stores_them_as_null(db, make_record):
+    # An AlexNet run: height, width, batch, channels, classes, precision; no depth or U-Net knobs.
+    record = make_record(
+        workload="alexnet", depth=None, height=224, width=224, batch_size=4, base_filters=None,
+        levels=None, in_channels=3, classes=1000, upsampling=None, timeline=2,
+    )  # fmt: skip
+    store.insert_run(db, record)
+
+    assert RunRecord(**store.get_run(db, record.run_id)) == record
+    assert store.point_key(store.get_run(db, record.run_id)) == (
+        "alexnet", None, 224, 224, 4, None, None, 3, 1000, "float32", None, 3
+    )  # fmt: skip
+    assert list(store.load_runs(db, workload="alexnet")["run_id"]) == [record.run_id]
+    assert store.load_runs(db, workload="unet3d").empty
+
+
+def test_the_same_shape_in_two_workloads_is_two_points(db, make_record):
+    software = {name: getattr(make_record(), name) for name in store.SOFTWARE_COLUMNS}
+    unet = make_record()
+    other = make_record(workload="alexnet", depth=None, base_filters=None, levels=None,
+                        upsampling=None)  # fmt: skip
+    store.insert_run(db, unet)
+    store.insert_run(db, other)
+
+    counts = store.completed_points(db, "testhost", software)
+    assert counts == {store.point_key(unet): 1, store.point_key(other): 1}
 
 
 def test_completed_points_count_only_this_host_software_and_finished_statuses(db, make_record):

@@ -1,0 +1,345 @@
+"""The database schema: every table, its version, and the migrations that bring older files to it.
+
+A memplan database is one DuckDB file holding eight tables: ``meta`` (key/value,
+``schema_version`` among them), ``sweeps``, ``runs`` (one `RunRecord` per row,
+its fields in order), ``samples`` (their memory timelines), and what
+``python -m modeling evaluate`` stores (`modeling.stored.tables`):
+``evaluations``, ``scores``, ``predictions`` and ``models``. `create` makes all
+of them at SCHEMA_VERSION; `migrate` brings a file written by an older memplan
+to it. This module is the bottom of the storage code: it runs SQL on a
+connection it is given and opens nothing (`core.store` opens, locks and decides
+when to migrate; `core.datafiles` reads and writes exports).
+
+Versions
+--------
+1. The four tables of runs; the results tables were made on first use. Every run
+   was a 3D U-Net.
+2. Several workloads: ``runs.workload`` (right after ``message``) names the
+   network (`core.workloads`) and the U-Net-only columns ``depth``,
+   ``base_filters``, ``levels`` and ``upsampling`` may be NULL; each evaluation
+   names the workload whose runs it fit (``evaluations.workload``). Rows from
+   version 1 get ``'unet3d'``. The results tables are part of the schema.
+
+Changing the schema
+-------------------
+Raise SCHEMA_VERSION; change the DDL below (and `RunRecord` for ``runs``);
+append to MIGRATIONS a function from the previous version to the new one; add
+the columns the new version adds to ADDED_COLUMNS, with the value an older row
+gets (None: NULL), so that older *exports* still import (`upgrade_export`). A
+migration runs inside the caller's transaction, must not commit, and spells
+out every table it creates: never the current DDL, which will change again.
+Keep a database and an export written by the release before the change in
+``tests/fixtures/schemaN/`` (see ``tests/fixtures/schema1/README.md``);
+``tests/integration/test_schema_migrations.py`` shows what to check.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from core.errors import StoreError
+from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
+
+SCHEMA_VERSION = 2
+# Where a database keeps its version: the ``meta`` row with this key.
+VERSION_KEY = "schema_version"
+# What every run and evaluation before schema 2 measured.
+LEGACY_WORKLOAD = "unet3d"
+
+_SQL_TYPES: dict[type, str] = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
+_ARROW_TYPES: dict[type, pa.DataType] = {
+    str: pa.string(),
+    int: pa.int64(),
+    float: pa.float64(),
+    bool: pa.bool_(),
+}
+
+
+def _run_column_types() -> tuple[dict[str, type], frozenset[str]]:
+    """Python type of each runs column and which may be NULL, from RunRecord's annotations."""
+    hints = typing.get_type_hints(RunRecord)
+    column_types: dict[str, type] = {}
+    nullable: set[str] = set()
+    for name in RUN_COLUMNS:
+        hint = hints[name]
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+            members = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+            nullable.add(name)
+            hint = members[0]
+        column_types[name] = hint
+    return column_types, frozenset(nullable)
+
+
+RUN_TYPES, NULLABLE_RUN_COLUMNS = _run_column_types()
+SAMPLE_TYPES: dict[str, type] = {"run_id": str, "t_s": float, "rss_bytes": int}
+RUNS_ARROW_SCHEMA = pa.schema([(name, _ARROW_TYPES[RUN_TYPES[name]]) for name in RUN_COLUMNS])
+SAMPLES_ARROW_SCHEMA = pa.schema(
+    [(name, _ARROW_TYPES[SAMPLE_TYPES[name]]) for name in SAMPLE_COLUMNS]
+)
+
+RUN_TABLES: tuple[str, ...] = ("meta", "sweeps", "runs", "samples")
+RESULT_TABLES: tuple[str, ...] = ("evaluations", "scores", "predictions", "models")
+TABLES: tuple[str, ...] = (*RUN_TABLES, *RESULT_TABLES)
+
+
+def _runs_ddl() -> str:
+    columns = []
+    for name in RUN_COLUMNS:
+        null = "" if name in NULLABLE_RUN_COLUMNS else " NOT NULL"
+        key = " PRIMARY KEY" if name == "run_id" else ""
+        columns.append(f"{name} {_SQL_TYPES[RUN_TYPES[name]]}{null}{key}")
+    return "CREATE TABLE runs (" + ", ".join(columns) + ")"
+
+
+# The current version's tables, by name, in TABLES order.
+DDL: Mapping[str, str] = types.MappingProxyType({
+    "meta": "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+    "sweeps": "CREATE TABLE sweeps (sweep_id VARCHAR PRIMARY KEY, created_at VARCHAR,"
+    " finished_at VARCHAR, status VARCHAR, command VARCHAR, grid_json VARCHAR,"
+    " hostname VARCHAR, points_total INTEGER, points_done INTEGER)",
+    "runs": _runs_ddl(),
+    "samples": "CREATE TABLE samples (run_id VARCHAR NOT NULL, t_s DOUBLE NOT NULL,"
+    " rss_bytes BIGINT NOT NULL)",
+    "evaluations": "CREATE TABLE evaluations (evaluation_id VARCHAR PRIMARY KEY,"
+    " workload VARCHAR NOT NULL, created_at VARCHAR NOT NULL, command VARCHAR,"
+    " data_fingerprint VARCHAR NOT NULL, n_runs INTEGER NOT NULL, n_points INTEGER NOT NULL,"
+    " seeds_json VARCHAR NOT NULL, hostname VARCHAR, python_version VARCHAR)",
+    "scores": "CREATE TABLE scores (evaluation_id VARCHAR NOT NULL, model VARCHAR NOT NULL,"
+    " split VARCHAR NOT NULL, seed INTEGER NOT NULL, mape_pct DOUBLE, r2 DOUBLE,"
+    " max_ape_pct DOUBLE, n_train INTEGER, n_test INTEGER, fit_seconds DOUBLE,"
+    " params_json VARCHAR, validation_mape_pct DOUBLE, formula VARCHAR)",
+    "predictions": "CREATE TABLE predictions (evaluation_id VARCHAR NOT NULL,"
+    " model VARCHAR NOT NULL, split VARCHAR NOT NULL, seed INTEGER NOT NULL,"
+    " run_id VARCHAR NOT NULL, measured_bytes DOUBLE, predicted_bytes DOUBLE)",
+    "models": "CREATE TABLE models (model_id VARCHAR PRIMARY KEY,"
+    " evaluation_id VARCHAR NOT NULL, name VARCHAR NOT NULL, title VARCHAR, kind VARCHAR,"
+    " formula VARCHAR, formula_length INTEGER, params_json VARCHAR, columns_json VARCHAR,"
+    " estimator BLOB NOT NULL, fitted_at VARCHAR NOT NULL, fit_seconds DOUBLE,"
+    " data_fingerprint VARCHAR, n_runs INTEGER, training_range_json VARCHAR,"
+    " bound_json VARCHAR NOT NULL, extrapolation_bound_json VARCHAR, versions_json VARCHAR)",
+})  # fmt: skip
+
+# The columns each version added to a table, with the value a row from before gets
+# (None: NULL). `upgrade_export` fills them into older exports.
+ADDED_COLUMNS: Mapping[int, Mapping[str, Mapping[str, Any]]] = types.MappingProxyType({
+    2: {"runs": {"workload": LEGACY_WORKLOAD}, "evaluations": {"workload": LEGACY_WORKLOAD}},
+})  # fmt: skip
+
+
+def create(con: duckdb.DuckDBPyConnection) -> None:
+    """Create every table of the current version in an empty database and record the version."""
+    for table in TABLES:
+        con.execute(DDL[table])
+    con.execute("INSERT INTO meta (key, value) VALUES (?, ?)", [VERSION_KEY, str(SCHEMA_VERSION)])
+
+
+def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The schema version the database records; None when it is not a memplan database."""
+    try:
+        found = con.execute("SELECT value FROM meta WHERE key = ?", [VERSION_KEY]).fetchone()
+    except duckdb.CatalogException:
+        return None
+    if found is None:
+        return None
+    try:
+        return int(found[0])
+    except (TypeError, ValueError):
+        raise StoreError(
+            f"the database records schema version {found[0]!r}, which is not a whole number; "
+            "it was not written by memplan"
+        ) from None
+
+
+def columns_of(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """The columns of ``table`` in order (empty if there is no such table)."""
+    rows = con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ?"
+        " ORDER BY ordinal_position",
+        [table],
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def insert_table(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    """Append an Arrow table to ``table``, matching columns by name (in any order)."""
+    view = f"_incoming_{table}"
+    con.register(view, rows)
+    try:
+        columns = ", ".join(rows.column_names)
+        con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {view}")
+    finally:
+        con.unregister(view)
+
+
+# --- migrations -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What changes from ``from_version`` to ``from_version + 1``, and the function doing it."""
+
+    from_version: int
+    summary: str
+    apply: Callable[[duckdb.DuckDBPyConnection], None]
+
+    @property
+    def to_version(self) -> int:
+        return self.from_version + 1
+
+
+def _rebuild(con: duckdb.DuckDBPyConnection, table: str, ddl: str, added: dict[str, Any]) -> None:
+    """Recreate ``table`` as ``ddl`` says, keeping every row, its values and their order.
+
+    A column only the new table has gets its value from ``added``; DuckDB can
+    neither add a column in the middle of a table nor change a primary-key table in
+    every way, so the table is rebuilt under its own name.
+    """
+    old = f"_migrating_{table}"
+    con.execute(f"ALTER TABLE {table} RENAME TO {old}")
+    con.execute(ddl)
+    old_columns, new_columns = columns_of(con, old), columns_of(con, table)
+    dropped = [name for name in old_columns if name not in new_columns]
+    unfilled = [name for name in new_columns if name not in old_columns and name not in added]
+    if dropped or unfilled:  # a mistake in a migration, never in the data
+        raise StoreError(
+            f"migration of table {table} would drop {dropped} and leave {unfilled} without a value"
+        )
+    values = [added[name] for name in new_columns if name not in old_columns]
+    select = ", ".join(name if name in old_columns else "?" for name in new_columns)
+    con.execute(
+        f"INSERT INTO {table} ({', '.join(new_columns)}) SELECT {select} FROM {old} ORDER BY rowid",
+        values,
+    )
+    con.execute(f"DROP TABLE {old}")
+
+
+# Schema 1 made the results tables only when the first results were stored.
+_V1_RESULT_TABLES = (
+    "CREATE TABLE IF NOT EXISTS evaluations (evaluation_id VARCHAR PRIMARY KEY,"
+    " created_at VARCHAR NOT NULL, command VARCHAR, data_fingerprint VARCHAR NOT NULL,"
+    " n_runs INTEGER NOT NULL, n_points INTEGER NOT NULL, seeds_json VARCHAR NOT NULL,"
+    " hostname VARCHAR, python_version VARCHAR)",
+    "CREATE TABLE IF NOT EXISTS scores (evaluation_id VARCHAR NOT NULL, model VARCHAR NOT NULL,"
+    " split VARCHAR NOT NULL, seed INTEGER NOT NULL, mape_pct DOUBLE, r2 DOUBLE,"
+    " max_ape_pct DOUBLE, n_train INTEGER, n_test INTEGER, fit_seconds DOUBLE,"
+    " params_json VARCHAR, validation_mape_pct DOUBLE, formula VARCHAR)",
+    "CREATE TABLE IF NOT EXISTS predictions (evaluation_id VARCHAR NOT NULL,"
+    " model VARCHAR NOT NULL, split VARCHAR NOT NULL, seed INTEGER NOT NULL,"
+    " run_id VARCHAR NOT NULL, measured_bytes DOUBLE, predicted_bytes DOUBLE)",
+    "CREATE TABLE IF NOT EXISTS models (model_id VARCHAR PRIMARY KEY,"
+    " evaluation_id VARCHAR NOT NULL, name VARCHAR NOT NULL, title VARCHAR, kind VARCHAR,"
+    " formula VARCHAR, formula_length INTEGER, params_json VARCHAR, columns_json VARCHAR,"
+    " estimator BLOB NOT NULL, fitted_at VARCHAR NOT NULL, fit_seconds DOUBLE,"
+    " data_fingerprint VARCHAR, n_runs INTEGER, training_range_json VARCHAR,"
+    " bound_json VARCHAR NOT NULL, extrapolation_bound_json VARCHAR, versions_json VARCHAR)",
+)
+_V2_RUNS = (
+    "CREATE TABLE runs (run_id VARCHAR NOT NULL PRIMARY KEY, sweep_id VARCHAR,"
+    " created_at VARCHAR NOT NULL, status VARCHAR NOT NULL, message VARCHAR NOT NULL,"
+    " workload VARCHAR NOT NULL, depth BIGINT, height BIGINT NOT NULL, width BIGINT NOT NULL,"
+    " batch_size BIGINT NOT NULL, base_filters BIGINT, levels BIGINT,"
+    " in_channels BIGINT NOT NULL, classes BIGINT NOT NULL, precision VARCHAR NOT NULL,"
+    " upsampling VARCHAR, steps BIGINT NOT NULL, seed BIGINT NOT NULL, repeat BIGINT NOT NULL,"
+    " sample_interval_s DOUBLE NOT NULL, timeout_s DOUBLE NOT NULL,"
+    " memory_limit_bytes BIGINT NOT NULL, estimate_bytes BIGINT, peak_sampled_bytes BIGINT,"
+    " peak_hwm_bytes BIGINT, baseline_bytes BIGINT, wall_s DOUBLE,"
+    " step_times_s VARCHAR NOT NULL, step_hwm_bytes VARCHAR NOT NULL, hostname VARCHAR NOT NULL,"
+    " cpu_model VARCHAR NOT NULL, cpu_cores BIGINT NOT NULL, total_ram_bytes BIGINT NOT NULL,"
+    " os VARCHAR NOT NULL, python_version VARCHAR NOT NULL, tensorflow_version VARCHAR NOT NULL,"
+    " keras_version VARCHAR NOT NULL, numpy_version VARCHAR NOT NULL,"
+    " onednn_enabled BOOLEAN NOT NULL)"
+)
+_V2_EVALUATIONS = (
+    "CREATE TABLE evaluations (evaluation_id VARCHAR PRIMARY KEY, workload VARCHAR NOT NULL,"
+    " created_at VARCHAR NOT NULL, command VARCHAR, data_fingerprint VARCHAR NOT NULL,"
+    " n_runs INTEGER NOT NULL, n_points INTEGER NOT NULL, seeds_json VARCHAR NOT NULL,"
+    " hostname VARCHAR, python_version VARCHAR)"
+)
+
+
+def _v1_to_v2(con: duckdb.DuckDBPyConnection) -> None:
+    for statement in _V1_RESULT_TABLES:
+        con.execute(statement)
+    _rebuild(con, "runs", _V2_RUNS, {"workload": LEGACY_WORKLOAD})
+    _rebuild(con, "evaluations", _V2_EVALUATIONS, {"workload": LEGACY_WORKLOAD})
+
+
+# In order: MIGRATIONS[i] goes from version i + 1 to i + 2.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "runs and evaluations name their workload ('unet3d' for every older row); the "
+        "U-Net-only runs columns may be NULL; the results tables are part of the schema",
+        _v1_to_v2,
+    ),
+)
+
+
+def migrations_from(version: int) -> tuple[Migration, ...]:
+    """The migrations that take a version-``version`` database to SCHEMA_VERSION, in order."""
+    chosen = tuple(m for m in MIGRATIONS if version <= m.from_version < SCHEMA_VERSION)
+    steps = [m.from_version for m in chosen]
+    if steps != list(range(version, SCHEMA_VERSION)):
+        raise StoreError(
+            f"this memplan cannot migrate schema version {version} to {SCHEMA_VERSION}: "
+            f"it has migrations from versions {[m.from_version for m in MIGRATIONS]}"
+        )
+    return chosen
+
+
+def migrate(con: duckdb.DuckDBPyConnection, version: int) -> tuple[Migration, ...]:
+    """Bring a version-``version`` database to SCHEMA_VERSION; returns the steps taken.
+
+    Runs inside the caller's transaction (see `core.store`): if any step fails,
+    the caller's rollback leaves the database exactly as it was.
+    """
+    steps = migrations_from(version)
+    for step in steps:
+        step.apply(con)
+        con.execute("UPDATE meta SET value = ? WHERE key = ?", [str(step.to_version), VERSION_KEY])
+    return steps
+
+
+# --- exports ----------------------------------------------------------------------------
+
+
+def added_since(table: str, version: int) -> dict[str, Any]:
+    """The columns of ``table`` that versions after ``version`` added, with their fill values."""
+    added: dict[str, Any] = {}
+    for later in range(version + 1, SCHEMA_VERSION + 1):
+        added.update(ADDED_COLUMNS.get(later, {}).get(table, {}))
+    return added
+
+
+def columns_as_of(table: str, columns: tuple[str, ...], version: int) -> tuple[str, ...]:
+    """``columns`` (the current ones of ``table``) as a version-``version`` export has them."""
+    newer = added_since(table, version)
+    return tuple(name for name in columns if name not in newer)
+
+
+def infer_version(table: str, columns: list[str]) -> int:
+    """The version of an export that does not say: the newest whose added columns it has all of.
+
+    An export of ``runs`` without ``workload`` is schema 1; one with it, the
+    current schema. Tables no version changed are always the current version.
+    """
+    for version in range(SCHEMA_VERSION, 1, -1):
+        added = ADDED_COLUMNS.get(version, {}).get(table, {})
+        if any(name not in columns for name in added):
+            return version - 1
+    return SCHEMA_VERSION
+
+
+def upgrade_export(table: str, rows: pa.Table, version: int) -> pa.Table:
+    """Rows of a version-``version`` export of ``table`` with the columns newer versions added."""
+    for name, value in added_since(table, version).items():
+        if name not in rows.column_names:
+            rows = rows.append_column(name, pa.array([value] * rows.num_rows))
+    return rows

@@ -1,0 +1,139 @@
+"""The architecture as a test: which package may import which, and no import cycles.
+
+Layers, bottom up: ``core`` (workloads, store, units, errors) <- ``profiling``
+(measures) and ``modeling`` (predicts), which never import each other <-
+``presentation`` (Streamlit-free frames, charts and text reports) <-
+``dashboard`` and ``app.py``. The command-line entry points (``*.cli``,
+``*.__main__``) sit on top of their package and may use ``presentation``; the
+dashboard imports none of them. Every import counts, inside functions too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("core", "profiling", "modeling", "presentation", "dashboard")
+LAYER = {"core": 0, "profiling": 1, "modeling": 1, "presentation": 2, "dashboard": 3, "app": 4}
+ENTRY_LAYER = 2.5  # a package's CLI: above presentation, below the dashboard
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    files = [REPO / "app.py"]
+    for package in PACKAGES:
+        files += sorted((REPO / package).rglob("*.py"))
+    return {_module_name(path): path for path in files}
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The project module an import of ``name`` loads, or None for a third-party one."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imports(module: str) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(target for name in names if (target := _resolve(name)))
+    found.discard(module)
+    return found
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def _is_entry(module: str) -> bool:
+    return module.rsplit(".", 1)[-1] in ("cli", "__main__")
+
+
+def _layer(module: str) -> float:
+    return ENTRY_LAYER if _is_entry(module) else LAYER[module.split(".")[0]]
+
+
+def _package(module: str) -> str:
+    return module.split(".")[0]
+
+
+def test_the_graph_sees_the_known_edges():
+    # A guard against a walker that finds nothing and so passes everything.
+    assert "core.store" in GRAPH["profiling.sweep"]
+    assert "core.workloads.base" in GRAPH["core.workloads.alexnet"]
+    assert "profiling.runner" in GRAPH["profiling.sweep"]
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_a_module_imports_only_its_own_package_or_lower_layers(module):
+    upward = [
+        target
+        for target in GRAPH[module]
+        if _package(target) != _package(module) and _layer(target) >= _layer(module)
+    ]
+    assert not upward, f"{module} imports {upward}: a back-edge or a sideways one"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if _package(m) in ("core",)))
+def test_the_bottom_layer_imports_nothing_above_it(module):
+    assert {_package(target) for target in GRAPH[module]} <= {"core"}
+
+
+def test_profiling_and_modeling_never_import_each_other():
+    crossing = [
+        (module, target)
+        for module, targets in GRAPH.items()
+        for target in targets
+        if {_package(module), _package(target)} == {"profiling", "modeling"}
+    ]
+    assert crossing == []
+
+
+def test_the_dashboard_imports_no_command_line_module():
+    used = {t for m, ts in GRAPH.items() if _package(m) in ("dashboard", "app") for t in ts}
+    assert [module for module in used if _is_entry(module)] == []
+
+
+def test_the_presentation_layer_does_not_need_streamlit():
+    for module, path in MODULES.items():
+        if _package(module) == "presentation":
+            assert "streamlit" not in path.read_text(), module
+
+
+def test_there_is_no_import_cycle():
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(GRAPH[module]):
+            if state.get(target) == 1:
+                cycle = path[path.index(target) :] + [target]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module)
