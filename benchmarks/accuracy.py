@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import store
+from core import database, store
 from modeling.estimators.catalogue import ModelSpec, catalogue, pick
 from modeling.evaluation.fitting import cross_seed_coverage, fit_predictors
 from modeling.evaluation.protocol import (
@@ -105,7 +105,7 @@ def main() -> None:
         "--store-db", type=Path, default=None, help="also store the results in this database"
     )
     args = parser.parse_args()
-    db_path = store.ensure_database(args.db or store.default_db_path())
+    db_path = database.ensure_database(args.db or database.default_db_path())
     runs = store.load_runs(db_path, status="ok")
     frame = measured_frame(runs)
     specs: tuple[ModelSpec, ...] = pick(catalogue(quick=args.quick), args.models)
@@ -150,7 +150,7 @@ def main() -> None:
     checked = {p.name: cross_seed_coverage(evaluation, p.name) for p in predictors}
     print(bounds_table(predictors, checked))
     if args.store_db:
-        target = store.ensure_database(args.store_db)
+        target = database.ensure_database(args.store_db)
         store_results(target, evaluation, predictors, command)
 
 

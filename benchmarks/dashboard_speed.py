@@ -26,7 +26,7 @@ not count):
   to a neighbouring value and time ``at.run()``; the "Predicted peak" metric
   must change with it;
 * **slider change under a DuckDB lock**: the same while another process holds a
-  write transaction open on the database (`core.store.transaction`), as a
+  write transaction open on the database (`core.db_file.transaction`), as a
   sweep does while it stores a point. Before timing, a direct read-only DuckDB
   connection is tried and must be refused, which proves the lock is held.
 
@@ -54,6 +54,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from core import database as db_file
 from core import store
 from core.units import GIB
 from profiling.machine import machine_info
@@ -188,7 +189,7 @@ def worker(page: str, db_path: Path) -> dict[str, Any]:
 
 def hold_lock(db_path: Path) -> None:
     """Hold a write transaction on ``db_path`` until stdin closes."""
-    with store.transaction(db_path) as con:
+    with db_file.transaction(db_path) as con:
         con.execute("SELECT count(*) FROM runs").fetchone()
         print(LOCKED_LINE, flush=True)
         sys.stdin.read()
@@ -211,8 +212,8 @@ def build_databases(directory: Path, synthetic_runs: int) -> tuple[list[Database
     from modeling.stored import bundle
     from profiling import exchange
     bundled = directory / "bundled.duckdb"
-    store.ensure_database(bundled)
-    exchange.import_runs(bundled, store.BUNDLED_RUNS, store.BUNDLED_SAMPLES)
+    db_file.ensure_database(bundled)
+    exchange.import_runs(bundled, db_file.BUNDLED_RUNS, db_file.BUNDLED_SAMPLES)
     if not bundle.install_bundled_results(bundled):
         raise RuntimeError(f"the bundled evaluation ({bundle.BUNDLED_RESULTS_DIR}) did not install")
     big = directory / "synthetic.duckdb"
@@ -231,9 +232,9 @@ def run_worker(page: str, db_path: Path) -> dict[str, Any]:
     env = {
         name: value
         for name, value in os.environ.items()
-        if name not in {"MEMPLAN_READ_ONLY", store.LOCK_TIMEOUT_ENV_VAR}
+        if name not in {"MEMPLAN_READ_ONLY", db_file.LOCK_TIMEOUT_ENV_VAR}
     }
-    env[store.DB_ENV_VAR] = str(db_path)
+    env[db_file.DB_ENV_VAR] = str(db_path)
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.dashboard_speed", "--worker", page, str(db_path)],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S,

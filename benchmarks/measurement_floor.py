@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import store
+from core import database, store
 from core.workloads.unet3d import UNetConfig
 from profiling import floor
 from profiling.machine import machine_info, software_info
@@ -121,7 +121,7 @@ def main() -> None:
         help="which figures to produce (b runs TensorFlow; a and c only read)",
     )
     args = parser.parse_args()
-    db_path = store.ensure_database(args.db or store.default_db_path())
+    db_path = database.ensure_database(args.db or database.default_db_path())
     runs = store.load_runs(db_path)
     machine, software = machine_info(), software_info()
     print("# Measurement floor\n")

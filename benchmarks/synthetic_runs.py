@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from core import store
+from core import database, store
 from core.analytical import refined_breakdown
 from core.units import GIB
 from core.workloads.unet3d import UNetConfig, config_columns, valid_sides
@@ -205,7 +205,7 @@ def add_synthetic_runs(db_path: Path, count: int, timelines: int, seed: int = 0)
     template = samples[samples["run_id"] == longest]
     runs_table = pa.Table.from_pandas(runs, schema=store.RUNS_ARROW_SCHEMA, preserve_index=False)
     sweeps = sweeps_frame(runs)
-    with store.transaction(db_path) as con:
+    with database.transaction(db_path) as con:
         store.insert_table(con, "runs", runs_table)
         store.insert_table(con, "samples", timelines_table(runs, template, timelines))
         store.insert_table(con, "sweeps", pa.Table.from_pandas(sweeps, preserve_index=False))

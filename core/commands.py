@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core import store, workloads
+from core import database, workloads
 from core.errors import ConfigError, MemplanError
 from core.workloads.base import WorkloadConfig
 
@@ -71,7 +71,7 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
 
 
 def open_db(args: argparse.Namespace) -> Path:
-    return store.ensure_database(args.db or store.default_db_path())
+    return database.ensure_database(args.db or database.default_db_path())
 
 
 Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]

@@ -1,5 +1,8 @@
 """What the pages read, cached: runs, timelines, sweeps, stored models and scores.
 
+Models, scores and held-out predictions are per workload: each workload has its
+own latest evaluation (``python -m modeling evaluate --workload NAME``).
+
 Every loader takes the database's *version* — the size and modification time
 of the file and of its write-ahead log, read with ``os.stat`` — as a cache
 key. Computing it opens no DuckDB connection, so a slider change never waits on
@@ -19,6 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from core import store
+from core.database import default_db_path, ensure_database
 from modeling.errors import NoModelsError
 from modeling.stored import bundle
 from modeling.stored import tables as results
@@ -41,14 +45,14 @@ def read_only() -> bool:
 @st.cache_resource(show_spinner="Preparing the database…")
 def _prepared(path: str) -> Path:
     """Create the database (a fresh default one from the bundled runs) and its bundled models."""
-    db_path = store.ensure_database(Path(path))
-    bundle.install_bundled_results(db_path)
+    db_path = ensure_database(Path(path))
+    bundle.install_every_bundle(db_path)
     return db_path
 
 
 def database() -> Path:
     """The database the dashboard shows: ``$MEMPLAN_DB`` or the default, ready to read."""
-    return _prepared(str(store.default_db_path()))
+    return _prepared(str(default_db_path()))
 
 
 def version(db_path: Path) -> Version:
@@ -82,28 +86,28 @@ def samples(db_path: Path, run_ids: tuple[str, ...], db_version: Version) -> pd.
     return store.load_samples(db_path, list(run_ids))
 
 
-@st.cache_resource(show_spinner=False, max_entries=MAX_VERSIONS)
-def predictors(db_path: Path, db_version: Version) -> list[Predictor]:
-    """The latest evaluation's fitted models; empty when none was stored yet."""
+@st.cache_resource(show_spinner=False, max_entries=MAX_VERSIONS * 4)
+def predictors(db_path: Path, db_version: Version, workload: str) -> list[Predictor]:
+    """``workload``'s latest evaluation's fitted models; empty when none was stored yet."""
     try:
-        return results.load_predictors(db_path)
+        return results.load_predictors(db_path, workload=workload)
     except NoModelsError:
         return []
 
 
-@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS)
-def scores(db_path: Path, db_version: Version) -> pd.DataFrame:
-    """The latest evaluation's scores; empty when none was stored yet."""
+@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
+def scores(db_path: Path, db_version: Version, workload: str) -> pd.DataFrame:
+    """``workload``'s latest evaluation's scores; empty when none was stored yet."""
     try:
-        return results.load_scores(db_path)
+        return results.load_scores(db_path, workload=workload)
     except NoModelsError:
         return pd.DataFrame()
 
 
-@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS)
-def held_out_predictions(db_path: Path, db_version: Version) -> pd.DataFrame:
-    """The latest evaluation's held-out predictions; empty when none was stored yet."""
+@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
+def held_out_predictions(db_path: Path, db_version: Version, workload: str) -> pd.DataFrame:
+    """``workload``'s latest evaluation's held-out predictions; empty when none was stored yet."""
     try:
-        return results.load_predictions(db_path)
+        return results.load_predictions(db_path, workload=workload)
     except NoModelsError:
         return pd.DataFrame()

@@ -1,13 +1,15 @@
 """The Models page: measured peaks against the analytical models, symbolic regression and baselines.
 
-From top to bottom: peak memory against image size (measured dots over each
+One workload at a time (the selector on top): its runs, its latest evaluation's
+models. From top to bottom: peak memory against image size (measured dots over each
 chosen model's curves, one per batch size); predicted against measured and the
 residuals, from the held-out predictions of the latest evaluation; the error
 table and the symbolic-regression formula; and, beside them, the measurement
 floor that bounds how finely any model can be judged.
 
-Without a stored evaluation the page says how to make one, and still shows the
-measured points and the two analytical models, which need no fitting.
+Without a stored evaluation of the workload the page says how to make one
+(``python -m modeling evaluate --workload NAME``), and still shows the measured
+points and the two analytical models, which need no fitting.
 Everything is read through `dashboard.data`'s cached loaders and cached here
 per database version; a rerun predicts a few hundred configurations at most.
 """
@@ -20,20 +22,19 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core.workloads.unet3d import UNetConfig, valid_sides
+from core import workloads
 from dashboard import data
-from modeling.features import KNOB_COLUMNS
 from modeling.stored.predictor import Predictor
-from presentation import charts, curves
+from presentation import charts, curves, workload_labels
 from presentation.report import PAPER_SR_MAPE_PCT
 from profiling import floor
 
-EVALUATE_HINT = "python -m modeling evaluate"
+WORKLOAD_KEY = "models_workload"
 DEFAULT_MODELS = (curves.PAPER, curves.REFINED, "symbolic")
 SYMBOLIC = "symbolic"
 # Batch sizes drawn when nothing was measured yet: the reference sweep's.
 DEFAULT_BATCHES = (1, 2, 4, 8, 16)
-DEFAULT_LARGEST_SIDE = 144
+DEFAULT_LARGEST_SIDES = {"unet3d": 144, "alexnet": 224}
 # How far past the measurements the curves may be drawn.
 MAX_DRAWN_SIDE = 512
 RESIDUALS_AGAINST = {"Image side": "side", "Measured peak": "measured_gib"}
@@ -41,77 +42,93 @@ RESIDUALS_AGAINST = {"Image side": "side", "Measured peak": "measured_gib"}
 Models = list[Predictor] | list[curves.ClosedFormModel]
 
 
-def models_of(db: Path, version: data.Version) -> Models:
-    """The stored models, or the two analytical ones when no evaluation is stored."""
-    return data.predictors(db, version) or curves.closed_form_models(data.runs(db, version))
+def runs_of(db: Path, version: data.Version, workload: str) -> pd.DataFrame:
+    return workload_labels.runs_of(data.runs(db, version), workload)
 
 
-@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS)
-def measured(db: Path, version: data.Version) -> pd.DataFrame:
-    return curves.measured_points(data.runs(db, version))
+def models_of(db: Path, version: data.Version, workload: str) -> Models:
+    """The workload's stored models, or the two analytical ones when none is stored."""
+    return data.predictors(db, version, workload) or curves.closed_form_models(
+        runs_of(db, version, workload)
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 4)
+def measured(db: Path, version: data.Version, workload: str) -> pd.DataFrame:
+    return curves.measured_points(runs_of(db, version, workload))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def curve_frame(
-    db: Path, version: data.Version, names: tuple[str, ...], sides: tuple[int, ...],
-    batches: tuple[int, ...], knobs: tuple[tuple[str, object], ...],
+    db: Path, version: data.Version, workload: str, names: tuple[str, ...],
+    sides: tuple[int, ...], batches: tuple[int, ...], knobs: tuple[tuple[str, object], ...],
 ) -> pd.DataFrame:  # fmt: skip
-    chosen = [model for model in models_of(db, version) if model.name in names]
-    return curves.predicted_curves(chosen, sides, batches, dict(knobs))
+    chosen = [model for model in models_of(db, version, workload) if model.name in names]
+    return curves.predicted_curves(chosen, sides, batches, dict(knobs), workload)
 
 
-@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS)
-def out_of_sample(db: Path, version: data.Version) -> pd.DataFrame:
+@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 4)
+def out_of_sample(db: Path, version: data.Version, workload: str) -> pd.DataFrame:
     """Held-out predictions of the latest evaluation, or the analytical models at every point."""
-    points = measured(db, version)
-    models = models_of(db, version)
-    stored = data.held_out_predictions(db, version)
+    points = measured(db, version, workload)
+    models = models_of(db, version, workload)
+    stored = data.held_out_predictions(db, version, workload)
     if stored.empty:
         return curves.predictions_at_points(models, points)
     titles = {model.name: model.title for model in models}
     return curves.held_out_points(stored, points, titles, curves.RANDOM_SPLIT)
 
 
-def choose_network(points: pd.DataFrame) -> dict[str, object]:
+def choose_workload() -> str:
+    return st.selectbox(
+        "Workload", workload_labels.names(), key=WORKLOAD_KEY, format_func=workload_labels.title,
+        help="Each workload has its own runs and its own evaluated models.",
+    )  # fmt: skip
+
+
+def choose_network(points: pd.DataFrame, workload: str) -> dict[str, object]:
     """The knob settings to draw: the only ones measured, or the user's pick among several."""
-    measured_networks = curves.networks(points)
+    measured_networks = curves.networks(points, workload)
     if not measured_networks:
-        reference = UNetConfig((16, 16, 16))
-        return {knob: getattr(reference, knob) for knob in KNOB_COLUMNS}
+        return workload_labels.knob_defaults(workload)
     if len(measured_networks) == 1:
         return measured_networks[0]
-    labels = [curves.network_label(knobs) for knobs in measured_networks]
+    labels = [curves.network_label(knobs, workload) for knobs in measured_networks]
     picked = st.selectbox("Network", labels, help="Runs were measured with several networks.")
     return measured_networks[labels.index(picked)]
 
 
-def peak_chart(db: Path, version: data.Version, points: pd.DataFrame, names: list[str],
-               log: bool) -> None:  # fmt: skip
-    knobs = choose_network(points)
+def peak_chart(db: Path, version: data.Version, workload: str, points: pd.DataFrame,
+               names: list[str], log: bool) -> None:  # fmt: skip
+    knobs = choose_network(points, workload)
     mine = curves.with_knobs(points, knobs)
-    levels = int(knobs.get("levels", UNetConfig((16, 16, 16)).levels))
-    offered = valid_sides(levels, 1, MAX_DRAWN_SIDE)
-    largest_measured = float(mine["side"].max()) if len(mine) else DEFAULT_LARGEST_SIDE
+    module = workloads.get(workload)
+    offered = curves.drawn_sides(module.square_sides(1, MAX_DRAWN_SIDE, **knobs))
+    default_largest = DEFAULT_LARGEST_SIDES.get(workload, offered[len(offered) // 4])
+    largest_measured = float(mine["side"].max()) if len(mine) else default_largest
     start = next((side for side in offered if side >= largest_measured), offered[-1])
     largest = st.select_slider(
-        "Curves up to image side", options=offered, value=start,
+        "Curves up to image side", options=offered, value=start, key=f"models_{workload}_side",
         help="Past the largest measured size the curves extrapolate: that is where models part.",
     )  # fmt: skip
     batches = tuple(sorted(int(b) for b in mine["batch_size"].unique())) or DEFAULT_BATCHES
     sides = tuple(side for side in offered if side <= largest)
-    frame = curve_frame(db, version, tuple(names), sides, batches, tuple(knobs.items()))
-    st.altair_chart(charts.peak_vs_size(mine, frame, log=log), width="stretch")
+    frame = curve_frame(db, version, workload, tuple(names), sides, batches,
+                        tuple(knobs.items()))  # fmt: skip
+    st.altair_chart(charts.peak_vs_size(mine, frame, log=log, dims=module.DIMS), width="stretch")
+    solid, elements = workload_labels.SOLIDS[module.DIMS], workload_labels.ELEMENTS[module.DIMS]
+    network = curves.network_label(knobs, workload)
     st.caption(
-        f"Dots: {len(mine)} measured runs (kernel high-water mark), {curves.network_label(knobs)}."
-        " Lines: each model's prediction for cubes, one colour per batch size, one dash per "
-        "model (click a model in the legend to pick it out). Non-cubic runs sit at the side of "
-        "the cube with as many voxels."
+        f"Dots: {len(mine)} measured runs (kernel high-water mark), {module.TITLE}"
+        f"{', ' + network if network else ''}. Lines: each model's prediction for {solid}s, one "
+        "colour per batch size, one dash per model (click a model in the legend to pick it "
+        f"out). Non-{solid} runs sit at the side of the {solid} with as many {elements}."
     )
 
 
-def out_of_sample_charts(db: Path, version: data.Version, names: list[str], log: bool,
-                         evaluated: bool) -> None:  # fmt: skip
-    points = out_of_sample(db, version)
+def out_of_sample_charts(db: Path, version: data.Version, workload: str, names: list[str],
+                         log: bool, evaluated: bool) -> None:  # fmt: skip
+    points = out_of_sample(db, version, workload)
     points = points[points["model"].isin(names)]
     if points.empty:
         st.info("No held-out predictions for the chosen models.")
@@ -131,7 +148,9 @@ def out_of_sample_charts(db: Path, version: data.Version, names: list[str], log:
     with residual_col:
         st.markdown("**Residuals**")
         against = st.radio("Residuals against", list(RESIDUALS_AGAINST), horizontal=True)
-        st.altair_chart(charts.residuals(points, RESIDUALS_AGAINST[against]), width="stretch")
+        side_title = workload_labels.side_title(workloads.get(workload).DIMS)
+        residuals = charts.residuals(points, RESIDUALS_AGAINST[against], side_title=side_title)
+        st.altair_chart(residuals, width="stretch")
 
 
 def error_table(scores: pd.DataFrame, models: Models) -> None:
@@ -163,7 +182,7 @@ def error_table(scores: pd.DataFrame, models: Models) -> None:
     )
 
 
-def formula(models: Models) -> None:
+def formula(models: Models, workload: str) -> None:
     by_name = {model.name: model for model in models}
     symbolic = by_name.get(SYMBOLIC)
     if not isinstance(symbolic, Predictor) or not symbolic.formula:
@@ -176,8 +195,7 @@ def formula(models: Models) -> None:
     else:
         st.code(symbolic.formula, language=None)
     size = "" if symbolic.formula_length is None else f"{symbolic.formula_length} nodes; "
-    st.caption(f"{size}inputs: side (voxels, cube root of D x H x W), megavoxels "
-               "(D x H x W / 10^6), batch_size; fit on every measured run.")  # fmt: skip
+    st.caption(f"{size}inputs: {curves.shape_inputs(workload)}; fit on every measured run.")
     others = [m for m in models if isinstance(m, Predictor) and m.formula and m is not symbolic]
     if others:
         with st.expander("Other models' formulas"):
@@ -190,18 +208,18 @@ def formula(models: Models) -> None:
                     st.code(model.formula or "", language=None)
 
 
-@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS)
+@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 4)
 def floor_figures(
-    db: Path, version: data.Version
+    db: Path, version: data.Version, workload: str
 ) -> tuple[floor.SamplingGap | None, list[floor.RepeatSpread]]:
-    """The measurement floor of the stored runs (~1 s for 10,000 runs: once per version)."""
-    runs = data.runs(db, version)
+    """The measurement floor of the workload's runs (~1 s for 10,000 runs: once per version)."""
+    runs = runs_of(db, version, workload)
     return floor.sampling_gap(runs), floor.repeat_spreads(runs)
 
 
-def measurement_floor(db: Path, version: data.Version) -> None:
+def measurement_floor(db: Path, version: data.Version, workload: str) -> None:
     st.subheader("Measurement floor")
-    gap, spreads = floor_figures(db, version)
+    gap, spreads = floor_figures(db, version, workload)
     if gap is None:
         st.caption("No measured run yet.")
         return
@@ -241,17 +259,22 @@ def render() -> None:
     )
     db = data.database()
     version = data.version(db)
-    scores = data.scores(db, version)
-    evaluated = bool(data.predictors(db, version))
-    models = models_of(db, version)
+    workload = choose_workload()
+    scores = data.scores(db, version, workload)
+    evaluated = bool(data.predictors(db, version, workload))
+    models = models_of(db, version, workload)
+    points = measured(db, version, workload)
+    title, command = workload_labels.title(workload), workload_labels.evaluate_command(workload)
     if not evaluated:
-        st.info(f"No stored evaluation in this database yet, so only the analytical models are "
-                f"shown. Run `{EVALUATE_HINT} --db {db}` to fit and score symbolic regression and "
-                "the baselines; they appear here when it finishes.")  # fmt: skip
-    points = measured(db, version)
+        measured_runs = f"{len(points)} measured run(s) but no" if len(points) else "no"
+        st.info(f"This database has {measured_runs} stored evaluation of the {title}, so only "
+                f"the analytical models are shown. Run `{command} --db {db}` to fit and score "
+                "symbolic regression and the baselines; they appear here when it "
+                "finishes.")  # fmt: skip
     if points.empty:
-        st.info("No measured run yet: launch a sweep from the sidebar or run "
-                "`python -m profiling sweep`. The analytical curves need none.")  # fmt: skip
+        st.info(f"No measured run of the {title} yet: launch a sweep from the sidebar or run "
+                f"`python -m profiling sweep --workload {workload}`. The analytical curves need "
+                "none.")  # fmt: skip
 
     names = [model.name for model in models]
     titles = {model.name: model.title for model in models}
@@ -263,20 +286,20 @@ def render() -> None:
     log = axes_col.radio("Axes", ["Linear", "Log"], horizontal=True) == "Log"
 
     st.subheader("Peak memory against image size")
-    peak_chart(db, version, points, chosen, log)
+    peak_chart(db, version, workload, points, chosen, log)
     if not points.empty:
-        out_of_sample_charts(db, version, chosen, log, evaluated)
+        out_of_sample_charts(db, version, workload, chosen, log, evaluated)
 
     errors_col, floor_col = st.columns([3, 1], gap="large")
     with errors_col:
         st.subheader("Errors")
         if scores.empty:
-            st.caption(f"No scores yet: `{EVALUATE_HINT}` computes them.")
+            st.caption(f"No scores yet: `{command}` computes them.")
         else:
             error_table(scores, models)
-        formula(models)
+        formula(models, workload)
     with floor_col:
-        measurement_floor(db, version)
+        measurement_floor(db, version, workload)
 
 
 render()

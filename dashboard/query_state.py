@@ -1,80 +1,81 @@
 """The Sizing page's inputs in the URL's query parameters, so a link reproduces the view.
 
-A procurement team sends ``...?image=240x240x144&batch=16&budget=1024&headroom=20``;
+A procurement team sends ``...?workload=unet3d&image=240x240x144&batch=16&budget=1024``;
 whoever opens it sees the same question. Parameters:
 
-=========  ==============================================  ===========
+=========  ==============================================  ======================
 name       value                                           example
-=========  ==============================================  ===========
-image      a cube side, or depth x height x width          128, 240x240x144
+=========  ==============================================  ======================
+workload   a workload's name (`core.workloads`)            unet3d, alexnet
+image      one side (a cube or a square), or every side    128, 240x240x144, 224
 batch      batch size                                      16
-filters    base filters                                    16
-precision  one of `core.workloads.unet3d.PRECISIONS`          float32
+filters    base filters (U-Net)                            16
+classes    output classes (AlexNet)                        1000
+precision  one of `core.workloads.base.PRECISIONS`         float32
 budget     memory budget, GiB                              256
 headroom   memory kept free, % of the bound                20
-model      a stored model's name                           symbolic
-=========  ==============================================  ===========
+model      a stored model's name (of that workload)        symbolic
+=========  ==============================================  ======================
 
-`from_params` validates what a link says against what the page offers: a
-missing value takes the default; a value that is not offered (hand-edited,
-truncated, or from a link older than the models) takes the default too, and
-the page is told which, in words. `to_params` writes a state back.
-`read` and `write` do both with ``st.query_params``.
+A link without ``workload`` is the default workload's (links from before there
+were several). `workload_from` reads the workload first, since it decides what
+the page offers; `from_params` then validates the rest against that: a missing
+value takes the default; a value that is not offered (hand-edited, truncated,
+from a link older than the models, or a knob the workload does not have) takes
+the default too, and the page is told which, in words. `to_params` writes a
+state back. `read` and `write` do both with ``st.query_params``.
+
+The sentences quote what the link said: show them with `plain`, never as Markdown.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import Any
 
 import streamlit as st
 
+from core import workloads
 from core.errors import ConfigError
-from core.workloads.unet3d import format_image_shape, nearest_valid_sizes, parse_image_shape
+from core.workloads import DEFAULT_WORKLOAD
+from presentation.sizing_view import (
+    KNOB_OFFERS,
+    SizingChoices,
+    SizingState,
+    nearest_sides,
+    sides_text,
+)
 
-IMAGE, BATCH, FILTERS, PRECISION = "image", "batch", "filters", "precision"
-BUDGET, HEADROOM, MODEL = "budget", "headroom", "model"
-PARAMETERS: tuple[str, ...] = (IMAGE, BATCH, FILTERS, PRECISION, BUDGET, HEADROOM, MODEL)
+__all__ = ["SizingChoices", "SizingState", "from_params", "image_label", "plain", "to_params",
+           "workload_from", "read", "write"]  # fmt: skip
+
+WORKLOAD, IMAGE, BATCH, BUDGET, HEADROOM, MODEL = (
+    "workload", "image", "batch", "budget", "headroom", "model",
+)  # fmt: skip
+KNOB_PARAMS: dict[str, str] = {offer.param: offer.knob for offer in KNOB_OFFERS.values()}
+PARAMETERS: tuple[str, ...] = (WORKLOAD, IMAGE, BATCH, *KNOB_PARAMS, BUDGET, HEADROOM, MODEL)
+# Every character Markdown (and Streamlit's extensions: $math$, :colour[...]) may read.
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&\"'=])")
+
+Params = Mapping[str, str | list[str]]
 
 
-@dataclass(frozen=True)
-class SizingChoices:
-    """What the Sizing page offers: every value a link may set must be one of these."""
-
-    sides: tuple[int, ...]  # valid image sides, ascending
-    levels: int  # the network's depth, which decides the valid sides
-    batch_sizes: tuple[int, ...]
-    base_filters: tuple[int, ...]
-    precisions: tuple[str, ...]
-    models: tuple[str, ...]  # stored model names; empty before any evaluation
-    min_budget_gib: float
-    max_budget_gib: float
-    max_headroom_pct: float
-
-
-@dataclass(frozen=True)
-class SizingState:
-    """One view of the Sizing page: the question asked."""
-
-    image_shape: tuple[int, int, int]  # depth, height, width
-    cube: bool  # chosen as a cube (one side) rather than three sides
-    batch_size: int
-    base_filters: int
-    precision: str
-    budget_gib: float
-    headroom_pct: float
-    model: str | None  # None when no model is stored
+def plain(text: str) -> str:
+    """``text`` escaped for Streamlit's Markdown, so it shows exactly as written."""
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", text).replace("\n", " ")
 
 
 def to_params(state: SizingState) -> dict[str, str]:
     """The query parameters that reproduce ``state``."""
-    image = str(state.image_shape[0]) if state.cube else "x".join(map(str, state.image_shape))
+    shape = state.image_shape
     params = {
-        IMAGE: image,
+        WORKLOAD: state.workload,
+        IMAGE: str(shape[0]) if state.one_side else "x".join(map(str, shape)),
         BATCH: str(state.batch_size),
-        FILTERS: str(state.base_filters),
-        PRECISION: state.precision,
+        **{KNOB_OFFERS[knob].param: str(value) for knob, value in state.knobs},
         BUDGET: f"{state.budget_gib:g}",
         HEADROOM: f"{state.headroom_pct:g}",
     }
@@ -89,21 +90,39 @@ def _listed(values: Sequence[object]) -> str:
     return ", ".join(shown) if len(shown) <= 8 else f"{', '.join(shown[:3])} ... {shown[-1]}"
 
 
-def _image(text: str, choices: SizingChoices) -> tuple[tuple[int, int, int], bool]:
+def _one(value: str | list[str]) -> str:
+    """A repeated parameter counts by its last value, as ``st.query_params`` reads it."""
+    return value[-1] if isinstance(value, list) else value
+
+
+def _ignored(name: str, text: str, reason: str, instead: str) -> str:
+    return f"The link's {name}={text!r} was ignored: {reason}. Showing {name}={instead} instead."
+
+
+def workload_from(params: Params) -> tuple[str, list[str]]:
+    """The workload a link asks for (the default without one), and a sentence if unknown."""
+    if WORKLOAD not in params:
+        return DEFAULT_WORKLOAD, []
+    text = _one(params[WORKLOAD])
+    if text in workloads.WORKLOADS:
+        return text, []
+    reason = f"the workloads are {_listed(list(workloads.WORKLOADS))}"
+    return DEFAULT_WORKLOAD, [_ignored(WORKLOAD, text, reason, DEFAULT_WORKLOAD)]
+
+
+def _image(text: str, choices: SizingChoices) -> dict[str, Any]:
     try:
-        shape = parse_image_shape(text)
+        shape = workloads.get(choices.workload).parse_image_shape(text)
     except ConfigError as error:
         raise ValueError(str(error)) from None
     for side in shape:
         if side not in choices.sides:
-            below, above = nearest_valid_sizes(side, choices.levels)
-            offered = [s for s in (below, above) if s in choices.sides] or [choices.sides[-1]]
+            offered = nearest_sides(side, choices.sides)
             raise ValueError(
-                f"side {side} is not offered: sides are multiples of {choices.sides[0]} from "
-                f"{choices.sides[0]} to {choices.sides[-1]} (nearest: "
+                f"side {side} is not offered: sides are {sides_text(choices.sides)} (nearest: "
                 f"{' or '.join(map(str, offered))})"
             )
-    return shape, "x" not in text.lower()
+    return {"image_shape": tuple(shape), "one_side": "x" not in text.lower()}
 
 
 def _whole(text: str, offered: Sequence[int], what: str) -> int:
@@ -126,25 +145,48 @@ def _number(text: str, low: float, high: float, what: str) -> float:
     return value
 
 
-def _one(value: str | list[str]) -> str:
-    """A repeated parameter counts by its last value, as ``st.query_params`` reads it."""
-    return value[-1] if isinstance(value, list) else value
+def _knob(param: str, text: str, choices: SizingChoices, state: SizingState) -> dict[str, Any]:
+    knob = KNOB_PARAMS[param]
+    if knob not in choices.knobs:
+        title = workloads.get(choices.workload).TITLE
+        raise ValueError(f"the {title} has no {KNOB_OFFERS[knob].label.lower()} to set")
+    offered = choices.knobs[knob]
+    what = KNOB_OFFERS[knob].label.lower()
+    if all(isinstance(value, str) for value in offered):
+        if text not in offered:
+            raise ValueError(f"{what} must be one of {_listed(offered)}")
+        value: Any = text
+    else:
+        value = _whole(text, offered, what)
+    return {"knobs": tuple((name, value if name == knob else old) for name, old in state.knobs)}
+
+
+def _model(text: str, choices: SizingChoices) -> str:
+    if not choices.models:
+        raise ValueError(
+            "no model is stored yet (run `python -m modeling evaluate "
+            f"--workload {choices.workload}`)"
+        )
+    if text not in choices.models:
+        raise ValueError(f"the stored models are {_listed(choices.models)}")
+    return text
 
 
 def from_params(
-    params: Mapping[str, str | list[str]], choices: SizingChoices, default: SizingState
+    params: Params, choices: SizingChoices, default: SizingState
 ) -> tuple[SizingState, list[str]]:
     """The state a link asks for, and one sentence per value it could not take.
 
     Each missing or invalid parameter takes its value from ``default``;
-    parameters this page does not know are left alone.
+    parameters this page does not know are left alone. The workload is
+    `workload_from`'s business: ``choices`` and ``default`` are already its.
     """
     state, problems = default, []
     readers = {
-        IMAGE: lambda text: dict(zip(("image_shape", "cube"), _image(text, choices), strict=True)),
+        IMAGE: lambda text: _image(text, choices),
         BATCH: lambda text: {"batch_size": _whole(text, choices.batch_sizes, "batch size")},
-        FILTERS: lambda text: {"base_filters": _whole(text, choices.base_filters, "base filters")},
-        PRECISION: lambda text: {"precision": _precision(text, choices)},
+        **{param: (lambda text, param=param: _knob(param, text, choices, state))
+           for param in KNOB_PARAMS},
         BUDGET: lambda text: {"budget_gib": _number(text, choices.min_budget_gib,
                                                     choices.max_budget_gib, "the budget (GiB)")},
         HEADROOM: lambda text: {"headroom_pct": _number(text, 0, choices.max_headroom_pct,
@@ -158,45 +200,32 @@ def from_params(
         try:
             state = replace(state, **read_value(text))
         except ValueError as reason:
-            problems.append(
-                f"The link's {name}={text!r} was ignored: {reason}. "
-                f"Showing {name}={to_params(default).get(name, 'none')} instead."
-            )
+            instead = to_params(default).get(name, "none")
+            problems.append(_ignored(name, text, str(reason), instead))
     return state, problems
 
 
-def _precision(text: str, choices: SizingChoices) -> str:
-    if text not in choices.precisions:
-        raise ValueError(f"precision must be one of {_listed(choices.precisions)}")
-    return text
-
-
-def _model(text: str, choices: SizingChoices) -> str:
-    if not choices.models:
-        raise ValueError("no model is stored yet (run `python -m modeling evaluate`)")
-    if text not in choices.models:
-        raise ValueError(f"the stored models are {_listed(choices.models)}")
-    return text
-
-
 def image_label(state: SizingState) -> str:
-    """``128^3`` for a cube, ``240x240x144`` otherwise."""
-    label = format_image_shape(state.image_shape)
-    return f"{label}^3" if state.cube else "x".join(map(str, state.image_shape))
+    """``128^3`` for a cube, ``224^2`` for a square, ``240x240x144`` otherwise."""
+    return state.image_label
+
+
+def current() -> dict[str, str | list[str]]:
+    """This session's URL query parameters."""
+    return st.query_params.to_dict()
 
 
 def read(choices: SizingChoices, default: SizingState) -> tuple[SizingState, list[str]]:
     """`from_params` over this session's URL (``st.query_params``)."""
-    return from_params(st.query_params.to_dict(), choices, default)
+    return from_params(current(), choices, default)
 
 
 def write(state: SizingState) -> None:
     """Put ``state`` in this session's URL, replacing the page's parameters (others stay)."""
     wanted = to_params(state)
-    current = st.query_params.to_dict()
-    if all(current.get(name) == value for name, value in wanted.items()) and (
-        MODEL in wanted or MODEL not in current
-    ):
+    current_params = current()
+    stale = [name for name in PARAMETERS if name in current_params and name not in wanted]
+    if not stale and all(current_params.get(name) == value for name, value in wanted.items()):
         return
-    kept = {name: value for name, value in current.items() if name not in PARAMETERS}
+    kept = {name: value for name, value in current_params.items() if name not in PARAMETERS}
     st.query_params.from_dict(kept | wanted)

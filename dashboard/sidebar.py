@@ -15,8 +15,11 @@ from pathlib import Path
 
 import streamlit as st
 
+from core import workloads
 from core.errors import MemplanError
+from core.workloads import DEFAULT_WORKLOAD
 from dashboard import data
+from presentation import workload_labels
 from profiling import job as jobs
 from profiling import launcher, uploads
 from profiling.runner import DEFAULT_STEPS
@@ -33,13 +36,25 @@ REFIT_NO = "no"
 REFIT_CHOICES = (REFIT_FULL, REFIT_QUICK, REFIT_NO)
 UPLOAD_TYPES = ["csv", "parquet"]
 KEYS = {
-    "sizes": "launch_image_sizes", "batches": "launch_batch_sizes",
+    "workload": "launch_workload", "sizes": "launch_image_sizes", "batches": "launch_batch_sizes",
     "filters": "launch_base_filters", "steps": "launch_steps", "limit": "launch_memory_limit",
     "refit": "launch_refit", "submit": "launch_submit", "seen": "launch_seen_job",
     "runs_file": "import_runs_file", "timelines_file": "import_timelines_file",
     "remembered": "launch_remembered", "drawn": "launch_job_drawn",
 }  # fmt: skip
-DEFAULTS = {"sizes": "32 64", "batches": "1 2", "filters": "16", "steps": DEFAULT_STEPS}
+DEFAULTS = {"workload": DEFAULT_WORKLOAD, "sizes": "32 64", "batches": "1 2", "filters": "16",
+            "steps": DEFAULT_STEPS}  # fmt: skip
+# Image sizes a new sweep starts with, per workload (the U-Net's are `DEFAULTS`').
+DEFAULT_SIZES = {"unet3d": DEFAULTS["sizes"], "alexnet": "128 224"}
+# What the image sizes box says each workload takes.
+SIZES_HELP = {
+    3: "Cube sides or D x H x W, separated by spaces, e.g. 32 64 96x96x64.",
+    2: "Square sides or H x W, separated by spaces, e.g. 128 224 227x200.",
+}
+SIDES_HELP = {
+    "unet3d": "Each side must be a multiple of 16.",
+    "alexnet": "Each side must be at least 67 (what conv1 and three poolings leave something of).",
+}
 READ_ONLY_NOTE = (
     f"This dashboard is read-only ({data.READ_ONLY_ENV_VAR} is set): launching sweeps and "
     "importing runs are switched off, so everyone it is shared with sees the same data."
@@ -69,11 +84,16 @@ def render() -> None:
         _import_form(db)
 
 
-def refit_command(choice: str, db: Path) -> list[str] | None:
-    """The command that refits the models on ``db`` after the sweep, for a refit choice."""
+def refit_command(choice: str, db: Path, workload: str | None = None) -> list[str] | None:
+    """The command that refits the models on ``db`` after the sweep, for a refit choice.
+
+    workload : refit only that workload's models (the one swept); None: every workload's.
+    """
     if choice == REFIT_NO:
         return None
     command = [sys.executable, "-m", "modeling", "evaluate", "--db", str(db)]
+    if workload is not None:
+        command += ["--workload", workload]
     return command + ["--quick"] if choice == REFIT_QUICK else command
 
 
@@ -166,14 +186,21 @@ def _launch_form(db: Path) -> None:
     default_limit = launcher.memory_limit_text(limit_bytes) if limit_bytes > 0 else ""
     st.session_state.setdefault(KEYS["limit"], remembered.get("limit", default_limit))
     st.session_state.setdefault(KEYS["refit"], remembered.get("refit", REFIT_CHOICES[0]))
+    # Outside the form, so choosing a workload redraws the form with that workload's fields.
+    workload = st.selectbox(
+        "Workload", workload_labels.names(), key=KEYS["workload"],
+        format_func=workload_labels.title, on_change=_workload_changed,
+    )  # fmt: skip
+    module = workloads.get(workload)
     with st.form("launch_sweep", border=False):
         st.text_input(
             "Image sizes", key=KEYS["sizes"],
-            help="Cube sides or D x H x W, separated by spaces, e.g. 32 64 96x96x64. "
-            "Each side must be a multiple of 16.",
+            help=f"{SIZES_HELP.get(module.DIMS, 'Sides separated by spaces.')} "
+            f"{SIDES_HELP.get(workload, '')}".strip(),
         )  # fmt: skip
         st.text_input("Batch sizes", key=KEYS["batches"], help="e.g. 1 2 4")
-        st.text_input("Base filters", key=KEYS["filters"], help="16 is the reference network")
+        if "base_filters" in module.NETWORK_KNOBS:
+            st.text_input("Base filters", key=KEYS["filters"], help="16 is the reference network")
         st.number_input(
             "Steps", min_value=1, step=1, key=KEYS["steps"],
             help=f"Training steps per point (default {DEFAULT_STEPS}: the peak settles "
@@ -191,18 +218,29 @@ def _launch_form(db: Path) -> None:
         _launch(db)
 
 
+def _workload_changed() -> None:
+    """A workload just chosen: its own example sizes, since the last one's may not suit it."""
+    workload = st.session_state[KEYS["workload"]]
+    st.session_state[KEYS["sizes"]] = DEFAULT_SIZES.get(workload, "")
+
+
 def _launch(db: Path) -> None:
     state = st.session_state
     state[KEYS["remembered"]] = {
         name: state[KEYS[name]] for name in (*DEFAULTS, "limit", "refit") if KEYS[name] in state
     }
+    workload = state.get(KEYS["workload"], DEFAULT_WORKLOAD)
+    # A workload without base filters gets none, whatever the hidden field last said.
+    has_filters = "base_filters" in workloads.get(workload).NETWORK_KNOBS
     try:
         request = launcher.parse_request(
             state.get(KEYS["sizes"], ""), state.get(KEYS["batches"], ""),
-            state.get(KEYS["filters"], ""), int(state.get(KEYS["steps"], DEFAULT_STEPS)),
-            state.get(KEYS["limit"], ""),
+            state.get(KEYS["filters"], "") if has_filters else "",
+            int(state.get(KEYS["steps"], DEFAULT_STEPS)), state.get(KEYS["limit"], ""),
+            workload=workload,
         )  # fmt: skip
-        launcher.launch(db, request, refit_command(state.get(KEYS["refit"], REFIT_NO), db))
+        refit = refit_command(state.get(KEYS["refit"], REFIT_NO), db, workload)
+        launcher.launch(db, request, refit)
     except MemplanError as error:
         st.error(str(error))
         return

@@ -1,7 +1,8 @@
 """The Sweeps page: what was measured, on which machine, and how memory moved during a run.
 
-Filters narrow every section below them: the runs table (and its CSV), one
-run's memory timeline, machines side by side, then the sweeps themselves. The
+Filters narrow every section below them (the workload first: the 3D U-Net, the
+AlexNet-style 2D CNN): the runs table (and its CSV), one run's memory timeline,
+machines side by side, then the sweeps themselves. The
 frames come from `presentation.browse`, the charts from `presentation.charts_sweeps`.
 """
 
@@ -11,10 +12,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data
-from presentation import browse, charts_sweeps
+from presentation import browse, charts_sweeps, workload_labels
 
 FILTER_ROWS = (
-    ("Sweep", "Host", "Status"),
+    ("Workload", "Sweep", "Host", "Status"),
     ("Image size", "Batch size", "Base filters", "Precision"),
 )
 
@@ -33,13 +34,17 @@ if runs.empty:
     )
     st.stop()
 
-chosen = {}
+chosen: dict[str, list] = {}
 for labels in FILTER_ROWS:
     for label, column in zip(labels, st.columns(len(labels)), strict=True):
-        field = browse.FILTERS[label]
-        chosen[field] = column.multiselect(
-            label, browse.filter_options(runs, field), placeholder="all", key=f"sweeps_{field}"
-        )
+        field, key = browse.FILTERS[label], f"sweeps_{browse.FILTERS[label]}"
+        # The other filters offer what the chosen workloads measured.
+        offered_from = browse.filter_runs(runs, {browse.WORKLOAD: chosen.get(browse.WORKLOAD)})
+        options = browse.filter_options(offered_from, field)
+        if key in st.session_state:  # a value the workloads chosen now never measured goes
+            st.session_state[key] = [value for value in st.session_state[key] if value in options]
+        # Workloads by name, as the runs table shows them (their titles are too long here).
+        chosen[field] = column.multiselect(label, options, placeholder="all", key=key)
 shown = browse.filter_runs(runs, chosen)
 
 st.subheader("Runs")
@@ -92,7 +97,11 @@ st.dataframe(browse.machines(shown), hide_index=True)
 ok_batches = sorted(shown.loc[shown["status"] == browse.OK, "batch_size"].unique().tolist())
 if ok_batches:
     batch = st.selectbox("Batch size to compare", ok_batches, key="sweeps_compare_batch")
-    st.altair_chart(charts_sweeps.peaks_by_host(browse.host_peaks(shown, batch)), width="stretch")
+    peaks = browse.host_peaks(shown, batch)
+    shown_workloads = shown.loc[shown["batch_size"] == batch, browse.WORKLOAD].unique()
+    side_title = (workload_labels.side_title(workload_labels.dims(shown_workloads[0]))
+                  if len(shown_workloads) == 1 else charts_sweeps.SIDE_TITLE)  # fmt: skip
+    st.altair_chart(charts_sweeps.peaks_by_host(peaks, side_title), width="stretch")
 else:
     st.info("No measured (ok) run among those shown to compare machines on.")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import store, workloads
+from core import database, store, workloads
 from core.commands import (
     add_commands,
     add_db_option,
@@ -176,7 +176,7 @@ def _evaluate_workload(
     print("\n" + report.formulas_table(predictors))
     checked = {p.name: cross_seed_coverage(evaluation, p.name, args.coverage) for p in predictors}
     print("\n" + report.bounds_table(predictors, checked))
-    target = store.ensure_database(args.store_db) if args.store_db else db_path
+    target = database.ensure_database(args.store_db) if args.store_db else db_path
     command = shlex.join(["python", "-m", "modeling", *sys.argv[1:]])
     evaluation_id = results.store_results(
         target, evaluation, predictors, command, workload=workload
@@ -239,7 +239,8 @@ def _size_image(args: argparse.Namespace) -> int:
     answer = largest_image_side(
         predictor, args.budget, args.batch_size, _knobs(args), workload=args.workload
     )
-    print("\n".join(report.image_size_lines(answer)))
+    dims = workloads.get(args.workload).DIMS
+    print("\n".join(report.image_size_lines(answer, dims)))
     return 0
 
 

@@ -1,8 +1,10 @@
 """What browsing the stored runs shows, as plain frames: filters, tables, timelines, machines.
 
 The Sweeps page draws these; nothing here needs Streamlit, so each is tested
-with plain pytest. Storage is in bytes; every frame made for reading is in GiB,
-with the unit in the column name.
+with plain pytest. Runs of every workload sit side by side: a 3D image is
+labelled by every side (``64×64×64``), a 2D one as its workload writes it
+(``224`` for a square, ``227x200`` otherwise). Storage is in bytes; every
+frame made for reading is in GiB, with the unit in the column name.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ import pandas as pd
 
 from core.records import RUN_COLUMNS
 from core.units import GIB
+from presentation import workload_labels
 
 OK = "ok"
-IMAGE = "image"  # the derived "D×H×W" column
+IMAGE = "image"  # the derived "D×H×W" (or 2D "224", "227x200") column
+WORKLOAD = workload_labels.WORKLOAD_COLUMN
 # Filter label on the page -> runs column; an empty choice means "all".
 FILTERS: dict[str, str] = {
+    "Workload": WORKLOAD,
     "Sweep": "sweep_id",
     "Host": "hostname",
     "Status": "status",
@@ -37,7 +42,8 @@ RUNS_TABLE: dict[str, str] = {
     "run_id": "run",
     "sweep_id": "sweep",
     "status": "status",
-    IMAGE: "image (D×H×W)",
+    WORKLOAD: "workload",
+    IMAGE: "image (D×H×W or H×W)",
     "batch_size": "batch",
     "base_filters": "base filters",
     "precision": "precision",
@@ -73,18 +79,28 @@ PEAK_MARKS: dict[str, str] = {
 }
 
 
-def image_label(depth: int, height: int, width: int) -> str:
-    """``16×16×16``: every side, so a cube and a slab read alike."""
-    return f"{depth}×{height}×{width}"
+def image_label(depth: int | None, height: int, width: int) -> str:
+    """``16×16×16``: every side of a 3D image, so a cube and a slab read alike.
+
+    A 2D image (no depth) reads as its workload writes it: ``224``, ``227x200``.
+    """
+    if depth is None or pd.isna(depth):
+        return workload_labels.image_label((int(height), int(width)))
+    return f"{int(depth)}×{int(height)}×{int(width)}"
 
 
 def with_image(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` plus the ``image`` label and ``voxels`` (to sort images by size)."""
+    """``runs`` with a workload in every row, the ``image`` label and ``voxels`` (its size).
+
+    ``voxels`` counts a 2D image's pixels, to sort images by size.
+    """
+    runs = workload_labels.with_workload(runs)
+    depth = runs["depth"].astype("Float64").fillna(1) if "depth" in runs else 1
     return runs.assign(
         **{
             IMAGE: [image_label(*shape) for shape in zip(runs["depth"], runs["height"],
                                                             runs["width"], strict=True)],
-            "voxels": runs["depth"] * runs["height"] * runs["width"],
+            "voxels": (depth * runs["height"] * runs["width"]).astype(float),
         }
     )  # fmt: skip
 
@@ -96,6 +112,11 @@ def filter_options(runs: pd.DataFrame, column: str) -> list[Any]:
     if column == IMAGE:
         ordered = runs.sort_values(["voxels", "depth", "height"])
         return list(dict.fromkeys(ordered[IMAGE]))
+    if column == WORKLOAD:
+        present = set(runs[WORKLOAD].dropna())
+        return [name for name in workload_labels.names() if name in present] + sorted(
+            present - set(workload_labels.names())
+        )
     values = runs[column].dropna().unique().tolist()
     return sorted(values, key=lambda value: (isinstance(value, str), value))
 
@@ -138,9 +159,9 @@ def runs_csv(runs: pd.DataFrame) -> bytes:
 
 def run_label(run: Mapping[str, Any]) -> str:
     """How a run is named in a picker: what, how it ended, where and when."""
-    image = image_label(run["depth"], run["height"], run["width"])
+    image = image_label(run.get("depth"), run["height"], run["width"])
     return (
-        f"{image} batch {run['batch_size']}, {run['base_filters']} filters, {run['precision']}"
+        f"{image} batch {run['batch_size']}, {network_label(run)}"
         f" · {run['status']} · {run['hostname']} · {run['created_at'][:19]}"
         f" · {run['run_id'][:8]}"
     )
@@ -212,28 +233,36 @@ def machines(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def network_label(run: Mapping[str, Any]) -> str:
-    return f"{run['base_filters']} filters, {run['precision']}"
+    """``16 filters, float32`` (a U-Net), ``1000 classes, float32`` (an AlexNet)."""
+    return workload_labels.short_network(run)
 
 
 def host_peaks(runs: pd.DataFrame, batch_size: int) -> pd.DataFrame:
     """Measured peaks at one batch size, for comparing hosts.
 
-    Columns: host, network, image, side (cube root of the voxels), peak_gib
-    (kernel high-water mark), run.
+    Columns: host, network, image, side (the side of the cube or square with as
+    many voxels or pixels), peak_gib (kernel high-water mark), run. With several
+    workloads among ``runs``, each network is prefixed with its workload's name.
     """
     columns = ["host", "network", IMAGE, "side", "peak_gib", "run"]
     ok = runs[(runs["status"] == OK) & (runs["batch_size"] == batch_size)]
     ok = ok[ok["peak_hwm_bytes"].notna()]
     if ok.empty:
         return pd.DataFrame(columns=columns)
-    ok = with_image(ok) if IMAGE not in ok else ok
+    ok = with_image(ok) if IMAGE not in ok else workload_labels.with_workload(ok)
+    dims = np.where(ok["depth"].isna(), 2, 3) if "depth" in ok else 3
+    rows = ok.to_dict("records")
+    several = ok[WORKLOAD].nunique() > 1
     return (
         pd.DataFrame(
             {
                 "host": ok["hostname"],
-                "network": [network_label(row) for row in ok.to_dict("records")],
+                "network": [
+                    f"{row[WORKLOAD]}: {network_label(row)}" if several else network_label(row)
+                    for row in rows
+                ],
                 IMAGE: ok[IMAGE],
-                "side": np.cbrt(ok["voxels"].astype(float)).round(1),
+                "side": np.power(ok["voxels"].astype(float), 1 / dims).round(1),
                 "peak_gib": ok["peak_hwm_bytes"].astype(float) / GIB,
                 "run": ok["run_id"].str[:8],
             }
@@ -248,7 +277,9 @@ def _grid_summary(grid_json: str | None) -> str:
         grid = json.loads(grid_json or "{}")
     except json.JSONDecodeError:
         return ""
-    parts = [
+    workload = grid.get(WORKLOAD)
+    parts = [str(workload)] if isinstance(workload, str) else []
+    parts += [
         f"{name} {' '.join(map(str, grid[knob]))}"
         for knob, name in GRID_SUMMARY.items()
         if grid.get(knob)

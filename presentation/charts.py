@@ -11,10 +11,12 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from presentation.workload_labels import side_title
+
 CHART_HEIGHT_PX = 420
 BATCH_LEGEND = "batch size"
 MODEL_LEGEND = "model"
-SIDE_TITLE = "image side (voxels; cube root of D x H x W)"
+SIDE_TITLE = side_title(3)  # "image side (voxels; cube root of D x H x W)"
 PEAK_TITLE = "peak memory (GiB)"
 MEASURED_TITLE = "measured peak (GiB)"
 PREDICTED_TITLE = "predicted peak (GiB)"
@@ -40,17 +42,20 @@ def _positive(chart: alt.Chart, *columns: str, log: bool) -> alt.Chart:
     return chart
 
 
-def peak_vs_size(points: pd.DataFrame, curves: pd.DataFrame, log: bool = False) -> alt.LayerChart:
+def peak_vs_size(
+    points: pd.DataFrame, curves: pd.DataFrame, log: bool = False, dims: int = 3
+) -> alt.LayerChart:
     """Measured peaks (dots) over each model's predicted curve, one colour per batch size.
 
     points : `presentation.curves.measured_points` (``side, batch_size, image, peak_gib``);
-    curves : `presentation.curves.predicted_curves`. Models are told apart by the
-    line's dash; clicking a model in the legend highlights its curves.
+    curves : `presentation.curves.predicted_curves`; dims : the images' dimensions
+    (3: cubes of voxels, 2: squares of pixels), for the axis title. Models are told
+    apart by the line's dash; clicking a model in the legend highlights its curves.
     """
     batch = alt.Color("batch_size:O", title=BATCH_LEGEND, scale=alt.Scale(scheme="viridis"))
     pick_model = alt.selection_point(fields=["title"], bind="legend", name="pick_model")
     predicted = _positive(alt.Chart(curves), "predicted_gib", log=log).mark_line().encode(
-        x=alt.X("side:Q", title=SIDE_TITLE, scale=_scale(log)),
+        x=alt.X("side:Q", title=side_title(dims), scale=_scale(log)),
         y=alt.Y("predicted_gib:Q", title=PEAK_TITLE, scale=_scale(log)),
         color=batch,
         strokeDash=alt.StrokeDash(
@@ -107,15 +112,21 @@ def parity(points: pd.DataFrame, log: bool = False) -> alt.LayerChart:
     return alt.layer(diagonal, dots).properties(height=CHART_HEIGHT_PX)
 
 
-def residuals(points: pd.DataFrame, against: str = "side") -> alt.LayerChart:
-    """Percentage error of each held-out prediction against image side or measured peak."""
+def residuals(
+    points: pd.DataFrame, against: str = "side", side_title: str = SIDE_TITLE
+) -> alt.LayerChart:
+    """Percentage error of each held-out prediction against image side or measured peak.
+
+    side_title : the side axis's title (`presentation.workload_labels.side_title`).
+    """
     if against not in RESIDUAL_AXES:
         raise ValueError(f"residuals are drawn against {', '.join(RESIDUAL_AXES)}, got {against!r}")
+    titles = RESIDUAL_AXES | {"side": side_title}
     zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color="gray").encode(
         y="zero:Q"
     ).properties(name="zero")  # fmt: skip
     dots = alt.Chart(points).mark_point(filled=True, opacity=0.7).encode(
-        x=alt.X(f"{against}:Q", title=RESIDUAL_AXES[against], scale=alt.Scale(zero=False)),
+        x=alt.X(f"{against}:Q", title=titles[against], scale=alt.Scale(zero=False)),
         y=alt.Y("error_pct:Q", title=ERROR_TITLE),
         color=_model_colour(),
         tooltip=_point_tooltip(points),

@@ -12,7 +12,8 @@ import pandas as pd
 CHART_HEIGHT_PX = 360
 TIME_TITLE = "time since the child started (s)"
 RSS_TITLE = "resident memory (GiB)"
-SIDE_TITLE = "image side (voxels; cube root of D x H x W)"
+# Any workload's: 3D images at their cube's side, 2D ones at their square's.
+SIDE_TITLE = "image side (of the cube or square with as many voxels or pixels)"
 PEAK_TITLE = "peak memory, kernel high-water mark (GiB)"
 # One colour and dash per mark, the same on every run's chart; the dashes differ so
 # two marks at the same height (a sampled peak equal to the high-water mark) both show.
@@ -92,14 +93,15 @@ def memory_timeline(
     return alt.layer(*layers).properties(height=CHART_HEIGHT_PX)
 
 
-def peaks_by_host(points: pd.DataFrame) -> alt.LayerChart:
+def peaks_by_host(points: pd.DataFrame, side_title: str = SIDE_TITLE) -> alt.LayerChart:
     """Measured peak against image side, one colour per host: machines side by side.
 
     points : `presentation.browse.host_peaks` (``host, network, image, side, peak_gib, run``).
-    A line joins each host's runs of one network (base filters, precision).
+    A line joins each host's runs of one network (base filters or classes, precision).
+    side_title : the side axis's title (`SIDE_TITLE` when the workloads' images differ).
     """
     host = alt.Color("host:N", title="host")
-    x = alt.X("side:Q", title=SIDE_TITLE, scale=alt.Scale(zero=False))
+    x = alt.X("side:Q", title=side_title, scale=alt.Scale(zero=False))
     y = alt.Y("peak_gib:Q", title=PEAK_TITLE, scale=alt.Scale(zero=False))
     lines = (
         alt.Chart(points)

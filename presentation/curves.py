@@ -1,15 +1,15 @@
 """What the dashboard plots and tabulates about the models, as frames: nothing here fits.
 
 * `measured_points` — the ``ok`` runs with a high-water mark, one row each;
-* `predicted_curves` — each model's prediction over valid cube sides x batch
-  sizes for given network knobs (one curve per model and batch);
+* `predicted_curves` — each model's prediction over valid square or cube sides
+  x batch sizes for a workload's network knobs (one curve per model and batch);
+* `drawn_sides` — the sides a curve is drawn at: every valid one, thinned
+  when a workload takes any side (AlexNet: 67, 72, 80, ...);
 * `predictions_at_points` — the measured points joined with each model's prediction;
 * `held_out_points` — the stored held-out predictions of an evaluation joined
   with their runs: what the parity and residual plots show;
 * `error_table` — the stored scores per model and split kind;
-* `config_predictions` — every model's point prediction and upper bound for one
-  configuration, the bound raised to the closed-form floor as `modeling.sizing` does;
-* `breakdown_frame` — the refined analytical model's terms for one configuration;
+* `shape_inputs` — what the shape-only models' inputs mean for a workload, in words;
 * `formula_latex` — a stored formula as LaTeX.
 
 The analytical models need no fitting, so `closed_form_models` builds them
@@ -18,12 +18,16 @@ the median measured framework baseline, exactly what the stored ``paper`` and
 ``refined`` models of an evaluation compute. A database without an evaluation
 still gets those two curves.
 
+Every frame holds one workload's runs (`presentation.workload_labels.runs_of`);
+the knobs are that workload's, the default workload's when none is named.
+
 Memory is bytes in the inputs and GiB (2^30 bytes) in the frames, whose
 columns end in ``_gib``: they exist to be shown.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -33,15 +37,15 @@ import pandas as pd
 import sympy
 from sympy.parsing.sympy_parser import TokenError
 
+from core import workloads
 from core.analytical import (
     DEFAULT_FRAMEWORK_BYTES,
-    MemoryBreakdown,
     paper_estimate,
     refined_breakdown,
 )
 from core.units import GIB
-from core.workloads.unet3d import UNetConfig, format_image_shape
-from modeling.evaluation.bounds import ConformalBound, upper_bound
+from core.workloads import DEFAULT_WORKLOAD
+from core.workloads.base import WorkloadConfig
 from modeling.features import (
     BASELINE_COLUMN,
     KNOB_COLUMNS,
@@ -50,25 +54,19 @@ from modeling.features import (
     TARGET_COLUMN,
     measured_frame,
 )
-from modeling.sizing import closed_form_floor
+from presentation import workload_labels
 
 PAPER = "paper"
 REFINED = "refined"
+# A curve is drawn at no more valid sides than this (a workload taking any side is thinned).
+MAX_DRAWN_SIDES = 64
+# Thinned sides are multiples of this (or of a multiple of it).
+DRAWN_SIDE_STEP = 8
 # Titles as the evaluation's catalogue (`modeling.estimators.catalogue`) names these two models.
 PAPER_TITLE = "paper analytical (Eq. 1 + Eq. 2)"
 REFINED_TITLE = "refined analytical (closed form)"
 RANDOM_SPLIT = "random"
 EXTRAPOLATION_SPLIT = "extrapolation"
-# The breakdown's terms in words, in `MemoryBreakdown`'s order.
-BREAKDOWN_TERMS: dict[str, str] = {
-    "framework_bytes": "framework",
-    "weight_bytes": "weights",
-    "gradient_bytes": "gradients",
-    "optimizer_bytes": "optimizer (Adam)",
-    "activation_bytes": "activations",
-    "backward_bytes": "backward pass",
-    "input_bytes": "input batch",
-}
 
 
 class PointModel(Protocol):
@@ -77,7 +75,7 @@ class PointModel(Protocol):
     name: str
     title: str
 
-    def point_bytes(self, configs: Sequence[UNetConfig]) -> np.ndarray: ...
+    def point_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,7 @@ class ClosedFormModel:
     title: str
     framework_bytes: int | None = None
 
-    def point_bytes(self, configs: Sequence[UNetConfig]) -> np.ndarray:
+    def point_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray:
         if self.framework_bytes is None:
             return np.array([paper_estimate(c).total_bytes for c in configs], dtype=float)
         framework = self.framework_bytes
@@ -120,16 +118,17 @@ def closed_form_models(runs: pd.DataFrame) -> list[ClosedFormModel]:
 def measured_points(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per ``ok`` run with a high-water mark, indexed by ``run_id``.
 
-    Columns: ``image`` (e.g. ``"64"`` or ``"240x240x144"``), ``depth, height,
-    width, batch_size``, the knobs, ``side`` (the side of the cube with as many
+    Columns: ``image`` (e.g. ``"64"``, ``"240x240x144"`` or ``"227x200"``),
+    ``workload, depth, height, width, batch_size`` (a 2D image has no depth),
+    the knobs, ``side`` (the side of the square or cube with as many pixels or
     voxels), ``peak_gib`` (the kernel's high-water mark) and ``sampled_gib``.
     """
     frame = measured_frame(runs)
-    columns = ["depth", "height", "width", "batch_size", *KNOB_COLUMNS, "side"]
+    columns = ["workload", "depth", "height", "width", "batch_size", *KNOB_COLUMNS, "side"]
     points = frame[columns].copy()
     points.insert(0, "image", [
-        format_image_shape((int(d), int(h), int(w)))
-        for d, h, w in zip(points["depth"], points["height"], points["width"], strict=True)
+        workload_labels.image_label(workload_labels.image_shape(row))
+        for row in points[["depth", "height", "width"]].to_dict("records")
     ])  # fmt: skip
     points["peak_gib"] = frame[TARGET_COLUMN] / GIB
     sampled = runs.set_index("run_id")["peak_sampled_bytes"].astype(float)
@@ -137,24 +136,24 @@ def measured_points(runs: pd.DataFrame) -> pd.DataFrame:
     return points
 
 
-def networks(points: pd.DataFrame) -> list[dict[str, Any]]:
-    """The distinct knob settings of ``points`` (`measured_points`), most measured first."""
-    if points.empty:
+def networks(points: pd.DataFrame, workload: str = DEFAULT_WORKLOAD) -> list[dict[str, Any]]:
+    """The distinct knob settings of ``workload`` in ``points`` (`measured_points`).
+
+    Most measured first; each a dict of that workload's knobs only.
+    """
+    mine = points[points["workload"] == workload] if "workload" in points else points
+    if mine.empty:
         return []
-    counts = points.groupby(list(KNOB_COLUMNS), sort=True).size()
+    knobs = list(workloads.get(workload).NETWORK_KNOBS)
+    counts = mine.groupby(knobs, sort=True, dropna=False).size()
     ordered = counts.sort_values(ascending=False, kind="stable")
-    return [dict(zip(KNOB_COLUMNS, values, strict=True)) for values in ordered.index]
+    values = ordered.index if len(knobs) > 1 else [(value,) for value in ordered.index]
+    return [dict(zip(knobs, setting, strict=True)) for setting in values]
 
 
-def network_label(knobs: Mapping[str, Any]) -> str:
-    """``16 base filters, 5 levels, float32, transpose`` (and channels/classes when not 1)."""
-    parts = [f"{knobs['base_filters']} base filters", f"{knobs['levels']} levels"]
-    if knobs.get("in_channels", 1) != 1:
-        parts.append(f"{knobs['in_channels']} input channels")
-    if knobs.get("classes", 1) != 1:
-        parts.append(f"{knobs['classes']} classes")
-    parts += [str(knobs["precision"]), str(knobs["upsampling"])]
-    return ", ".join(parts)
+def network_label(knobs: Mapping[str, Any], workload: str = DEFAULT_WORKLOAD) -> str:
+    """``16 base filters, 5 levels, float32, transpose`` (and channels/classes when not default)."""
+    return workload_labels.network_label(knobs, workload)
 
 
 def with_knobs(points: pd.DataFrame, knobs: Mapping[str, Any]) -> pd.DataFrame:
@@ -165,25 +164,40 @@ def with_knobs(points: pd.DataFrame, knobs: Mapping[str, Any]) -> pd.DataFrame:
     return points[keep]
 
 
-def _config_knobs(knobs: Mapping[str, Any]) -> dict[str, Any]:
-    """Knob values as `UNetConfig` takes them (NumPy scalars to Python ones)."""
+def _config_knobs(knobs: Mapping[str, Any], workload: str) -> dict[str, Any]:
+    """``workload``'s knob values as its config takes them (NumPy scalars to Python ones)."""
     return {knob: knobs[knob].item() if hasattr(knobs[knob], "item") else knobs[knob]
-            for knob in KNOB_COLUMNS if knob in knobs}  # fmt: skip
+            for knob in workloads.get(workload).NETWORK_KNOBS if knob in knobs}  # fmt: skip
+
+
+def drawn_sides(valid: Sequence[int], most: int = MAX_DRAWN_SIDES) -> list[int]:
+    """``valid`` sides, thinned to about ``most`` when there are more (ends kept).
+
+    A U-Net takes multiples of 16, few enough to draw each; an AlexNet takes
+    every side from 67, and a curve through multiples of 8 reads the same.
+    """
+    valid = sorted(valid)
+    if len(valid) <= most:
+        return valid
+    step = DRAWN_SIDE_STEP * math.ceil((valid[-1] - valid[0]) / most / DRAWN_SIDE_STEP)
+    kept = [valid[0], *(side for side in valid[1:-1] if side % step == 0), valid[-1]]
+    return list(dict.fromkeys(kept))
 
 
 def predicted_curves(
     models: Iterable[PointModel], sides: Sequence[int], batch_sizes: Sequence[int],
-    knobs: Mapping[str, Any] | None = None,
+    knobs: Mapping[str, Any] | None = None, workload: str = DEFAULT_WORKLOAD,
 ) -> pd.DataFrame:  # fmt: skip
-    """Each model's prediction for cubes of ``sides`` at each of ``batch_sizes``.
+    """Each model's prediction for squares or cubes of ``sides`` at each of ``batch_sizes``.
 
-    knobs : the other `UNetConfig` fields (default: the reference network's).
+    knobs : ``workload``'s other config fields (default: its reference network's).
     Columns: ``model, title, side, batch_size, predicted_gib``; one row per
     model x batch x side, sides ascending within each (model, batch) curve.
     """
-    settings = _config_knobs(knobs or {})
+    module = workloads.get(workload)
+    settings = _config_knobs(knobs or {}, workload)
     grid = [(batch, side) for batch in batch_sizes for side in sides]
-    configs = [UNetConfig((side, side, side), batch, **settings) for batch, side in grid]
+    configs = [module.Config((side,) * module.DIMS, batch, **settings) for batch, side in grid]
     frames = []
     for model in models:
         frames.append(pd.DataFrame({
@@ -203,12 +217,8 @@ def _with_errors(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _configs_of(points: pd.DataFrame) -> list[UNetConfig]:
-    return [
-        UNetConfig((int(row.depth), int(row.height), int(row.width)), int(row.batch_size),
-                   **_config_knobs({knob: getattr(row, knob) for knob in KNOB_COLUMNS}))
-        for row in points.itertuples()
-    ]  # fmt: skip
+def _configs_of(points: pd.DataFrame) -> list[WorkloadConfig]:
+    return [workloads.config_from_row(row) for row in points.to_dict("records")]
 
 
 def predictions_at_points(models: Iterable[PointModel], points: pd.DataFrame) -> pd.DataFrame:
@@ -335,74 +345,9 @@ def formula_latex(formula: str | None) -> str | None:
     return sympy.latex(expression, symbol_names=names, mul_symbol="dot")
 
 
-class BoundedModel(PointModel, Protocol):
-    """A model with upper bounds (`modeling.stored.predictor.Predictor` is one)."""
-
-    def bound_for(self, config: UNetConfig) -> ConformalBound: ...
-
-    @property
-    def training_range(self) -> Any: ...
-
-
-def config_predictions(
-    models: Iterable[BoundedModel], configs: Sequence[UNetConfig]
-) -> pd.DataFrame:
-    """Every model's point prediction and upper bound for each of ``configs``.
-
-    models : `modeling.stored.predictor.Predictor` objects; each predicts all of
-    ``configs`` in one call (a page asks for every batch size of one image at
-    once, so moving the batch slider needs no prediction). The upper bound is
-    the model's conformal bound, raised to the refined closed-form estimate
-    where it falls below it (`modeling.sizing.closed_form_floor`), so it agrees
-    with the sizing answers. One row per model x configuration, columns
-    ``model, title, batch_size, image_shape, predicted_bytes, upper_bytes,
-    bound_ratio, raised_to_closed_form, beyond`` (how the configuration lies
-    outside the model's measured range, in words; empty inside it).
-    """
-    columns = ["model", "title", "batch_size", "image_shape", "predicted_bytes", "upper_bytes",
-               "bound_ratio", "raised_to_closed_form", "beyond"]  # fmt: skip
-    if not configs:
-        return pd.DataFrame(columns=columns)
-    frames = []
-    for model in models:
-        predicted = np.asarray(model.point_bytes(configs), dtype=float)
-        bounds = [model.bound_for(config) for config in configs]
-        ratios = np.array([bound.ratio for bound in bounds])
-        # What `Predictor.upper_bytes` computes, without predicting a second time.
-        upper = upper_bound(predicted, ratios)
-        floor = closed_form_floor(model, configs)
-        frames.append(pd.DataFrame({
-            "model": model.name,
-            "title": model.title,
-            "batch_size": [config.batch_size for config in configs],
-            "image_shape": [config.image_shape for config in configs],
-            "predicted_bytes": predicted,
-            "upper_bytes": np.maximum(upper, floor),
-            "bound_ratio": ratios,
-            "raised_to_closed_form": upper < floor,
-            "beyond": ["; ".join(model.training_range.beyond(config)) for config in configs],
-        }))  # fmt: skip
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
-
-
-def usable_budget_bytes(budget_bytes: float, headroom: float) -> int:
-    """What training may use of ``budget_bytes`` when ``headroom`` (0.2 = 20%) stays free.
-
-    The inverse of `modeling.sizing.memory_to_buy`'s rule (bound x (1 + headroom)
-    <= memory), so a configuration "fits" a budget exactly when that memory
-    would be enough to buy.
-    """
-    if headroom < 0:
-        raise ValueError(f"headroom must be >= 0, got {headroom}")
-    return int(budget_bytes / (1 + headroom))
-
-
-def breakdown_frame(breakdown: MemoryBreakdown) -> pd.DataFrame:
-    """The refined model's terms for one configuration: ``term, gib, share_pct``, display order."""
-    parts = breakdown.parts()
-    total = breakdown.total_bytes
-    return pd.DataFrame({
-        "term": [BREAKDOWN_TERMS[name] for name in parts],
-        "gib": [value / GIB for value in parts.values()],
-        "share_pct": [value / total * 100 if total else 0.0 for value in parts.values()],
-    })  # fmt: skip
+def shape_inputs(workload: str = DEFAULT_WORKLOAD) -> str:
+    """What the shape-only models read, in words, for ``workload``'s images."""
+    dims = workload_labels.dims(workload)
+    elements, product = workload_labels.ELEMENTS[dims], workload_labels.PRODUCTS[dims]
+    return (f"side ({elements}, {workload_labels.ROOTS[dims]} of {product}), megavoxels "
+            f"({product} / 10^6{'' if dims == 3 else ', megapixels'}), batch_size")  # fmt: skip

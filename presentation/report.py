@@ -80,16 +80,17 @@ def _basis_lines(basis: Basis) -> list[str]:
     return lines
 
 
-def image_size_lines(answer: ImageSizeAnswer) -> list[str]:
+def image_size_lines(answer: ImageSizeAnswer, dims: int = 3) -> list[str]:
+    """The largest image answer in words; ``dims``: 3 for a cube (``128^3``), 2 for a square."""
     lines = [
-        f"largest image: {answer.side}^3 at batch {answer.batch_size} within "
+        f"largest image: {answer.side}^{dims} at batch {answer.batch_size} within "
         f"{format_gib(answer.budget_bytes)} (needs up to {format_gib(answer.bound_bytes)}, "
         f"predicted {format_gib(answer.predicted_bytes)})"
     ]
     if answer.next_side is None:
         lines.append("every image side the network takes fits this budget")
     else:
-        lines.append(f"next size up, {answer.next_side}^3, would need up to "
+        lines.append(f"next size up, {answer.next_side}^{dims}, would need up to "
                      f"{format_gib(answer.next_bound_bytes or 0)}: does not fit")  # fmt: skip
     return lines + _basis_lines(answer.basis)
 

@@ -1,14 +1,19 @@
 """A sweep at a glance: peak memory by image size (rows) and batch size (columns).
 
+Images read as their workload writes them: ``64`` (a cube or a square),
+``240x240x144``, ``227x200``.
+
 Measured cells show the median peak in GiB over their repeats; points that did
 not measure show their status instead, so what did not fit stays visible.
 """
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
-from core.workloads.unet3d import format_image_shape
+from presentation import workload_labels
 
 PEAK_COLUMNS = {"hwm": "peak_hwm_bytes", "sampled": "peak_sampled_bytes"}
 # How a cell reads when the point has no measurement, most informative first.
@@ -30,12 +35,10 @@ def peak_table(runs: pd.DataFrame, metric: str = "hwm") -> pd.DataFrame:
         raise ValueError(f"metric {metric!r} is not one of {', '.join(PEAK_COLUMNS)}")
     if runs.empty:
         return pd.DataFrame()
+    shapes = [workload_labels.image_shape(row) for row in runs.to_dict("records")]
     runs = runs.assign(
-        image=[
-            format_image_shape(s)
-            for s in zip(runs["depth"], runs["height"], runs["width"], strict=True)
-        ],
-        voxels=runs["depth"] * runs["height"] * runs["width"],
+        image=[workload_labels.image_label(shape) for shape in shapes],
+        voxels=[math.prod(shape) for shape in shapes],
     )
     cells = {
         (image, batch): _cell(group, PEAK_COLUMNS[metric])

@@ -15,7 +15,7 @@ import os
 import uuid
 from pathlib import Path
 
-from core import datafiles, store
+from core import database, datafiles
 from core.datafiles import FORMATS, read_runs, read_samples
 from core.errors import DataFileError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS
@@ -61,7 +61,7 @@ def export_runs(
     temps: list[tuple[Path, Path]] = []
     try:
         # One read-only connection: the count and both files see the same snapshot.
-        with store.connect(db_path, read_only=True) as con:
+        with database.connect(db_path, read_only=True) as con:
             count = con.execute(f"SELECT count(*) FROM runs {where}", params).fetchone()[0]
             for (out, suffix), (columns, source) in zip(outputs, sources, strict=False):
                 out.parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +86,6 @@ def import_runs(db_path: Path, runs_file: Path, samples_file: Path | None = None
     runs = read_runs(runs_file)
     run_ids = runs.column("run_id").to_pylist()
     samples = read_samples(Path(samples_file), set(run_ids)) if samples_file is not None else None
-    with store.transaction(db_path) as con:
+    with database.transaction(db_path) as con:
         datafiles.insert_runs(con, runs, samples, source=runs_file, target=Path(db_path))
     return len(run_ids)

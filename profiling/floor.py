@@ -21,15 +21,14 @@ from typing import Any
 
 import pandas as pd
 
-from core.workloads.unet3d import format_image_shape
+from core import workloads
+from core.store import POINT_COLUMNS
+from core.workloads.base import format_image_shape
 
 MIB = 2**20
 OK_STATUS = "ok"
-# What makes two runs the same point: the configuration and the number of steps.
-REPEAT_KEY: tuple[str, ...] = (
-    "depth", "height", "width", "batch_size", "base_filters", "levels", "in_channels",
-    "classes", "precision", "upsampling", "steps",
-)  # fmt: skip
+# What makes two runs the same point: the workload, its configuration and the steps.
+REPEAT_KEY: tuple[str, ...] = POINT_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -60,11 +59,11 @@ class RepeatSpread:
 
 
 def point_label(row: Mapping[str, Any]) -> str:
-    """``32^3 batch 2`` for a cube, ``240x240x144 batch 16`` otherwise."""
-    shape = (int(row["depth"]), int(row["height"]), int(row["width"]))
-    image = format_image_shape(shape)
-    cube = "^3" if shape[0] == shape[1] == shape[2] else ""
-    return f"{image}{cube} batch {int(row['batch_size'])}"
+    """``32^3 batch 2`` for a cube (``224^2`` a square), ``240x240x144 batch 16`` otherwise."""
+    module = workloads.get(row.get("workload") or workloads.DEFAULT_WORKLOAD)
+    shape = tuple(int(row[column]) for column in module.SHAPE_COLUMNS)
+    power = f"^{len(shape)}" if len(set(shape)) == 1 else ""
+    return f"{format_image_shape(shape)}{power} batch {int(row['batch_size'])}"
 
 
 def sampling_gap(runs: pd.DataFrame) -> SamplingGap | None:
@@ -104,7 +103,8 @@ def repeat_spreads(runs: pd.DataFrame) -> list[RepeatSpread]:
     """Every point with two or more ``ok`` runs, in point order, with the spread of its peaks."""
     measured = runs[(runs["status"] == OK_STATUS) & runs["peak_hwm_bytes"].notna()]
     spreads = []
-    for _, group in measured.groupby(list(REPEAT_KEY), sort=True):
+    # A workload leaves other workloads' columns empty: NaN keys must still group.
+    for _, group in measured.groupby(list(REPEAT_KEY), sort=True, dropna=False):
         if len(group) < 2:
             continue
         spreads.append(

@@ -42,7 +42,7 @@ from typing import Any
 import pandas as pd
 import psutil
 
-from core import store, workloads
+from core import database, store, workloads
 from core.commands import parse_bytes
 from core.errors import ConfigError, MemplanError, StoreError
 from core.workloads import DEFAULT_WORKLOAD
@@ -306,7 +306,7 @@ def start_job(
         plan: dict[str, Any] = {
             "db": str(db_path),
             "started_at": job.now_iso(),
-            "cwd": str(store.REPO_ROOT),
+            "cwd": str(database.REPO_ROOT),
             "sweep_command": sweep_command,
             "points_total": points_total,
             "commands": [
@@ -318,7 +318,7 @@ def start_job(
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "profiling.job", str(directory)],
-                cwd=store.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log,
+                cwd=database.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         try:

@@ -24,7 +24,7 @@ from typing import Any
 import psutil
 from tqdm import tqdm
 
-from core import store, workloads
+from core import database, store, workloads
 from core.errors import ConfigError
 from core.records import RunRecord
 from core.units import GIB, format_gib
@@ -215,7 +215,7 @@ def run_sweep(
     if repeats < 1:
         raise ConfigError(f"repeats must be at least 1, got {repeats}")
     configs = expand_grid(grid)
-    store.ensure_database(db_path)
+    database.ensure_database(db_path)
     points = [(config, repeat) for config in configs for repeat in range(repeats)]
     summary = SweepSummary(sweep_id=uuid.uuid4().hex[:12])
     store.create_sweep(db_path, summary.sweep_id, command, grid.to_dict(), len(points))

@@ -1,7 +1,7 @@
 """The bundled evaluation: fitted models and scores shipped beside the bundled reference runs.
 
 A fresh checkout's default database is built from `data/reference_runs.parquet`
-(`core.store.ensure_database`); the models the dashboard and
+(`core.database.ensure_database`); the models the dashboard and
 ``python -m modeling size`` predict with come from a full
 ``python -m modeling evaluate`` of those same runs, which takes ~17 minutes on
 a 2-core machine. Rather than make every new user wait for it, the results of
@@ -27,24 +27,24 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core import datafiles, schema, store
+from core import database, datafiles, schema, store
 from modeling.errors import ModelingError
 from modeling.evaluation.protocol import data_fingerprint
 from modeling.features import measured_frame
 from modeling.stored.tables import DEFAULT_WORKLOAD, RESULT_TABLES, latest_evaluation_id
 
-BUNDLED_RESULTS_DIR = store.DATA_DIR / "reference_results"
-# One bundled evaluation per workload with bundled runs (`core.store.BUNDLED_EXPORTS`).
+BUNDLED_RESULTS_DIR = database.DATA_DIR / "reference_results"
+# One bundled evaluation per workload with bundled runs (`core.database.BUNDLED_EXPORTS`).
 BUNDLED_RESULTS_DIRS: tuple[Path, ...] = (
     BUNDLED_RESULTS_DIR,
-    store.DATA_DIR / "alexnet_results",
+    database.DATA_DIR / "alexnet_results",
 )
 
 
 def export_results(db_path: Path, directory: Path, workload: str = DEFAULT_WORKLOAD) -> Path:
     """Write ``workload``'s latest evaluation (four tables) as Parquet into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
-    with store.connect(db_path, read_only=True) as con:
+    with database.connect(db_path, read_only=True) as con:
         evaluation_id = latest_evaluation_id(con, workload)
         if evaluation_id is None:
             raise ModelingError(f"{db_path} holds no evaluation to export; run "
@@ -97,14 +97,14 @@ def install_bundled_results(db_path: Path, directory: Path = BUNDLED_RESULTS_DIR
     if bundled is None:
         return False
     workload, fingerprint = bundled
-    with store.connect(db_path, read_only=True) as con:
+    with database.connect(db_path, read_only=True) as con:
         if latest_evaluation_id(con, workload) is not None:
             return False
     runs = store.load_runs(db_path, status="ok", workload=workload)
     if runs.empty or data_fingerprint(measured_frame(runs)) != fingerprint:
         return False
     tables = {table: _read(directory, table) for table in RESULT_TABLES}
-    with store.transaction(db_path) as con:
+    with database.transaction(db_path) as con:
         if latest_evaluation_id(con, workload) is not None:  # installed meanwhile
             return False
         for table, rows in tables.items():

@@ -41,7 +41,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from core import schema, store, workloads
+from core import database, schema, store, workloads
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.bounds import ConformalBound
 from modeling.evaluation.protocol import PREDICTION_COLUMNS, Evaluation, Score
@@ -111,7 +111,7 @@ def store_results(
     predictions = evaluation.predictions[list(PREDICTION_COLUMNS)].copy()
     predictions.insert(0, "evaluation_id", evaluation_id)
     versions = json.dumps(_versions(), sort_keys=True)
-    with store.transaction(path) as con:
+    with database.transaction(path) as con:
         _insert_row(con, "evaluations", {
             "evaluation_id": evaluation_id, "workload": workload, "created_at": created_at,
             "command": command, "data_fingerprint": evaluation.data_fingerprint,
@@ -177,14 +177,14 @@ def load_evaluations(path: Path, workload: str | None = DEFAULT_WORKLOAD) -> pd.
     Empty (with the table's columns) when none was stored.
     """
     where, params = ("WHERE workload = ?", [workload]) if workload is not None else ("", [])
-    with store.connect(path, read_only=True) as con:
+    with database.connect(path, read_only=True) as con:
         return con.execute(
             f"SELECT * FROM evaluations {where} ORDER BY created_at DESC, rowid DESC", params
         ).df()
 
 
 def _load_table(path: Path, table: str, evaluation_id: str | None, workload: str) -> pd.DataFrame:
-    with store.connect(path, read_only=True) as con:
+    with database.connect(path, read_only=True) as con:
         chosen = evaluation_id or _latest_id(con, path, workload)
         return con.execute(
             f"SELECT * FROM {table} WHERE evaluation_id = ? ORDER BY rowid", [chosen]
@@ -245,7 +245,7 @@ def load_predictors(
     path: Path, evaluation_id: str | None = None, workload: str = DEFAULT_WORKLOAD
 ) -> list[Predictor]:
     """The models fit by one evaluation (default: ``workload``'s latest), ready to predict."""
-    with store.connect(path, read_only=True) as con:
+    with database.connect(path, read_only=True) as con:
         chosen = evaluation_id or _latest_id(con, path, workload)
         result = con.execute(
             "SELECT * FROM models WHERE evaluation_id = ? ORDER BY rowid", [chosen]

@@ -1,4 +1,8 @@
-"""Fixtures for the dashboard tests: a real DuckDB file with the bundled runs and models."""
+"""Fixtures for the dashboard tests: a real DuckDB file with the bundled runs and models.
+
+The AlexNet databases add synthetic AlexNet runs (`tests.app.helpers.add_alexnet_runs`)
+to the bundled U-Net runs, with or without an AlexNet evaluation of their own.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from core import store
+from core import database
 from modeling.stored import bundle
 from profiling import exchange
+from tests.app.helpers import add_alexnet_runs, evaluate_alexnet
 
 
 @pytest.fixture(scope="session")
 def reference_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database holding the bundled reference runs and the bundled evaluation (built once)."""
     path = tmp_path_factory.mktemp("reference") / "reference.duckdb"
-    store.ensure_database(path)
-    exchange.import_runs(path, store.BUNDLED_RUNS, store.BUNDLED_SAMPLES)
+    database.ensure_database(path)
+    exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
     assert bundle.install_bundled_results(path)
     return path
 
@@ -28,5 +33,46 @@ def reference_db(
     """A private copy of the reference database, made the dashboard's via ``MEMPLAN_DB``."""
     path = tmp_path / "memplan.duckdb"
     path.write_bytes(reference_db_template.read_bytes())
-    monkeypatch.setenv(store.DB_ENV_VAR, str(path))
+    monkeypatch.setenv(database.DB_ENV_VAR, str(path))
     return path
+
+
+def _private_copy(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "memplan.duckdb"
+    path.write_bytes(template.read_bytes())
+    monkeypatch.setenv(database.DB_ENV_VAR, str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def alexnet_runs_template(
+    reference_db_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The reference database plus synthetic AlexNet runs, without an AlexNet evaluation."""
+    path = tmp_path_factory.mktemp("alexnet_runs") / "alexnet_runs.duckdb"
+    path.write_bytes(reference_db_template.read_bytes())
+    add_alexnet_runs(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def alexnet_template(alexnet_runs_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The AlexNet runs' database with an AlexNet evaluation of its own (quick settings)."""
+    path = tmp_path_factory.mktemp("alexnet") / "alexnet.duckdb"
+    path.write_bytes(alexnet_runs_template.read_bytes())
+    evaluate_alexnet(path)
+    return path
+
+
+@pytest.fixture
+def alexnet_runs_db(
+    alexnet_runs_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A private copy of the AlexNet runs (no AlexNet models), made the dashboard's."""
+    return _private_copy(alexnet_runs_template, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def alexnet_db(alexnet_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private copy of the AlexNet runs and their evaluation, made the dashboard's."""
+    return _private_copy(alexnet_template, tmp_path, monkeypatch)

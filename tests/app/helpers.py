@@ -1,18 +1,24 @@
-"""Helpers for the Models and Sizing page tests: charts as frames, a database without models."""
+"""Helpers for the page tests: charts as frames, databases without models, AlexNet runs."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from streamlit.testing.v1 import AppTest
 
-from core import store
+from core import database, store
+from core.analytical import refined_breakdown
+from core.workloads.alexnet import AlexNetConfig
+from modeling import cli as modeling_cli
 from profiling import exchange
+from tests.conftest import build_record
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -65,11 +71,72 @@ def database_without_evaluation(path: Path, keep_runs: int | None = None) -> Pat
     not installed: what a fresh sweep's database looks like before
     ``python -m modeling evaluate``. ``keep_runs=0`` leaves it without runs.
     """
-    store.ensure_database(path)
-    runs = pq.read_table(store.BUNDLED_RUNS)
+    database.ensure_database(path)
+    runs = pq.read_table(database.BUNDLED_RUNS)
     kept = runs.slice(1) if keep_runs is None else runs.slice(0, keep_runs)
     if kept.num_rows:
         subset = path.with_name("runs_subset.parquet")
         pq.write_table(kept, subset)
         exchange.import_runs(path, subset)
     return path
+
+
+# --- synthetic AlexNet runs -------------------------------------------------------------
+
+# Square sides x batch sizes measured, plus one oblong image and one run out of memory.
+ALEXNET_SIDES = (96, 128, 160, 192, 224)
+ALEXNET_BATCHES = (1, 2, 4, 8)
+ALEXNET_OBLONG = (227, 200)
+ALEXNET_HOST = "alexnet-host"
+ALEXNET_SAMPLES = 20  # timeline samples per measured run
+# What the refined closed form misses on the reference machine, and its framework.
+RUNTIME_BYTES, FRAMEWORK_BYTES = 200 * 2**20, 700 * 2**20
+ALEXNET_COLUMNS = {"workload": "alexnet", "depth": None, "base_filters": None, "levels": None,
+                   "upsampling": None, "in_channels": 3, "classes": 1000}  # fmt: skip
+
+
+def alexnet_record(height: int, width: int, batch: int, noise: float = 0.0, **overrides: Any):
+    """A measured AlexNet run: the refined closed form plus a constant, as a real one reads."""
+    config = AlexNetConfig((height, width), batch)
+    peak = int((refined_breakdown(config, FRAMEWORK_BYTES).total_bytes + RUNTIME_BYTES)
+               * (1 + noise))  # fmt: skip
+    values = ALEXNET_COLUMNS | {
+        "height": height, "width": width, "batch_size": batch, "peak_hwm_bytes": peak,
+        "peak_sampled_bytes": int(peak * 0.995), "baseline_bytes": FRAMEWORK_BYTES,
+        "hostname": ALEXNET_HOST, "timeline": ALEXNET_SAMPLES,
+    }  # fmt: skip
+    return build_record(**(values | overrides))
+
+
+def add_alexnet_runs(path: Path, seed: int = 0) -> int:
+    """Store synthetic AlexNet runs in ``path`` through the real store; returns how many.
+
+    Every square side x batch, one oblong image and one point that ran out of memory:
+    nothing here is a measurement, only realistic numbers for the pages to show.
+    """
+    rng = np.random.default_rng(seed)
+    records = [
+        alexnet_record(side, side, batch, noise=0.01 * rng.standard_normal())
+        for side in ALEXNET_SIDES for batch in ALEXNET_BATCHES
+    ]  # fmt: skip
+    records.append(alexnet_record(*ALEXNET_OBLONG, 4))
+    records.append(alexnet_record(224, 224, 64, status="oom", peak_hwm_bytes=None,
+                                  peak_sampled_bytes=None, timeline=0))  # fmt: skip
+    for record in records:
+        store.insert_run(path, record)
+    return len(records)
+
+
+def evaluate_alexnet(path: Path) -> None:
+    """Fit and store AlexNet models on ``path``'s AlexNet runs, with smoke-test settings."""
+    code = modeling_cli.main([
+        "evaluate", "--db", str(path), "--workload", "alexnet", "--quick", "--seeds", "3",
+        "--extrapolation-seeds", "1", "--models", "paper", "refined", "least_squares",
+        "symbolic",
+    ])  # fmt: skip
+    assert code == 0
+
+
+def shown(markdown: str) -> str:
+    """What Streamlit shows for ``markdown`` made by `dashboard.query_state.plain`."""
+    return re.sub(r"\\(.)", r"\1", markdown)

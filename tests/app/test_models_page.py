@@ -7,15 +7,24 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import store
+from core import database, store
 from modeling.stored import tables as results
 from profiling import floor
-from tests.app.helpers import charts, database_without_evaluation, layers, open_page, widget
+from tests.app.helpers import (
+    ALEXNET_BATCHES,
+    ALEXNET_SIDES,
+    charts,
+    database_without_evaluation,
+    layers,
+    open_page,
+    widget,
+)
 
 PAGE = "dashboard/models_page.py"
 ALL_MODELS = ["paper", "refined", "least_squares", "symbolic", "hybrid_ratio", "hybrid_terms",
               "xgboost", "random_forest", "extra_trees", "mlp"]  # fmt: skip
 REFERENCE_BATCHES = {1, 2, 4, 8, 16}
+REFERENCE_OK_RUNS = 39  # of the 46 bundled runs, seven were skipped
 
 
 def models_page() -> AppTest:
@@ -116,7 +125,7 @@ def test_without_an_evaluation_the_page_says_how_and_still_draws_the_analytical_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = database_without_evaluation(tmp_path / "fresh.duckdb")
-    monkeypatch.setenv(store.DB_ENV_VAR, str(db))
+    monkeypatch.setenv(database.DB_ENV_VAR, str(db))
     at = models_page()
 
     assert "python -m modeling evaluate" in at.info[0].value
@@ -135,10 +144,91 @@ def test_a_database_without_runs_still_draws_the_analytical_curves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = database_without_evaluation(tmp_path / "empty.duckdb", keep_runs=0)
-    monkeypatch.setenv(store.DB_ENV_VAR, str(db))
+    monkeypatch.setenv(database.DB_ENV_VAR, str(db))
     at = models_page()
 
-    assert any("No measured run yet" in info.value for info in at.info)
+    assert any("No measured run of the 3D U-Net" in info.value for info in at.info)
     chart = peak_chart(at)
     assert chart["measured"]["rows"].empty
     assert set(chart["predicted"]["rows"]["batch_size"]) == REFERENCE_BATCHES
+
+
+# --- the AlexNet --------------------------------------------------------------------------
+
+
+def alexnet_page() -> AppTest:
+    at = models_page()
+    widget(at.main.selectbox, "Workload").set_value("alexnet").run()
+    assert not at.exception
+    return at
+
+
+def ok_alexnet_runs(db: Path):
+    runs = store.load_runs(db, status="ok")
+    return runs[runs["workload"] == "alexnet"]
+
+
+def test_alexnet_runs_without_an_evaluation_get_the_command_and_the_analytical_curves(
+    alexnet_runs_db: Path,
+) -> None:
+    at = models_page()
+    # The U-Net first: its bundled evaluation, its 46 runs' measured points only.
+    assert not at.info
+    assert len(peak_chart(at)["measured"]["rows"]) == REFERENCE_OK_RUNS
+    widget(at.main.selectbox, "Workload").set_value("alexnet").run()
+
+    (info,) = at.info
+    ok = ok_alexnet_runs(alexnet_runs_db)
+    assert info.value.startswith(
+        f"This database has {len(ok)} measured run(s) but no stored evaluation of the "
+        "AlexNet-style 2D CNN (Torres et al. 2021)"
+    )
+    assert "python -m modeling evaluate --workload alexnet" in info.value
+    assert widget(at.multiselect, "Models").value == ["paper", "refined"]
+    chart = peak_chart(at)
+    measured = chart["measured"]["rows"]
+    assert len(measured) == len(ok)
+    assert set(measured["image"]) == {str(side) for side in ALEXNET_SIDES} | {"227x200"}
+    curves = chart["predicted"]["rows"]
+    assert set(curves["model"]) == {"paper", "refined"}
+    assert set(curves["batch_size"]) == set(ALEXNET_BATCHES)
+    assert curves["side"].min() == 67 and curves["side"].max() == max(ALEXNET_SIDES)
+    assert chart["predicted"]["encoding"]["x"]["title"] == (
+        "image side (pixels; square root of H x W)"
+    )
+    # Analytical models are not fit to peaks: every run is out of sample for them.
+    held_out = layers(charts(at)[1])["held_out"]["rows"]
+    assert len(held_out) == 2 * len(ok)
+    assert not at.latex
+
+
+def test_alexnet_with_its_own_evaluation_shows_its_models_scores_and_held_out_points(
+    alexnet_db: Path,
+) -> None:
+    at = alexnet_page()
+
+    assert not at.info
+    stored = results.load_predictors(alexnet_db, workload="alexnet")
+    assert widget(at.multiselect, "Models").options == [p.title for p in stored]
+    assert widget(at.multiselect, "Models").value == ["paper", "refined", "symbolic"]
+    chart = peak_chart(at)
+    assert len(chart["measured"]["rows"]) == len(ok_alexnet_runs(alexnet_db))
+    assert set(chart["predicted"]["rows"]["model"]) == {"paper", "refined", "symbolic"}
+    held_out = layers(charts(at)[1])["held_out"]["rows"]
+    predictions = results.load_predictions(alexnet_db, workload="alexnet")
+    shown_models = predictions["model"].isin(["paper", "refined", "symbolic"])
+    assert len(held_out) == len(predictions[(predictions["split"] == "random") & shown_models])
+    errors = at.dataframe[0].value
+    assert len(errors) == len(stored)
+    captions = " ".join(caption.value for caption in at.caption)
+    assert "inputs: side (pixels, square root of H x W)" in captions
+    assert "AlexNet-style 2D CNN (Torres et al. 2021), float32" in captions
+
+
+def test_the_u_net_view_is_unchanged_by_alexnet_runs_beside_it(alexnet_db: Path) -> None:
+    at = models_page()
+    assert widget(at.main.selectbox, "Workload").value == "unet3d"
+    assert len(peak_chart(at)["measured"]["rows"]) == REFERENCE_OK_RUNS
+    assert widget(at.multiselect, "Models").options == [
+        p.title for p in results.load_predictors(alexnet_db)
+    ]

@@ -115,6 +115,46 @@ def test_a_memory_limit_that_is_not_a_size_is_refused(reference_db):
     assert launcher.status(reference_db).phase == launcher.PHASE_IDLE
 
 
+def test_choosing_alexnet_hides_base_filters_and_suggests_its_own_sizes(reference_db):
+    at = app()
+    workload = at.sidebar.selectbox(key="launch_workload")
+    assert (workload.label, workload.value) == ("Workload", "unet3d")
+    assert workload.options == ["3D U-Net (IntelAI/unet)",
+                                "AlexNet-style 2D CNN (Torres et al. 2021)"]  # fmt: skip
+    at = workload.set_value("alexnet").run()
+
+    assert not at.exception
+    boxes = {box.label: box.value for box in at.sidebar.text_input}
+    assert list(boxes) == ["Image sizes", "Batch sizes", "Memory limit"]
+    assert boxes["Image sizes"] == "128 224"
+    assert "Square sides or H x W" in at.sidebar.text_input(key="launch_image_sizes").help
+    request = launcher.parse_request(boxes["Image sizes"], boxes["Batch sizes"], "", 1,
+                                     boxes["Memory limit"], workload="alexnet")  # fmt: skip
+    assert request.grid.workload == "alexnet" and request.points == 4
+
+    at = at.sidebar.selectbox(key="launch_workload").set_value("unet3d").run()
+    boxes = {box.label: box.value for box in at.sidebar.text_input}
+    assert (boxes["Image sizes"], boxes["Base filters"]) == ("32 64", "16")
+
+
+def test_an_alexnet_grid_is_checked_as_an_alexnet_before_anything_starts(reference_db):
+    at = app()
+    at = at.sidebar.selectbox(key="launch_workload").set_value("alexnet").run()
+    at = launch_from_form(at, "224 32")
+    [error] = at.sidebar.error
+    assert "too small for AlexNet" in error.value and "smallest valid side is 67" in error.value
+    assert launcher.status(reference_db).phase == launcher.PHASE_IDLE
+
+
+def test_the_refit_after_a_sweep_evaluates_the_swept_workload(reference_db):
+    from dashboard.sidebar import REFIT_NO, REFIT_QUICK, refit_command
+
+    command = refit_command(REFIT_QUICK, reference_db, "alexnet")
+    assert command[1:] == ["-m", "modeling", "evaluate", "--db", str(reference_db),
+                           "--workload", "alexnet", "--quick"]  # fmt: skip
+    assert refit_command(REFIT_NO, reference_db, "alexnet") is None
+
+
 # --- a job running ---------------------------------------------------------------------
 
 

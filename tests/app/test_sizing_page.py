@@ -7,13 +7,22 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import store
+from core import database
 from modeling.stored import tables as results
-from tests.app.helpers import charts, database_without_evaluation, open_page, widget
+from tests.app.helpers import (
+    ALEXNET_SIDES,
+    charts,
+    database_without_evaluation,
+    open_page,
+    shown,
+    widget,
+)
 
 PAGE = "dashboard/sizing_page.py"
-DEFAULT_PARAMS = {"image": "128", "batch": "4", "filters": "16", "precision": "float32",
-                  "budget": "256", "headroom": "20", "model": "symbolic"}  # fmt: skip
+DEFAULT_PARAMS = {"workload": "unet3d", "image": "128", "batch": "4", "filters": "16",
+                  "precision": "float32", "budget": "256", "headroom": "20",
+                  "model": "symbolic"}  # fmt: skip
+ALEXNET_LINK = {"workload": "alexnet", "image": "224", "batch": "32"}
 
 
 def sizing_page(**params: str) -> AppTest:
@@ -29,8 +38,22 @@ def gib(text: str) -> float:
     return float(text.removesuffix(" GiB").replace(",", ""))
 
 
+def link_warnings(at: AppTest) -> list[str]:
+    """The warnings about the link, as the page shows them (they are escaped Markdown)."""
+    return [shown(w.value) for w in at.warning if shown(w.value).startswith("The link's")]
+
+
+def labels(widgets) -> list[str]:
+    return [w.label for w in widgets]
+
+
 def test_the_inputs_carry_the_contract_labels_and_only_valid_sizes(reference_db: Path) -> None:
     at = sizing_page()
+
+    workload = widget(at.main.selectbox, "Workload")
+    assert (workload.value, workload.options) == ("unet3d", ["3D U-Net (IntelAI/unet)",
+                                                             "AlexNet-style 2D CNN (Torres et "
+                                                             "al. 2021)"])  # fmt: skip
 
     shape = widget(at.radio, "Image shape")
     assert (shape.options, shape.value) == (["Cube", "D × H × W"], "Cube")
@@ -147,7 +170,7 @@ def test_a_tampered_link_falls_back_to_the_default_with_a_warning(
 ) -> None:
     at = sizing_page(**{name: value})
 
-    (warning,) = [w.value for w in at.warning if w.value.startswith("The link's")]
+    (warning,) = link_warnings(at)
     assert warning.startswith(f"The link's {name}={value!r} was ignored: ")
     assert reason in warning
     assert at.query_params[name] == DEFAULT_PARAMS[name]  # the URL is valid again
@@ -167,11 +190,119 @@ def test_without_stored_models_the_page_says_how_to_get_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = database_without_evaluation(tmp_path / "fresh.duckdb")
-    monkeypatch.setenv(store.DB_ENV_VAR, str(db))
+    monkeypatch.setenv(database.DB_ENV_VAR, str(db))
     at = sizing_page(model="symbolic")
 
-    assert "python -m modeling evaluate" in at.info[0].value
+    assert "python -m modeling evaluate --workload unet3d" in at.info[0].value
     assert widget(at.selectbox, "Model").disabled
     assert not [m for m in at.metric if m.label == "Predicted peak"]
     assert any(chart.get("name") == "breakdown" for chart in charts(at))
-    assert any("no model is stored yet" in w.value for w in at.warning)
+    assert any("no model is stored yet" in w for w in link_warnings(at))
+
+
+# --- the AlexNet --------------------------------------------------------------------------
+
+
+def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
+    alexnet_db: Path,
+) -> None:
+    at = sizing_page(**ALEXNET_LINK)
+
+    assert widget(at.main.selectbox, "Workload").value == "alexnet"
+    assert not link_warnings(at)
+    shape = widget(at.radio, "Image shape")
+    assert (shape.options, shape.value) == (["Square", "H × W"], "Square")
+    side = widget(at.select_slider, "Image side")
+    assert (side.value, side.options[0], side.options[-1]) == (224, "67", "1024")
+    assert widget(at.select_slider, "Batch size").value == 32
+    assert labels(at.main.selectbox) == ["Workload", "Classes", "Precision", "Model"]
+    assert widget(at.selectbox, "Classes").value == 1000
+    stored = {p.name for p in results.load_predictors(alexnet_db, workload="alexnet")}
+    assert set(widget(at.selectbox, "Model").options) == {
+        p.title for p in results.load_predictors(alexnet_db, workload="alexnet")
+    }
+    assert widget(at.selectbox, "Model").value in stored
+    assert 0 < gib(metric(at, "Predicted peak")) <= gib(metric(at, "Upper bound"))
+    assert at.subheader[1].value == "224^2 at batch 32"
+    assert metric(at, "Largest square at batch 32").endswith("^2")
+    assert metric(at, "Largest batch at 224^2").isdigit()
+    (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
+    assert "optimizer (SGD momentum)" in breakdown["rows"]["term"].tolist()
+    assert dict(at.query_params) == ALEXNET_LINK | {
+        "classes": "1000", "precision": "float32", "budget": "256", "headroom": "20",
+        "model": widget(at.selectbox, "Model").value,
+    }  # fmt: skip
+
+
+def test_the_alexnet_prediction_follows_its_image_and_classes(alexnet_db: Path) -> None:
+    at = sizing_page(**ALEXNET_LINK)
+    at_224 = gib(metric(at, "Predicted peak"))
+    widget(at.select_slider, "Image side").set_value(ALEXNET_SIDES[0]).run()
+    smaller = gib(metric(at, "Predicted peak"))
+    widget(at.radio, "Image shape").set_value("H × W").run()
+    sides = [widget(at.select_slider, name).value for name in ("Height", "Width")]
+
+    assert smaller < at_224
+    assert sides == [ALEXNET_SIDES[0]] * 2
+    assert at.query_params["image"] == f"{ALEXNET_SIDES[0]}x{ALEXNET_SIDES[0]}"
+
+
+def test_switching_the_workload_swaps_the_inputs_and_the_link(alexnet_db: Path) -> None:
+    at = sizing_page()
+    widget(at.select_slider, "Batch size").set_value(16).run()
+    widget(at.main.selectbox, "Workload").set_value("alexnet").run()
+
+    assert not at.exception and not link_warnings(at)
+    assert "Base filters" not in labels(at.selectbox) and "Classes" in labels(at.selectbox)
+    assert widget(at.select_slider, "Image side").value == 224
+    assert widget(at.select_slider, "Batch size").value == 32  # the AlexNet's own question
+    assert at.query_params["workload"] == "alexnet" and "filters" not in at.query_params
+    assert at.query_params["classes"] == "1000"
+
+    widget(at.main.selectbox, "Workload").set_value("unet3d").run()
+    assert widget(at.select_slider, "Batch size").value == 16  # the U-Net's question is kept
+    assert widget(at.select_slider, "Image side").value == 128
+    assert at.query_params["workload"] == "unet3d" and "classes" not in at.query_params
+
+
+def test_a_tampered_workload_falls_back_to_the_default_with_an_escaped_warning(
+    reference_db: Path,
+) -> None:
+    at = sizing_page(workload="<b>x</b>", batch="8")
+
+    (markdown,) = [w.value for w in at.warning if "ignored" in w.value]
+    assert "<b>" not in markdown and "\\<b\\>" in markdown  # no tag reaches the browser
+    assert shown(markdown) == (
+        "The link's workload='<b>x</b>' was ignored: the workloads are unet3d, alexnet. "
+        "Showing workload=unet3d instead."
+    )
+    assert widget(at.main.selectbox, "Workload").value == "unet3d"
+    assert widget(at.select_slider, "Batch size").value == 8  # the rest of the link applies
+    assert at.query_params["workload"] == "unet3d"
+
+
+def test_a_knob_the_alexnet_does_not_have_is_ignored_with_a_warning(alexnet_db: Path) -> None:
+    at = sizing_page(**ALEXNET_LINK, filters="16", classes="10")
+
+    (warning,) = link_warnings(at)
+    assert warning.startswith("The link's filters='16' was ignored: the AlexNet-style 2D CNN")
+    assert "has no base filters to set" in warning
+    assert widget(at.selectbox, "Classes").value == 10
+    assert "filters" not in at.query_params
+
+
+def test_alexnet_runs_without_an_evaluation_get_the_command_that_makes_one(
+    alexnet_runs_db: Path,
+) -> None:
+    at = sizing_page(**ALEXNET_LINK)
+
+    (info,) = at.info
+    assert "No fitted AlexNet-style 2D CNN (Torres et al. 2021) models" in info.value
+    assert "python -m modeling evaluate --workload alexnet" in info.value
+    assert widget(at.selectbox, "Model").disabled
+    assert not [m for m in at.metric if m.label == "Predicted peak"]
+    (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
+    assert "optimizer (SGD momentum)" in breakdown["rows"]["term"].tolist()
+    # The U-Net keeps its bundled models.
+    widget(at.main.selectbox, "Workload").set_value("unet3d").run()
+    assert not at.info and gib(metric(at, "Predicted peak")) > 0

@@ -9,7 +9,8 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import store
+from core import database, store
+from tests.app.helpers import ALEXNET_HOST, ALEXNET_SAMPLES
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 GIB = 2**30
@@ -46,12 +47,15 @@ def test_the_page_offers_filters_a_table_a_download_and_a_run_picker(reference_d
     at = sweeps_page()
     assert not at.exception
     assert [m.label for m in at.main.multiselect] == [
-        "Sweep", "Host", "Status", "Image size", "Batch size", "Base filters", "Precision",
+        "Workload", "Sweep", "Host", "Status", "Image size", "Batch size", "Base filters",
+        "Precision",
     ]  # fmt: skip
+    assert at.main.multiselect(key="sweeps_workload").options == ["unet3d"]
     assert at.main.multiselect(key="sweeps_status").options == ["ok", "skipped"]
     table = at.main.dataframe[0].value
     assert len(table) == len(runs) == 46
-    assert "high-water mark (GiB)" in table.columns and "image (D×H×W)" in table.columns
+    assert "high-water mark (GiB)" in table.columns and "image (D×H×W or H×W)" in table.columns
+    assert set(table["workload"]) == {"unet3d"}
     assert at.main.get("download_button")[0].proto.label == "Download CSV"
     assert at.main.selectbox(key="sweeps_run").label == "Run"
 
@@ -74,7 +78,7 @@ def test_knob_filters_combine_with_the_others(reference_db, runs):
     table = at.main.dataframe[0].value
     expected = runs[(runs["depth"] == 64) & (runs["batch_size"] == 2)]
     assert len(table) == len(expected) > 0
-    assert set(table["image (D×H×W)"]) == {"64×64×64"} and set(table["batch"]) == {2}
+    assert set(table["image (D×H×W or H×W)"]) == {"64×64×64"} and set(table["batch"]) == {2}
 
 
 def test_a_runs_timeline_is_drawn_with_its_peaks_and_steps_marked(reference_db, runs):
@@ -127,8 +131,62 @@ def test_the_sweeps_table_shows_status_and_points_done(reference_db):
 
 def test_an_empty_database_says_how_to_get_runs(tmp_path, monkeypatch):
     # Made before it is the dashboard's: a new $MEMPLAN_DB would start with the bundled runs.
-    empty = store.ensure_database(tmp_path / "empty.duckdb")
-    monkeypatch.setenv(store.DB_ENV_VAR, str(empty))
+    empty = database.ensure_database(tmp_path / "empty.duckdb")
+    monkeypatch.setenv(database.DB_ENV_VAR, str(empty))
     at = sweeps_page()
     assert not at.exception
     assert at.main.info[0].value.startswith("No runs stored yet")
+
+
+# --- AlexNet runs beside the U-Net's ------------------------------------------------------
+
+
+def test_the_workload_filter_shows_alexnet_runs_with_their_2d_images(alexnet_runs_db):
+    runs = store.load_runs(alexnet_runs_db)
+    alexnet = runs[runs["workload"] == "alexnet"]
+    at = sweeps_page()
+    workload = at.main.multiselect(key="sweeps_workload")
+    assert workload.options == ["unet3d", "alexnet"]
+    assert len(at.main.dataframe[0].value) == len(runs)
+
+    at = workload.set_value(["alexnet"]).run()
+    assert not at.exception
+    table = at.main.dataframe[0].value
+    assert len(table) == len(alexnet) > 0
+    assert set(table["workload"]) == {"alexnet"}
+    assert {"224", "96", "227x200"} <= set(table["image (D×H×W or H×W)"])
+    assert table["base filters"].isna().all()
+    images = at.main.multiselect(key="sweeps_image").options
+    assert images[0] == "96" and "227x200" in images and "64×64×64" not in images
+    assert f"{len(alexnet)} of {len(runs)} runs" in at.main.caption[1].value
+
+
+def test_an_alexnet_runs_timeline_is_picked_and_drawn(alexnet_runs_db):
+    at = sweeps_page()
+    at = at.main.multiselect(key="sweeps_workload").set_value(["alexnet"]).run()
+    picker = at.main.selectbox(key="sweeps_run")
+    runs = store.load_runs(alexnet_runs_db, hostname=ALEXNET_HOST)
+    [run] = runs[(runs["height"] == 227) & (runs["width"] == 200)].to_dict("records")
+    assert any(option.startswith("227x200 batch 4, 1000 classes, float32 · ok · alexnet-host")
+               for option in picker.options)  # fmt: skip
+    at = picker.set_value(run["run_id"]).run()
+
+    assert not at.exception
+    assert at.main.selectbox(key="sweeps_run").value == run["run_id"]
+    timeline = charts(at)[0]
+    assert len(rows_of(timeline, "timeline")) == ALEXNET_SAMPLES
+    peaks = {row["mark"]: row["gib"] for row in rows_of(timeline, "peaks")}
+    assert peaks["kernel high-water mark"] == pytest.approx(run["peak_hwm_bytes"] / GIB)
+
+
+def test_machines_compare_alexnet_peaks_at_the_side_of_their_square(alexnet_runs_db):
+    at = sweeps_page()
+    at = at.main.multiselect(key="sweeps_workload").set_value(["alexnet"]).run()
+    at = at.main.selectbox(key="sweeps_compare_batch").set_value(4).run()
+    comparison = charts(at)[1]
+    measured = layers(comparison)["measured"]
+    assert measured["encoding"]["x"]["title"] == "image side (pixels; square root of H x W)"
+    points = rows_of(comparison, "measured")
+    assert {p["host"] for p in points} == {ALEXNET_HOST}
+    assert {p["network"] for p in points} == {"1000 classes, float32"}
+    assert max(p["side"] for p in points) == 224.0

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from core import store
+from core import database
 from modeling.stored import bundle
 from profiling import exchange, launcher
 
@@ -109,8 +109,8 @@ class StreamlitServer:
 def e2e_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database holding the bundled reference runs and the bundled evaluation (built once)."""
     path = tmp_path_factory.mktemp("e2e-reference") / "reference.duckdb"
-    store.ensure_database(path)
-    exchange.import_runs(path, store.BUNDLED_RUNS, store.BUNDLED_SAMPLES)
+    database.ensure_database(path)
+    exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
     assert bundle.install_bundled_results(path), "the bundled evaluation did not install"
     return path
 
@@ -135,9 +135,9 @@ def dashboard_server(
     env = {
         name: value
         for name, value in os.environ.items()
-        if name not in {"MEMPLAN_READ_ONLY", store.LOCK_TIMEOUT_ENV_VAR}
+        if name not in {"MEMPLAN_READ_ONLY", database.LOCK_TIMEOUT_ENV_VAR}
     }
-    env |= {store.DB_ENV_VAR: str(db_path), "HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    env |= {database.DB_ENV_VAR: str(db_path), "HOME": str(home), "PYTHONUNBUFFERED": "1"}
     command = [
         sys.executable, "-m", "streamlit", "run", str(APP_PATH),
         "--server.port", str(port),

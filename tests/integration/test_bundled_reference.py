@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from core import store
+from core import database, store
 from profiling import exchange
 
 SIZES = list(range(32, 145, 16))
@@ -10,8 +10,8 @@ BATCHES = [1, 2, 4, 8, 16]
 
 
 def test_the_bundled_export_imports_cleanly_and_covers_the_whole_grid(tmp_path):
-    db = store.ensure_database(tmp_path / "fresh.duckdb")
-    stored = exchange.import_runs(db, store.BUNDLED_RUNS, store.BUNDLED_SAMPLES)
+    db = database.ensure_database(tmp_path / "fresh.duckdb")
+    stored = exchange.import_runs(db, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
     runs = store.load_runs(db)
     assert stored == len(runs)
 
@@ -37,8 +37,25 @@ def test_the_bundled_export_imports_cleanly_and_covers_the_whole_grid(tmp_path):
     assert (ok.set_index("run_id")["peak_sampled_bytes"] == timeline_peaks[ok["run_id"]]).all()
 
 
-def test_a_fresh_default_database_holds_the_bundled_runs(tmp_path, monkeypatch):
-    monkeypatch.setattr(store, "default_db_path", lambda: tmp_path / "memplan.duckdb")
-    db = store.ensure_database(store.default_db_path())
-    bundled = pd.read_parquet(store.BUNDLED_RUNS)
-    assert len(store.load_runs(db)) == len(bundled)
+def test_a_fresh_default_database_holds_every_bundled_export(tmp_path, monkeypatch):
+    monkeypatch.setattr(database, "default_db_path", lambda: tmp_path / "memplan.duckdb")
+    db = database.ensure_database(database.default_db_path())
+    for workload, (runs_file, _samples) in zip(
+        ("unet3d", "alexnet"), database.BUNDLED_EXPORTS, strict=True
+    ):
+        bundled = pd.read_parquet(runs_file)
+        assert len(store.load_runs(db, workload=workload)) == len(bundled)
+
+
+def test_the_bundled_alexnet_sweep_covers_its_grid_on_one_machine(tmp_path):
+    db = database.ensure_database(tmp_path / "fresh.duckdb")
+    runs_file, samples_file = database.BUNDLED_EXPORTS[1]
+    exchange.import_runs(db, runs_file, samples_file)
+    runs = store.load_runs(db, workload="alexnet")
+
+    grid = set(zip(runs["height"], runs["batch_size"], strict=True))
+    assert {(s, b) for s in range(96, 289, 32) for b in (1, 2, 8, 32, 128)} <= grid
+    assert (runs["status"] == "ok").all() and runs["depth"].isna().all()
+    # One machine, one software stack: never mixed with another in a fit.
+    assert runs[["cpu_model", "tensorflow_version", "cpu_cores"]].drop_duplicates().shape[0] == 1
+    assert (runs.groupby(["height", "batch_size"]).size() >= 3).sum() == 3

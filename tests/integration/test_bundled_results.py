@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core import store
+from core import database, store
 from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError
 from modeling.stored import bundle
@@ -15,8 +15,8 @@ from profiling import exchange
 
 
 def _reference_db(path: Path) -> Path:
-    store.ensure_database(path)
-    exchange.import_runs(path, store.BUNDLED_RUNS, store.BUNDLED_SAMPLES)
+    database.ensure_database(path)
+    exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
     return path
 
 
@@ -54,7 +54,7 @@ def test_an_export_reinstalls_as_the_same_evaluation(tmp_path: Path) -> None:
 
 
 def test_exporting_without_an_evaluation_says_how_to_make_one(tmp_path: Path) -> None:
-    db = store.ensure_database(tmp_path / "empty.duckdb")
+    db = database.ensure_database(tmp_path / "empty.duckdb")
 
     with pytest.raises(ModelingError, match="python -m modeling evaluate"):
         bundle.export_results(db, tmp_path / "export")

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core import store
+from core import database, store
 
 RUNS = 40
 SAMPLES_PER_RUN = 200
@@ -63,20 +63,20 @@ def _environment() -> dict[str, str]:
 
 
 def test_a_sweep_writing_and_a_dashboard_reading_at_once_both_succeed(tmp_path):
-    database = tmp_path / "memplan.duckdb"
-    store.ensure_database(database)
+    db = tmp_path / "memplan.duckdb"
+    database.ensure_database(db)
     done_flag = tmp_path / "writer-done"
     env = _environment()
 
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(database)],
+        [sys.executable, "-c", WRITER, str(db)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     reader = subprocess.Popen(
-        [sys.executable, "-c", READER, str(database), str(done_flag), str(RUNS), str(POLL_S)],
+        [sys.executable, "-c", READER, str(db), str(done_flag), str(RUNS), str(POLL_S)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -100,19 +100,19 @@ def test_a_sweep_writing_and_a_dashboard_reading_at_once_both_succeed(tmp_path):
     assert any(0 < runs < RUNS for runs in run_counts), "the reader never saw the sweep midway"
     # Each run and its timeline are one transaction: a reader never sees half a timeline.
     assert all(samples % SAMPLES_PER_RUN == 0 for _, samples in seen)
-    assert len(store.load_runs(database)) == RUNS
-    assert len(store.load_samples(database)) == RUNS * SAMPLES_PER_RUN
+    assert len(store.load_runs(db)) == RUNS
+    assert len(store.load_samples(db)) == RUNS * SAMPLES_PER_RUN
 
 
 def test_processes_creating_the_same_new_database_at_once_all_succeed(tmp_path):
-    database = tmp_path / "new.duckdb"
+    new_db = tmp_path / "new.duckdb"
     write_one = (
         "import sys\nfrom conftest import build_record\nfrom core import store\n"
         "store.insert_run(sys.argv[1], build_record(timeline=10))\n"
     )
     writers = [
         subprocess.Popen(
-            [sys.executable, "-c", write_one, str(database)],
+            [sys.executable, "-c", write_one, str(new_db)],
             env=_environment(),
             stderr=subprocess.PIPE,
             text=True,
@@ -123,6 +123,6 @@ def test_processes_creating_the_same_new_database_at_once_all_succeed(tmp_path):
 
     assert [writer.returncode for writer in writers] == [0] * CREATORS, errors
     assert errors == [""] * CREATORS
-    assert len(store.load_runs(database)) == CREATORS
-    assert len(store.load_samples(database)) == CREATORS * 10
+    assert len(store.load_runs(new_db)) == CREATORS
+    assert len(store.load_samples(new_db)) == CREATORS * 10
     assert sorted(path.name for path in tmp_path.iterdir()) == ["new.duckdb"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from core import store
+from core import database, store
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import exchange, job, launcher
@@ -95,8 +95,8 @@ def test_cancel_stops_a_real_sweep_which_is_marked_interrupted(db: Path):
 
 
 def test_after_a_sweep_the_models_are_refit_on_every_stored_run(tmp_path: Path):
-    db = store.ensure_database(tmp_path / "reference.duckdb")
-    exchange.import_runs(db, store.BUNDLED_RUNS, store.BUNDLED_SAMPLES)
+    db = database.ensure_database(tmp_path / "reference.duckdb")
+    exchange.import_runs(db, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
     assert bundle.install_bundled_results(db)
     refit = [sys.executable, "-m", "modeling", "evaluate", "--db", str(db), "--quick"]
 

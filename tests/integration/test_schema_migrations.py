@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import schema, store
+from core import database, schema, store
 from core.errors import DataFileError, StoreError
 from core.workloads.unet3d import UNetConfig
 from modeling.stored import bundle
@@ -90,7 +90,7 @@ def test_the_fixture_is_a_small_schema_1_database() -> None:
 def test_a_schema_1_database_is_migrated_keeping_every_row_and_value(old_db: Path) -> None:
     before = _tables(old_db)
 
-    store.ensure_database(old_db)
+    database.ensure_database(old_db)
 
     after = _tables(old_db)
     assert _version(old_db) == str(schema.SCHEMA_VERSION) == "2"
@@ -107,8 +107,8 @@ def test_a_schema_1_database_is_migrated_keeping_every_row_and_value(old_db: Pat
 
 
 def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(old_db: Path, tmp_path) -> None:
-    store.ensure_database(old_db)
-    new = store.ensure_database(tmp_path / "new.duckdb")
+    database.ensure_database(old_db)
+    new = database.ensure_database(tmp_path / "new.duckdb")
 
     assert _columns(old_db) == _columns(new)
     described = dict((row[0], row) for row in _columns(old_db)["runs"])
@@ -116,7 +116,7 @@ def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(old_db: Path, t
 
 
 def test_migrated_runs_read_back_as_unet_runs(old_db: Path) -> None:
-    store.ensure_database(old_db)
+    database.ensure_database(old_db)
 
     runs = store.load_runs(old_db)
     assert len(runs) == 6 and set(runs["workload"]) == {"unet3d"}
@@ -131,7 +131,7 @@ def test_migrated_runs_read_back_as_unet_runs(old_db: Path) -> None:
 
 
 def test_the_results_of_a_schema_1_database_load_and_predict(old_db: Path) -> None:
-    store.ensure_database(old_db)
+    database.ensure_database(old_db)
 
     evaluation = results.load_evaluations(old_db).iloc[0]
     assert (evaluation["workload"], evaluation["n_runs"]) == ("unet3d", 4)
@@ -183,10 +183,10 @@ def test_any_write_migrates_first(old_db: Path, make_record) -> None:
 
 
 def test_opening_a_migrated_database_again_changes_nothing(old_db: Path) -> None:
-    store.ensure_database(old_db)
+    database.ensure_database(old_db)
     migrated = _file_state(old_db)
 
-    store.ensure_database(old_db)
+    database.ensure_database(old_db)
     store.load_runs(old_db)
 
     assert _file_state(old_db) == migrated
@@ -205,7 +205,7 @@ def test_a_failed_migration_leaves_the_database_as_it_was(old_db, monkeypatch) -
 
     with pytest.raises(StoreError, match=r"could not migrate database .* from schema version 1 to "
                        r"2: Catalog Error.*; nothing was changed"):  # fmt: skip
-        store.ensure_database(old_db)
+        database.ensure_database(old_db)
 
     assert _version(old_db) == "1"
     after = _tables(old_db)
@@ -219,7 +219,7 @@ def test_processes_opening_an_old_database_at_once_migrate_it_once(old_db: Path)
 
     def open_it() -> None:
         try:
-            store.ensure_database(old_db)
+            database.ensure_database(old_db)
             assert len(store.load_runs(old_db)) == 6
         except BaseException as error:  # reported below
             errors.append(error)
@@ -236,7 +236,7 @@ def test_processes_opening_an_old_database_at_once_migrate_it_once(old_db: Path)
 
 
 def test_a_database_of_a_newer_memplan_is_refused_and_left_alone(tmp_path: Path) -> None:
-    db = store.ensure_database(tmp_path / "future.duckdb")
+    db = database.ensure_database(tmp_path / "future.duckdb")
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
         con.execute("CHECKPOINT")
@@ -247,7 +247,7 @@ def test_a_database_of_a_newer_memplan_is_refused_and_left_alone(tmp_path: Path)
     )
 
     for attempt in (
-        lambda: store.ensure_database(db),
+        lambda: database.ensure_database(db),
         lambda: store.load_runs(db),
         lambda: store.create_sweep(db, "s1", "python -m profiling sweep", {}, points_total=1),
     ):
@@ -265,7 +265,7 @@ def test_a_database_of_a_newer_memplan_is_refused_and_left_alone(tmp_path: Path)
 def test_a_schema_1_export_imports_as_the_migrated_database_holds_it(
     tmp_path: Path, old_db: Path, suffix: str
 ) -> None:
-    store.ensure_database(old_db)
+    database.ensure_database(old_db)
     target = tmp_path / "target.duckdb"
 
     stored = exchange.import_runs(target, FIXTURES / f"runs{suffix}", FIXTURES / f"samples{suffix}")
@@ -309,7 +309,7 @@ def test_a_new_export_carries_version_2_and_round_trips(
     tmp_path: Path, old_db: Path, suffix: str
 ) -> None:
     runs_file, samples_file = tmp_path / f"runs{suffix}", tmp_path / f"samples{suffix}"
-    store.ensure_database(old_db)  # as `python -m profiling export` does first
+    database.ensure_database(old_db)  # as `python -m profiling export` does first
     exchange.export_runs(old_db, runs_file, samples_file)
 
     if suffix == ".parquet":
@@ -336,7 +336,7 @@ def test_a_schema_1_results_export_installs_as_a_unet_evaluation(tmp_path: Path)
 def test_a_results_export_carries_its_version_and_a_newer_one_is_refused(
     tmp_path: Path, old_db: Path
 ) -> None:
-    store.ensure_database(old_db)
+    database.ensure_database(old_db)
     exported = bundle.export_results(old_db, tmp_path / "export")
     for table in schema.RESULT_TABLES:
         assert pq.read_metadata(exported / f"{table}.parquet").metadata[

@@ -62,7 +62,8 @@ def test_the_runs_table_shows_memory_in_gib_with_units_newest_first(runs):
     table = browse.runs_table(runs)
     assert table["run"].tolist() == ["d" * 12, "c" * 12, "b" * 12, "a" * 12]
     assert table["high-water mark (GiB)"].tolist()[::3] == [1.5, 2.0]
-    assert table["image (D×H×W)"][1] == "96×96×64"
+    assert table["image (D×H×W or H×W)"][1] == "96×96×64"
+    assert table["workload"].tolist() == ["unet3d"] * 4
     assert all("bytes" not in column for column in table.columns)
 
 
@@ -153,6 +154,65 @@ def test_the_sweeps_table_shows_progress_and_a_short_grid(tmp_path: Path):
     assert rows["newer"]["grid"] == "sizes 32 64; batch 1 2; filters 16; precisions float32 " \
         "mixed_float16"  # fmt: skip
     assert browse.sweeps_table(store.load_sweeps(tmp_path / "empty.duckdb")).empty
+
+
+# --- AlexNet runs beside U-Net runs ----------------------------------------------------
+
+ALEXNET = {"workload": "alexnet", "depth": None, "base_filters": None, "levels": None,
+           "upsampling": None, "in_channels": 3, "classes": 1000}  # fmt: skip
+
+
+@pytest.fixture
+def mixed() -> pd.DataFrame:
+    return runs_frame(
+        build_record(run_id="u" * 32, depth=32, height=32, width=32, peak_hwm_bytes=2 * GIB,
+                     created_at="2025-01-01T00:00:00+00:00"),
+        build_record(run_id="s" * 32, height=224, width=224, peak_hwm_bytes=GIB,
+                     created_at="2025-01-02T00:00:00+00:00", **ALEXNET),
+        build_record(run_id="o" * 32, height=227, width=200, hostname="big",
+                     created_at="2025-01-03T00:00:00+00:00", **(ALEXNET | {"classes": 10})),
+    )  # fmt: skip
+
+
+def test_2d_images_read_as_their_workload_writes_them_and_sort_by_pixels(mixed):
+    assert mixed["image"].tolist() == ["32×32×32", "224", "227x200"]
+    assert mixed["voxels"].tolist() == [32**3, 224 * 224, 227 * 200]
+    assert browse.filter_options(mixed, "image") == ["32×32×32", "227x200", "224"]
+    assert browse.filter_options(mixed, "workload") == ["unet3d", "alexnet"]
+    alexnet = browse.filter_runs(mixed, {"workload": ["alexnet"]})
+    assert alexnet["run_id"].str[0].tolist() == ["s", "o"]
+
+
+def test_an_alexnet_run_is_named_by_its_classes_not_by_filters(mixed):
+    label = browse.run_label(mixed.iloc[2].to_dict())
+    assert label.startswith("227x200 batch 1, 10 classes, float32 · ok · big · 2025-01-03")
+    assert browse.run_label(mixed.iloc[0].to_dict()).startswith("32×32×32 batch 1, 16 filters")
+    table = browse.runs_table(mixed)
+    assert table["image (D×H×W or H×W)"].tolist() == ["227x200", "224", "32×32×32"]
+    assert table["base filters"].isna().tolist() == [True, True, False]
+
+
+def test_host_peaks_of_several_workloads_name_the_workload_and_use_the_square_side(mixed):
+    points = browse.host_peaks(mixed, batch_size=1).set_index("run")
+    assert points.loc["ssssssss", "side"] == 224.0
+    assert points.loc["oooooooo", "side"] == pytest.approx((227 * 200) ** 0.5, abs=0.05)
+    assert points.loc["uuuuuuuu", "side"] == 32.0
+    assert points.loc["ssssssss", "network"] == "alexnet: 1000 classes, float32"
+    only_alexnet = browse.host_peaks(browse.filter_runs(mixed, {"workload": ["alexnet"]}), 1)
+    assert set(only_alexnet["network"]) == {"1000 classes, float32", "10 classes, float32"}
+
+
+def test_a_sweeps_grid_names_its_workload(tmp_path: Path):
+    db = tmp_path / "s.duckdb"
+    grid = {"workload": "alexnet", "image_sizes": ["224"], "batch_sizes": [1, 32]}
+    store.create_sweep(db, "alex", "cmd", grid, 2)
+    [row] = browse.sweeps_table(store.load_sweeps(db)).to_dict("records")
+    assert row["grid"] == "alexnet; sizes 224; batch 1 32"
+
+
+def test_a_frame_without_a_workload_column_is_all_the_default_workloads(runs):
+    old = runs.drop(columns=["workload"])
+    assert browse.with_image(old)["workload"].tolist() == ["unet3d"] * 4
 
 
 # --- charts ----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 
 from core.analytical import refined_breakdown
 from core.workloads.unet3d import UNetConfig
-from presentation import charts, curves
+from presentation import charts, curves, sizing_view
 from tests.conftest import build_runs
 
 
@@ -93,7 +93,7 @@ def test_residuals_are_drawn_against_side_or_measured_peak(runs) -> None:
 
 
 def test_the_breakdown_has_a_bar_per_term_in_the_models_order() -> None:
-    terms = curves.breakdown_frame(refined_breakdown(UNetConfig((64, 64, 64), 2)))
+    terms = sizing_view.breakdown_frame(refined_breakdown(UNetConfig((64, 64, 64), 2)))
     spec = charts.breakdown(terms).to_dict()
 
     assert spec["mark"]["type"] == "bar"
@@ -112,3 +112,14 @@ def test_the_bounds_chart_marks_the_budget_and_what_training_may_use_of_it() -> 
     limits = _rows(spec, layers["budget"]).set_index("limit")["gib"]
     assert limits.to_dict() == {"budget": 240.0, "budget less headroom": 200.0}
     assert _rows(spec, layers["bound"])["upper_gib"].tolist() == [11.0, 15.0]
+
+
+def test_a_2d_workloads_axes_say_pixels_and_square_root() -> None:
+    points = pd.DataFrame({"side": [224.0], "batch_size": [1], "image": ["224"],
+                           "peak_gib": [2.0]})  # fmt: skip
+    curve = pd.DataFrame({"model": ["paper"], "title": ["paper"], "side": [224],
+                          "batch_size": [1], "predicted_gib": [1.0]})  # fmt: skip
+    spec = charts.peak_vs_size(points, curve, dims=2).to_dict()
+    title = _layers(spec)["predicted"]["encoding"]["x"]["title"]
+    assert title == "image side (pixels; square root of H x W)"
+    assert charts.SIDE_TITLE == "image side (voxels; cube root of D x H x W)"

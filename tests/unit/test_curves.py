@@ -8,12 +8,13 @@ import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from core.analytical import paper_estimate, refined_breakdown
+from core.workloads.alexnet import AlexNetConfig
 from core.workloads.unet3d import UNetConfig
 from modeling.estimators.analytical import PaperModel, RefinedAnalyticalModel
 from modeling.evaluation.bounds import ConformalBound
 from modeling.features import config_frame, measured_frame
 from modeling.stored.predictor import Predictor, TrainingRange
-from presentation import curves
+from presentation import curves, sizing_view
 from tests.conftest import SYNTHETIC_FRAMEWORK_BYTES, build_record, build_runs
 
 GIB = 2**30
@@ -215,7 +216,7 @@ def _predictor(bytes_per_voxel: float) -> Predictor:
 def test_config_predictions_give_each_models_point_and_bound() -> None:
     config = UNetConfig((128, 128, 128), 4)
     big = _predictor(bytes_per_voxel=1e5)
-    row = curves.config_predictions([big], [config]).iloc[0]
+    row = sizing_view.config_predictions([big], [config]).iloc[0]
 
     predicted = 1e5 * 128**3 * 4
     assert row["predicted_bytes"] == pytest.approx(predicted)
@@ -228,18 +229,18 @@ def test_config_predictions_give_each_models_point_and_bound() -> None:
 def test_config_predictions_cover_every_model_and_configuration_asked_for() -> None:
     configs = [UNetConfig((64, 64, 64), batch) for batch in (1, 2, 3)]
     models = [_predictor(bytes_per_voxel=1e5), _predictor(bytes_per_voxel=2e5)]
-    frame = curves.config_predictions(models, configs)
+    frame = sizing_view.config_predictions(models, configs)
 
     assert len(frame) == 2 * 3
     assert frame["batch_size"].tolist() == [1, 2, 3, 1, 2, 3]
     assert frame["image_shape"].iloc[0] == (64, 64, 64)
     assert frame["predicted_bytes"].iloc[5] == pytest.approx(2e5 * 64**3 * 3)
-    assert curves.config_predictions(models, []).empty
+    assert sizing_view.config_predictions(models, []).empty
 
 
 def test_a_bound_below_the_closed_form_estimate_is_raised_to_it() -> None:
     config = UNetConfig((64, 64, 64), 2)
-    row = curves.config_predictions([_predictor(bytes_per_voxel=1.0)], [config]).iloc[0]
+    row = sizing_view.config_predictions([_predictor(bytes_per_voxel=1.0)], [config]).iloc[0]
     closed_form = refined_breakdown(config, SYNTHETIC_FRAMEWORK_BYTES).total_bytes
 
     assert row["raised_to_closed_form"]
@@ -248,7 +249,7 @@ def test_a_bound_below_the_closed_form_estimate_is_raised_to_it() -> None:
 
 def test_a_configuration_beyond_the_measured_runs_says_how() -> None:
     config = UNetConfig((256, 256, 256), 4, base_filters=32)
-    row = curves.config_predictions([_predictor(bytes_per_voxel=1e5)], [config]).iloc[0]
+    row = sizing_view.config_predictions([_predictor(bytes_per_voxel=1e5)], [config]).iloc[0]
 
     assert "larger than the largest measured" in row["beyond"]
     assert "base_filters 32 was never measured" in row["beyond"]
@@ -256,15 +257,15 @@ def test_a_configuration_beyond_the_measured_runs_says_how() -> None:
 
 
 def test_the_usable_budget_leaves_the_headroom_free() -> None:
-    assert curves.usable_budget_bytes(240 * GIB, 0.2) == 200 * GIB
-    assert curves.usable_budget_bytes(64 * GIB, 0.0) == 64 * GIB
+    assert sizing_view.usable_budget_bytes(240 * GIB, 0.2) == 200 * GIB
+    assert sizing_view.usable_budget_bytes(64 * GIB, 0.0) == 64 * GIB
     with pytest.raises(ValueError, match="headroom must be >= 0"):
-        curves.usable_budget_bytes(64 * GIB, -0.1)
+        sizing_view.usable_budget_bytes(64 * GIB, -0.1)
 
 
 def test_the_breakdown_frame_lists_every_term_in_order_and_sums_to_the_total() -> None:
     breakdown = refined_breakdown(UNetConfig((96, 96, 96), 2), 700 * 2**20)
-    frame = curves.breakdown_frame(breakdown)
+    frame = sizing_view.breakdown_frame(breakdown)
 
     assert frame["term"].tolist() == [
         "framework",
@@ -277,3 +278,109 @@ def test_the_breakdown_frame_lists_every_term_in_order_and_sums_to_the_total() -
     ]
     assert frame["gib"].sum() == pytest.approx(breakdown.total_bytes / GIB)
     assert frame["share_pct"].sum() == pytest.approx(100.0)
+
+
+# --- AlexNet: 2D images, its own knobs ---------------------------------------------------
+
+ALEXNET = {"workload": "alexnet", "depth": None, "height": 224, "width": 224,
+           "base_filters": None, "levels": None, "upsampling": None, "in_channels": 3,
+           "classes": 1000}  # fmt: skip
+
+
+def alexnet_record(**overrides: Any):
+    return build_record(**(ALEXNET | overrides))
+
+
+def test_alexnet_points_are_labelled_as_2d_images_at_their_squares_side() -> None:
+    runs = pd.DataFrame([
+        alexnet_record(run_id="square", peak_hwm_bytes=2 * GIB).row(),
+        alexnet_record(run_id="oblong", height=227, width=200, batch_size=8).row(),
+        build_record(run_id="cube").row(),
+    ])  # fmt: skip
+    points = curves.measured_points(runs)
+
+    assert points.loc["square", ["image", "workload", "peak_gib"]].tolist() == [
+        "224", "alexnet", 2.0,
+    ]  # fmt: skip
+    assert points.loc["oblong", "image"] == "227x200"
+    assert points.loc["oblong", "side"] == pytest.approx((227 * 200) ** 0.5)
+    assert points.loc["cube", "image"] == "16"
+
+
+def test_alexnet_networks_are_its_own_knobs_and_its_curves_are_squares() -> None:
+    runs = pd.DataFrame([
+        alexnet_record().row(), alexnet_record(batch_size=2).row(),
+        alexnet_record(classes=10).row(), build_record().row(),
+    ])  # fmt: skip
+    points = curves.measured_points(runs)
+    first, second = curves.networks(points, "alexnet")
+
+    assert first == {"in_channels": 3, "classes": 1000, "precision": "float32"}
+    assert second["classes"] == 10
+    assert len(curves.with_knobs(points, first)) == 2
+    assert curves.network_label(first, "alexnet") == "float32"
+    assert curves.network_label(second, "alexnet") == "10 classes, float32"
+    assert [set(n) for n in curves.networks(points)] == [
+        {"base_filters", "levels", "in_channels", "classes", "precision", "upsampling"}
+    ]
+
+    (paper,) = curves.closed_form_models(runs)[:1]
+    frame = curves.predicted_curves([paper], [67, 224], [1, 4], second, "alexnet")
+    row = frame[(frame["side"] == 224) & (frame["batch_size"] == 4)]
+    expected = paper_estimate(AlexNetConfig((224, 224), 4, classes=10)).total_bytes / GIB
+    assert row["predicted_gib"].item() == pytest.approx(expected)
+
+
+def test_the_analytical_models_predict_alexnet_runs_at_their_points() -> None:
+    runs = pd.DataFrame([alexnet_record(height=h, width=h).row() for h in (128, 224)])
+    points = curves.measured_points(runs)
+    paper, refined = curves.closed_form_models(runs)
+    frame = curves.predictions_at_points([paper, refined], points)
+
+    assert len(frame) == 4
+    config = AlexNetConfig((128, 128), 1)
+    first = frame[(frame["model"] == "refined") & (frame["image"] == "128")]
+    expected = refined.point_bytes([config])[0] / GIB
+    assert first["predicted_gib"].item() == pytest.approx(expected)
+
+
+def test_drawn_sides_thin_a_workload_that_takes_any_side() -> None:
+    unet = list(range(16, 513, 16))
+    assert curves.drawn_sides(unet) == unet  # 32 sides: each drawn
+    alexnet = curves.drawn_sides(list(range(67, 513)))
+    assert alexnet[:3] == [67, 72, 80] and alexnet[-1] == 512
+    assert len(alexnet) <= curves.MAX_DRAWN_SIDES
+    assert alexnet == sorted(set(alexnet))
+
+
+def test_the_shape_inputs_are_said_in_the_workloads_words() -> None:
+    assert curves.shape_inputs("unet3d").startswith("side (voxels, cube root of D x H x W)")
+    assert "side (pixels, square root of H x W)" in curves.shape_inputs("alexnet")
+
+
+def test_the_breakdown_names_the_workloads_optimizer() -> None:
+    breakdown = refined_breakdown(AlexNetConfig((224, 224), 32), 700 * 2**20)
+    frame = sizing_view.breakdown_frame(breakdown, "alexnet")
+    assert frame["term"].tolist()[3] == "optimizer (SGD momentum)"
+    assert frame["gib"].sum() == pytest.approx(breakdown.total_bytes / GIB)
+
+
+def test_the_sizing_page_offers_each_workload_its_own_sides_knobs_and_question() -> None:
+    runs = pd.DataFrame([alexnet_record(classes=37).row()])
+    choices = sizing_view.choices_for("alexnet", ["paper", "refined"], runs)
+
+    assert (choices.sides[0], choices.sides[-1], choices.dims) == (67, 1024, 2)
+    assert list(choices.knobs) == ["classes", "precision"]
+    assert choices.knobs["classes"] == (10, 37, 100, 1000, 10000)  # with the measured 37
+    default = sizing_view.default_state(choices, pd.DataFrame())
+    assert (default.image_shape, default.batch_size, default.model) == ((224, 224), 32, "paper")
+    assert default.knobs == (("classes", 1000), ("precision", "float32"))
+    assert default.config == AlexNetConfig((224, 224), 32)
+    assert default.image_label == "224^2"
+
+    unet = sizing_view.choices_for("unet3d", [], build_runs(sides=(32,), batches=(1,)))
+    assert list(unet.knobs) == ["base_filters", "precision"]
+    assert unet.sides[:2] == (16, 32)
+    assert sizing_view.default_state(unet, pd.DataFrame()).config == UNetConfig((128,) * 3, 4)
+    assert sizing_view.side_help(unet).startswith("Multiples of 16")
+    assert sizing_view.side_help(choices).startswith("Any side from 67")

@@ -85,6 +85,8 @@ def test_a_point_label_names_a_cube_by_its_side_and_other_shapes_in_full() -> No
     assert point_label({"depth": 240, "height": 240, "width": 144, "batch_size": 16}) == (
         "240x240x144 batch 16"
     )
+    assert point_label({"workload": "alexnet", "height": 224, "width": 224, "depth": None,
+                        "batch_size": 8}) == "224^2 batch 8"  # fmt: skip
 
 
 def test_the_benchmark_prints_the_floor_modules_figures() -> None:

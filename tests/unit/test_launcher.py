@@ -20,7 +20,7 @@ import psutil
 import pytest
 from tqdm import tqdm
 
-from core import store
+from core import database, store
 from core.errors import ConfigError
 from profiling import job, launcher
 from profiling.cli import build_parser
@@ -215,7 +215,7 @@ def test_a_job_survives_the_process_that_launched_it(db: Path, tmp_path: Path):
         f"launcher.start_job(Path({str(db)!r}), [JobCommand('sweeping', "
         f"({PY!r}, '-c', 'import time; time.sleep(2); print(\"survived\")'))])\n"
     )
-    subprocess.run([PY, "-c", script], cwd=store.REPO_ROOT, check=True, timeout=30)
+    subprocess.run([PY, "-c", script], cwd=database.REPO_ROOT, check=True, timeout=30)
     assert launcher.status(db).running
     finished = wait_until_ended(db)
     assert finished.phase == job.PHASE_FINISHED and "survived" in finished.log_tail

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from core import store
+from core import database, store
 from modeling.cli import main
 from modeling.stored import tables as results
 from tests.conftest import build_record, build_runs
@@ -18,7 +18,7 @@ CHEAP = ["--models", "refined", "least_squares", "--seeds", "2"]
 def runs_template(tmp_path_factory) -> Path:
     """A database of synthetic runs, built once (a DuckDB connection per insert is slow)."""
     path = tmp_path_factory.mktemp("template") / "runs.duckdb"
-    store.ensure_database(path)
+    database.ensure_database(path)
     for row in build_runs(noise=0.01).to_dict("records"):
         store.insert_run(path, build_record(**row))
     return path
@@ -137,7 +137,7 @@ def test_sizing_before_any_evaluation_says_what_to_run(db: Path, capsys) -> None
 
 def test_evaluate_with_too_few_runs_says_to_measure_more(tmp_path: Path, capsys) -> None:
     db = tmp_path / "few.duckdb"
-    store.ensure_database(db)
+    database.ensure_database(db)
     store.insert_run(db, build_record())
 
     code = main(["evaluate", "--db", str(db)])

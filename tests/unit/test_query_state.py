@@ -2,42 +2,115 @@
 
 import pytest
 
-from dashboard.query_state import SizingChoices, SizingState, from_params, image_label, to_params
+from dashboard.query_state import (
+    SizingChoices,
+    SizingState,
+    from_params,
+    image_label,
+    plain,
+    to_params,
+    workload_from,
+)
 
 CHOICES = SizingChoices(
+    workload="unet3d",
     sides=tuple(range(16, 1025, 16)),
-    levels=5,
     batch_sizes=tuple(range(1, 129)),
-    base_filters=(4, 8, 16, 32, 64),
-    precisions=("float32", "mixed_float16", "mixed_bfloat16"),
+    knobs={
+        "base_filters": (4, 8, 16, 32, 64),
+        "precision": ("float32", "mixed_float16", "mixed_bfloat16"),
+    },
     models=("paper", "refined", "symbolic"),
     min_budget_gib=0.5,
     max_budget_gib=65536.0,
     max_headroom_pct=1000.0,
 )
 DEFAULT = SizingState(
-    image_shape=(128, 128, 128), cube=True, batch_size=4, base_filters=16,
-    precision="float32", budget_gib=256.0, headroom_pct=20.0, model="symbolic",
+    workload="unet3d", image_shape=(128, 128, 128), one_side=True, batch_size=4,
+    knobs=(("base_filters", 16), ("precision", "float32")), budget_gib=256.0,
+    headroom_pct=20.0, model="symbolic",
+)  # fmt: skip
+ALEXNET_CHOICES = SizingChoices(
+    workload="alexnet",
+    sides=tuple(range(67, 1025)),
+    batch_sizes=tuple(range(1, 129)),
+    knobs={
+        "classes": (10, 100, 1000, 10000),
+        "precision": ("float32", "mixed_float16", "mixed_bfloat16"),
+    },
+    models=("paper", "refined"),
+)
+ALEXNET_DEFAULT = SizingState(
+    workload="alexnet", image_shape=(224, 224), one_side=True, batch_size=32,
+    knobs=(("classes", 1000), ("precision", "float32")), budget_gib=256.0, headroom_pct=20.0,
+    model="refined",
 )  # fmt: skip
 
 
 def test_a_state_survives_the_round_trip_through_the_url() -> None:
     state = SizingState(
-        image_shape=(240, 240, 144), cube=False, batch_size=16, base_filters=32,
-        precision="mixed_float16", budget_gib=1024.0, headroom_pct=12.5, model="refined",
+        workload="unet3d", image_shape=(240, 240, 144), one_side=False, batch_size=16,
+        knobs=(("base_filters", 32), ("precision", "mixed_float16")), budget_gib=1024.0,
+        headroom_pct=12.5, model="refined",
     )  # fmt: skip
     params = to_params(state)
 
-    assert params == {"image": "240x240x144", "batch": "16", "filters": "32",
-                      "precision": "mixed_float16", "budget": "1024", "headroom": "12.5",
-                      "model": "refined"}  # fmt: skip
+    assert params == {"workload": "unet3d", "image": "240x240x144", "batch": "16",
+                      "filters": "32", "precision": "mixed_float16", "budget": "1024",
+                      "headroom": "12.5", "model": "refined"}  # fmt: skip
+    assert workload_from(params) == ("unet3d", [])
     assert from_params(params, CHOICES, DEFAULT) == (state, [])
+
+
+def test_an_alexnet_state_has_a_square_image_and_its_own_knobs() -> None:
+    knobs = (("classes", 100), ("precision", "float32"))
+    state = SizingState(**{**ALEXNET_DEFAULT.__dict__, "image_shape": (227, 200),
+                           "one_side": False, "knobs": knobs})  # fmt: skip
+    params = to_params(state)
+
+    assert params == {"workload": "alexnet", "image": "227x200", "batch": "32",
+                      "classes": "100", "precision": "float32", "budget": "256",
+                      "headroom": "20", "model": "refined"}  # fmt: skip
+    assert workload_from(params) == ("alexnet", [])
+    assert from_params(params, ALEXNET_CHOICES, ALEXNET_DEFAULT) == (state, [])
+    assert image_label(ALEXNET_DEFAULT) == "224^2"
+    assert state.config.image_shape == (227, 200) and state.config.classes == 100
+
+
+def test_a_link_without_a_workload_is_the_default_one_and_an_unknown_one_falls_back() -> None:
+    assert workload_from({"image": "128"}) == ("unet3d", [])
+    workload, problems = workload_from({"workload": ["alexnet", "<b>x</b>"]})
+    assert workload == "unet3d"
+    assert problems == [
+        "The link's workload='<b>x</b>' was ignored: the workloads are unet3d, alexnet. "
+        "Showing workload=unet3d instead."
+    ]
+
+
+def test_a_knob_of_another_workload_is_ignored_with_a_reason() -> None:
+    state, problems = from_params({"filters": "16", "classes": "10"}, ALEXNET_CHOICES,
+                                  ALEXNET_DEFAULT)  # fmt: skip
+
+    assert state.knob("classes") == 10
+    (problem,) = problems
+    assert problem.startswith("The link's filters='16' was ignored: the AlexNet-style 2D CNN")
+    assert "has no base filters to set" in problem
+
+
+def test_an_alexnet_image_takes_two_sides_and_any_side_from_the_smallest() -> None:
+    state, problems = from_params({"image": "100"}, ALEXNET_CHOICES, ALEXNET_DEFAULT)
+    assert (state.image_shape, problems) == ((100, 100), [])
+
+    _, problems = from_params({"image": "50"}, ALEXNET_CHOICES, ALEXNET_DEFAULT)
+    assert "sides are whole numbers from 67 to 1024 (nearest: 67)" in problems[0]
+    _, problems = from_params({"image": "64x64x64"}, ALEXNET_CHOICES, ALEXNET_DEFAULT)
+    assert "it has 3 sides; this network takes 2" in problems[0]
 
 
 def test_a_cube_is_written_as_one_side_and_three_equal_sides_stay_three() -> None:
     assert to_params(DEFAULT)["image"] == "128"
     state, problems = from_params({"image": "64x64x64"}, CHOICES, DEFAULT)
-    assert (state.image_shape, state.cube, problems) == ((64, 64, 64), False, [])
+    assert (state.image_shape, state.one_side, problems) == ((64, 64, 64), False, [])
     assert image_label(state) == "64x64x64"
     assert image_label(DEFAULT) == "128^3"
 
@@ -101,5 +174,34 @@ def test_without_stored_models_a_model_in_the_link_is_ignored_with_the_hint() ->
     state, problems = from_params({"model": "symbolic"}, choices, default)
 
     assert state.model is None
-    assert "no model is stored yet (run `python -m modeling evaluate`)" in problems[0]
+    hint = "no model is stored yet (run `python -m modeling evaluate --workload unet3d`)"
+    assert hint in problems[0]
     assert "model" not in to_params(default)
+
+
+MARKDOWN_SPECIALS = set("\\`*_{}[]()#+-.!|<>~$:&\"'=")
+
+
+def unescaped(escaped: str) -> str:
+    """``escaped`` as Markdown shows it; fails on a special character left unescaped."""
+    shown, index = [], 0
+    while index < len(escaped):
+        if escaped[index] == "\\":
+            assert escaped[index + 1] in MARKDOWN_SPECIALS, escaped
+            shown.append(escaped[index + 1])
+            index += 2
+        else:
+            assert escaped[index] not in MARKDOWN_SPECIALS, escaped
+            shown.append(escaped[index])
+            index += 1
+    return "".join(shown)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["<b>x</b>", "**bold** _it_ `code`", "[link](javascript:alert(1))", "$x^2$",
+     ":red[alarm] :material/home:", "# heading", "a\\*b", "&lt;script&gt;"],
+)  # fmt: skip
+def test_link_text_is_escaped_so_markdown_shows_it_verbatim(text: str) -> None:
+    sentence = f"The link's workload={text!r} was ignored."
+    assert unescaped(plain(sentence)) == sentence

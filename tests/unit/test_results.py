@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import store
+from core import database
 from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError, NoModelsError
 from modeling.estimators.catalogue import catalogue, pick
@@ -41,7 +41,7 @@ def fitted():
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    return store.ensure_database(tmp_path / "memplan.duckdb")
+    return database.ensure_database(tmp_path / "memplan.duckdb")
 
 
 def test_stored_models_predict_exactly_like_the_fitted_ones(db, fitted) -> None:

@@ -11,7 +11,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from core import store
+from core import database, store
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord, Sample
 from core.schema import RESULT_TABLES
@@ -33,7 +33,7 @@ def db(tmp_path: Path) -> Path:
 
 
 def test_a_new_database_has_the_schema_version_and_empty_tables(db):
-    store.ensure_database(db)
+    database.ensure_database(db)
     with duckdb.connect(str(db), read_only=True) as con:
         version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         tables = {row[0] for row in con.execute("SHOW TABLES").fetchall()}
@@ -43,7 +43,7 @@ def test_a_new_database_has_the_schema_version_and_empty_tables(db):
 
 
 def test_runs_columns_follow_run_record_order_and_types(db):
-    store.ensure_database(db)
+    database.ensure_database(db)
     with duckdb.connect(str(db), read_only=True) as con:
         described = con.execute("DESCRIBE runs").fetchall()
     names = tuple(row[0] for row in described)
@@ -65,19 +65,19 @@ def test_runs_columns_follow_run_record_order_and_types(db):
 
 
 def test_a_new_database_leaves_no_temporary_files_behind(db):
-    store.ensure_database(db)
+    database.ensure_database(db)
     assert [path.name for path in db.parent.iterdir()] == [db.name]
 
 
 def test_opening_a_database_of_a_newer_schema_version_names_both_versions(db):
-    store.ensure_database(db)
+    database.ensure_database(db)
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     expected = f"schema version 7, newer than this memplan's {store.SCHEMA_VERSION}; upgrade"
     with pytest.raises(StoreError, match=expected):
         store.load_runs(db)
     with pytest.raises(StoreError, match=expected):
-        store.ensure_database(db)
+        database.ensure_database(db)
 
 
 def test_opening_a_duckdb_file_that_is_not_memplans_is_refused(db):
@@ -91,14 +91,14 @@ def test_default_path_is_the_repository_data_folder_not_the_working_directory(
     tmp_path, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
-    assert store.default_db_path() == Path(store.__file__).resolve().parent.parent / (
+    assert database.default_db_path() == Path(store.__file__).resolve().parent.parent / (
         "data/memplan.duckdb"
     )
 
 
 def test_default_path_follows_memplan_db(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMPLAN_DB", str(tmp_path / "elsewhere.duckdb"))
-    assert store.default_db_path() == tmp_path / "elsewhere.duckdb"
+    assert database.default_db_path() == tmp_path / "elsewhere.duckdb"
 
 
 ALEXNET_COLUMNS = {"workload": "alexnet", "depth": None, "height": 224, "width": 224,
@@ -117,7 +117,7 @@ def test_the_default_database_starts_with_every_bundled_export(
         runs, samples = tmp_path / f"{workload}.parquet", tmp_path / f"{workload}-s.parquet"
         exchange.export_runs(source, runs, samples, workload=workload)
         exports.append((runs, samples))
-    monkeypatch.setattr(store, "BUNDLED_EXPORTS", tuple(exports))
+    monkeypatch.setattr(database, "BUNDLED_EXPORTS", tuple(exports))
     default = tmp_path / "default.duckdb"
     monkeypatch.setenv("MEMPLAN_DB", str(default))
 
@@ -292,7 +292,7 @@ def _hold_lock(db: Path, seconds: float) -> subprocess.Popen[str]:
 
 
 def test_a_lock_held_past_the_timeout_is_reported_with_what_to_do(db, monkeypatch):
-    store.ensure_database(db)
+    database.ensure_database(db)
     monkeypatch.setenv("MEMPLAN_LOCK_TIMEOUT_S", "0.3")
     holder = _hold_lock(db, 30)
     try:

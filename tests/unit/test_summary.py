@@ -21,3 +21,17 @@ def test_measured_cells_show_the_median_peak_and_others_their_status(make_record
     assert table.loc["64", "batch 1"] == "skipped"
     assert table.loc["32", "batch 2"] == ""  # never asked for
     assert to_markdown(table).splitlines()[0] == "| image size | batch 1 | batch 2 |"
+
+
+def test_2d_images_are_rows_of_their_own(make_record):
+    alexnet = {"workload": "alexnet", "depth": None, "base_filters": None, "levels": None,
+               "upsampling": None, "in_channels": 3, "classes": 1000}  # fmt: skip
+    runs = [
+        make_record(height=224, width=224, batch_size=32, peak_hwm_bytes=3 * GIB, **alexnet),
+        make_record(height=227, width=200, batch_size=32, status="oom", **alexnet),
+        make_record(height=128, width=128, batch_size=1, peak_hwm_bytes=GIB, **alexnet),
+    ]
+    table = peak_table(pd.DataFrame([r.row() for r in runs]))
+    assert table.index.tolist() == ["128", "227x200", "224"]  # by pixels
+    assert table.loc["224", "batch 32"] == "3.00"
+    assert table.loc["227x200", "batch 32"] == "oom"

@@ -1,0 +1,322 @@
+"""What the Sizing page asks and answers, for any workload, as plain values: no Streamlit.
+
+* `SizingChoices` — what the page offers one workload: its valid square or
+  cube sides, batch sizes, the knobs it lets the user set and their values,
+  the stored models; `choices_for` builds it from the models and the runs;
+* `SizingState` — one question: workload, image, batch, knobs, budget,
+  headroom, model; `default_state` is the question a page opens on;
+* `config_predictions` — every model's point prediction and upper bound for
+  configurations, the bound raised to the closed-form floor as
+  `modeling.sizing` does;
+* `breakdown_frame` — the refined analytical model's terms for one configuration;
+* the answers' captions, in words.
+
+A workload offers only its own knobs (`OFFERED_KNOBS`, a subset of its
+``NETWORK_KNOBS``): the U-Net's base filters and precision, the AlexNet's
+classes and precision; the others keep the network's defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from core import workloads
+from core.analytical import MemoryBreakdown
+from core.units import GIB
+from core.workloads import DEFAULT_WORKLOAD
+from core.workloads.base import PRECISIONS, WorkloadConfig
+from modeling import sizing
+from modeling.evaluation.bounds import ConformalBound, upper_bound
+from modeling.sizing import closed_form_floor
+from modeling.stored.tables import best_model_name
+from presentation import workload_labels
+from presentation.curves import PointModel
+
+# Past ~1024^3 even batch 1 needs more than the largest purchasable server (3 TB).
+MAX_OFFERED_SIDE = 1024
+MAX_OFFERED_BATCH = 128
+# Less than the framework's own ~0.7 GiB cannot train anything; more than 64 TiB is a typo.
+MIN_BUDGET_GIB, MAX_BUDGET_GIB = 0.5, 65536.0
+MAX_HEADROOM_PCT = sizing.MAX_HEADROOM * 100
+DEFAULT_BUDGET_GIB = 256.0
+# The question a page opens on, per workload: a 128^3 volume at batch 4 for the
+# U-Net, an ImageNet-sized 224^2 image at batch 32 for the AlexNet.
+DEFAULT_SIDES = {"unet3d": 128, "alexnet": 224}
+DEFAULT_BATCHES = {"unet3d": 4, "alexnet": 32}
+FALLBACK_SIDE, FALLBACK_BATCH = 128, 4
+
+
+@dataclass(frozen=True)
+class KnobOffer:
+    """A network knob the page lets the user set: its URL parameter, label and values."""
+
+    knob: str  # the config field
+    param: str  # the URL query parameter
+    label: str
+    options: tuple[Any, ...]  # offered besides any value the runs measured
+    help: str
+
+
+KNOB_OFFERS: dict[str, KnobOffer] = {
+    offer.knob: offer
+    for offer in (
+        KnobOffer("base_filters", "filters", "Base filters", (4, 8, 16, 32, 64),
+                  "Filters of the first level; each level doubles them."),
+        KnobOffer("classes", "classes", "Classes", (10, 100, 1000, 10000),
+                  "Output classes: the width of the classifier's last layer (fc8)."),
+        KnobOffer("precision", "precision", "Precision", PRECISIONS,
+                  "Mixed precision keeps activations in 16 bits and weights in 32."),
+    )
+}  # fmt: skip
+# The knobs each workload offers, in widget order; another workload offers its precision.
+OFFERED_KNOBS: dict[str, tuple[str, ...]] = {
+    "unet3d": ("base_filters", "precision"),
+    "alexnet": ("classes", "precision"),
+}
+
+
+def offered_knobs(workload: str) -> list[KnobOffer]:
+    """The knobs the page offers for ``workload``: only its own, in widget order."""
+    own = workloads.get(workload).NETWORK_KNOBS
+    return [KNOB_OFFERS[knob] for knob in OFFERED_KNOBS.get(workload, ("precision",))
+            if knob in own]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SizingChoices:
+    """What the Sizing page offers one workload: every value a link may set must be one of these."""
+
+    workload: str
+    sides: tuple[int, ...]  # valid image sides, ascending
+    batch_sizes: tuple[int, ...]
+    knobs: dict[str, tuple[Any, ...]]  # offered knob -> its values, in widget order
+    models: tuple[str, ...]  # stored model names; empty before any evaluation
+    min_budget_gib: float = MIN_BUDGET_GIB
+    max_budget_gib: float = MAX_BUDGET_GIB
+    max_headroom_pct: float = MAX_HEADROOM_PCT
+
+    @property
+    def dims(self) -> int:
+        return workload_labels.dims(self.workload)
+
+
+@dataclass(frozen=True)
+class SizingState:
+    """One view of the Sizing page: the question asked."""
+
+    workload: str
+    image_shape: tuple[int, ...]  # (depth,) height, width
+    one_side: bool  # chosen as one side (a square or cube) rather than every side
+    batch_size: int
+    knobs: tuple[tuple[str, Any], ...]  # (knob, value) of each offered knob, in widget order
+    budget_gib: float
+    headroom_pct: float
+    model: str | None  # None when no model is stored
+
+    def knob(self, name: str) -> Any:
+        return dict(self.knobs)[name]
+
+    @property
+    def config(self) -> WorkloadConfig:
+        """The configuration asked about; knobs not offered keep the network's defaults."""
+        module = workloads.get(self.workload)
+        return module.Config(self.image_shape, self.batch_size, **dict(self.knobs))
+
+    @property
+    def image_label(self) -> str:
+        """``128^3``, ``224^2``, or every side: ``240x240x144``, ``227x200``."""
+        return workload_labels.shape_label(self.image_shape, self.one_side)
+
+
+def _knob_values(offer: KnobOffer, runs: pd.DataFrame) -> tuple[Any, ...]:
+    """The offered values of a knob and every value the runs measured, numbers sorted."""
+    measured = runs[offer.knob].dropna().unique().tolist() if offer.knob in runs else []
+    if all(isinstance(value, str) for value in offer.options):
+        return tuple(dict.fromkeys([*offer.options, *sorted(map(str, measured))]))
+    return tuple(sorted(set(offer.options) | {int(value) for value in measured}))
+
+
+def choices_for(workload: str, model_names: Sequence[str], runs: pd.DataFrame) -> SizingChoices:
+    """What the page offers ``workload``, given its stored models and its runs."""
+    module = workloads.get(workload)
+    return SizingChoices(
+        workload=workload,
+        sides=tuple(module.square_sides(1, MAX_OFFERED_SIDE)),
+        batch_sizes=tuple(range(1, MAX_OFFERED_BATCH + 1)),
+        knobs={offer.knob: _knob_values(offer, runs) for offer in offered_knobs(workload)},
+        models=tuple(model_names),
+    )
+
+
+def _nearest(sides: Sequence[int], side: int) -> int:
+    return min(sides, key=lambda candidate: (abs(candidate - side), candidate))
+
+
+def default_state(choices: SizingChoices, scores: pd.DataFrame) -> SizingState:
+    """The question the page opens on: the workload's usual image and batch, its reference
+    network, and the stored model with the smallest worst-case extrapolation error."""
+    workload = choices.workload
+    best = best_model_name(scores) if not scores.empty else None
+    names = choices.models
+    defaults = workload_labels.knob_defaults(workload)
+    side = _nearest(choices.sides, DEFAULT_SIDES.get(workload, FALLBACK_SIDE))
+    return SizingState(
+        workload=workload, image_shape=(side,) * choices.dims, one_side=True,
+        batch_size=DEFAULT_BATCHES.get(workload, FALLBACK_BATCH),
+        knobs=tuple((knob, defaults[knob]) for knob in choices.knobs),
+        budget_gib=DEFAULT_BUDGET_GIB, headroom_pct=sizing.DEFAULT_HEADROOM * 100,
+        model=best if best in names else (names[0] if names else None),
+    )  # fmt: skip
+
+
+def nearest_sides(side: int, sides: Sequence[int]) -> list[int]:
+    """The offered sides just below and just above ``side`` (one at either end)."""
+    below = [candidate for candidate in sides if candidate <= side]
+    above = [candidate for candidate in sides if candidate >= side]
+    return list(dict.fromkeys([*below[-1:], *above[:1]]))
+
+
+def sides_text(sides: Sequence[int]) -> str:
+    """``multiples of 16 from 16 to 1024`` or ``whole numbers from 67 to 1024``."""
+    step = sides[1] - sides[0] if len(sides) > 1 else 1
+    regular = step > 1 and all(side % step == 0 for side in sides)
+    kind = f"multiples of {step}" if regular else "whole numbers"
+    return f"{kind} from {sides[0]} to {sides[-1]}"
+
+
+def side_help(choices: SizingChoices) -> str:
+    """What the image side slider offers, and why."""
+    sides = choices.sides
+    if sides[1] - sides[0] > 1:
+        return f"Multiples of {sides[0]} (2^(levels-1)): each pooling halves every side."
+    return (f"Any side from {sides[0]}, the smallest the network leaves something of after "
+            f"its convolutions and poolings, to {sides[-1]}.")  # fmt: skip
+
+
+def gib(value_bytes: float) -> str:
+    return f"{value_bytes / GIB:,.2f} GiB"
+
+
+def image_caption(found: sizing.ImageSizeAnswer, dims: int) -> str:
+    following = (
+        "every side offered fits"
+        if found.next_side is None
+        else f"{workload_labels.power(found.next_side, dims)} would need "
+        f"{gib(found.next_bound_bytes or 0)}"
+    )
+    return f"Needs up to {gib(found.bound_bytes)}; {following}."
+
+
+def batch_caption(found: sizing.BatchAnswer) -> str:
+    following = (
+        "every batch accepted fits"
+        if found.next_batch is None
+        else f"batch {found.next_batch} would need {gib(found.next_bound_bytes or 0)}"
+    )
+    return f"Needs up to {gib(found.bound_bytes)}; {following}."
+
+
+def memory_caption(found: sizing.MemoryAnswer) -> str:
+    return (f"Needs up to {gib(found.bound_bytes)}; {gib(found.required_bytes)} with "
+            f"{found.headroom:.0%} headroom. Server 'GB' are binary: 1 GB = 1 GiB.")  # fmt: skip
+
+
+# The breakdown's terms in words, in `MemoryBreakdown`'s order; the optimizer's is
+# named after the workload's (`presentation.workload_labels.optimizer`).
+BREAKDOWN_TERMS: dict[str, str] = {
+    "framework_bytes": "framework",
+    "weight_bytes": "weights",
+    "gradient_bytes": "gradients",
+    "optimizer_bytes": "optimizer ({optimizer})",
+    "activation_bytes": "activations",
+    "backward_bytes": "backward pass",
+    "input_bytes": "input batch",
+}
+
+
+def breakdown_frame(breakdown: MemoryBreakdown, workload: str = DEFAULT_WORKLOAD) -> pd.DataFrame:
+    """The refined model's terms for one configuration: ``term, gib, share_pct``, display order.
+
+    The optimizer's term names ``workload``'s optimizer (Adam for the U-Net).
+    """
+    parts = breakdown.parts()
+    total = breakdown.total_bytes
+    optimizer = workload_labels.optimizer(workload)
+    return pd.DataFrame({
+        "term": [BREAKDOWN_TERMS[name].format(optimizer=optimizer) for name in parts],
+        "gib": [value / GIB for value in parts.values()],
+        "share_pct": [value / total * 100 if total else 0.0 for value in parts.values()],
+    })  # fmt: skip
+
+
+def usable_budget_bytes(budget_bytes: float, headroom: float) -> int:
+    """What training may use of ``budget_bytes`` when ``headroom`` (0.2 = 20%) stays free.
+
+    The inverse of `modeling.sizing.memory_to_buy`'s rule (bound x (1 + headroom)
+    <= memory), so a configuration "fits" a budget exactly when that memory
+    would be enough to buy.
+    """
+    if headroom < 0:
+        raise ValueError(f"headroom must be >= 0, got {headroom}")
+    return int(budget_bytes / (1 + headroom))
+
+
+class BoundedModel(PointModel, Protocol):
+    """A model with upper bounds (`modeling.stored.predictor.Predictor` is one)."""
+
+    def bound_for(self, config: WorkloadConfig) -> ConformalBound: ...
+
+    @property
+    def training_range(self) -> Any: ...
+
+
+def config_predictions(
+    models: Iterable[BoundedModel], configs: Sequence[WorkloadConfig]
+) -> pd.DataFrame:
+    """Every model's point prediction and upper bound for each of ``configs``.
+
+    models : `modeling.stored.predictor.Predictor` objects; each predicts all of
+    ``configs`` in one call (a page asks for every batch size of one image at
+    once, so moving the batch slider needs no prediction). The upper bound is
+    the model's conformal bound, raised to the refined closed-form estimate
+    where it falls below it (`modeling.sizing.closed_form_floor`), so it agrees
+    with the sizing answers. One row per model x configuration, columns
+    ``model, title, batch_size, image_shape, predicted_bytes, upper_bytes,
+    bound_ratio, raised_to_closed_form, beyond`` (how the configuration lies
+    outside the model's measured range, in words; empty inside it).
+    """
+    columns = ["model", "title", "batch_size", "image_shape", "predicted_bytes", "upper_bytes",
+               "bound_ratio", "raised_to_closed_form", "beyond"]  # fmt: skip
+    if not configs:
+        return pd.DataFrame(columns=columns)
+    frames = []
+    for model in models:
+        predicted = np.asarray(model.point_bytes(configs), dtype=float)
+        bounds = [model.bound_for(config) for config in configs]
+        ratios = np.array([bound.ratio for bound in bounds])
+        # What `Predictor.upper_bytes` computes, without predicting a second time.
+        upper = upper_bound(predicted, ratios)
+        floor = closed_form_floor(model, configs)
+        frames.append(pd.DataFrame({
+            "model": model.name,
+            "title": model.title,
+            "batch_size": [config.batch_size for config in configs],
+            "image_shape": [config.image_shape for config in configs],
+            "predicted_bytes": predicted,
+            "upper_bytes": np.maximum(upper, floor),
+            "bound_ratio": ratios,
+            "raised_to_closed_form": upper < floor,
+            "beyond": ["; ".join(model.training_range.beyond(config)) for config in configs],
+        }))  # fmt: skip
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def knob_items(knobs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Knob values as a hashable cache key, NumPy scalars made Python ones."""
+    return tuple((knob, value.item() if hasattr(value, "item") else value)
+                 for knob, value in knobs.items())  # fmt: skip
