@@ -12,8 +12,9 @@ st.set_page_config(page_title="memplan", page_icon=":material/memory:", layout="
 
 pages = st.navigation(
     [
-        st.Page("dashboard/models_page.py", title="Models", icon=":material/show_chart:",
-                default=True),  # fmt: skip
+        st.Page(
+            "dashboard/models_page.py", title="Models", icon=":material/show_chart:", default=True
+        ),
         st.Page("dashboard/sizing_page.py", title="Sizing", icon=":material/straighten:"),
         st.Page("dashboard/sweeps_page.py", title="Sweeps", icon=":material/table_view:"),
     ]

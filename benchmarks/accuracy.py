@@ -59,16 +59,19 @@ def data_section(runs: pd.DataFrame, frame: pd.DataFrame, db_path: Path) -> str:
     )
     extrapolation = make_split(frame, EXTRAPOLATION, 0)
     test_sides = sorted(frame.loc[list(extrapolation.test), "depth"].unique().tolist())
-    return "\n".join([
-        "## Data",
-        "",
-        f"{len(frame)} `ok` runs of {db_path.name}, measured on "
-        f"{hosts}. Image sides {', '.join(map(str, sides))}; batch sizes "
-        f"{', '.join(map(str, batches))}. Target: the kernel's high-water mark (`peak_hwm_bytes`).",
-        "",
-        f"Extrapolation split: fit on sides below {test_sides[0]}, test on "
-        f"{', '.join(map(str, test_sides))}.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "## Data",
+            "",
+            f"{len(frame)} `ok` runs of {db_path.name}, measured on "
+            f"{hosts}. Image sides {', '.join(map(str, sides))}; batch sizes "
+            f"{', '.join(map(str, batches))}. "
+            "Target: the kernel's high-water mark (`peak_hwm_bytes`).",
+            "",
+            f"Extrapolation split: fit on sides below {test_sides[0]}, test on "
+            f"{', '.join(map(str, test_sides))}.",
+        ]
+    )
 
 
 def targets_section(evaluation: Evaluation) -> str:
@@ -112,9 +115,12 @@ def main() -> None:
 
     started = time.perf_counter()
     evaluation = evaluate(
-        frame, specs, seeds=range(args.seeds), extrapolation_seeds=range(args.extrapolation_seeds),
+        frame,
+        specs,
+        seeds=range(args.seeds),
+        extrapolation_seeds=range(args.extrapolation_seeds),
         progress=lambda message: print(message, file=sys.stderr, flush=True),
-    )  # fmt: skip
+    )
     predictors = fit_predictors(specs, frame, evaluation)
     elapsed_s = time.perf_counter() - started
 
@@ -130,23 +136,27 @@ def main() -> None:
     )
     print(data_section(runs, frame, db_path), end="\n\n")
     print("## Protocol\n")
-    print(f"Random split: {args.seeds} seeds, 70% of the configurations to fit and 30% to test "
-          "(repeats of a configuration stay together). Extrapolation split: "
-          f"{args.extrapolation_seeds} seed(s) of the models' own randomness. Every model's "
-          "settings are chosen on a validation split carved from the training rows only "
-          "(random quarter, or the largest training size for extrapolation). MAPE: mean over "
-          "seeds, with its standard deviation (sd); R²: mean over seeds; worst: the largest "
-          "single-point error over all seeds.\n")  # fmt: skip
+    print(
+        f"Random split: {args.seeds} seeds, 70% of the configurations to fit and 30% to test "
+        "(repeats of a configuration stay together). Extrapolation split: "
+        f"{args.extrapolation_seeds} seed(s) of the models' own randomness. Every model's "
+        "settings are chosen on a validation split carved from the training rows only "
+        "(random quarter, or the largest training size for extrapolation). MAPE: mean over "
+        "seeds, with its standard deviation (sd); R²: mean over seeds; worst: the largest "
+        "single-point error over all seeds.\n"
+    )
     print("## Results\n")
     print(markdown_table(summarise(evaluation, specs)), end="\n\n")
     print(targets_section(evaluation), end="\n\n")
     print("## Formulas (fit on all runs, target in GiB)\n")
     print(formulas_table(predictors), end="\n\n")
     print("## Upper bounds\n")
-    print("Split-conformal multipliers from held-out residuals; sizing answers use the "
-          "extrapolation one, when larger, beyond the measured range. 'Coverage on unseen "
-          "seeds': each seed's test points checked against a bound calibrated on the other "
-          "seeds' residuals, leaving those points out.\n")  # fmt: skip
+    print(
+        "Split-conformal multipliers from held-out residuals; sizing answers use the "
+        "extrapolation one, when larger, beyond the measured range. 'Coverage on unseen "
+        "seeds': each seed's test points checked against a bound calibrated on the other "
+        "seeds' residuals, leaving those points out.\n"
+    )
     checked = {p.name: cross_seed_coverage(evaluation, p.name) for p in predictors}
     print(bounds_table(predictors, checked))
     if args.store_db:

@@ -132,9 +132,13 @@ def _slider_changes(at: Any) -> list[dict[str, Any]]:
             seconds = _timed_run(at)
             after = _metric(at, PREDICTION_METRIC)
             changes.append(
-                {"slider": label, "seconds": seconds, "changed": before != after,
-                 "errors": _errors(at)}
-            )  # fmt: skip
+                {
+                    "slider": label,
+                    "seconds": seconds,
+                    "changed": before != after,
+                    "errors": _errors(at),
+                }
+            )
     return changes
 
 
@@ -143,8 +147,11 @@ def _lock_held_elsewhere(db_path: Path) -> Any:
     """Another process holds a write transaction on ``db_path`` while the block runs."""
     holder = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.dashboard_speed", "--hold-lock", str(db_path)],
-        cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = holder.stdout.readline().strip()  # type: ignore[union-attr]
         if line != LOCKED_LINE:
@@ -211,6 +218,7 @@ def build_databases(directory: Path, synthetic_runs: int) -> tuple[list[Database
     from benchmarks.synthetic_runs import add_synthetic_runs
     from modeling.stored import bundle
     from profiling import exchange
+
     bundled = directory / "bundled.duckdb"
     db_file.ensure_database(bundled)
     exchange.import_runs(bundled, db_file.BUNDLED_RUNS, db_file.BUNDLED_SAMPLES)
@@ -237,8 +245,12 @@ def run_worker(page: str, db_path: Path) -> dict[str, Any]:
     env[db_file.DB_ENV_VAR] = str(db_path)
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.dashboard_speed", "--worker", page, str(db_path)],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S,
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WORKER_TIMEOUT_S,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"timing {page} failed ({done.returncode}):\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -256,8 +268,10 @@ def _versions() -> str:
 def _machine() -> str:
     info = machine_info()
     ram_gib = int(info["total_ram_bytes"]) / GIB  # type: ignore[call-overload]
-    return (f"{info['cpu_model']}, {info['cpu_cores']} cores, {ram_gib:.1f} GiB RAM, "
-            f"{platform.system()}; Python {platform.python_version()}, {_versions()}")  # fmt: skip
+    return (
+        f"{info['cpu_model']}, {info['cpu_cores']} cores, {ram_gib:.1f} GiB RAM, "
+        f"{platform.system()}; Python {platform.python_version()}, {_versions()}"
+    )
 
 
 def _ratio(seconds: float, target_s: float) -> str:
@@ -311,8 +325,9 @@ def report(
                 f"{_ratio(first, FIRST_RENDER_TARGET_S)} | {following:.2f} | "
                 f"{_ratio(following, FIRST_RENDER_TARGET_S)} | {rerun:.2f} |"
             )
-            problems += [f"{database.label}, {page}: {error}" for run in runs
-                         for error in run["errors"]]  # fmt: skip
+            problems += [
+                f"{database.label}, {page}: {error}" for run in runs for error in run["errors"]
+            ]
     lines += [
         "",
         "## A slider change on the Sizing page",
@@ -339,8 +354,11 @@ def report(
             )
             if held_s > max(LOCK_WAIT_FACTOR * free_s, SLIDER_TARGET_S):
                 waited.append(f"{database.label}, {slider}")
-            problems += [f"{database.label}, {slider} change: {error}"
-                         for c in free + held for error in c["errors"]]  # fmt: skip
+            problems += [
+                f"{database.label}, {slider} change: {error}"
+                for c in free + held
+                for error in c["errors"]
+            ]
     verdict = (
         "The slider changes did not wait on it: a rerun reads the cached frames and models "
         "(keyed by `dashboard.data.version`, an `os.stat` of the file) and opens no "
@@ -388,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         help="where to write the Markdown too (default docs/dashboard_speed.md)",
     )
     parser.add_argument("--worker", nargs=2, metavar=("PAGE", "DB"), help=argparse.SUPPRESS)
-    parser.add_argument("--hold-lock", metavar="DB", help=argparse.SUPPRESS)  # fmt: skip
+    parser.add_argument("--hold-lock", metavar="DB", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(args.worker[0], Path(args.worker[1]))))
@@ -399,11 +417,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1 or args.repeats < 1:
         parser.error(f"--runs and --repeats must be at least 1, got {args.runs}, {args.repeats}")
     command = "python -m benchmarks.dashboard_speed" + "".join(
-        f" {flag} {value}" for flag, value, default in (
+        f" {flag} {value}"
+        for flag, value, default in (
             ("--runs", args.runs, DEFAULT_SYNTHETIC_RUNS),
             ("--repeats", args.repeats, DEFAULT_REPEATS),
-        ) if value != default
-    )  # fmt: skip
+        )
+        if value != default
+    )
     start_load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="memplan-speed-") as tmp:
         databases, build_s = build_databases(Path(tmp), args.runs)
@@ -414,8 +434,7 @@ def main(argv: list[str] | None = None) -> int:
                     run_worker(page, database.path) for _ in range(args.repeats)
                 ]
                 print(f"timed {page} on {database.label}", file=sys.stderr)
-    text = report(command, databases, results, build_s, args.repeats,
-                  (start_load, os.getloadavg()))  # fmt: skip
+    text = report(command, databases, results, build_s, args.repeats, (start_load, os.getloadavg()))
     print(text)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)

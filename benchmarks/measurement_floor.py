@@ -39,22 +39,24 @@ def sampling_gap(runs: pd.DataFrame) -> str:
     gap = floor.sampling_gap(runs)
     if gap is None:
         return "## (a) Sampled peak vs kernel high-water mark\n\nNo `ok` run has both peaks."
-    return "\n".join([
-        "## (a) Sampled peak vs kernel high-water mark",
-        "",
-        f"Over {gap.n_runs} `ok` runs, high-water mark minus sampled peak:",
-        "",
-        "| statistic | MiB | % of high-water mark |",
-        "|---|---|---|",
-        f"| median | {gap.median_mib:.1f} | {gap.median_pct:.2f}% |",
-        f"| mean | {gap.mean_mib:.1f} | {gap.mean_pct:.2f}% |",
-        f"| largest | {gap.max_mib:.1f} | {gap.max_pct:.2f}% |",
-        f"| smallest | {gap.min_mib:.1f} | {gap.min_pct:.2f}% |",
-        "",
-        f"The largest relative gap is at {gap.worst_point}. "
-        "A negative gap means the sampler saw memory after the child's last VmHWM reading "
-        "(interpreter shutdown).",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "## (a) Sampled peak vs kernel high-water mark",
+            "",
+            f"Over {gap.n_runs} `ok` runs, high-water mark minus sampled peak:",
+            "",
+            "| statistic | MiB | % of high-water mark |",
+            "|---|---|---|",
+            f"| median | {gap.median_mib:.1f} | {gap.median_pct:.2f}% |",
+            f"| mean | {gap.mean_mib:.1f} | {gap.mean_pct:.2f}% |",
+            f"| largest | {gap.max_mib:.1f} | {gap.max_pct:.2f}% |",
+            f"| smallest | {gap.min_mib:.1f} | {gap.min_pct:.2f}% |",
+            "",
+            f"The largest relative gap is at {gap.worst_point}. "
+            "A negative gap means the sampler saw memory after the child's last VmHWM reading "
+            "(interpreter shutdown).",
+        ]
+    )
 
 
 def _bare_wall_s(config: UNetConfig, settings: RunSettings) -> float:
@@ -83,8 +85,10 @@ def profiler_overhead(pairs: int) -> str:
             sampled.append(run_point(config, settings).wall_s)
             bare.append(_bare_wall_s(config, settings))
         s, b = statistics.median(sampled), statistics.median(bare)
-        lines.append(f"| {config.image_label}^3 batch {config.batch_size} | {s:.2f} | {b:.2f} "
-                     f"| {s / b:.3f} |")  # fmt: skip
+        lines.append(
+            f"| {config.image_label}^3 batch {config.batch_size} | {s:.2f} | {b:.2f} "
+            f"| {s / b:.3f} |"
+        )
     return "\n".join(lines)
 
 
@@ -125,12 +129,17 @@ def main() -> None:
     runs = store.load_runs(db_path)
     machine, software = machine_info(), software_info()
     print("# Measurement floor\n")
-    print(f"Produced by `python -m benchmarks.measurement_floor` on {machine['cpu_model']}, "
-          f"{machine['cpu_cores']} cores, {machine['total_ram_bytes'] / 2**30:.1f} GiB RAM, "
-          f"TensorFlow {software['tensorflow_version']}, Python {software['python_version']}; "
-          f"database {db_path.name} ({len(runs)} runs).\n")  # fmt: skip
-    sections = {"a": lambda: sampling_gap(runs), "b": lambda: profiler_overhead(args.pairs),
-                "c": lambda: repeat_noise(runs)}  # fmt: skip
+    print(
+        f"Produced by `python -m benchmarks.measurement_floor` on {machine['cpu_model']}, "
+        f"{machine['cpu_cores']} cores, {machine['total_ram_bytes'] / 2**30:.1f} GiB RAM, "
+        f"TensorFlow {software['tensorflow_version']}, Python {software['python_version']}; "
+        f"database {db_path.name} ({len(runs)} runs).\n"
+    )
+    sections = {
+        "a": lambda: sampling_gap(runs),
+        "b": lambda: profiler_overhead(args.pairs),
+        "c": lambda: repeat_noise(runs),
+    }
     for name in sorted(args.sections):
         print(sections[name](), end="\n\n", flush=True)
 

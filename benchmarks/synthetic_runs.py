@@ -142,8 +142,12 @@ def runs_frame(count: int, seed: int = 0) -> pd.DataFrame:
         if estimate_bytes > limit_bytes:
             row |= _not_measured("skipped", "estimated peak exceeds the memory limit")
         elif peak_bytes > limit_bytes:
-            row |= {"status": "oom", "message": "crossed the memory limit; killed",
-                    "peak_sampled_bytes": limit_bytes, "peak_hwm_bytes": limit_bytes}  # fmt: skip
+            row |= {
+                "status": "oom",
+                "message": "crossed the memory limit; killed",
+                "peak_sampled_bytes": limit_bytes,
+                "peak_hwm_bytes": limit_bytes,
+            }
         elif (draw := rng.random()) < ERROR_SHARE:
             row |= _not_measured("error", "ResourceExhaustedError: OOM when allocating tensor")
         elif draw < ERROR_SHARE + TIMEOUT_SHARE:
@@ -153,9 +157,15 @@ def runs_frame(count: int, seed: int = 0) -> pd.DataFrame:
 
 
 def _not_measured(status: str, message: str) -> dict[str, object]:
-    return {"status": status, "message": message, "peak_sampled_bytes": None,
-            "peak_hwm_bytes": None, "wall_s": None, "step_times_s": "[]",
-            "step_hwm_bytes": "[]"}  # fmt: skip
+    return {
+        "status": status,
+        "message": message,
+        "peak_sampled_bytes": None,
+        "peak_hwm_bytes": None,
+        "wall_s": None,
+        "step_times_s": "[]",
+        "step_hwm_bytes": "[]",
+    }
 
 
 def sweeps_frame(runs: pd.DataFrame) -> pd.DataFrame:
@@ -165,17 +175,19 @@ def sweeps_frame(runs: pd.DataFrame) -> pd.DataFrame:
         shapes = points[["depth", "height", "width"]].itertuples(index=False)
         sides = sorted({f"{depth}x{height}x{width}" for depth, height, width in shapes})
         grid = {"image_sizes": sides, "batch_sizes": sorted(points["batch_size"].unique().tolist())}
-        rows.append({
-            "sweep_id": sweep_id,
-            "created_at": points["created_at"].min(),
-            "finished_at": points["created_at"].max(),
-            "status": "finished",
-            "command": "python -m profiling sweep (synthetic)",
-            "grid_json": json.dumps(grid, sort_keys=True),
-            "hostname": points["hostname"].iloc[0],
-            "points_total": len(points),
-            "points_done": len(points),
-        })  # fmt: skip
+        rows.append(
+            {
+                "sweep_id": sweep_id,
+                "created_at": points["created_at"].min(),
+                "finished_at": points["created_at"].max(),
+                "status": "finished",
+                "command": "python -m profiling sweep (synthetic)",
+                "grid_json": json.dumps(grid, sort_keys=True),
+                "hostname": points["hostname"].iloc[0],
+                "points_total": len(points),
+                "points_done": len(points),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -186,11 +198,18 @@ def timelines_table(runs: pd.DataFrame, template: pd.DataFrame, count: int) -> p
     chosen = runs[runs["status"] == "ok"].head(count)
     tables = []
     for run in chosen.itertuples(index=False):
-        tables.append(pa.table({
-            "run_id": pa.array([run.run_id] * len(shape_t), pa.string()),
-            "t_s": pa.array(shape_t * run.wall_s, pa.float64()),
-            "rss_bytes": pa.array((shape_rss * run.peak_hwm_bytes).astype(np.int64), pa.int64()),
-        }, schema=store.SAMPLES_ARROW_SCHEMA))  # fmt: skip
+        tables.append(
+            pa.table(
+                {
+                    "run_id": pa.array([run.run_id] * len(shape_t), pa.string()),
+                    "t_s": pa.array(shape_t * run.wall_s, pa.float64()),
+                    "rss_bytes": pa.array(
+                        (shape_rss * run.peak_hwm_bytes).astype(np.int64), pa.int64()
+                    ),
+                },
+                schema=store.SAMPLES_ARROW_SCHEMA,
+            )
+        )
     return pa.concat_tables(tables)
 
 

@@ -18,9 +18,22 @@ from core import database, workloads
 from core.errors import ConfigError, MemplanError
 from core.workloads.base import WorkloadConfig
 
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30,
-          "gib": 2**30, "t": 2**40, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9,
-          "tb": 10**12}  # fmt: skip
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 2**10,
+    "kib": 2**10,
+    "m": 2**20,
+    "mib": 2**20,
+    "g": 2**30,
+    "gib": 2**30,
+    "t": 2**40,
+    "tib": 2**40,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+}
 _SIZE_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 ERROR_EXIT_CODE = 2
 
@@ -64,10 +77,12 @@ def positive_float(text: str) -> float:
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--db", type=Path, default=None,
+        "--db",
+        type=Path,
+        default=None,
         help="DuckDB file (default: $MEMPLAN_DB, else data/memplan.duckdb, "
         "which starts with the bundled reference runs)",
-    )  # fmt: skip
+    )
 
 
 def open_db(args: argparse.Namespace) -> Path:
@@ -119,9 +134,11 @@ def add_knob_options(parser: argparse.ArgumentParser) -> None:
     for knob, kind in KNOB_FLAGS.items():
         owners = [name for name, mod in workloads.WORKLOADS.items() if knob in mod.NETWORK_KNOBS]
         parser.add_argument(
-            f"--{knob.replace('_', '-')}", type=kind, default=None,
+            f"--{knob.replace('_', '-')}",
+            type=kind,
+            default=None,
             help=f"{knob.replace('_', ' ')} ({', '.join(owners)}; default: the network's own)",
-        )  # fmt: skip
+        )
 
 
 def given_knobs(args: argparse.Namespace, workload: str) -> dict[str, Any]:

@@ -99,38 +99,42 @@ def _runs_ddl() -> str:
 
 
 # The current version's tables, by name, in TABLES order.
-DDL: Mapping[str, str] = types.MappingProxyType({
-    "meta": "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
-    "sweeps": "CREATE TABLE sweeps (sweep_id VARCHAR PRIMARY KEY, created_at VARCHAR,"
-    " finished_at VARCHAR, status VARCHAR, command VARCHAR, grid_json VARCHAR,"
-    " hostname VARCHAR, points_total INTEGER, points_done INTEGER)",
-    "runs": _runs_ddl(),
-    "samples": "CREATE TABLE samples (run_id VARCHAR NOT NULL, t_s DOUBLE NOT NULL,"
-    " rss_bytes BIGINT NOT NULL)",
-    "evaluations": "CREATE TABLE evaluations (evaluation_id VARCHAR PRIMARY KEY,"
-    " workload VARCHAR NOT NULL, created_at VARCHAR NOT NULL, command VARCHAR,"
-    " data_fingerprint VARCHAR NOT NULL, n_runs INTEGER NOT NULL, n_points INTEGER NOT NULL,"
-    " seeds_json VARCHAR NOT NULL, hostname VARCHAR, python_version VARCHAR)",
-    "scores": "CREATE TABLE scores (evaluation_id VARCHAR NOT NULL, model VARCHAR NOT NULL,"
-    " split VARCHAR NOT NULL, seed INTEGER NOT NULL, mape_pct DOUBLE, r2 DOUBLE,"
-    " max_ape_pct DOUBLE, n_train INTEGER, n_test INTEGER, fit_seconds DOUBLE,"
-    " params_json VARCHAR, validation_mape_pct DOUBLE, formula VARCHAR)",
-    "predictions": "CREATE TABLE predictions (evaluation_id VARCHAR NOT NULL,"
-    " model VARCHAR NOT NULL, split VARCHAR NOT NULL, seed INTEGER NOT NULL,"
-    " run_id VARCHAR NOT NULL, measured_bytes DOUBLE, predicted_bytes DOUBLE)",
-    "models": "CREATE TABLE models (model_id VARCHAR PRIMARY KEY,"
-    " evaluation_id VARCHAR NOT NULL, name VARCHAR NOT NULL, title VARCHAR, kind VARCHAR,"
-    " formula VARCHAR, formula_length INTEGER, params_json VARCHAR, columns_json VARCHAR,"
-    " estimator BLOB NOT NULL, fitted_at VARCHAR NOT NULL, fit_seconds DOUBLE,"
-    " data_fingerprint VARCHAR, n_runs INTEGER, training_range_json VARCHAR,"
-    " bound_json VARCHAR NOT NULL, extrapolation_bound_json VARCHAR, versions_json VARCHAR)",
-})  # fmt: skip
+DDL: Mapping[str, str] = types.MappingProxyType(
+    {
+        "meta": "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+        "sweeps": "CREATE TABLE sweeps (sweep_id VARCHAR PRIMARY KEY, created_at VARCHAR,"
+        " finished_at VARCHAR, status VARCHAR, command VARCHAR, grid_json VARCHAR,"
+        " hostname VARCHAR, points_total INTEGER, points_done INTEGER)",
+        "runs": _runs_ddl(),
+        "samples": "CREATE TABLE samples (run_id VARCHAR NOT NULL, t_s DOUBLE NOT NULL,"
+        " rss_bytes BIGINT NOT NULL)",
+        "evaluations": "CREATE TABLE evaluations (evaluation_id VARCHAR PRIMARY KEY,"
+        " workload VARCHAR NOT NULL, created_at VARCHAR NOT NULL, command VARCHAR,"
+        " data_fingerprint VARCHAR NOT NULL, n_runs INTEGER NOT NULL, n_points INTEGER NOT NULL,"
+        " seeds_json VARCHAR NOT NULL, hostname VARCHAR, python_version VARCHAR)",
+        "scores": "CREATE TABLE scores (evaluation_id VARCHAR NOT NULL, model VARCHAR NOT NULL,"
+        " split VARCHAR NOT NULL, seed INTEGER NOT NULL, mape_pct DOUBLE, r2 DOUBLE,"
+        " max_ape_pct DOUBLE, n_train INTEGER, n_test INTEGER, fit_seconds DOUBLE,"
+        " params_json VARCHAR, validation_mape_pct DOUBLE, formula VARCHAR)",
+        "predictions": "CREATE TABLE predictions (evaluation_id VARCHAR NOT NULL,"
+        " model VARCHAR NOT NULL, split VARCHAR NOT NULL, seed INTEGER NOT NULL,"
+        " run_id VARCHAR NOT NULL, measured_bytes DOUBLE, predicted_bytes DOUBLE)",
+        "models": "CREATE TABLE models (model_id VARCHAR PRIMARY KEY,"
+        " evaluation_id VARCHAR NOT NULL, name VARCHAR NOT NULL, title VARCHAR, kind VARCHAR,"
+        " formula VARCHAR, formula_length INTEGER, params_json VARCHAR, columns_json VARCHAR,"
+        " estimator BLOB NOT NULL, fitted_at VARCHAR NOT NULL, fit_seconds DOUBLE,"
+        " data_fingerprint VARCHAR, n_runs INTEGER, training_range_json VARCHAR,"
+        " bound_json VARCHAR NOT NULL, extrapolation_bound_json VARCHAR, versions_json VARCHAR)",
+    }
+)
 
 # The columns each version added to a table, with the value a row from before gets
 # (None: NULL). `upgrade_export` fills them into older exports.
-ADDED_COLUMNS: Mapping[int, Mapping[str, Mapping[str, Any]]] = types.MappingProxyType({
-    2: {"runs": {"workload": LEGACY_WORKLOAD}, "evaluations": {"workload": LEGACY_WORKLOAD}},
-})  # fmt: skip
+ADDED_COLUMNS: Mapping[int, Mapping[str, Mapping[str, Any]]] = types.MappingProxyType(
+    {
+        2: {"runs": {"workload": LEGACY_WORKLOAD}, "evaluations": {"workload": LEGACY_WORKLOAD}},
+    }
+)
 
 
 def create(con: duckdb.DuckDBPyConnection) -> None:

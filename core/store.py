@@ -54,9 +54,16 @@ POINT_COLUMNS: tuple[str, ...] = RUN_COLUMNS[
 ]
 DONE_STATUSES: tuple[str, ...] = ("ok", "oom")
 SWEEP_COLUMNS: tuple[str, ...] = (
-    "sweep_id", "created_at", "finished_at", "status", "command", "grid_json", "hostname",
-    "points_total", "points_done",
-)  # fmt: skip
+    "sweep_id",
+    "created_at",
+    "finished_at",
+    "status",
+    "command",
+    "grid_json",
+    "hostname",
+    "points_total",
+    "points_done",
+)
 
 _RUN_SELECT = ", ".join(RUN_COLUMNS)
 _SAMPLE_SELECT = ", ".join(SAMPLE_COLUMNS)

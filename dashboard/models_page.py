@@ -60,9 +60,14 @@ def measured(db: Path, version: data.Version, workload: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def curve_frame(
-    db: Path, version: data.Version, workload: str, names: tuple[str, ...],
-    sides: tuple[int, ...], batches: tuple[int, ...], knobs: tuple[tuple[str, object], ...],
-) -> pd.DataFrame:  # fmt: skip
+    db: Path,
+    version: data.Version,
+    workload: str,
+    names: tuple[str, ...],
+    sides: tuple[int, ...],
+    batches: tuple[int, ...],
+    knobs: tuple[tuple[str, object], ...],
+) -> pd.DataFrame:
     chosen = [model for model in models_of(db, version, workload) if model.name in names]
     return curves.predicted_curves(chosen, sides, batches, dict(knobs), workload)
 
@@ -81,9 +86,12 @@ def out_of_sample(db: Path, version: data.Version, workload: str) -> pd.DataFram
 
 def choose_workload() -> str:
     return st.selectbox(
-        "Workload", workload_labels.names(), key=WORKLOAD_KEY, format_func=workload_labels.title,
+        "Workload",
+        workload_labels.names(),
+        key=WORKLOAD_KEY,
+        format_func=workload_labels.title,
         help="Each workload has its own runs and its own evaluated models.",
-    )  # fmt: skip
+    )
 
 
 def choose_network(points: pd.DataFrame, workload: str) -> dict[str, object]:
@@ -98,8 +106,14 @@ def choose_network(points: pd.DataFrame, workload: str) -> dict[str, object]:
     return measured_networks[labels.index(picked)]
 
 
-def peak_chart(db: Path, version: data.Version, workload: str, points: pd.DataFrame,
-               names: list[str], log: bool) -> None:  # fmt: skip
+def peak_chart(
+    db: Path,
+    version: data.Version,
+    workload: str,
+    points: pd.DataFrame,
+    names: list[str],
+    log: bool,
+) -> None:
     knobs = choose_network(points, workload)
     mine = curves.with_knobs(points, knobs)
     module = workloads.get(workload)
@@ -108,13 +122,15 @@ def peak_chart(db: Path, version: data.Version, workload: str, points: pd.DataFr
     largest_measured = float(mine["side"].max()) if len(mine) else default_largest
     start = next((side for side in offered if side >= largest_measured), offered[-1])
     largest = st.select_slider(
-        "Curves up to image side", options=offered, value=start, key=f"models_{workload}_side",
+        "Curves up to image side",
+        options=offered,
+        value=start,
+        key=f"models_{workload}_side",
         help="Past the largest measured size the curves extrapolate: that is where models part.",
-    )  # fmt: skip
+    )
     batches = tuple(sorted(int(b) for b in mine["batch_size"].unique())) or DEFAULT_BATCHES
     sides = tuple(side for side in offered if side <= largest)
-    frame = curve_frame(db, version, workload, tuple(names), sides, batches,
-                        tuple(knobs.items()))  # fmt: skip
+    frame = curve_frame(db, version, workload, tuple(names), sides, batches, tuple(knobs.items()))
     st.altair_chart(charts.peak_vs_size(mine, frame, log=log, dims=module.DIMS), width="stretch")
     solid, elements = workload_labels.SOLIDS[module.DIMS], workload_labels.ELEMENTS[module.DIMS]
     network = curves.network_label(knobs, workload)
@@ -126,8 +142,9 @@ def peak_chart(db: Path, version: data.Version, workload: str, points: pd.DataFr
     )
 
 
-def out_of_sample_charts(db: Path, version: data.Version, workload: str, names: list[str],
-                         log: bool, evaluated: bool) -> None:  # fmt: skip
+def out_of_sample_charts(
+    db: Path, version: data.Version, workload: str, names: list[str], log: bool, evaluated: bool
+) -> None:
     points = out_of_sample(db, version, workload)
     points = points[points["model"].isin(names)]
     if points.empty:
@@ -135,12 +152,16 @@ def out_of_sample_charts(db: Path, version: data.Version, workload: str, names: 
         return
     if evaluated:
         seeds = points["seed"].nunique()
-        st.caption(f"Held-out predictions of the latest evaluation: the paper's random 70/30 "
-                   f"split by configuration, {seeds} seeds; each point was predicted by a model "
-                   "fit without it.")  # fmt: skip
+        st.caption(
+            f"Held-out predictions of the latest evaluation: the paper's random 70/30 "
+            f"split by configuration, {seeds} seeds; each point was predicted by a model "
+            "fit without it."
+        )
     else:
-        st.caption("The analytical models at every measured run: they are not fit to peaks, so "
-                   "every run is out of sample for them.")  # fmt: skip
+        st.caption(
+            "The analytical models at every measured run: they are not fit to peaks, so "
+            "every run is out of sample for them."
+        )
     parity_col, residual_col = st.columns(2)
     with parity_col:
         st.markdown("**Predicted against measured**")
@@ -156,22 +177,24 @@ def out_of_sample_charts(db: Path, version: data.Version, workload: str, names: 
 def error_table(scores: pd.DataFrame, models: Models) -> None:
     titles = {model.name: model.title for model in models}
     table = curves.error_table(scores, titles)
-    shown = pd.DataFrame({
-        "model": table["title"],
-        "MAPE %": table["random_mape_pct"],
-        "sd": table["random_mape_sd"],
-        "R²": table["random_r2"],
-        "worst %": table["random_worst_pct"],
-        "extrap. MAPE %": table["extrapolation_mape_pct"],
-        "extrap. worst %": table["extrapolation_worst_pct"],
-    })  # fmt: skip
+    shown = pd.DataFrame(
+        {
+            "model": table["title"],
+            "MAPE %": table["random_mape_pct"],
+            "sd": table["random_mape_sd"],
+            "R²": table["random_r2"],
+            "worst %": table["random_worst_pct"],
+            "extrap. MAPE %": table["extrapolation_mape_pct"],
+            "extrap. worst %": table["extrapolation_worst_pct"],
+        }
+    )
     percent = st.column_config.NumberColumn(format="%.1f")
     st.dataframe(
         shown,
         hide_index=True,
         column_config={name: percent for name in shown.columns if "%" in name or "sd" in name}
         | {"R²": st.column_config.NumberColumn(format="%.3f")},
-    )  # fmt: skip
+    )
     seeds = table["seeds"].max()
     st.caption(
         f"MAPE: mean absolute percentage error on held-out points, random 70/30 splits by "
@@ -223,12 +246,20 @@ def measurement_floor(db: Path, version: data.Version, workload: str) -> None:
     if gap is None:
         st.caption("No measured run yet.")
         return
-    st.metric("Sampling gap, median", f"{gap.median_pct:.2f}%",
-              help=f"Over {gap.n_runs} runs: {gap.median_mib:.1f} MiB.")  # fmt: skip
-    st.metric("Sampling gap, largest", f"{gap.max_pct:.2f}%",
-              help=f"{gap.max_mib:.1f} MiB, at {gap.worst_point}.")  # fmt: skip
-    st.caption("How far the kernel's high-water mark (VmHWM, what the models predict) lies "
-               "above the peak memory_profiler saw sampling every 0.1 s.")  # fmt: skip
+    st.metric(
+        "Sampling gap, median",
+        f"{gap.median_pct:.2f}%",
+        help=f"Over {gap.n_runs} runs: {gap.median_mib:.1f} MiB.",
+    )
+    st.metric(
+        "Sampling gap, largest",
+        f"{gap.max_pct:.2f}%",
+        help=f"{gap.max_mib:.1f} MiB, at {gap.worst_point}.",
+    )
+    st.caption(
+        "How far the kernel's high-water mark (VmHWM, what the models predict) lies "
+        "above the peak memory_profiler saw sampling every 0.1 s."
+    )
     largest = floor.largest_spread_pct(spreads)
     if largest is None:
         st.metric(
@@ -247,7 +278,7 @@ def measurement_floor(db: Path, version: data.Version, workload: str) -> None:
         repeats[["point", "runs", "hwm_spread_pct"]].rename(columns={"hwm_spread_pct": "spread %"}),
         hide_index=True,
         column_config={"spread %": st.column_config.NumberColumn(format="%.2f")},
-    )  # fmt: skip
+    )
     st.caption("A model error below these figures cannot be told from measurement noise.")
 
 
@@ -267,22 +298,28 @@ def render() -> None:
     title, command = workload_labels.title(workload), workload_labels.evaluate_command(workload)
     if not evaluated:
         measured_runs = f"{len(points)} measured run(s) but no" if len(points) else "no"
-        st.info(f"This database has {measured_runs} stored evaluation of the {title}, so only "
-                f"the analytical models are shown. Run `{command} --db {db}` to fit and score "
-                "symbolic regression and the baselines; they appear here when it "
-                "finishes.")  # fmt: skip
+        st.info(
+            f"This database has {measured_runs} stored evaluation of the {title}, so only "
+            f"the analytical models are shown. Run `{command} --db {db}` to fit and score "
+            "symbolic regression and the baselines; they appear here when it "
+            "finishes."
+        )
     if points.empty:
-        st.info(f"No measured run of the {title} yet: launch a sweep from the sidebar or run "
-                f"`python -m profiling sweep --workload {workload}`. The analytical curves need "
-                "none.")  # fmt: skip
+        st.info(
+            f"No measured run of the {title} yet: launch a sweep from the sidebar or run "
+            f"`python -m profiling sweep --workload {workload}`. The analytical curves need "
+            "none."
+        )
 
     names = [model.name for model in models]
     titles = {model.name: model.title for model in models}
     models_col, axes_col = st.columns([4, 1])
     chosen = models_col.multiselect(
-        "Models", names, default=[name for name in DEFAULT_MODELS if name in names],
+        "Models",
+        names,
+        default=[name for name in DEFAULT_MODELS if name in names],
         format_func=lambda name: titles[name],
-    )  # fmt: skip
+    )
     log = axes_col.radio("Axes", ["Linear", "Log"], horizontal=True) == "Log"
 
     st.subheader("Peak memory against image size")

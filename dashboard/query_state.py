@@ -49,12 +49,26 @@ from presentation.sizing_view import (
     sides_text,
 )
 
-__all__ = ["SizingChoices", "SizingState", "from_params", "image_label", "plain", "to_params",
-           "workload_from", "read", "write"]  # fmt: skip
+__all__ = [
+    "SizingChoices",
+    "SizingState",
+    "from_params",
+    "image_label",
+    "plain",
+    "to_params",
+    "workload_from",
+    "read",
+    "write",
+]
 
 WORKLOAD, IMAGE, BATCH, BUDGET, HEADROOM, MODEL = (
-    "workload", "image", "batch", "budget", "headroom", "model",
-)  # fmt: skip
+    "workload",
+    "image",
+    "batch",
+    "budget",
+    "headroom",
+    "model",
+)
 KNOB_PARAMS: dict[str, str] = {offer.param: offer.knob for offer in KNOB_OFFERS.values()}
 PARAMETERS: tuple[str, ...] = (WORKLOAD, IMAGE, BATCH, *KNOB_PARAMS, BUDGET, HEADROOM, MODEL)
 # Every character Markdown (and Streamlit's extensions: $math$, :colour[...]) may read.
@@ -185,14 +199,20 @@ def from_params(
     readers = {
         IMAGE: lambda text: _image(text, choices),
         BATCH: lambda text: {"batch_size": _whole(text, choices.batch_sizes, "batch size")},
-        **{param: (lambda text, param=param: _knob(param, text, choices, state))
-           for param in KNOB_PARAMS},
-        BUDGET: lambda text: {"budget_gib": _number(text, choices.min_budget_gib,
-                                                    choices.max_budget_gib, "the budget (GiB)")},
-        HEADROOM: lambda text: {"headroom_pct": _number(text, 0, choices.max_headroom_pct,
-                                                        "headroom (%)")},
+        **{
+            param: (lambda text, param=param: _knob(param, text, choices, state))
+            for param in KNOB_PARAMS
+        },
+        BUDGET: lambda text: {
+            "budget_gib": _number(
+                text, choices.min_budget_gib, choices.max_budget_gib, "the budget (GiB)"
+            )
+        },
+        HEADROOM: lambda text: {
+            "headroom_pct": _number(text, 0, choices.max_headroom_pct, "headroom (%)")
+        },
         MODEL: lambda text: {"model": _model(text, choices)},
-    }  # fmt: skip
+    }
     for name, read_value in readers.items():
         if name not in params:
             continue

@@ -36,14 +36,27 @@ REFIT_NO = "no"
 REFIT_CHOICES = (REFIT_FULL, REFIT_QUICK, REFIT_NO)
 UPLOAD_TYPES = ["csv", "parquet"]
 KEYS = {
-    "workload": "launch_workload", "sizes": "launch_image_sizes", "batches": "launch_batch_sizes",
-    "filters": "launch_base_filters", "steps": "launch_steps", "limit": "launch_memory_limit",
-    "refit": "launch_refit", "submit": "launch_submit", "seen": "launch_seen_job",
-    "runs_file": "import_runs_file", "timelines_file": "import_timelines_file",
-    "remembered": "launch_remembered", "drawn": "launch_job_drawn",
-}  # fmt: skip
-DEFAULTS = {"workload": DEFAULT_WORKLOAD, "sizes": "32 64", "batches": "1 2", "filters": "16",
-            "steps": DEFAULT_STEPS}  # fmt: skip
+    "workload": "launch_workload",
+    "sizes": "launch_image_sizes",
+    "batches": "launch_batch_sizes",
+    "filters": "launch_base_filters",
+    "steps": "launch_steps",
+    "limit": "launch_memory_limit",
+    "refit": "launch_refit",
+    "submit": "launch_submit",
+    "seen": "launch_seen_job",
+    "runs_file": "import_runs_file",
+    "timelines_file": "import_timelines_file",
+    "remembered": "launch_remembered",
+    "drawn": "launch_job_drawn",
+}
+DEFAULTS = {
+    "workload": DEFAULT_WORKLOAD,
+    "sizes": "32 64",
+    "batches": "1 2",
+    "filters": "16",
+    "steps": DEFAULT_STEPS,
+}
 # Image sizes a new sweep starts with, per workload (the U-Net's are `DEFAULTS`').
 DEFAULT_SIZES = {"unet3d": DEFAULTS["sizes"], "alexnet": "128 224"}
 # What the image sizes box says each workload takes.
@@ -188,30 +201,38 @@ def _launch_form(db: Path) -> None:
     st.session_state.setdefault(KEYS["refit"], remembered.get("refit", REFIT_CHOICES[0]))
     # Outside the form, so choosing a workload redraws the form with that workload's fields.
     workload = st.selectbox(
-        "Workload", workload_labels.names(), key=KEYS["workload"],
-        format_func=workload_labels.title, on_change=_workload_changed,
-    )  # fmt: skip
+        "Workload",
+        workload_labels.names(),
+        key=KEYS["workload"],
+        format_func=workload_labels.title,
+        on_change=_workload_changed,
+    )
     module = workloads.get(workload)
     with st.form("launch_sweep", border=False):
         st.text_input(
-            "Image sizes", key=KEYS["sizes"],
+            "Image sizes",
+            key=KEYS["sizes"],
             help=f"{SIZES_HELP.get(module.DIMS, 'Sides separated by spaces.')} "
             f"{SIDES_HELP.get(workload, '')}".strip(),
-        )  # fmt: skip
+        )
         st.text_input("Batch sizes", key=KEYS["batches"], help="e.g. 1 2 4")
         if "base_filters" in module.NETWORK_KNOBS:
             st.text_input("Base filters", key=KEYS["filters"], help="16 is the reference network")
         st.number_input(
-            "Steps", min_value=1, step=1, key=KEYS["steps"],
+            "Steps",
+            min_value=1,
+            step=1,
+            key=KEYS["steps"],
             help=f"Training steps per point (default {DEFAULT_STEPS}: the peak settles "
             "after about 5; docs/steps.md).",
-        )  # fmt: skip
+        )
         st.text_input(
-            "Memory limit", key=KEYS["limit"],
+            "Memory limit",
+            key=KEYS["limit"],
             help="The most one point may use, e.g. 12GiB: a point estimated above it is "
             "skipped, a child crossing it is killed and recorded as out of memory. Default: "
             "75% of RAM, keeping 2 GiB free.",
-        )  # fmt: skip
+        )
         st.selectbox("Refit models afterwards", REFIT_CHOICES, key=KEYS["refit"])
         launch = st.form_submit_button("Launch sweep", type="primary", key=KEYS["submit"])
     if launch:
@@ -234,11 +255,13 @@ def _launch(db: Path) -> None:
     has_filters = "base_filters" in workloads.get(workload).NETWORK_KNOBS
     try:
         request = launcher.parse_request(
-            state.get(KEYS["sizes"], ""), state.get(KEYS["batches"], ""),
+            state.get(KEYS["sizes"], ""),
+            state.get(KEYS["batches"], ""),
             state.get(KEYS["filters"], "") if has_filters else "",
-            int(state.get(KEYS["steps"], DEFAULT_STEPS)), state.get(KEYS["limit"], ""),
+            int(state.get(KEYS["steps"], DEFAULT_STEPS)),
+            state.get(KEYS["limit"], ""),
             workload=workload,
-        )  # fmt: skip
+        )
         refit = refit_command(state.get(KEYS["refit"], REFIT_NO), db, workload)
         launcher.launch(db, request, refit)
     except MemplanError as error:

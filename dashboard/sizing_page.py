@@ -59,9 +59,13 @@ def choose_workload(linked: str) -> str:
     names = workload_labels.names()
     seed(WORKLOAD_KEY, linked, tuple(names))
     return st.selectbox(
-        "Workload", names, key=WORKLOAD_KEY, persist_state=PERSIST,
-        format_func=workload_labels.title, help="The network whose training memory to size.",
-    )  # fmt: skip
+        "Workload",
+        names,
+        key=WORKLOAD_KEY,
+        persist_state=PERSIST,
+        format_func=workload_labels.title,
+        help="The network whose training memory to size.",
+    )
 
 
 def image_inputs(start: SizingState, choices: SizingChoices) -> tuple[tuple[int, ...], bool]:
@@ -69,19 +73,36 @@ def image_inputs(start: SizingState, choices: SizingChoices) -> tuple[tuple[int,
     workload = choices.workload
     one, every = SHAPE_MODES[choices.dims]
     seed(key(workload, "shape"), one if start.one_side else every)
-    mode = st.radio("Image shape", [one, every], key=key(workload, "shape"),
-                    persist_state=PERSIST, horizontal=True)  # fmt: skip
+    mode = st.radio(
+        "Image shape",
+        [one, every],
+        key=key(workload, "shape"),
+        persist_state=PERSIST,
+        horizontal=True,
+    )
     sides, side_help = choices.sides, sizing_view.side_help(choices)
     if mode == one:
         seed(key(workload, "side"), max(start.image_shape), sides)
-        side = st.select_slider("Image side", options=sides, key=key(workload, "side"),
-                                persist_state=PERSIST, help=side_help)  # fmt: skip
+        side = st.select_slider(
+            "Image side",
+            options=sides,
+            key=key(workload, "side"),
+            persist_state=PERSIST,
+            help=side_help,
+        )
         return (side,) * choices.dims, True
     picked = []
     for name, value in zip(workloads.get(workload).SHAPE_COLUMNS, start.image_shape, strict=True):
         seed(key(workload, name), value, sides)
-        picked.append(st.select_slider(name.capitalize(), options=sides, key=key(workload, name),
-                                       persist_state=PERSIST, help=side_help))  # fmt: skip
+        picked.append(
+            st.select_slider(
+                name.capitalize(),
+                options=sides,
+                key=key(workload, name),
+                persist_state=PERSIST,
+                help=side_help,
+            )
+        )
     return tuple(picked), False
 
 
@@ -90,50 +111,72 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
     workload = choices.workload
     image_shape, one_side = image_inputs(start, choices)
     seed(key(workload, "batch"), start.batch_size, choices.batch_sizes)
-    batch = st.select_slider("Batch size", options=choices.batch_sizes,
-                             key=key(workload, "batch"), persist_state=PERSIST)  # fmt: skip
+    batch = st.select_slider(
+        "Batch size", options=choices.batch_sizes, key=key(workload, "batch"), persist_state=PERSIST
+    )
     columns = st.columns(2)
     knobs = []
     for index, (knob, offered) in enumerate(choices.knobs.items()):
         offer = sizing_view.KNOB_OFFERS[knob]
         seed(key(workload, knob), start.knob(knob), offered)
-        value = columns[index % 2].selectbox(offer.label, offered, key=key(workload, knob),
-                                             persist_state=PERSIST, help=offer.help)  # fmt: skip
+        value = columns[index % 2].selectbox(
+            offer.label, offered, key=key(workload, knob), persist_state=PERSIST, help=offer.help
+        )
         knobs.append((knob, value))
     left, right = st.columns(2)
     seed(key(workload, "budget"), float(start.budget_gib))
     budget = left.number_input(
-        "Memory budget (GiB)", min_value=choices.min_budget_gib,
-        max_value=choices.max_budget_gib, step=16.0, key=key(workload, "budget"),
+        "Memory budget (GiB)",
+        min_value=choices.min_budget_gib,
+        max_value=choices.max_budget_gib,
+        step=16.0,
+        key=key(workload, "budget"),
         persist_state=PERSIST,
         help="The machine's memory, in GiB (server 'GB' are binary: 256 GB = 256 GiB).",
-    )  # fmt: skip
+    )
     seed(key(workload, "headroom"), float(start.headroom_pct))
     headroom = right.number_input(
-        "Headroom (%)", min_value=0.0, max_value=choices.max_headroom_pct, step=5.0,
-        key=key(workload, "headroom"), persist_state=PERSIST,
+        "Headroom (%)",
+        min_value=0.0,
+        max_value=choices.max_headroom_pct,
+        step=5.0,
+        key=key(workload, "headroom"),
+        persist_state=PERSIST,
         help="Kept free for the OS, the data pipeline and other processes, on top of the bound.",
-    )  # fmt: skip
+    )
     if choices.models:
         seed(key(workload, "model"), start.model, choices.models)
     model = st.selectbox(
-        "Model", choices.models, key=key(workload, "model"), persist_state=PERSIST,
-        format_func=lambda name: titles[name], disabled=not choices.models,
+        "Model",
+        choices.models,
+        key=key(workload, "model"),
+        persist_state=PERSIST,
+        format_func=lambda name: titles[name],
+        disabled=not choices.models,
         placeholder="no stored models",
         help="Default: the stored model with the smallest worst-case extrapolation error.",
-    )  # fmt: skip
+    )
     return SizingState(
-        workload=workload, image_shape=image_shape, one_side=one_side, batch_size=int(batch),
-        knobs=sizing_view.knob_items(dict(knobs)), budget_gib=float(budget),
-        headroom_pct=float(headroom), model=model,
-    )  # fmt: skip
+        workload=workload,
+        image_shape=image_shape,
+        one_side=one_side,
+        batch_size=int(batch),
+        knobs=sizing_view.knob_items(dict(knobs)),
+        budget_gib=float(budget),
+        headroom_pct=float(headroom),
+        model=model,
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def predictions(
-    db_path: Path, db_version: data.Version, workload: str, image_shape: tuple[int, ...],
-    knobs: tuple[tuple[str, object], ...], batch_sizes: tuple[int, ...],
-) -> pd.DataFrame:  # fmt: skip
+    db_path: Path,
+    db_version: data.Version,
+    workload: str,
+    image_shape: tuple[int, ...],
+    knobs: tuple[tuple[str, object], ...],
+    batch_sizes: tuple[int, ...],
+) -> pd.DataFrame:
     """Every stored model's prediction and bound for this image at every batch size offered.
 
     One call per model covers all batch sizes, so moving the batch slider costs no prediction.
@@ -152,9 +195,13 @@ QUESTIONS = {
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def answer(
-    db_path: Path, db_version: data.Version, workload: str, model_name: str, question: str,
+    db_path: Path,
+    db_version: data.Version,
+    workload: str,
+    model_name: str,
+    question: str,
     **arguments: object,
-) -> object:  # fmt: skip
+) -> object:
     """One `modeling.sizing` answer for ``workload``, or the `ModelingError` message.
 
     Cached on exactly what the question depends on: moving the batch slider does
@@ -171,14 +218,21 @@ def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int) -> None:
     """The chosen model's prediction, bound, and whether it fits the budget."""
     upper, budget_bytes = chosen["upper_bytes"], state.budget_gib * GIB
     predicted_col, upper_col, verdict_col = st.columns(3)
-    predicted_col.metric("Predicted peak", gib(chosen["predicted_bytes"]),
-                         help=f"{chosen['title']}: its point prediction.")  # fmt: skip
+    predicted_col.metric(
+        "Predicted peak",
+        gib(chosen["predicted_bytes"]),
+        help=f"{chosen['title']}: its point prediction.",
+    )
     upper_col.metric(
-        "Upper bound", gib(upper) if math.isfinite(upper) else "unbounded",
+        "Upper bound",
+        gib(upper) if math.isfinite(upper) else "unbounded",
         help=f"x{chosen['bound_ratio']:.3f} of the prediction: the 90% split-conformal bound"
-        + (", raised to the refined closed-form estimate" if chosen["raised_to_closed_form"]
-           else ""),
-    )  # fmt: skip
+        + (
+            ", raised to the refined closed-form estimate"
+            if chosen["raised_to_closed_form"]
+            else ""
+        ),
+    )
     needed = upper * (1 + state.headroom_pct / 100)
     fits = upper <= usable_bytes
     spare = f"{(budget_bytes - needed) / GIB:+,.1f} GiB spare" if math.isfinite(needed) else None
@@ -211,27 +265,38 @@ def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int) -> None:
 
 
 def every_model(table: pd.DataFrame, state: SizingState, usable_bytes: int) -> None:
-    shown = pd.DataFrame({
-        "model": table["title"],
-        "predicted (GiB)": table["predicted_bytes"] / GIB,
-        "upper bound (GiB)": table["upper_bytes"] / GIB,
-        "bound x": table["bound_ratio"],
-        "fits": ["Fits" if upper <= usable_bytes else "Does not fit"
-                 for upper in table["upper_bytes"]],
-        "measured range": ["beyond" if beyond else "inside" for beyond in table["beyond"]],
-    })  # fmt: skip
+    shown = pd.DataFrame(
+        {
+            "model": table["title"],
+            "predicted (GiB)": table["predicted_bytes"] / GIB,
+            "upper bound (GiB)": table["upper_bytes"] / GIB,
+            "bound x": table["bound_ratio"],
+            "fits": [
+                "Fits" if upper <= usable_bytes else "Does not fit"
+                for upper in table["upper_bytes"]
+            ],
+            "measured range": ["beyond" if beyond else "inside" for beyond in table["beyond"]],
+        }
+    )
     number = st.column_config.NumberColumn
-    st.dataframe(shown, hide_index=True, column_config={
-        "predicted (GiB)": number(format="%.2f"), "upper bound (GiB)": number(format="%.2f"),
-        "bound x": number(format="%.3f"),
-    })  # fmt: skip
-    frame = table.assign(predicted_gib=table["predicted_bytes"] / GIB,
-                         upper_gib=table["upper_bytes"] / GIB)  # fmt: skip
+    st.dataframe(
+        shown,
+        hide_index=True,
+        column_config={
+            "predicted (GiB)": number(format="%.2f"),
+            "upper bound (GiB)": number(format="%.2f"),
+            "bound x": number(format="%.3f"),
+        },
+    )
+    frame = table.assign(
+        predicted_gib=table["predicted_bytes"] / GIB, upper_gib=table["upper_bytes"] / GIB
+    )
     st.altair_chart(charts.bounds(frame, state.budget_gib, usable_bytes / GIB), width="stretch")
 
 
-def show_answer(found: Any, label: str, value: Callable[[Any], str],
-                caption: Callable[[Any], str]) -> None:  # fmt: skip
+def show_answer(
+    found: Any, label: str, value: Callable[[Any], str], caption: Callable[[Any], str]
+) -> None:
     """One sizing answer: the value, what it needs, the model and bound, any warning."""
     if isinstance(found, str):
         st.error(found)
@@ -250,26 +315,53 @@ def sizing_answers(db: Path, version: data.Version, state: SizingState, usable: 
     solid = workload_labels.SOLIDS[dims]
     with image_col:
         show_answer(
-            answer(db, version, workload, state.model, "image", budget_bytes=usable,
-                   batch_size=state.batch_size, knobs=knobs),
+            answer(
+                db,
+                version,
+                workload,
+                state.model,
+                "image",
+                budget_bytes=usable,
+                batch_size=state.batch_size,
+                knobs=knobs,
+            ),
             f"Largest {solid} at batch {state.batch_size}",
             lambda found: workload_labels.power(found.side, dims),
             lambda found: sizing_view.image_caption(found, dims),
-        )  # fmt: skip
+        )
     with batch_col:
         show_answer(
-            answer(db, version, workload, state.model, "batch", budget_bytes=usable,
-                   image_shape=state.image_shape, knobs=knobs),
+            answer(
+                db,
+                version,
+                workload,
+                state.model,
+                "batch",
+                budget_bytes=usable,
+                image_shape=state.image_shape,
+                knobs=knobs,
+            ),
             f"Largest batch at {state.image_label}",
-            lambda found: str(found.batch_size), sizing_view.batch_caption,
-        )  # fmt: skip
+            lambda found: str(found.batch_size),
+            sizing_view.batch_caption,
+        )
     with buy_col:
         show_answer(
-            answer(db, version, workload, state.model, "buy", image_shape=state.image_shape,
-                   batch_size=state.batch_size, headroom=state.headroom_pct / 100,
-                   knobs=knobs),
-            "Memory to buy", lambda found: f"{found.memory_gb} GB", sizing_view.memory_caption,
-        )  # fmt: skip
+            answer(
+                db,
+                version,
+                workload,
+                state.model,
+                "buy",
+                image_shape=state.image_shape,
+                batch_size=state.batch_size,
+                headroom=state.headroom_pct / 100,
+                knobs=knobs,
+            ),
+            "Memory to buy",
+            lambda found: f"{found.memory_gb} GB",
+            sizing_view.memory_caption,
+        )
 
 
 def breakdown(config: WorkloadConfig, runs: pd.DataFrame, predicted_bytes: float | None) -> None:
@@ -282,20 +374,28 @@ def breakdown(config: WorkloadConfig, runs: pd.DataFrame, predicted_bytes: float
         )
     frame = sizing_view.breakdown_frame(terms, config.workload)
     st.altair_chart(charts.breakdown(frame), width="stretch")
-    compared = "" if predicted_bytes is None else (
-        f"; the chosen model predicts {gib(predicted_bytes)}. The difference is what the closed "
-        "form leaves out: building and tracing the model (oneDNN caches, the graph, allocator "
-        "slack)"
-    )  # fmt: skip
-    st.caption(f"Refined closed form: {gib(terms.total_bytes)} in all, the framework term being "
-               f"the median measured post-import memory{compared}.")  # fmt: skip
+    compared = (
+        ""
+        if predicted_bytes is None
+        else (
+            f"; the chosen model predicts {gib(predicted_bytes)}. "
+            "The difference is what the closed form leaves out: building and tracing the "
+            "model (oneDNN caches, the graph, allocator slack)"
+        )
+    )
+    st.caption(
+        f"Refined closed form: {gib(terms.total_bytes)} in all, the framework term being "
+        f"the median measured post-import memory{compared}."
+    )
 
 
 def render() -> None:
     st.title("Sizing")
-    st.caption("How much memory will training this network take, and what is the largest image "
-               "or batch that fits the memory you have? Upper bounds, not point predictions, "
-               "decide: a point prediction is low half the time.")  # fmt: skip
+    st.caption(
+        "How much memory will training this network take, and what is the largest image "
+        "or batch that fits the memory you have? Upper bounds, not point predictions, "
+        "decide: a point prediction is low half the time."
+    )
     db = data.database()
     version = data.version(db)
     params = query_state.current()
@@ -307,8 +407,9 @@ def render() -> None:
     choices = sizing_view.choices_for(workload, list(titles), runs)
     default = sizing_view.default_state(choices, data.scores(db, version, workload))
     # A link's other values are its workload's: after switching workloads they do not apply.
-    start, more = (query_state.from_params(params, choices, default) if workload == linked
-                   else (default, []))  # fmt: skip
+    start, more = (
+        query_state.from_params(params, choices, default) if workload == linked else (default, [])
+    )
     for problem in problems + more:
         st.warning(query_state.plain(problem))
 
@@ -320,15 +421,18 @@ def render() -> None:
     usable = sizing_view.usable_budget_bytes(state.budget_gib * GIB, state.headroom_pct / 100)
     with answers:
         if not predictors:
-            st.info(f"No fitted {workload_labels.title(workload)} models in this database yet: "
-                    f"run `{workload_labels.evaluate_command(workload)}` (add `--db {db}` for "
-                    "this one) to get predictions, bounds and sizing answers. Meanwhile, the "
-                    "refined closed-form estimate:")  # fmt: skip
+            st.info(
+                f"No fitted {workload_labels.title(workload)} models in this database yet: "
+                f"run `{workload_labels.evaluate_command(workload)}` (add `--db {db}` for "
+                "this one) to get predictions, bounds and sizing answers. Meanwhile, the "
+                "refined closed-form estimate:"
+            )
             st.subheader("Refined analytical breakdown")
             breakdown(state.config, runs, None)
             return
-        every_batch = predictions(db, version, workload, state.image_shape, state.knobs,
-                                  choices.batch_sizes)  # fmt: skip
+        every_batch = predictions(
+            db, version, workload, state.image_shape, state.knobs, choices.batch_sizes
+        )
         table = every_batch[every_batch["batch_size"] == state.batch_size]
         chosen = table.set_index("model").loc[state.model]
         st.subheader(f"{state.image_label} at batch {state.batch_size}")
@@ -336,8 +440,10 @@ def render() -> None:
         with st.expander("Every model's prediction and upper bound", expanded=True):
             every_model(table, state, usable)
     st.subheader("What fits")
-    st.caption(f"Answers use what training may use of the budget: {state.budget_gib:g} GiB less "
-               f"{state.headroom_pct:g}% headroom = {gib(usable)}.")  # fmt: skip
+    st.caption(
+        f"Answers use what training may use of the budget: {state.budget_gib:g} GiB less "
+        f"{state.headroom_pct:g}% headroom = {gib(usable)}."
+    )
     sizing_answers(db, version, state, usable)
     st.subheader("Refined analytical breakdown")
     breakdown(state.config, runs, chosen["predicted_bytes"])

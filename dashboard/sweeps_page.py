@@ -99,8 +99,11 @@ if ok_batches:
     batch = st.selectbox("Batch size to compare", ok_batches, key="sweeps_compare_batch")
     peaks = browse.host_peaks(shown, batch)
     shown_workloads = shown.loc[shown["batch_size"] == batch, browse.WORKLOAD].unique()
-    side_title = (workload_labels.side_title(workload_labels.dims(shown_workloads[0]))
-                  if len(shown_workloads) == 1 else charts_sweeps.SIDE_TITLE)  # fmt: skip
+    side_title = (
+        workload_labels.side_title(workload_labels.dims(shown_workloads[0]))
+        if len(shown_workloads) == 1
+        else charts_sweeps.SIDE_TITLE
+    )
     st.altair_chart(charts_sweeps.peaks_by_host(peaks, side_title), width="stretch")
 else:
     st.info("No measured (ok) run among those shown to compare machines on.")

@@ -114,8 +114,9 @@ def _prepare_evaluate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store-db", type=Path, default=None, help="store results in this database instead of --db"
     )
-    parser.add_argument("--no-store", dest="store", action="store_false",
-                        help="print only; store nothing")  # fmt: skip
+    parser.add_argument(
+        "--no-store", dest="store", action="store_false", help="print only; store nothing"
+    )
 
 
 def _progress(message: str) -> None:
@@ -125,14 +126,17 @@ def _progress(message: str) -> None:
 def _evaluate(args: argparse.Namespace) -> int:
     db_path = open_db(args)
     if args.store and "random" not in args.splits:
-        raise ModelingError("storing models needs the random split for their bounds; "
-                            "add --splits random, or pass --no-store")  # fmt: skip
+        raise ModelingError(
+            "storing models needs the random split for their bounds; "
+            "add --splits random, or pass --no-store"
+        )
     specs = pick(catalogue(quick=args.quick), args.models)
     frame = measured_frame(store.load_runs(db_path, status="ok"))
     names = [args.workload] if args.workload else sorted(frame["workload"].unique())
     if not names:
-        raise ModelingError(f"{db_path} has no ok runs to evaluate; measure some with "
-                            "`python -m profiling sweep`")  # fmt: skip
+        raise ModelingError(
+            f"{db_path} has no ok runs to evaluate; measure some with `python -m profiling sweep`"
+        )
     evaluated = 0
     for name in names:
         try:
@@ -145,8 +149,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         else:
             evaluated += 1
     if not evaluated:
-        raise ModelingError("no workload has enough runs to evaluate; measure more "
-                            "(python -m profiling sweep)")  # fmt: skip
+        raise ModelingError(
+            "no workload has enough runs to evaluate; measure more (python -m profiling sweep)"
+        )
     return 0
 
 
@@ -181,8 +186,10 @@ def _evaluate_workload(
     evaluation_id = results.store_results(
         target, evaluation, predictors, command, workload=workload
     )
-    print(f"\nstored {workload} evaluation {evaluation_id[:12]} and {len(predictors)} "
-          f"model(s) in {target}\n")  # fmt: skip
+    print(
+        f"\nstored {workload} evaluation {evaluation_id[:12]} and {len(predictors)} "
+        f"model(s) in {target}\n"
+    )
 
 
 # --- export-results ----------------------------------------------------------------------
@@ -206,9 +213,12 @@ def _export(args: argparse.Namespace) -> int:
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
     add_db_option(parser)
-    parser.add_argument("--model", default=results.BEST,
-                        help="a stored model (see `evaluate`); default: best, the lowest "
-                        "worst-case extrapolation error")  # fmt: skip
+    parser.add_argument(
+        "--model",
+        default=results.BEST,
+        help="a stored model (see `evaluate`); default: best, the lowest "
+        "worst-case extrapolation error",
+    )
     add_workload_option(parser)
     add_knob_options(parser)
 
@@ -224,7 +234,7 @@ def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="memory available, e.g. 256GiB (binary K/M/G/T; GB = 10^9)",
     )
-    parser.add_argument("--batch-size", type=positive_int, required=True)  # fmt: skip
+    parser.add_argument("--batch-size", type=positive_int, required=True)
     _add_model_options(parser)
 
 
@@ -246,8 +256,7 @@ def _size_image(args: argparse.Namespace) -> int:
 
 def _prepare_size_batch(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
-    parser.add_argument("--budget", type=parse_bytes, required=True,
-                        help=BUDGET_HELP)  # fmt: skip
+    parser.add_argument("--budget", type=parse_bytes, required=True, help=BUDGET_HELP)
     _add_model_options(parser)
 
 
@@ -282,13 +291,22 @@ def _size_buy(args: argparse.Namespace) -> int:
 
 
 SIZE_COMMANDS = {
-    "image": (_prepare_size_image, _size_image,
-              "largest image size that fits a memory budget at a batch size"),
-    "batch": (_prepare_size_batch, _size_batch,
-              "largest batch that fits a memory budget for an image size"),
-    "buy": (_prepare_size_buy, _size_buy,
-            "server memory to buy for an image size and batch, with headroom"),
-}  # fmt: skip
+    "image": (
+        _prepare_size_image,
+        _size_image,
+        "largest image size that fits a memory budget at a batch size",
+    ),
+    "batch": (
+        _prepare_size_batch,
+        _size_batch,
+        "largest batch that fits a memory budget for an image size",
+    ),
+    "buy": (
+        _prepare_size_buy,
+        _size_buy,
+        "server memory to buy for an image size and batch, with headroom",
+    ),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -298,16 +316,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluate_parser = commands.add_parser(
-        "evaluate", help="score every model on the stored runs and store the fitted models",
+        "evaluate",
+        help="score every model on the stored runs and store the fitted models",
         description="score every model on the stored runs and store the fitted models",
-    )  # fmt: skip
+    )
     _prepare_evaluate(evaluate_parser)
     evaluate_parser.set_defaults(handler=_evaluate)
     export = commands.add_parser(
-        "export-results", help="write the latest evaluation as Parquet (the bundled results)",
+        "export-results",
+        help="write the latest evaluation as Parquet (the bundled results)",
         description="write the latest evaluation and its models as Parquet files; "
         "data/reference_results is made this way",
-    )  # fmt: skip
+    )
     _prepare_export(export)
     export.set_defaults(handler=_export)
     size = commands.add_parser(

@@ -42,9 +42,10 @@ OK_STATUS = "ok"
 # Every workload's image and knob columns; a model fitted on one workload sees
 # the others' as empty (constant), so only its own can vary.
 SHAPE_COLUMNS: tuple[str, ...] = tuple(
-    column for column in workloads.STORED_COLUMNS
+    column
+    for column in workloads.STORED_COLUMNS
     if any(column in module.SHAPE_COLUMNS for module in workloads.WORKLOADS.values())
-)  # fmt: skip
+)
 KNOB_COLUMNS: tuple[str, ...] = tuple(
     column for column in workloads.STORED_COLUMNS if column not in SHAPE_COLUMNS
 )
@@ -102,8 +103,7 @@ def measured_frame(runs: pd.DataFrame) -> pd.DataFrame:
     missing = [name for name in required if name not in runs.columns]
     if missing:
         raise ConfigError(
-            f"runs frame lacks column(s) {', '.join(missing)}; load it with "
-            "core.store.load_runs"
+            f"runs frame lacks column(s) {', '.join(missing)}; load it with core.store.load_runs"
         )
     usable = runs[(runs["status"] == OK_STATUS) & runs[MEASURED_PEAK_COLUMN].notna()]
     configs = [config_of(row) for _, row in usable.iterrows()]

@@ -48,8 +48,19 @@ from modeling.evaluation.bounds import ConformalBound
 
 # Server memory sizes one can buy, in (binary, JEDEC) GB; see the module docstring.
 PURCHASABLE_MEMORY_GB: tuple[int, ...] = (
-    64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
-)  # fmt: skip
+    64,
+    96,
+    128,
+    192,
+    256,
+    384,
+    512,
+    768,
+    1024,
+    1536,
+    2048,
+    3072,
+)
 BYTES_PER_MEMORY_GB = 2**30
 # Room left for the OS, the data pipeline and other processes on top of the bound.
 DEFAULT_HEADROOM = 0.2
@@ -202,9 +213,12 @@ def _check_bounded(model: SizingModel, bound_bytes: float, config: WorkloadConfi
 
 
 def largest_image_side(
-    model: SizingModel, budget_bytes: int, batch_size: int,
-    knobs: Mapping[str, Any] | None = None, workload: str = DEFAULT_WORKLOAD,
-) -> ImageSizeAnswer:  # fmt: skip
+    model: SizingModel,
+    budget_bytes: int,
+    batch_size: int,
+    knobs: Mapping[str, Any] | None = None,
+    workload: str = DEFAULT_WORKLOAD,
+) -> ImageSizeAnswer:
     """The largest valid square or cube side whose bound fits ``budget_bytes`` at ``batch_size``.
 
     knobs : the workload's other config fields (base_filters, levels, ...); defaults otherwise.
@@ -239,10 +253,13 @@ def largest_image_side(
 
 
 def largest_batch(
-    model: SizingModel, budget_bytes: int, image_shape: tuple[int, ...],
-    knobs: Mapping[str, Any] | None = None, max_batch: int = MAX_BATCH_SIZE,
+    model: SizingModel,
+    budget_bytes: int,
+    image_shape: tuple[int, ...],
+    knobs: Mapping[str, Any] | None = None,
+    max_batch: int = MAX_BATCH_SIZE,
     workload: str = DEFAULT_WORKLOAD,
-) -> BatchAnswer:  # fmt: skip
+) -> BatchAnswer:
     """The largest batch, up to ``max_batch``, whose bound for ``image_shape`` fits the budget.
 
     Raises `ModelingError` when not even batch 1 fits.
@@ -280,10 +297,13 @@ def largest_batch(
 
 
 def memory_to_buy(
-    model: SizingModel, image_shape: tuple[int, ...], batch_size: int,
-    headroom: float = DEFAULT_HEADROOM, knobs: Mapping[str, Any] | None = None,
+    model: SizingModel,
+    image_shape: tuple[int, ...],
+    batch_size: int,
+    headroom: float = DEFAULT_HEADROOM,
+    knobs: Mapping[str, Any] | None = None,
     workload: str = DEFAULT_WORKLOAD,
-) -> MemoryAnswer:  # fmt: skip
+) -> MemoryAnswer:
     """The smallest purchasable memory holding the bound plus ``headroom`` (a fraction, 0.2 = 20%).
 
     Raises `ModelingError` when even the largest purchasable size is too small.
@@ -317,8 +337,6 @@ def memory_to_buy(
         memory_gb=fitting[0],
         basis=_basis(model, config, bool(raised[0])),
     )
-
-
 
 
 def _network(knobs: dict[str, Any], workload: str) -> dict[str, Any]:

@@ -98,11 +98,13 @@ def with_image(runs: pd.DataFrame) -> pd.DataFrame:
     depth = runs["depth"].astype("Float64").fillna(1) if "depth" in runs else 1
     return runs.assign(
         **{
-            IMAGE: [image_label(*shape) for shape in zip(runs["depth"], runs["height"],
-                                                            runs["width"], strict=True)],
+            IMAGE: [
+                image_label(*shape)
+                for shape in zip(runs["depth"], runs["height"], runs["width"], strict=True)
+            ],
             "voxels": (depth * runs["height"] * runs["width"]).astype(float),
         }
-    )  # fmt: skip
+    )
 
 
 def filter_options(runs: pd.DataFrame, column: str) -> list[Any]:
@@ -218,18 +220,23 @@ def machines(runs: pd.DataFrame) -> pd.DataFrame:
     def joined(values: pd.Series) -> str:
         return ", ".join(sorted(set(map(str, values.dropna()))))
 
-    return pd.DataFrame(
-        {
-            "CPU": grouped["cpu_model"].agg(joined),
-            "cores": grouped["cpu_cores"].max(),
-            "RAM (GiB)": (grouped["total_ram_bytes"].max() / GIB).round(1),
-            "TensorFlow": grouped["tensorflow_version"].agg(joined),
-            "oneDNN": grouped["onednn_enabled"].agg(lambda v: joined(v.map({True: "on",
-                                                                            False: "off"}))),
-            "runs": grouped.size(),
-            "ok runs": grouped["status"].agg(lambda s: int((s == OK).sum())),
-        }
-    ).rename_axis("host").reset_index()  # fmt: skip
+    return (
+        pd.DataFrame(
+            {
+                "CPU": grouped["cpu_model"].agg(joined),
+                "cores": grouped["cpu_cores"].max(),
+                "RAM (GiB)": (grouped["total_ram_bytes"].max() / GIB).round(1),
+                "TensorFlow": grouped["tensorflow_version"].agg(joined),
+                "oneDNN": grouped["onednn_enabled"].agg(
+                    lambda v: joined(v.map({True: "on", False: "off"}))
+                ),
+                "runs": grouped.size(),
+                "ok runs": grouped["status"].agg(lambda s: int((s == OK).sum())),
+            }
+        )
+        .rename_axis("host")
+        .reset_index()
+    )
 
 
 def network_label(run: Mapping[str, Any]) -> str:
@@ -297,9 +304,11 @@ def sweeps_table(sweeps: pd.DataFrame) -> pd.DataFrame:
     if sweeps.empty:
         return pd.DataFrame(columns=list(SWEEPS_TABLE.values()))
     table = sweeps.assign(
-        points=[f"{done} / {total}" for done, total in zip(sweeps["points_done"],
-                                                            sweeps["points_total"], strict=True)],
+        points=[
+            f"{done} / {total}"
+            for done, total in zip(sweeps["points_done"], sweeps["points_total"], strict=True)
+        ],
         grid=[_grid_summary(text) for text in sweeps["grid_json"]],
         sweep_id=sweeps["sweep_id"].str[:SHORT_ID],
-    ).sort_values("created_at", ascending=False)  # fmt: skip
+    ).sort_values("created_at", ascending=False)
     return table[list(SWEEPS_TABLE)].rename(columns=SWEEPS_TABLE).reset_index(drop=True)

@@ -54,36 +54,48 @@ def peak_vs_size(
     """
     batch = alt.Color("batch_size:O", title=BATCH_LEGEND, scale=alt.Scale(scheme="viridis"))
     pick_model = alt.selection_point(fields=["title"], bind="legend", name="pick_model")
-    predicted = _positive(alt.Chart(curves), "predicted_gib", log=log).mark_line().encode(
-        x=alt.X("side:Q", title=side_title(dims), scale=_scale(log)),
-        y=alt.Y("predicted_gib:Q", title=PEAK_TITLE, scale=_scale(log)),
-        color=batch,
-        strokeDash=alt.StrokeDash(
-            "title:N", title=MODEL_LEGEND, scale=alt.Scale(range=DASHES),
-            legend=alt.Legend(labelLimit=LABEL_LIMIT_PX, symbolStrokeWidth=2),
-        ),
-        detail="model:N",
-        opacity=alt.condition(pick_model, alt.value(0.9), alt.value(0.15)),
-        tooltip=[
-            alt.Tooltip("title:N", title="model"),
-            alt.Tooltip("side:Q", title="side"),
-            alt.Tooltip("batch_size:O", title="batch"),
-            alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".2f"),
-        ],
-    ).add_params(pick_model).properties(name="predicted")  # fmt: skip
-    measured = _positive(alt.Chart(points), "peak_gib", log=log).mark_point(
-        filled=True, size=70, stroke="black", strokeWidth=0.5, opacity=1
-    ).encode(
-        x=alt.X("side:Q"),
-        y=alt.Y("peak_gib:Q"),
-        color=batch,
-        shape=alt.Shape("kind:N", title="", legend=alt.Legend(orient="top-left")),
-        tooltip=[
-            alt.Tooltip("image:N", title="image"),
-            alt.Tooltip("batch_size:O", title="batch"),
-            alt.Tooltip("peak_gib:Q", title="measured (GiB)", format=".2f"),
-        ],
-    ).transform_calculate(kind="'measured'").properties(name="measured")  # fmt: skip
+    predicted = (
+        _positive(alt.Chart(curves), "predicted_gib", log=log)
+        .mark_line()
+        .encode(
+            x=alt.X("side:Q", title=side_title(dims), scale=_scale(log)),
+            y=alt.Y("predicted_gib:Q", title=PEAK_TITLE, scale=_scale(log)),
+            color=batch,
+            strokeDash=alt.StrokeDash(
+                "title:N",
+                title=MODEL_LEGEND,
+                scale=alt.Scale(range=DASHES),
+                legend=alt.Legend(labelLimit=LABEL_LIMIT_PX, symbolStrokeWidth=2),
+            ),
+            detail="model:N",
+            opacity=alt.condition(pick_model, alt.value(0.9), alt.value(0.15)),
+            tooltip=[
+                alt.Tooltip("title:N", title="model"),
+                alt.Tooltip("side:Q", title="side"),
+                alt.Tooltip("batch_size:O", title="batch"),
+                alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".2f"),
+            ],
+        )
+        .add_params(pick_model)
+        .properties(name="predicted")
+    )
+    measured = (
+        _positive(alt.Chart(points), "peak_gib", log=log)
+        .mark_point(filled=True, size=70, stroke="black", strokeWidth=0.5, opacity=1)
+        .encode(
+            x=alt.X("side:Q"),
+            y=alt.Y("peak_gib:Q"),
+            color=batch,
+            shape=alt.Shape("kind:N", title="", legend=alt.Legend(orient="top-left")),
+            tooltip=[
+                alt.Tooltip("image:N", title="image"),
+                alt.Tooltip("batch_size:O", title="batch"),
+                alt.Tooltip("peak_gib:Q", title="measured (GiB)", format=".2f"),
+            ],
+        )
+        .transform_calculate(kind="'measured'")
+        .properties(name="measured")
+    )
     return alt.layer(predicted, measured).properties(height=CHART_HEIGHT_PX)
 
 
@@ -96,19 +108,23 @@ def parity(points: pd.DataFrame, log: bool = False) -> alt.LayerChart:
     values = pd.concat([points["measured_gib"], points["predicted_gib"]])
     values = values[values > 0] if log else values
     low, high = (float(values.min()), float(values.max())) if len(values) else (0.0, 1.0)
-    diagonal = alt.Chart(pd.DataFrame({"gib": [low, high]})).mark_line(
-        color="gray", strokeDash=[4, 4]
-    ).encode(x=alt.X("gib:Q", scale=scale), y=alt.Y("gib:Q", scale=scale)).properties(
-        name="identity"
-    )  # fmt: skip
-    dots = _positive(alt.Chart(points), "predicted_gib", "measured_gib", log=log).mark_point(
-        filled=True, opacity=0.7
-    ).encode(
-        x=alt.X("measured_gib:Q", title=MEASURED_TITLE, scale=scale),
-        y=alt.Y("predicted_gib:Q", title=PREDICTED_TITLE, scale=scale),
-        color=_model_colour(),
-        tooltip=_point_tooltip(points),
-    ).properties(name="held_out")  # fmt: skip
+    diagonal = (
+        alt.Chart(pd.DataFrame({"gib": [low, high]}))
+        .mark_line(color="gray", strokeDash=[4, 4])
+        .encode(x=alt.X("gib:Q", scale=scale), y=alt.Y("gib:Q", scale=scale))
+        .properties(name="identity")
+    )
+    dots = (
+        _positive(alt.Chart(points), "predicted_gib", "measured_gib", log=log)
+        .mark_point(filled=True, opacity=0.7)
+        .encode(
+            x=alt.X("measured_gib:Q", title=MEASURED_TITLE, scale=scale),
+            y=alt.Y("predicted_gib:Q", title=PREDICTED_TITLE, scale=scale),
+            color=_model_colour(),
+            tooltip=_point_tooltip(points),
+        )
+        .properties(name="held_out")
+    )
     return alt.layer(diagonal, dots).properties(height=CHART_HEIGHT_PX)
 
 
@@ -122,24 +138,34 @@ def residuals(
     if against not in RESIDUAL_AXES:
         raise ValueError(f"residuals are drawn against {', '.join(RESIDUAL_AXES)}, got {against!r}")
     titles = RESIDUAL_AXES | {"side": side_title}
-    zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color="gray").encode(
-        y="zero:Q"
-    ).properties(name="zero")  # fmt: skip
-    dots = alt.Chart(points).mark_point(filled=True, opacity=0.7).encode(
-        x=alt.X(f"{against}:Q", title=titles[against], scale=alt.Scale(zero=False)),
-        y=alt.Y("error_pct:Q", title=ERROR_TITLE),
-        color=_model_colour(),
-        tooltip=_point_tooltip(points),
-    ).properties(name="residuals")  # fmt: skip
+    zero = (
+        alt.Chart(pd.DataFrame({"zero": [0.0]}))
+        .mark_rule(color="gray")
+        .encode(y="zero:Q")
+        .properties(name="zero")
+    )
+    dots = (
+        alt.Chart(points)
+        .mark_point(filled=True, opacity=0.7)
+        .encode(
+            x=alt.X(f"{against}:Q", title=titles[against], scale=alt.Scale(zero=False)),
+            y=alt.Y("error_pct:Q", title=ERROR_TITLE),
+            color=_model_colour(),
+            tooltip=_point_tooltip(points),
+        )
+        .properties(name="residuals")
+    )
     return alt.layer(zero, dots).properties(height=CHART_HEIGHT_PX)
 
 
 def _model_colour() -> alt.Color:
     """One colour per model, the legend below the plot so two plots fit side by side."""
     return alt.Color(
-        "title:N", title=MODEL_LEGEND, scale=alt.Scale(scheme=MODEL_COLOURS),
+        "title:N",
+        title=MODEL_LEGEND,
+        scale=alt.Scale(scheme=MODEL_COLOURS),
         legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=LABEL_LIMIT_PX),
-    )  # fmt: skip
+    )
 
 
 def _point_tooltip(points: pd.DataFrame) -> list[alt.Tooltip]:
@@ -158,16 +184,21 @@ def _point_tooltip(points: pd.DataFrame) -> list[alt.Tooltip]:
 
 def breakdown(terms: pd.DataFrame) -> alt.Chart:
     """The refined analytical model's terms as bars (`presentation.curves.breakdown_frame`)."""
-    return alt.Chart(terms).mark_bar().encode(
-        x=alt.X("gib:Q", title="GiB"),
-        y=alt.Y("term:N", title=None, sort=None),
-        color=alt.Color("term:N", legend=None, sort=None),
-        tooltip=[
-            alt.Tooltip("term:N"),
-            alt.Tooltip("gib:Q", title="GiB", format=".3f"),
-            alt.Tooltip("share_pct:Q", title="share (%)", format=".1f"),
-        ],
-    ).properties(name="breakdown")  # fmt: skip
+    return (
+        alt.Chart(terms)
+        .mark_bar()
+        .encode(
+            x=alt.X("gib:Q", title="GiB"),
+            y=alt.Y("term:N", title=None, sort=None),
+            color=alt.Color("term:N", legend=None, sort=None),
+            tooltip=[
+                alt.Tooltip("term:N"),
+                alt.Tooltip("gib:Q", title="GiB", format=".3f"),
+                alt.Tooltip("share_pct:Q", title="share (%)", format=".1f"),
+            ],
+        )
+        .properties(name="breakdown")
+    )
 
 
 def bounds(models: pd.DataFrame, budget_gib: float, usable_gib: float) -> alt.LayerChart:
@@ -177,23 +208,41 @@ def bounds(models: pd.DataFrame, budget_gib: float, usable_gib: float) -> alt.La
     solid rule is the budget, the dashed one what training may use of it.
     """
     y = alt.Y("title:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX))
-    span = alt.Chart(models).mark_rule(strokeWidth=3, opacity=0.6).encode(
-        x=alt.X("predicted_gib:Q", title="GiB"), x2="upper_gib:Q", y=y,
-    ).properties(name="bound")  # fmt: skip
-    dots = alt.Chart(models).mark_point(filled=True, size=80).encode(
-        x="predicted_gib:Q",
-        y=y,
-        tooltip=[
-            alt.Tooltip("title:N", title="model"),
-            alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".2f"),
-            alt.Tooltip("upper_gib:Q", title="upper bound (GiB)", format=".2f"),
-        ],
-    ).properties(name="predicted")  # fmt: skip
-    limits = pd.DataFrame({"gib": [budget_gib, usable_gib],
-                           "limit": ["budget", "budget less headroom"]})  # fmt: skip
-    rules = alt.Chart(limits).mark_rule(color="firebrick").encode(
-        x="gib:Q",
-        strokeDash=alt.StrokeDash("limit:N", title=None, sort=["budget"]),
-        tooltip=[alt.Tooltip("limit:N"), alt.Tooltip("gib:Q", title="GiB", format=".1f")],
-    ).properties(name="budget")  # fmt: skip
+    span = (
+        alt.Chart(models)
+        .mark_rule(strokeWidth=3, opacity=0.6)
+        .encode(
+            x=alt.X("predicted_gib:Q", title="GiB"),
+            x2="upper_gib:Q",
+            y=y,
+        )
+        .properties(name="bound")
+    )
+    dots = (
+        alt.Chart(models)
+        .mark_point(filled=True, size=80)
+        .encode(
+            x="predicted_gib:Q",
+            y=y,
+            tooltip=[
+                alt.Tooltip("title:N", title="model"),
+                alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".2f"),
+                alt.Tooltip("upper_gib:Q", title="upper bound (GiB)", format=".2f"),
+            ],
+        )
+        .properties(name="predicted")
+    )
+    limits = pd.DataFrame(
+        {"gib": [budget_gib, usable_gib], "limit": ["budget", "budget less headroom"]}
+    )
+    rules = (
+        alt.Chart(limits)
+        .mark_rule(color="firebrick")
+        .encode(
+            x="gib:Q",
+            strokeDash=alt.StrokeDash("limit:N", title=None, sort=["budget"]),
+            tooltip=[alt.Tooltip("limit:N"), alt.Tooltip("gib:Q", title="GiB", format=".1f")],
+        )
+        .properties(name="budget")
+    )
     return alt.layer(span, dots, rules)

@@ -126,7 +126,7 @@ def peaks_by_host(points: pd.DataFrame, side_title: str = SIDE_TITLE) -> alt.Lay
                 "run:N",
                 alt.Tooltip("peak_gib:Q", title="peak (GiB)", format=".3f"),
             ],
-        )  # fmt: skip
+        )
         .properties(name="measured")
     )
     return alt.layer(lines, dots).properties(height=CHART_HEIGHT_PX)

@@ -126,10 +126,14 @@ def measured_points(runs: pd.DataFrame) -> pd.DataFrame:
     frame = measured_frame(runs)
     columns = ["workload", "depth", "height", "width", "batch_size", *KNOB_COLUMNS, "side"]
     points = frame[columns].copy()
-    points.insert(0, "image", [
-        workload_labels.image_label(workload_labels.image_shape(row))
-        for row in points[["depth", "height", "width"]].to_dict("records")
-    ])  # fmt: skip
+    points.insert(
+        0,
+        "image",
+        [
+            workload_labels.image_label(workload_labels.image_shape(row))
+            for row in points[["depth", "height", "width"]].to_dict("records")
+        ],
+    )
     points["peak_gib"] = frame[TARGET_COLUMN] / GIB
     sampled = runs.set_index("run_id")["peak_sampled_bytes"].astype(float)
     points["sampled_gib"] = sampled.reindex(points.index).to_numpy() / GIB
@@ -166,8 +170,11 @@ def with_knobs(points: pd.DataFrame, knobs: Mapping[str, Any]) -> pd.DataFrame:
 
 def _config_knobs(knobs: Mapping[str, Any], workload: str) -> dict[str, Any]:
     """``workload``'s knob values as its config takes them (NumPy scalars to Python ones)."""
-    return {knob: knobs[knob].item() if hasattr(knobs[knob], "item") else knobs[knob]
-            for knob in workloads.get(workload).NETWORK_KNOBS if knob in knobs}  # fmt: skip
+    return {
+        knob: knobs[knob].item() if hasattr(knobs[knob], "item") else knobs[knob]
+        for knob in workloads.get(workload).NETWORK_KNOBS
+        if knob in knobs
+    }
 
 
 def drawn_sides(valid: Sequence[int], most: int = MAX_DRAWN_SIDES) -> list[int]:
@@ -185,9 +192,12 @@ def drawn_sides(valid: Sequence[int], most: int = MAX_DRAWN_SIDES) -> list[int]:
 
 
 def predicted_curves(
-    models: Iterable[PointModel], sides: Sequence[int], batch_sizes: Sequence[int],
-    knobs: Mapping[str, Any] | None = None, workload: str = DEFAULT_WORKLOAD,
-) -> pd.DataFrame:  # fmt: skip
+    models: Iterable[PointModel],
+    sides: Sequence[int],
+    batch_sizes: Sequence[int],
+    knobs: Mapping[str, Any] | None = None,
+    workload: str = DEFAULT_WORKLOAD,
+) -> pd.DataFrame:
     """Each model's prediction for squares or cubes of ``sides`` at each of ``batch_sizes``.
 
     knobs : ``workload``'s other config fields (default: its reference network's).
@@ -200,13 +210,17 @@ def predicted_curves(
     configs = [module.Config((side,) * module.DIMS, batch, **settings) for batch, side in grid]
     frames = []
     for model in models:
-        frames.append(pd.DataFrame({
-            "model": model.name,
-            "title": model.title,
-            "side": [side for _, side in grid],
-            "batch_size": [batch for batch, _ in grid],
-            "predicted_gib": model.point_bytes(configs) / GIB,
-        }))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": model.name,
+                    "title": model.title,
+                    "side": [side for _, side in grid],
+                    "batch_size": [batch for batch, _ in grid],
+                    "predicted_gib": model.point_bytes(configs) / GIB,
+                }
+            )
+        )
     columns = ["model", "title", "side", "batch_size", "predicted_gib"]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
@@ -230,29 +244,44 @@ def predictions_at_points(models: Iterable[PointModel], points: pd.DataFrame) ->
     configs = _configs_of(points)
     frames = []
     for model in models:
-        frames.append(pd.DataFrame({
-            "model": model.name,
-            "title": model.title,
-            "run_id": points.index.to_numpy(),
-            "image": points["image"].to_numpy(),
-            "side": points["side"].to_numpy(),
-            "batch_size": points["batch_size"].to_numpy(),
-            "measured_gib": points["peak_gib"].to_numpy(),
-            "predicted_gib": model.point_bytes(configs) / GIB if configs else [],
-        }))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": model.name,
+                    "title": model.title,
+                    "run_id": points.index.to_numpy(),
+                    "image": points["image"].to_numpy(),
+                    "side": points["side"].to_numpy(),
+                    "batch_size": points["batch_size"].to_numpy(),
+                    "measured_gib": points["peak_gib"].to_numpy(),
+                    "predicted_gib": model.point_bytes(configs) / GIB if configs else [],
+                }
+            )
+        )
     if not frames:
         return pd.DataFrame(columns=_HELD_OUT_COLUMNS)
     return _with_errors(pd.concat(frames, ignore_index=True))
 
 
-_HELD_OUT_COLUMNS = ["model", "title", "run_id", "image", "side", "batch_size", "measured_gib",
-                     "predicted_gib", "error_pct"]  # fmt: skip
+_HELD_OUT_COLUMNS = [
+    "model",
+    "title",
+    "run_id",
+    "image",
+    "side",
+    "batch_size",
+    "measured_gib",
+    "predicted_gib",
+    "error_pct",
+]
 
 
 def held_out_points(
-    predictions: pd.DataFrame, points: pd.DataFrame, titles: Mapping[str, str],
+    predictions: pd.DataFrame,
+    points: pd.DataFrame,
+    titles: Mapping[str, str],
     split: str = RANDOM_SPLIT,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """The stored held-out predictions of ``split`` joined with their runs (`measured_points`).
 
     predictions : the ``predictions`` table (`modeling.stored.tables.load_predictions`).
@@ -263,17 +292,19 @@ def held_out_points(
         return pd.DataFrame(columns=[*_HELD_OUT_COLUMNS, "seed"])
     mine = predictions[predictions["split"] == split]
     joined = mine.join(points[["image", "side", "batch_size"]], on="run_id", how="inner")
-    frame = pd.DataFrame({
-        "model": joined["model"].to_numpy(),
-        "title": joined["model"].map(lambda name: titles.get(name, name)).to_numpy(),
-        "run_id": joined["run_id"].to_numpy(),
-        "image": joined["image"].to_numpy(),
-        "side": joined["side"].to_numpy(),
-        "batch_size": joined["batch_size"].to_numpy(),
-        "measured_gib": joined["measured_bytes"].to_numpy(dtype=float) / GIB,
-        "predicted_gib": joined["predicted_bytes"].to_numpy(dtype=float) / GIB,
-        "seed": joined["seed"].to_numpy(),
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "model": joined["model"].to_numpy(),
+            "title": joined["model"].map(lambda name: titles.get(name, name)).to_numpy(),
+            "run_id": joined["run_id"].to_numpy(),
+            "image": joined["image"].to_numpy(),
+            "side": joined["side"].to_numpy(),
+            "batch_size": joined["batch_size"].to_numpy(),
+            "measured_gib": joined["measured_bytes"].to_numpy(dtype=float) / GIB,
+            "predicted_gib": joined["predicted_bytes"].to_numpy(dtype=float) / GIB,
+            "seed": joined["seed"].to_numpy(),
+        }
+    )
     return _with_errors(frame)
 
 
@@ -285,9 +316,17 @@ def error_table(scores: pd.DataFrame, titles: Mapping[str, str]) -> pd.DataFrame
     Columns: ``model, title, random_mape_pct, random_mape_sd, random_r2,
     random_worst_pct, extrapolation_mape_pct, extrapolation_worst_pct, seeds``.
     """
-    columns = ["model", "title", "random_mape_pct", "random_mape_sd", "random_r2",
-               "random_worst_pct", "extrapolation_mape_pct", "extrapolation_worst_pct",
-               "seeds"]  # fmt: skip
+    columns = [
+        "model",
+        "title",
+        "random_mape_pct",
+        "random_mape_sd",
+        "random_r2",
+        "random_worst_pct",
+        "extrapolation_mape_pct",
+        "extrapolation_worst_pct",
+        "seeds",
+    ]
     if scores.empty:
         return pd.DataFrame(columns=columns)
     by_split = scores.groupby(["model", "split"]).agg(
@@ -303,17 +342,19 @@ def error_table(scores: pd.DataFrame, titles: Mapping[str, str]) -> pd.DataFrame
     for name in names:
         random = _split_row(by_split, name, RANDOM_SPLIT)
         extrapolation = _split_row(by_split, name, EXTRAPOLATION_SPLIT)
-        rows.append({
-            "model": name,
-            "title": titles.get(name, name),
-            "random_mape_pct": random.get("mape_pct"),
-            "random_mape_sd": random.get("mape_sd"),
-            "random_r2": random.get("r2"),
-            "random_worst_pct": random.get("worst_pct"),
-            "extrapolation_mape_pct": extrapolation.get("mape_pct"),
-            "extrapolation_worst_pct": extrapolation.get("worst_pct"),
-            "seeds": random.get("seeds"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": name,
+                "title": titles.get(name, name),
+                "random_mape_pct": random.get("mape_pct"),
+                "random_mape_sd": random.get("mape_sd"),
+                "random_r2": random.get("r2"),
+                "random_worst_pct": random.get("worst_pct"),
+                "extrapolation_mape_pct": extrapolation.get("mape_pct"),
+                "extrapolation_worst_pct": extrapolation.get("worst_pct"),
+                "seeds": random.get("seeds"),
+            }
+        )
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -349,5 +390,7 @@ def shape_inputs(workload: str = DEFAULT_WORKLOAD) -> str:
     """What the shape-only models read, in words, for ``workload``'s images."""
     dims = workload_labels.dims(workload)
     elements, product = workload_labels.ELEMENTS[dims], workload_labels.PRODUCTS[dims]
-    return (f"side ({elements}, {workload_labels.ROOTS[dims]} of {product}), megavoxels "
-            f"({product} / 10^6{'' if dims == 3 else ', megapixels'}), batch_size")  # fmt: skip
+    return (
+        f"side ({elements}, {workload_labels.ROOTS[dims]} of {product}), megavoxels "
+        f"({product} / 10^6{'' if dims == 3 else ', megapixels'}), batch_size"
+    )

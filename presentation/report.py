@@ -39,11 +39,16 @@ def markdown_table(frame: pd.DataFrame, decimals: int = 2) -> str:
 def formulas_table(predictors: Sequence[Predictor]) -> str:
     """The readable formulas of the final models (those that have one), with their size."""
     rows = [
-        {"model": p.title, "formula (GiB)": p.formula,
-         "size": "-" if p.formula_length is None else str(p.formula_length),
-         "settings": p.params_json, "fit s": p.fit_seconds}
-        for p in predictors if p.formula
-    ]  # fmt: skip
+        {
+            "model": p.title,
+            "formula (GiB)": p.formula,
+            "size": "-" if p.formula_length is None else str(p.formula_length),
+            "settings": p.params_json,
+            "fit s": p.fit_seconds,
+        }
+        for p in predictors
+        if p.formula
+    ]
     return markdown_table(pd.DataFrame(rows)) if rows else "(no model with a formula)"
 
 
@@ -90,8 +95,10 @@ def image_size_lines(answer: ImageSizeAnswer, dims: int = 3) -> list[str]:
     if answer.next_side is None:
         lines.append("every image side the network takes fits this budget")
     else:
-        lines.append(f"next size up, {answer.next_side}^{dims}, would need up to "
-                     f"{format_gib(answer.next_bound_bytes or 0)}: does not fit")  # fmt: skip
+        lines.append(
+            f"next size up, {answer.next_side}^{dims}, would need up to "
+            f"{format_gib(answer.next_bound_bytes or 0)}: does not fit"
+        )
     return lines + _basis_lines(answer.basis)
 
 
@@ -105,8 +112,10 @@ def batch_lines(answer: BatchAnswer) -> list[str]:
     if answer.next_batch is None:
         lines.append("every batch size accepted fits this budget")
     else:
-        lines.append(f"batch {answer.next_batch} would need up to "
-                     f"{format_gib(answer.next_bound_bytes or 0)}: does not fit")  # fmt: skip
+        lines.append(
+            f"batch {answer.next_batch} would need up to "
+            f"{format_gib(answer.next_bound_bytes or 0)}: does not fit"
+        )
     return lines + _basis_lines(answer.basis)
 
 

@@ -65,14 +65,29 @@ class KnobOffer:
 KNOB_OFFERS: dict[str, KnobOffer] = {
     offer.knob: offer
     for offer in (
-        KnobOffer("base_filters", "filters", "Base filters", (4, 8, 16, 32, 64),
-                  "Filters of the first level; each level doubles them."),
-        KnobOffer("classes", "classes", "Classes", (10, 100, 1000, 10000),
-                  "Output classes: the width of the classifier's last layer (fc8)."),
-        KnobOffer("precision", "precision", "Precision", PRECISIONS,
-                  "Mixed precision keeps activations in 16 bits and weights in 32."),
+        KnobOffer(
+            "base_filters",
+            "filters",
+            "Base filters",
+            (4, 8, 16, 32, 64),
+            "Filters of the first level; each level doubles them.",
+        ),
+        KnobOffer(
+            "classes",
+            "classes",
+            "Classes",
+            (10, 100, 1000, 10000),
+            "Output classes: the width of the classifier's last layer (fc8).",
+        ),
+        KnobOffer(
+            "precision",
+            "precision",
+            "Precision",
+            PRECISIONS,
+            "Mixed precision keeps activations in 16 bits and weights in 32.",
+        ),
     )
-}  # fmt: skip
+}
 # The knobs each workload offers, in widget order; another workload offers its precision.
 OFFERED_KNOBS: dict[str, tuple[str, ...]] = {
     "unet3d": ("base_filters", "precision"),
@@ -83,8 +98,9 @@ OFFERED_KNOBS: dict[str, tuple[str, ...]] = {
 def offered_knobs(workload: str) -> list[KnobOffer]:
     """The knobs the page offers for ``workload``: only its own, in widget order."""
     own = workloads.get(workload).NETWORK_KNOBS
-    return [KNOB_OFFERS[knob] for knob in OFFERED_KNOBS.get(workload, ("precision",))
-            if knob in own]  # fmt: skip
+    return [
+        KNOB_OFFERS[knob] for knob in OFFERED_KNOBS.get(workload, ("precision",)) if knob in own
+    ]
 
 
 @dataclass(frozen=True)
@@ -166,12 +182,15 @@ def default_state(choices: SizingChoices, scores: pd.DataFrame) -> SizingState:
     defaults = workload_labels.knob_defaults(workload)
     side = _nearest(choices.sides, DEFAULT_SIDES.get(workload, FALLBACK_SIDE))
     return SizingState(
-        workload=workload, image_shape=(side,) * choices.dims, one_side=True,
+        workload=workload,
+        image_shape=(side,) * choices.dims,
+        one_side=True,
         batch_size=DEFAULT_BATCHES.get(workload, FALLBACK_BATCH),
         knobs=tuple((knob, defaults[knob]) for knob in choices.knobs),
-        budget_gib=DEFAULT_BUDGET_GIB, headroom_pct=sizing.DEFAULT_HEADROOM * 100,
+        budget_gib=DEFAULT_BUDGET_GIB,
+        headroom_pct=sizing.DEFAULT_HEADROOM * 100,
         model=best if best in names else (names[0] if names else None),
-    )  # fmt: skip
+    )
 
 
 def nearest_sides(side: int, sides: Sequence[int]) -> list[int]:
@@ -194,8 +213,10 @@ def side_help(choices: SizingChoices) -> str:
     sides = choices.sides
     if sides[1] - sides[0] > 1:
         return f"Multiples of {sides[0]} (2^(levels-1)): each pooling halves every side."
-    return (f"Any side from {sides[0]}, the smallest the network leaves something of after "
-            f"its convolutions and poolings, to {sides[-1]}.")  # fmt: skip
+    return (
+        f"Any side from {sides[0]}, the smallest the network leaves something of after "
+        f"its convolutions and poolings, to {sides[-1]}."
+    )
 
 
 def gib(value_bytes: float) -> str:
@@ -222,8 +243,10 @@ def batch_caption(found: sizing.BatchAnswer) -> str:
 
 
 def memory_caption(found: sizing.MemoryAnswer) -> str:
-    return (f"Needs up to {gib(found.bound_bytes)}; {gib(found.required_bytes)} with "
-            f"{found.headroom:.0%} headroom. Server 'GB' are binary: 1 GB = 1 GiB.")  # fmt: skip
+    return (
+        f"Needs up to {gib(found.bound_bytes)}; {gib(found.required_bytes)} with "
+        f"{found.headroom:.0%} headroom. Server 'GB' are binary: 1 GB = 1 GiB."
+    )
 
 
 # The breakdown's terms in words, in `MemoryBreakdown`'s order; the optimizer's is
@@ -247,11 +270,13 @@ def breakdown_frame(breakdown: MemoryBreakdown, workload: str = DEFAULT_WORKLOAD
     parts = breakdown.parts()
     total = breakdown.total_bytes
     optimizer = workload_labels.optimizer(workload)
-    return pd.DataFrame({
-        "term": [BREAKDOWN_TERMS[name].format(optimizer=optimizer) for name in parts],
-        "gib": [value / GIB for value in parts.values()],
-        "share_pct": [value / total * 100 if total else 0.0 for value in parts.values()],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "term": [BREAKDOWN_TERMS[name].format(optimizer=optimizer) for name in parts],
+            "gib": [value / GIB for value in parts.values()],
+            "share_pct": [value / total * 100 if total else 0.0 for value in parts.values()],
+        }
+    )
 
 
 def usable_budget_bytes(budget_bytes: float, headroom: float) -> int:
@@ -290,8 +315,17 @@ def config_predictions(
     bound_ratio, raised_to_closed_form, beyond`` (how the configuration lies
     outside the model's measured range, in words; empty inside it).
     """
-    columns = ["model", "title", "batch_size", "image_shape", "predicted_bytes", "upper_bytes",
-               "bound_ratio", "raised_to_closed_form", "beyond"]  # fmt: skip
+    columns = [
+        "model",
+        "title",
+        "batch_size",
+        "image_shape",
+        "predicted_bytes",
+        "upper_bytes",
+        "bound_ratio",
+        "raised_to_closed_form",
+        "beyond",
+    ]
     if not configs:
         return pd.DataFrame(columns=columns)
     frames = []
@@ -302,21 +336,28 @@ def config_predictions(
         # What `Predictor.upper_bytes` computes, without predicting a second time.
         upper = upper_bound(predicted, ratios)
         floor = closed_form_floor(model, configs)
-        frames.append(pd.DataFrame({
-            "model": model.name,
-            "title": model.title,
-            "batch_size": [config.batch_size for config in configs],
-            "image_shape": [config.image_shape for config in configs],
-            "predicted_bytes": predicted,
-            "upper_bytes": np.maximum(upper, floor),
-            "bound_ratio": ratios,
-            "raised_to_closed_form": upper < floor,
-            "beyond": ["; ".join(model.training_range.beyond(config)) for config in configs],
-        }))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": model.name,
+                    "title": model.title,
+                    "batch_size": [config.batch_size for config in configs],
+                    "image_shape": [config.image_shape for config in configs],
+                    "predicted_bytes": predicted,
+                    "upper_bytes": np.maximum(upper, floor),
+                    "bound_ratio": ratios,
+                    "raised_to_closed_form": upper < floor,
+                    "beyond": [
+                        "; ".join(model.training_range.beyond(config)) for config in configs
+                    ],
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def knob_items(knobs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     """Knob values as a hashable cache key, NumPy scalars made Python ones."""
-    return tuple((knob, value.item() if hasattr(value, "item") else value)
-                 for knob, value in knobs.items())  # fmt: skip
+    return tuple(
+        (knob, value.item() if hasattr(value, "item") else value) for knob, value in knobs.items()
+    )

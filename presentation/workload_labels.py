@@ -37,8 +37,12 @@ SHORT_KNOBS: dict[str, tuple[str, str]] = {
     "alexnet": ("classes", "classes"),
 }
 # How a knob reads in a network label; in_channels and classes only when not the default.
-_KNOB_WORDS = {"base_filters": "base filters", "levels": "levels",
-               "in_channels": "input channels", "classes": "classes"}  # fmt: skip
+_KNOB_WORDS = {
+    "base_filters": "base filters",
+    "levels": "levels",
+    "in_channels": "input channels",
+    "classes": "classes",
+}
 _SHOWN_WHEN_CHANGED = ("in_channels", "classes")
 
 
@@ -60,8 +64,11 @@ def with_workload(runs: pd.DataFrame) -> pd.DataFrame:
     """``runs`` with a ``workload`` in every row (none, or an empty one, is the default's)."""
     if WORKLOAD_COLUMN in runs and not runs[WORKLOAD_COLUMN].isna().any():
         return runs
-    named = (runs[WORKLOAD_COLUMN].astype(object) if WORKLOAD_COLUMN in runs
-             else pd.Series(None, index=runs.index, dtype=object))  # fmt: skip
+    named = (
+        runs[WORKLOAD_COLUMN].astype(object)
+        if WORKLOAD_COLUMN in runs
+        else pd.Series(None, index=runs.index, dtype=object)
+    )
     return runs.assign(**{WORKLOAD_COLUMN: named.where(named.notna(), DEFAULT_WORKLOAD)})
 
 

@@ -50,9 +50,21 @@ from profiling.sweep import (
 INTERRUPTED_EXIT_CODE = 130
 # Columns `list` prints; `--all-columns` prints every stored one.
 LIST_COLUMNS = [
-    "run_id", "sweep_id", "status", "workload", "depth", "height", "width", "batch_size",
-    "base_filters", "precision", "peak_sampled_bytes", "peak_hwm_bytes", "wall_s", "hostname",
-]  # fmt: skip
+    "run_id",
+    "sweep_id",
+    "status",
+    "workload",
+    "depth",
+    "height",
+    "width",
+    "batch_size",
+    "base_filters",
+    "precision",
+    "peak_sampled_bytes",
+    "peak_hwm_bytes",
+    "wall_s",
+    "hostname",
+]
 
 
 def _add_measure_options(parser: argparse.ArgumentParser) -> None:
@@ -82,18 +94,17 @@ def _add_measure_options(parser: argparse.ArgumentParser) -> None:
         "75%% of RAM, never within 2 GiB of what is available)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
-    add_db_option(parser)  # fmt: skip
+    add_db_option(parser)
 
 
 def _settings(args: argparse.Namespace) -> RunSettings:
     return RunSettings(
         memory_limit_bytes=args.memory_limit or default_memory_limit_bytes(),
-        steps=args.steps, seed=args.seed, sample_interval_s=args.interval,
+        steps=args.steps,
+        seed=args.seed,
+        sample_interval_s=args.interval,
         timeout_s=args.timeout,
-    )  # fmt: skip
-
-
-
+    )
 
 
 def _gib(value: float | None) -> str:
@@ -106,12 +117,13 @@ def _gib(value: float | None) -> str:
 def _prepare_run(parser: argparse.ArgumentParser) -> None:
     add_workload_option(parser)
     parser.add_argument(
-        "--image-size", required=True,
+        "--image-size",
+        required=True,
         help="one side (144) or every side: DxHxW for the U-Net (240x240x144), HxW for AlexNet",
     )
     parser.add_argument("--batch-size", type=int, default=1)
     add_knob_options(parser)
-    _add_measure_options(parser)  # fmt: skip
+    _add_measure_options(parser)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -119,10 +131,12 @@ def _run(args: argparse.Namespace) -> int:
     db_path = open_db(args)
     record = run_point(config, _settings(args))
     store.insert_run(db_path, record)
-    print(f"{record.status}: {config.image_label} batch {config.batch_size}, "
-          f"sampled peak {_gib(record.peak_sampled_bytes)}, "
-          f"high-water mark {_gib(record.peak_hwm_bytes)}, {record.wall_s:.1f} s "
-          f"(run {record.run_id[:12]} in {db_path})")  # fmt: skip
+    print(
+        f"{record.status}: {config.image_label} batch {config.batch_size}, "
+        f"sampled peak {_gib(record.peak_sampled_bytes)}, "
+        f"high-water mark {_gib(record.peak_hwm_bytes)}, {record.wall_s:.1f} s "
+        f"(run {record.run_id[:12]} in {db_path})"
+    )
     if record.message:
         print(record.message)
     return 0 if record.status == "ok" else 1
@@ -139,7 +153,8 @@ def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
         f"{', '.join(GRID_KNOBS)}); flags given too override its keys",
     )
     parser.add_argument(
-        "--workload", choices=list(workloads.WORKLOADS),
+        "--workload",
+        choices=list(workloads.WORKLOADS),
         help=f"the network (default {workloads.DEFAULT_WORKLOAD})",
     )
     parser.add_argument("--image-sizes", nargs="+", help="sides or DxHxW, e.g. 32 64 96x96x64")
@@ -163,7 +178,7 @@ def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
         help="measure again points this host already measured with this software",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    _add_measure_options(parser)  # fmt: skip
+    _add_measure_options(parser)
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -182,17 +197,26 @@ def _sweep(args: argparse.Namespace) -> int:
     command = shlex.join(["python", "-m", "profiling", *sys.argv[1:]])
     try:
         summary = run_sweep(
-            db_path, grid, _settings(args), repeats=args.repeats, resume=args.resume,
-            command=command, show_progress=not args.quiet,
-        )  # fmt: skip
+            db_path,
+            grid,
+            _settings(args),
+            repeats=args.repeats,
+            resume=args.resume,
+            command=command,
+            show_progress=not args.quiet,
+        )
     except KeyboardInterrupt:
-        print("interrupted: the point in flight was discarded; run the same command to resume",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "interrupted: the point in flight was discarded; run the same command to resume",
+            file=sys.stderr,
+        )
         return INTERRUPTED_EXIT_CODE
     counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts.items()))
-    print(f"sweep {summary.sweep_id}: {counts or 'nothing new'}"
-          f"{f', {summary.already_measured} already measured' if summary.already_measured else ''}"
-          f" (stored in {db_path})")  # fmt: skip
+    print(
+        f"sweep {summary.sweep_id}: {counts or 'nothing new'}"
+        f"{f', {summary.already_measured} already measured' if summary.already_measured else ''}"
+        f" (stored in {db_path})"
+    )
     return 0
 
 
@@ -200,14 +224,16 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _add_workload_filter(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workload", choices=list(workloads.WORKLOADS),
-                        help="only runs of this network")  # fmt: skip
+    parser.add_argument(
+        "--workload", choices=list(workloads.WORKLOADS), help="only runs of this network"
+    )
 
 
 def _prepare_list(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", help="only this sweep id")
-    parser.add_argument("--status", choices=("ok", "oom", "timeout", "error", "skipped",
-                                             "interrupted"))  # fmt: skip
+    parser.add_argument(
+        "--status", choices=("ok", "oom", "timeout", "error", "skipped", "interrupted")
+    )
     parser.add_argument("--host", help="only runs measured on this hostname")
     _add_workload_filter(parser)
     parser.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
@@ -217,8 +243,9 @@ def _prepare_list(parser: argparse.ArgumentParser) -> None:
 
 def _list(args: argparse.Namespace) -> int:
     db_path = open_db(args)
-    runs = store.load_runs(db_path, sweep_id=args.sweep, status=args.status, hostname=args.host,
-                           workload=args.workload)  # fmt: skip
+    runs = store.load_runs(
+        db_path, sweep_id=args.sweep, status=args.status, hostname=args.host, workload=args.workload
+    )
     if not args.all_columns:
         runs = runs[LIST_COLUMNS]
     if args.csv:
@@ -272,7 +299,7 @@ def _prepare_summary(parser: argparse.ArgumentParser) -> None:
     )
     _add_workload_filter(parser)
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
-    add_db_option(parser)  # fmt: skip
+    add_db_option(parser)
 
 
 def _summary(args: argparse.Namespace) -> int:
@@ -284,8 +311,10 @@ def _summary(args: argparse.Namespace) -> int:
         print("no runs match")
         return 0
     print(to_markdown(table) if args.markdown else table.to_string())
-    print(f"\nPeak {args.metric} in GiB (median over repeats, xN = N runs); other cells "
-          "show why a point has no measurement.")  # fmt: skip
+    print(
+        f"\nPeak {args.metric} in GiB (median over repeats, xN = N runs); other cells "
+        "show why a point has no measurement."
+    )
     return 0
 
 
@@ -304,8 +333,10 @@ def _export(args: argparse.Namespace) -> int:
     count = exchange.export_runs(
         open_db(args), args.out, args.timelines, sweep_id=args.sweep, workload=args.workload
     )
-    print(f"exported {count} run(s) to {args.out}"
-          f"{f' and their timelines to {args.timelines}' if args.timelines else ''}")  # fmt: skip
+    print(
+        f"exported {count} run(s) to {args.out}"
+        f"{f' and their timelines to {args.timelines}' if args.timelines else ''}"
+    )
     return 0
 
 

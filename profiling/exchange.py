@@ -46,8 +46,11 @@ def export_runs(
             )
         outputs.append((samples_out, datafiles.format_of(samples_out)))
 
-    chosen = {name: value for name, value in (("sweep_id", sweep_id), ("workload", workload))
-              if value is not None}  # fmt: skip
+    chosen = {
+        name: value
+        for name, value in (("sweep_id", sweep_id), ("workload", workload))
+        if value is not None
+    }
     conditions = [f"{name} = ${index}" for index, name in enumerate(chosen, start=1)]
     where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
     params = list(chosen.values())

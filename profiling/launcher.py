@@ -103,10 +103,13 @@ class SweepRequest:
             listed = [values] if isinstance(values, str) else values
             args += [f"--{knob.replace('_', '-')}", *map(str, listed)]
         return args + [
-            "--steps", str(self.steps),
-            "--memory-limit", str(self.memory_limit_bytes),
-            "--db", str(db_path),
-        ]  # fmt: skip
+            "--steps",
+            str(self.steps),
+            "--memory-limit",
+            str(self.memory_limit_bytes),
+            "--db",
+            str(db_path),
+        ]
 
 
 @dataclass(frozen=True)
@@ -318,9 +321,12 @@ def start_job(
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "profiling.job", str(directory)],
-                cwd=database.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                cwd=database.REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         try:
             create_time = psutil.Process(process.pid).create_time()
         except psutil.NoSuchProcess:
@@ -521,9 +527,11 @@ def _progress_from_log(tail: list[str]) -> dict[str, str | int]:
         match = _PROGRESS.search(line)
         if match:
             found: dict[str, str | int] = {
-                "done": int(match["done"]), "total": int(match["total"]),
-                "elapsed": match["elapsed"].strip(), "remaining": match["remaining"].strip(),
-            }  # fmt: skip
+                "done": int(match["done"]),
+                "total": int(match["total"]),
+                "elapsed": match["elapsed"].strip(),
+                "remaining": match["remaining"].strip(),
+            }
             if match["point"]:
                 found["point"] = match["point"].strip()
             return found

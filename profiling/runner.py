@@ -133,13 +133,20 @@ def _read_result(path: Path) -> dict[str, Any]:
 def child_command(config: WorkloadConfig, settings: RunSettings, result_path: Path) -> list[str]:
     """The command line of the profiled child (run with ``cwd=REPO_ROOT``)."""
     return [
-        sys.executable, "-m", "profiling.child",
-        "--workload", config.workload,
-        "--config", json.dumps(config.to_dict()),
-        "--steps", str(settings.steps),
-        "--seed", str(settings.seed),
-        "--result", str(result_path),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "profiling.child",
+        "--workload",
+        config.workload,
+        "--config",
+        json.dumps(config.to_dict()),
+        "--steps",
+        str(settings.steps),
+        "--seed",
+        str(settings.seed),
+        "--result",
+        str(result_path),
+    ]
 
 
 def run_point(
@@ -160,17 +167,23 @@ def run_point(
             # Own session: the child's group can be killed whole, and a Ctrl-C in
             # the terminal reaches only the parent, which then cleans up.
             process = subprocess.Popen(
-                command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=stderr, start_new_session=True,
-            )  # fmt: skip
+                command,
+                cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+            )
             watchdog = _Watchdog(process, settings, started_epoch)
             try:
                 # NoSuchProcess: the child exited between memory_profiler's poll and a sample.
                 with contextlib.suppress(psutil.NoSuchProcess):
                     memory_usage(
-                        process, interval=settings.sample_interval_s, include_children=True,
+                        process,
+                        interval=settings.sample_interval_s,
+                        include_children=True,
                         stream=watchdog,
-                    )  # fmt: skip
+                    )
                 process.wait()
             except BaseException:
                 _kill_group(process)
@@ -182,7 +195,12 @@ def run_point(
 
     samples = tuple(watchdog.samples)
     return _record(
-        config, settings, status, message, sweep_id=sweep_id, repeat=repeat,
+        config,
+        settings,
+        status,
+        message,
+        sweep_id=sweep_id,
+        repeat=repeat,
         estimate_bytes=estimate_bytes,
         peak_sampled_bytes=max((s.rss_bytes for s in samples), default=None),
         # The child's own last reading, or the parent's when the child was killed first.
@@ -195,7 +213,7 @@ def run_point(
         step_hwm_bytes=json.dumps(result.get("step_hwm_bytes", [])),
         onednn_enabled=result.get("onednn_enabled", onednn_enabled()),
         samples=samples,
-    )  # fmt: skip
+    )
 
 
 def _classify(returncode: int, watchdog: _Watchdog, stderr_path: Path) -> tuple[str, str]:
@@ -221,11 +239,21 @@ def skipped_record(
 ) -> RunRecord:
     """The record of a point that was never launched (it could not fit)."""
     return _record(
-        config, settings, "skipped", reason, sweep_id=sweep_id, repeat=repeat,
-        estimate_bytes=estimate_bytes, peak_sampled_bytes=None, peak_hwm_bytes=None,
-        baseline_bytes=None, wall_s=None, step_times_s="[]", step_hwm_bytes="[]",
+        config,
+        settings,
+        "skipped",
+        reason,
+        sweep_id=sweep_id,
+        repeat=repeat,
+        estimate_bytes=estimate_bytes,
+        peak_sampled_bytes=None,
+        peak_hwm_bytes=None,
+        baseline_bytes=None,
+        wall_s=None,
+        step_times_s="[]",
+        step_hwm_bytes="[]",
         onednn_enabled=onednn_enabled(),
-    )  # fmt: skip
+    )
 
 
 def _record(

@@ -122,8 +122,11 @@ def expand_grid(grid: Grid) -> list[WorkloadConfig]:
             f"the {grid.workload} workload has no {', '.join(foreign)}; "
             f"its knobs are {', '.join(workload.NETWORK_KNOBS)}"
         )
-    for name, values in {"image sizes": grid.image_sizes, "batch sizes": grid.batch_sizes,
-                         **knobs}.items():  # fmt: skip
+    for name, values in {
+        "image sizes": grid.image_sizes,
+        "batch sizes": grid.batch_sizes,
+        **knobs,
+    }.items():
         if not values:
             raise ConfigError(f"the sweep grid has no {name.replace('_', ' ')}: give at least one")
     bad = sorted({p for p in knobs.get("precision", ()) if p not in PRECISIONS})
@@ -232,17 +235,25 @@ def run_sweep(
         for config, _ in points
     ]
     bar = tqdm(
-        total=round(sum(costs)), disable=not show_progress, unit="s",
+        total=round(sum(costs)),
+        disable=not show_progress,
+        unit="s",
         bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]",
-    )  # fmt: skip
+    )
     try:
         for done, ((config, repeat), cost) in enumerate(zip(points, costs, strict=True)):
             label = f"{format_image_shape(config.image_shape)} batch {config.batch_size}"
             bar.set_description_str(f"{done}/{len(points)} points, now {label}")
             record = _measure_point(
-                config, repeat, settings, summary.sweep_id, resume, measured, already_skipped,
+                config,
+                repeat,
+                settings,
+                summary.sweep_id,
+                resume,
+                measured,
+                already_skipped,
                 failed,
-            )  # fmt: skip
+            )
             if record is None:
                 summary.already_measured += 1
             else:

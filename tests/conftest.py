@@ -115,10 +115,12 @@ def build_runs(
             for repeat in range(repeats):
                 measured = int(peak * (1 + noise * rng.standard_normal()))
                 record = build_record(
-                    **workloads.config_columns(config), repeat=repeat,
-                    peak_hwm_bytes=measured, peak_sampled_bytes=measured,
+                    **workloads.config_columns(config),
+                    repeat=repeat,
+                    peak_hwm_bytes=measured,
+                    peak_sampled_bytes=measured,
                     baseline_bytes=SYNTHETIC_FRAMEWORK_BYTES,
-                )  # fmt: skip
+                )
                 rows.append(record.row())
     return pd.DataFrame(rows)
 

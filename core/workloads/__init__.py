@@ -36,9 +36,7 @@ def get(name: str) -> ModuleType:
     try:
         return WORKLOADS[name]
     except (KeyError, TypeError):
-        raise ConfigError(
-            f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}"
-        ) from None
+        raise ConfigError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}") from None
 
 
 def of(config: WorkloadConfig) -> ModuleType:

@@ -169,9 +169,8 @@ Config = AlexNetConfig  # the name `core.workloads` looks for in every workload 
 # The network's settings besides the image and the batch: every field of
 # AlexNetConfig but those two, in field order.
 NETWORK_KNOBS: tuple[str, ...] = tuple(
-    field.name for field in fields(AlexNetConfig)
-    if field.name not in ("image_shape", "batch_size")
-)  # fmt: skip
+    field.name for field in fields(AlexNetConfig) if field.name not in ("image_shape", "batch_size")
+)
 SHAPE_COLUMNS: tuple[str, ...] = ("height", "width")  # image_shape, as stored
 # Each knob's Python type, read off its default: table rows hold NumPy scalars.
 _KNOB_TYPES: Mapping[str, type] = {

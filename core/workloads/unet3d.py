@@ -112,9 +112,8 @@ Config = UNetConfig  # the name `core.workloads` looks for in every workload mod
 # The network's settings besides the image and the batch: every field of
 # UNetConfig but those two, in field order.
 NETWORK_KNOBS: tuple[str, ...] = tuple(
-    field.name for field in fields(UNetConfig)
-    if field.name not in ("image_shape", "batch_size")
-)  # fmt: skip
+    field.name for field in fields(UNetConfig) if field.name not in ("image_shape", "batch_size")
+)
 SHAPE_COLUMNS: tuple[str, ...] = ("depth", "height", "width")  # image_shape, as stored
 
 

@@ -89,19 +89,47 @@ def catalogue(*, quick: bool = False) -> tuple[ModelSpec, ...]:
     """Every model of the comparison; ``quick`` shrinks symbolic regression to seconds."""
     symbolic = QUICK_SYMBOLIC_CANDIDATES if quick else SETTINGS_CANDIDATES
     specs = [
-        ModelSpec("paper", "paper analytical (Eq. 1 + Eq. 2)", ANALYTICAL,
-                  lambda frame, params, seed: PaperModel(), _analytical_columns),
-        ModelSpec("refined", "refined analytical (closed form)", ANALYTICAL,
-                  lambda frame, params, seed: RefinedAnalyticalModel(), _analytical_columns),
-        ModelSpec("least_squares", "least squares on analytical terms", LEAST_SQUARES,
-                  lambda frame, params, seed: AnalyticalLeastSquares(), _analytical_columns),
-        ModelSpec("symbolic", "symbolic regression (gplearn)", SYMBOLIC, _symbolic, model_inputs,
-                  symbolic),
-        ModelSpec("hybrid_ratio", "hybrid: SR of measured / refined", HYBRID, _hybrid("ratio"),
-                  _hybrid_columns, symbolic),
-        ModelSpec("hybrid_terms", "hybrid: SR given analytical terms", HYBRID, _hybrid("terms"),
-                  _hybrid_columns, symbolic),
-    ]  # fmt: skip
+        ModelSpec(
+            "paper",
+            "paper analytical (Eq. 1 + Eq. 2)",
+            ANALYTICAL,
+            lambda frame, params, seed: PaperModel(),
+            _analytical_columns,
+        ),
+        ModelSpec(
+            "refined",
+            "refined analytical (closed form)",
+            ANALYTICAL,
+            lambda frame, params, seed: RefinedAnalyticalModel(),
+            _analytical_columns,
+        ),
+        ModelSpec(
+            "least_squares",
+            "least squares on analytical terms",
+            LEAST_SQUARES,
+            lambda frame, params, seed: AnalyticalLeastSquares(),
+            _analytical_columns,
+        ),
+        ModelSpec(
+            "symbolic", "symbolic regression (gplearn)", SYMBOLIC, _symbolic, model_inputs, symbolic
+        ),
+        ModelSpec(
+            "hybrid_ratio",
+            "hybrid: SR of measured / refined",
+            HYBRID,
+            _hybrid("ratio"),
+            _hybrid_columns,
+            symbolic,
+        ),
+        ModelSpec(
+            "hybrid_terms",
+            "hybrid: SR given analytical terms",
+            HYBRID,
+            _hybrid("terms"),
+            _hybrid_columns,
+            symbolic,
+        ),
+    ]
     specs += [
         ModelSpec(
             kind, ML_TITLES[kind], MACHINE_LEARNING, _ml(kind), model_inputs, CANDIDATES[kind]

@@ -100,9 +100,11 @@ def ratios(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
 
 
 def fit_bound(
-    measured: np.ndarray, predicted: np.ndarray, coverage: float = DEFAULT_COVERAGE,
+    measured: np.ndarray,
+    predicted: np.ndarray,
+    coverage: float = DEFAULT_COVERAGE,
     source: str = "held-out residuals",
-) -> ConformalBound:  # fmt: skip
+) -> ConformalBound:
     """A `ConformalBound` from held-out measured and predicted values."""
     ratio = conformal_ratio(measured, predicted, coverage)
     return ConformalBound(coverage, ratio, len(np.asarray(measured)), source)

@@ -67,18 +67,21 @@ def cross_seed_coverage(
         if len(calibration) < min_calibration_size(coverage):
             continue
         bound = fit_bound(
-            calibration["measured_bytes"].to_numpy(), calibration["predicted_bytes"].to_numpy(),
+            calibration["measured_bytes"].to_numpy(),
+            calibration["predicted_bytes"].to_numpy(),
             coverage,
-        )  # fmt: skip
+        )
         upper = bound.upper(test["predicted_bytes"].to_numpy())
         covered.extend((test["measured_bytes"].to_numpy() <= upper).tolist())
     return float(np.mean(covered)) if covered else None
 
 
 def fit_predictor(
-    spec: ModelSpec, frame: pd.DataFrame, evaluation: Evaluation,
+    spec: ModelSpec,
+    frame: pd.DataFrame,
+    evaluation: Evaluation,
     coverage: float = DEFAULT_COVERAGE,
-) -> Predictor:  # fmt: skip
+) -> Predictor:
     """``spec`` fit on every run of ``frame``, with its bounds from ``evaluation``."""
     bound = held_out_bound(evaluation, spec.name, RANDOM, coverage)
     if bound is None:
@@ -109,8 +112,10 @@ def fit_predictor(
 
 
 def fit_predictors(
-    specs: Sequence[ModelSpec], frame: pd.DataFrame, evaluation: Evaluation,
+    specs: Sequence[ModelSpec],
+    frame: pd.DataFrame,
+    evaluation: Evaluation,
     coverage: float = DEFAULT_COVERAGE,
-) -> list[Predictor]:  # fmt: skip
+) -> list[Predictor]:
     """`fit_predictor` for each spec, in order."""
     return [fit_predictor(spec, frame, evaluation, coverage) for spec in specs]

@@ -47,8 +47,10 @@ def export_results(db_path: Path, directory: Path, workload: str = DEFAULT_WORKL
     with database.connect(db_path, read_only=True) as con:
         evaluation_id = latest_evaluation_id(con, workload)
         if evaluation_id is None:
-            raise ModelingError(f"{db_path} holds no evaluation to export; run "
-                                f"`python -m modeling evaluate --db {db_path}` first")  # fmt: skip
+            raise ModelingError(
+                f"{db_path} holds no evaluation to export; run "
+                f"`python -m modeling evaluate --db {db_path}` first"
+            )
         for table in RESULT_TABLES:
             datafiles.write(
                 con,

@@ -86,18 +86,25 @@ class TrainingRange:
         # A relative tolerance: the cube root of a cube is not always exact.
         tolerance = 1e-9 * max(side, 1.0)
         if side > self.max_side + tolerance:
-            reasons.append(f"image size ~{side:.0f}{power} is larger than the largest measured "
-                           f"(~{self.max_side:.0f}{power})")  # fmt: skip
+            reasons.append(
+                f"image size ~{side:.0f}{power} is larger than the largest measured "
+                f"(~{self.max_side:.0f}{power})"
+            )
         if side < self.min_side - tolerance:
-            reasons.append(f"image size ~{side:.0f}{power} is smaller than the smallest measured "
-                           f"(~{self.min_side:.0f}{power})")  # fmt: skip
+            reasons.append(
+                f"image size ~{side:.0f}{power} is smaller than the smallest measured "
+                f"(~{self.min_side:.0f}{power})"
+            )
         if config.batch_size > self.max_batch:
-            reasons.append(f"batch {config.batch_size} is larger than the largest measured "
-                           f"({self.max_batch})")  # fmt: skip
+            reasons.append(
+                f"batch {config.batch_size} is larger than the largest measured ({self.max_batch})"
+            )
         sample_megavoxels = config.elements * config.batch_size / 1e6
         if sample_megavoxels > self.max_sample_megavoxels * (1 + 1e-9):
-            reasons.append(f"image x batch ({sample_megavoxels:.1f} megavoxels) is more than "
-                           f"any measured run ({self.max_sample_megavoxels:.1f})")  # fmt: skip
+            reasons.append(
+                f"image x batch ({sample_megavoxels:.1f} megavoxels) is more than "
+                f"any measured run ({self.max_sample_megavoxels:.1f})"
+            )
         for knob in workloads.of(config).NETWORK_KNOBS:
             value = getattr(config, knob)
             seen = self.knobs.get(knob, ())

@@ -112,13 +112,22 @@ def store_results(
     predictions.insert(0, "evaluation_id", evaluation_id)
     versions = json.dumps(_versions(), sort_keys=True)
     with database.transaction(path) as con:
-        _insert_row(con, "evaluations", {
-            "evaluation_id": evaluation_id, "workload": workload, "created_at": created_at,
-            "command": command, "data_fingerprint": evaluation.data_fingerprint,
-            "n_runs": evaluation.n_runs, "n_points": evaluation.n_points,
-            "seeds_json": json.dumps(evaluation.seeds), "hostname": socket.gethostname(),
-            "python_version": platform.python_version(),
-        })  # fmt: skip
+        _insert_row(
+            con,
+            "evaluations",
+            {
+                "evaluation_id": evaluation_id,
+                "workload": workload,
+                "created_at": created_at,
+                "command": command,
+                "data_fingerprint": evaluation.data_fingerprint,
+                "n_runs": evaluation.n_runs,
+                "n_points": evaluation.n_points,
+                "seeds_json": json.dumps(evaluation.seeds),
+                "hostname": socket.gethostname(),
+                "python_version": platform.python_version(),
+            },
+        )
         for table, rows in (("scores", scores), ("predictions", predictions)):
             con.register("_incoming", rows)
             names = ", ".join(rows.columns)
@@ -127,20 +136,30 @@ def store_results(
             finally:
                 con.unregister("_incoming")
         for predictor in predictors:
-            _insert_row(con, "models", {
-                "model_id": uuid.uuid4().hex, "evaluation_id": evaluation_id,
-                "name": predictor.name, "title": predictor.title, "kind": predictor.kind,
-                "formula": predictor.formula, "formula_length": predictor.formula_length,
-                "params_json": predictor.params_json,
-                "columns_json": json.dumps(list(predictor.columns)),
-                "estimator": pickle.dumps(predictor.estimator), "fitted_at": created_at,
-                "fit_seconds": predictor.fit_seconds,
-                "data_fingerprint": evaluation.data_fingerprint, "n_runs": evaluation.n_runs,
-                "training_range_json": json.dumps(predictor.training_range.to_dict()),
-                "bound_json": _bound_json(predictor.bound),
-                "extrapolation_bound_json": _bound_json(predictor.extrapolation_bound),
-                "versions_json": versions,
-            })  # fmt: skip
+            _insert_row(
+                con,
+                "models",
+                {
+                    "model_id": uuid.uuid4().hex,
+                    "evaluation_id": evaluation_id,
+                    "name": predictor.name,
+                    "title": predictor.title,
+                    "kind": predictor.kind,
+                    "formula": predictor.formula,
+                    "formula_length": predictor.formula_length,
+                    "params_json": predictor.params_json,
+                    "columns_json": json.dumps(list(predictor.columns)),
+                    "estimator": pickle.dumps(predictor.estimator),
+                    "fitted_at": created_at,
+                    "fit_seconds": predictor.fit_seconds,
+                    "data_fingerprint": evaluation.data_fingerprint,
+                    "n_runs": evaluation.n_runs,
+                    "training_range_json": json.dumps(predictor.training_range.to_dict()),
+                    "bound_json": _bound_json(predictor.bound),
+                    "extrapolation_bound_json": _bound_json(predictor.extrapolation_bound),
+                    "versions_json": versions,
+                },
+            )
     return evaluation_id
 
 

@@ -91,20 +91,33 @@ ALEXNET_HOST = "alexnet-host"
 ALEXNET_SAMPLES = 20  # timeline samples per measured run
 # What the refined closed form misses on the reference machine, and its framework.
 RUNTIME_BYTES, FRAMEWORK_BYTES = 200 * 2**20, 700 * 2**20
-ALEXNET_COLUMNS = {"workload": "alexnet", "depth": None, "base_filters": None, "levels": None,
-                   "upsampling": None, "in_channels": 3, "classes": 1000}  # fmt: skip
+ALEXNET_COLUMNS = {
+    "workload": "alexnet",
+    "depth": None,
+    "base_filters": None,
+    "levels": None,
+    "upsampling": None,
+    "in_channels": 3,
+    "classes": 1000,
+}
 
 
 def alexnet_record(height: int, width: int, batch: int, noise: float = 0.0, **overrides: Any):
     """A measured AlexNet run: the refined closed form plus a constant, as a real one reads."""
     config = AlexNetConfig((height, width), batch)
-    peak = int((refined_breakdown(config, FRAMEWORK_BYTES).total_bytes + RUNTIME_BYTES)
-               * (1 + noise))  # fmt: skip
+    peak = int(
+        (refined_breakdown(config, FRAMEWORK_BYTES).total_bytes + RUNTIME_BYTES) * (1 + noise)
+    )
     values = ALEXNET_COLUMNS | {
-        "height": height, "width": width, "batch_size": batch, "peak_hwm_bytes": peak,
-        "peak_sampled_bytes": int(peak * 0.995), "baseline_bytes": FRAMEWORK_BYTES,
-        "hostname": ALEXNET_HOST, "timeline": ALEXNET_SAMPLES,
-    }  # fmt: skip
+        "height": height,
+        "width": width,
+        "batch_size": batch,
+        "peak_hwm_bytes": peak,
+        "peak_sampled_bytes": int(peak * 0.995),
+        "baseline_bytes": FRAMEWORK_BYTES,
+        "hostname": ALEXNET_HOST,
+        "timeline": ALEXNET_SAMPLES,
+    }
     return build_record(**(values | overrides))
 
 
@@ -117,11 +130,15 @@ def add_alexnet_runs(path: Path, seed: int = 0) -> int:
     rng = np.random.default_rng(seed)
     records = [
         alexnet_record(side, side, batch, noise=0.01 * rng.standard_normal())
-        for side in ALEXNET_SIDES for batch in ALEXNET_BATCHES
-    ]  # fmt: skip
+        for side in ALEXNET_SIDES
+        for batch in ALEXNET_BATCHES
+    ]
     records.append(alexnet_record(*ALEXNET_OBLONG, 4))
-    records.append(alexnet_record(224, 224, 64, status="oom", peak_hwm_bytes=None,
-                                  peak_sampled_bytes=None, timeline=0))  # fmt: skip
+    records.append(
+        alexnet_record(
+            224, 224, 64, status="oom", peak_hwm_bytes=None, peak_sampled_bytes=None, timeline=0
+        )
+    )
     for record in records:
         store.insert_run(path, record)
     return len(records)
@@ -129,11 +146,25 @@ def add_alexnet_runs(path: Path, seed: int = 0) -> int:
 
 def evaluate_alexnet(path: Path) -> None:
     """Fit and store AlexNet models on ``path``'s AlexNet runs, with smoke-test settings."""
-    code = modeling_cli.main([
-        "evaluate", "--db", str(path), "--workload", "alexnet", "--quick", "--seeds", "3",
-        "--extrapolation-seeds", "1", "--models", "paper", "refined", "least_squares",
-        "symbolic",
-    ])  # fmt: skip
+    code = modeling_cli.main(
+        [
+            "evaluate",
+            "--db",
+            str(path),
+            "--workload",
+            "alexnet",
+            "--quick",
+            "--seeds",
+            "3",
+            "--extrapolation-seeds",
+            "1",
+            "--models",
+            "paper",
+            "refined",
+            "least_squares",
+            "symbolic",
+        ]
+    )
     assert code == 0
 
 

@@ -21,8 +21,18 @@ from tests.app.helpers import (
 )
 
 PAGE = "dashboard/models_page.py"
-ALL_MODELS = ["paper", "refined", "least_squares", "symbolic", "hybrid_ratio", "hybrid_terms",
-              "xgboost", "random_forest", "extra_trees", "mlp"]  # fmt: skip
+ALL_MODELS = [
+    "paper",
+    "refined",
+    "least_squares",
+    "symbolic",
+    "hybrid_ratio",
+    "hybrid_terms",
+    "xgboost",
+    "random_forest",
+    "extra_trees",
+    "mlp",
+]
 REFERENCE_BATCHES = {1, 2, 4, 8, 16}
 REFERENCE_OK_RUNS = 39  # of the 46 bundled runs, seven were skipped
 
@@ -89,8 +99,9 @@ def test_parity_and_residuals_show_the_random_splits_held_out_predictions(
 
     held_out = layers(parity)["held_out"]["rows"]
     stored = results.load_predictions(reference_db)
-    shown = stored[(stored["split"] == "random") & stored["model"].isin(["paper", "refined",
-                                                                         "symbolic"])]  # fmt: skip
+    shown = stored[
+        (stored["split"] == "random") & stored["model"].isin(["paper", "refined", "symbolic"])
+    ]
     assert len(held_out) == len(shown)
     assert set(held_out["model"]) == {"paper", "refined", "symbolic"}
     assert layers(residuals)["residuals"]["encoding"]["x"]["field"] == "side"

@@ -25,7 +25,10 @@ sys.exit(1 if loaded else 0)
 
 def test_no_page_imports_tensorflow_or_keras(reference_db: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=REPOSITORY_ROOT, capture_output=True, text=True,
+        [sys.executable, "-c", PROBE],
+        cwd=REPOSITORY_ROOT,
+        capture_output=True,
+        text=True,
         timeout=600,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]

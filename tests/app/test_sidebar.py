@@ -82,14 +82,18 @@ def test_the_form_offers_grid_steps_memory_limit_and_refit_with_sensible_default
     boxes = {box.label: box.value for box in at.sidebar.text_input}
     assert list(boxes) == ["Image sizes", "Batch sizes", "Base filters", "Memory limit"]
     assert boxes["Base filters"] == "16"
-    request = launcher.parse_request(boxes["Image sizes"], boxes["Batch sizes"], "16", 1,
-                                     boxes["Memory limit"])  # fmt: skip
+    request = launcher.parse_request(
+        boxes["Image sizes"], boxes["Batch sizes"], "16", 1, boxes["Memory limit"]
+    )
     assert 0 < request.memory_limit_bytes <= default_memory_limit_bytes()
     assert at.sidebar.number_input(key="launch_steps").label == "Steps"
     refit = at.sidebar.selectbox(key="launch_refit")
     assert refit.label == "Refit models afterwards"
-    assert refit.options == ["full evaluation (~17 min on 2 cores)",
-                             "quick (smoke-test settings, ~2 min on 2 cores)", "no"]  # fmt: skip
+    assert refit.options == [
+        "full evaluation (~17 min on 2 cores)",
+        "quick (smoke-test settings, ~2 min on 2 cores)",
+        "no",
+    ]
     assert "Launch sweep" in button_labels(at) and "Cancel sweep" not in button_labels(at)
 
 
@@ -119,8 +123,10 @@ def test_choosing_alexnet_hides_base_filters_and_suggests_its_own_sizes(referenc
     at = app()
     workload = at.sidebar.selectbox(key="launch_workload")
     assert (workload.label, workload.value) == ("Workload", "unet3d")
-    assert workload.options == ["3D U-Net (IntelAI/unet)",
-                                "AlexNet-style 2D CNN (Torres et al. 2021)"]  # fmt: skip
+    assert workload.options == [
+        "3D U-Net (IntelAI/unet)",
+        "AlexNet-style 2D CNN (Torres et al. 2021)",
+    ]
     at = workload.set_value("alexnet").run()
 
     assert not at.exception
@@ -128,8 +134,9 @@ def test_choosing_alexnet_hides_base_filters_and_suggests_its_own_sizes(referenc
     assert list(boxes) == ["Image sizes", "Batch sizes", "Memory limit"]
     assert boxes["Image sizes"] == "128 224"
     assert "Square sides or H x W" in at.sidebar.text_input(key="launch_image_sizes").help
-    request = launcher.parse_request(boxes["Image sizes"], boxes["Batch sizes"], "", 1,
-                                     boxes["Memory limit"], workload="alexnet")  # fmt: skip
+    request = launcher.parse_request(
+        boxes["Image sizes"], boxes["Batch sizes"], "", 1, boxes["Memory limit"], workload="alexnet"
+    )
     assert request.grid.workload == "alexnet" and request.points == 4
 
     at = at.sidebar.selectbox(key="launch_workload").set_value("unet3d").run()
@@ -150,8 +157,16 @@ def test_the_refit_after_a_sweep_evaluates_the_swept_workload(reference_db):
     from dashboard.sidebar import REFIT_NO, REFIT_QUICK, refit_command
 
     command = refit_command(REFIT_QUICK, reference_db, "alexnet")
-    assert command[1:] == ["-m", "modeling", "evaluate", "--db", str(reference_db),
-                           "--workload", "alexnet", "--quick"]  # fmt: skip
+    assert command[1:] == [
+        "-m",
+        "modeling",
+        "evaluate",
+        "--db",
+        str(reference_db),
+        "--workload",
+        "alexnet",
+        "--quick",
+    ]
     assert refit_command(REFIT_NO, reference_db, "alexnet") is None
 
 
@@ -211,8 +226,11 @@ def test_a_finished_sweep_reports_its_outcome_and_why_the_models_were_not_refit(
 @pytest.mark.tensorflow
 def test_a_tiny_sweep_launched_from_the_form_runs_and_its_run_is_stored(reference_db):
     at = app()
-    for key, value in {"launch_image_sizes": "16", "launch_batch_sizes": "1",
-                       "launch_base_filters": "4"}.items():  # fmt: skip
+    for key, value in {
+        "launch_image_sizes": "16",
+        "launch_batch_sizes": "1",
+        "launch_base_filters": "4",
+    }.items():
         at.sidebar.text_input(key=key).set_value(value)
     at.sidebar.number_input(key="launch_steps").set_value(2)
     at.sidebar.selectbox(key="launch_refit").set_value("no")
@@ -263,8 +281,9 @@ def test_the_import_button_waits_for_a_runs_file(reference_db):
 
 
 def test_runs_from_another_machine_are_imported_and_counted(reference_db, tmp_path):
-    runs, samples = exported_csv(tmp_path, build_record(hostname="lab", timeline=4),
-                                 build_record(hostname="lab", timeline=2))  # fmt: skip
+    runs, samples = exported_csv(
+        tmp_path, build_record(hostname="lab", timeline=4), build_record(hostname="lab", timeline=2)
+    )
     at = upload(app(), runs, samples)
     assert not at.exception and not at.sidebar.error
     assert at.sidebar.success[0].value == "Imported 2 run(s) from runs.csv."

@@ -19,9 +19,16 @@ from tests.app.helpers import (
 )
 
 PAGE = "dashboard/sizing_page.py"
-DEFAULT_PARAMS = {"workload": "unet3d", "image": "128", "batch": "4", "filters": "16",
-                  "precision": "float32", "budget": "256", "headroom": "20",
-                  "model": "symbolic"}  # fmt: skip
+DEFAULT_PARAMS = {
+    "workload": "unet3d",
+    "image": "128",
+    "batch": "4",
+    "filters": "16",
+    "precision": "float32",
+    "budget": "256",
+    "headroom": "20",
+    "model": "symbolic",
+}
 ALEXNET_LINK = {"workload": "alexnet", "image": "224", "batch": "32"}
 
 
@@ -51,9 +58,10 @@ def test_the_inputs_carry_the_contract_labels_and_only_valid_sizes(reference_db:
     at = sizing_page()
 
     workload = widget(at.main.selectbox, "Workload")
-    assert (workload.value, workload.options) == ("unet3d", ["3D U-Net (IntelAI/unet)",
-                                                             "AlexNet-style 2D CNN (Torres et "
-                                                             "al. 2021)"])  # fmt: skip
+    assert (workload.value, workload.options) == (
+        "unet3d",
+        ["3D U-Net (IntelAI/unet)", "AlexNet-style 2D CNN (Torres et al. 2021)"],
+    )
 
     shape = widget(at.radio, "Image shape")
     assert (shape.options, shape.value) == (["Cube", "D × H × W"], "Cube")
@@ -162,9 +170,12 @@ def test_a_link_with_three_sides_opens_the_d_h_w_inputs(reference_db: Path) -> N
 
 @pytest.mark.parametrize(
     ("name", "value", "reason"),
-    [("image", "200", "side 200 is not offered"), ("batch", "lots", "must be a whole number"),
-     ("model", "oracle", "the stored models are")],
-)  # fmt: skip
+    [
+        ("image", "200", "side 200 is not offered"),
+        ("batch", "lots", "must be a whole number"),
+        ("model", "oracle", "the stored models are"),
+    ],
+)
 def test_a_tampered_link_falls_back_to_the_default_with_a_warning(
     reference_db: Path, name: str, value: str, reason: str
 ) -> None:
@@ -181,9 +192,14 @@ def test_the_refined_breakdown_is_drawn_term_by_term(reference_db: Path) -> None
 
     (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
     assert breakdown["rows"]["term"].tolist() == [
-        "framework", "weights", "gradients", "optimizer (Adam)", "activations",
-        "backward pass", "input batch",
-    ]  # fmt: skip
+        "framework",
+        "weights",
+        "gradients",
+        "optimizer (Adam)",
+        "activations",
+        "backward pass",
+        "input batch",
+    ]
 
 
 def test_without_stored_models_the_page_says_how_to_get_them(
@@ -229,9 +245,12 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
     (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
     assert "optimizer (SGD momentum)" in breakdown["rows"]["term"].tolist()
     assert dict(at.query_params) == ALEXNET_LINK | {
-        "classes": "1000", "precision": "float32", "budget": "256", "headroom": "20",
+        "classes": "1000",
+        "precision": "float32",
+        "budget": "256",
+        "headroom": "20",
         "model": widget(at.selectbox, "Model").value,
-    }  # fmt: skip
+    }
 
 
 def test_the_alexnet_prediction_follows_its_image_and_classes(alexnet_db: Path) -> None:

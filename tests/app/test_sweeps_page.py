@@ -47,9 +47,15 @@ def test_the_page_offers_filters_a_table_a_download_and_a_run_picker(reference_d
     at = sweeps_page()
     assert not at.exception
     assert [m.label for m in at.main.multiselect] == [
-        "Workload", "Sweep", "Host", "Status", "Image size", "Batch size", "Base filters",
+        "Workload",
+        "Sweep",
+        "Host",
+        "Status",
+        "Image size",
+        "Batch size",
+        "Base filters",
         "Precision",
-    ]  # fmt: skip
+    ]
     assert at.main.multiselect(key="sweeps_workload").options == ["unet3d"]
     assert at.main.multiselect(key="sweeps_status").options == ["ok", "skipped"]
     table = at.main.dataframe[0].value
@@ -124,8 +130,10 @@ def test_the_sweeps_table_shows_status_and_points_done(reference_db):
     sweeps = at.main.dataframe[-1].value
     [row] = sweeps.to_dict("records")
     assert (row["sweep"], row["status"], row["points done / total"]) == (
-        "sweep0000001", "running", "3 / 4",
-    )  # fmt: skip
+        "sweep0000001",
+        "running",
+        "3 / 4",
+    )
     assert row["grid"] == "sizes 32 64; batch 1 2"
 
 
@@ -167,8 +175,10 @@ def test_an_alexnet_runs_timeline_is_picked_and_drawn(alexnet_runs_db):
     picker = at.main.selectbox(key="sweeps_run")
     runs = store.load_runs(alexnet_runs_db, hostname=ALEXNET_HOST)
     [run] = runs[(runs["height"] == 227) & (runs["width"] == 200)].to_dict("records")
-    assert any(option.startswith("227x200 batch 4, 1000 classes, float32 · ok · alexnet-host")
-               for option in picker.options)  # fmt: skip
+    assert any(
+        option.startswith("227x200 batch 4, 1000 classes, float32 · ok · alexnet-host")
+        for option in picker.options
+    )
     at = picker.set_value(run["run_id"]).run()
 
     assert not at.exception

@@ -139,20 +139,33 @@ def dashboard_server(
     }
     env |= {database.DB_ENV_VAR: str(db_path), "HOME": str(home), "PYTHONUNBUFFERED": "1"}
     command = [
-        sys.executable, "-m", "streamlit", "run", str(APP_PATH),
-        "--server.port", str(port),
-        "--server.address", "127.0.0.1",
-        "--server.headless", "true",
-        "--browser.gatherUsageStats", "false",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP_PATH),
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
         # Other work may edit the sources while the suite runs; never rerun on that.
-        "--server.fileWatcherType", "none",
-    ]  # fmt: skip
+        "--server.fileWatcherType",
+        "none",
+    ]
     with log_path.open("wb") as log:
         # Its own process group, so teardown also stops whatever the server started.
         process = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            command,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
     server = StreamlitServer(url, db_path, log_path, process)
     try:
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S

@@ -41,8 +41,10 @@ UNDRAWN_CHART = '[data-testid="stVegaLiteChart"]:not(:has(canvas, svg))'
 NEXT_FRAME = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
 # A screenshot taller than this is cut: the README needs the top of a page, not a scroll.
 MAX_SHOT_PX = 4000
-APP_IDLE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"]' \
-    '[data-test-script-state="notRunning"]'  # fmt: skip
+APP_IDLE = (
+    '[data-testid="stApp"][data-test-connection-state="CONNECTED"]'
+    '[data-test-script-state="notRunning"]'
+)
 
 
 def wait_for_idle(page: Page) -> None:

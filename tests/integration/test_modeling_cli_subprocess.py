@@ -12,8 +12,11 @@ REPO = Path(__file__).resolve().parents[2]
 def modeling(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "modeling", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_help_lists_every_command_and_sizing_question() -> None:

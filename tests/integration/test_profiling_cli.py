@@ -29,8 +29,13 @@ TINY_GRID = ["--image-sizes", "16", "--batch-sizes", "1", "--base-filters", "4",
 def memplan(*args: str, env: dict[str, str] | None = None, check: bool = False):
     return subprocess.run(
         [sys.executable, "-m", "profiling", *args],
-        cwd=REPO, capture_output=True, text=True, env=env, timeout=600, check=check,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=check,
+    )
 
 
 @pytest.fixture
@@ -74,21 +79,38 @@ def test_a_real_run_is_profiled_end_to_end_into_the_database(db):
 
 
 def test_the_second_workload_trains_in_the_same_profiled_child(db):
-    result = memplan("run", "--workload", "alexnet", "--image-size", "67", "--batch-size", "2",
-                     "--classes", "10", "--steps", "2", "--db", str(db))  # fmt: skip
+    result = memplan(
+        "run",
+        "--workload",
+        "alexnet",
+        "--image-size",
+        "67",
+        "--batch-size",
+        "2",
+        "--classes",
+        "10",
+        "--steps",
+        "2",
+        "--db",
+        str(db),
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok: 67 batch 2, sampled peak")
 
     [run] = store.load_runs(db).to_dict("records")
     assert (run["workload"], run["height"], run["width"], run["classes"]) == (
-        "alexnet", 67, 67, 10,
-    )  # fmt: skip
+        "alexnet",
+        67,
+        67,
+        10,
+    )
     # The U-Net's own columns stay empty for an AlexNet run.
     assert all(run[name] is None or run[name] != run[name] for name in ("depth", "levels"))
     assert run["peak_hwm_bytes"] >= run["baseline_bytes"] > 200 * 2**20
     # A knob the network does not have is refused before anything runs.
-    refused = memplan("run", "--workload", "alexnet", "--image-size", "67", "--levels", "4",
-                      "--db", str(db))  # fmt: skip
+    refused = memplan(
+        "run", "--workload", "alexnet", "--image-size", "67", "--levels", "4", "--db", str(db)
+    )
     assert refused.returncode == 2
     assert "the alexnet workload has no --levels" in refused.stderr
 
@@ -136,9 +158,21 @@ def test_a_sweep_resumes_skipping_points_already_measured(db):
 
 def test_a_point_that_cannot_fit_is_skipped_with_its_reason_and_never_launched(db):
     result = memplan(
-        "sweep", "--image-sizes", "16", "64", "--batch-sizes", "1", "64", "--base-filters", "4",
-        "--memory-limit", "1GiB", "--quiet", "--db", str(db),
-    )  # fmt: skip
+        "sweep",
+        "--image-sizes",
+        "16",
+        "64",
+        "--batch-sizes",
+        "1",
+        "64",
+        "--base-filters",
+        "4",
+        "--memory-limit",
+        "1GiB",
+        "--quiet",
+        "--db",
+        str(db),
+    )
     assert result.returncode == 0, result.stderr
     runs = store.load_runs(db)
     skipped = runs[runs["status"] == "skipped"]
@@ -159,17 +193,19 @@ def test_sigterm_stops_a_sweep_cleanly_and_the_next_run_resumes(db, tmp_path):
     log = (tmp_path / "sweep.log").open("w")
     sweep = subprocess.Popen(
         [sys.executable, "-m", "profiling", "sweep", *TINY_GRID, "--quiet", "--db", str(db)],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     children: list[psutil.Process] = []
     deadline = time.monotonic() + 60
     while not children and time.monotonic() < deadline:
         time.sleep(0.2)
         children = [
-            p for p in psutil.process_iter(["cmdline"])
-            if "profiling.child" in " ".join(p.info["cmdline"] or [])
-            and p.ppid() == sweep.pid
-        ]  # fmt: skip
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if "profiling.child" in " ".join(p.info["cmdline"] or []) and p.ppid() == sweep.pid
+        ]
     assert children, "the sweep never started its child"
     sweep.send_signal(signal.SIGTERM)
     assert sweep.wait(timeout=30) == 130

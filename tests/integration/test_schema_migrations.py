@@ -121,8 +121,11 @@ def test_migrated_runs_read_back_as_unet_runs(old_db: Path) -> None:
     runs = store.load_runs(old_db)
     assert len(runs) == 6 and set(runs["workload"]) == {"unet3d"}
     assert list(store.load_runs(old_db, status="ok", workload="unet3d")["run_id"]) == [
-        "v1-ok-32-b1", "v1-ok-32-b2", "v1-ok-48-b1", "v1-ok-64-b1",
-    ]  # fmt: skip
+        "v1-ok-32-b1",
+        "v1-ok-32-b2",
+        "v1-ok-48-b1",
+        "v1-ok-64-b1",
+    ]
     run = store.get_run(old_db, "v1-ok-48")
     assert run["message"] == 'warm, "quoted"\nsecond line: ünïcode'
     assert store.point_key(run) == ("unet3d", 48, 48, 48, 1, 16, 5, 1, 1, "float32", "transpose", 3)
@@ -203,8 +206,11 @@ def test_a_failed_migration_leaves_the_database_as_it_was(old_db, monkeypatch) -
 
     monkeypatch.setattr(schema, "_rebuild", failing)
 
-    with pytest.raises(StoreError, match=r"could not migrate database .* from schema version 1 to "
-                       r"2: Catalog Error.*; nothing was changed"):  # fmt: skip
+    with pytest.raises(
+        StoreError,
+        match=r"could not migrate database .* from schema version 1 to "
+        r"2: Catalog Error.*; nothing was changed",
+    ):
         database.ensure_database(old_db)
 
     assert _version(old_db) == "1"
@@ -295,8 +301,9 @@ def test_an_export_claiming_a_newer_version_is_refused(tmp_path: Path) -> None:
 def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> None:
     runs = pa.table({"run_id": ["a", "b"]})
     assert schema.upgrade_export("runs", runs, 1).column("workload").to_pylist() == [
-        "unet3d", "unet3d",
-    ]  # fmt: skip
+        "unet3d",
+        "unet3d",
+    ]
     assert schema.upgrade_export("runs", runs, 2).column_names == ["run_id"]
     # A nullable column a later version adds is NULL in the rows of an older export.
     monkeypatch.setitem(schema.ADDED_COLUMNS[2], "runs", {"workload": "unet3d", "gpu": None})
@@ -339,9 +346,10 @@ def test_a_results_export_carries_its_version_and_a_newer_one_is_refused(
     database.ensure_database(old_db)
     exported = bundle.export_results(old_db, tmp_path / "export")
     for table in schema.RESULT_TABLES:
-        assert pq.read_metadata(exported / f"{table}.parquet").metadata[
-            b"memplan_schema_version"
-        ] == b"2"  # fmt: skip
+        assert (
+            pq.read_metadata(exported / f"{table}.parquet").metadata[b"memplan_schema_version"]
+            == b"2"
+        )
     evaluations = pq.read_table(exported / "evaluations.parquet")
     pq.write_table(
         evaluations.replace_schema_metadata({"memplan_schema_version": "3"}),

@@ -69,14 +69,31 @@ def test_layers_are_listed_in_model_order_with_input_and_output_kinds() -> None:
     layers = layer_outputs(AlexNetConfig((224, 224)))
 
     assert [layer.name for layer in layers] == [
-        "images", "conv1", "pool1", "conv2", "pool2", "conv3", "conv4", "conv5", "pool5",
-        "flatten", "fc6", "drop6", "fc7", "drop7", "fc8",
-    ]  # fmt: skip
+        "images",
+        "conv1",
+        "pool1",
+        "conv2",
+        "pool2",
+        "conv3",
+        "conv4",
+        "conv5",
+        "pool5",
+        "flatten",
+        "fc6",
+        "drop6",
+        "fc7",
+        "drop7",
+        "fc8",
+    ]
     assert layers[0].kind == "input"
     assert layers[-1].kind == "output"
     assert {layer.kind for layer in layers[1:-1]} == {
-        "conv2d", "maxpool", "flatten", "dense", "dropout"
-    }  # fmt: skip
+        "conv2d",
+        "maxpool",
+        "flatten",
+        "dense",
+        "dropout",
+    }
 
 
 def test_a_non_square_image_is_followed_side_by_side() -> None:

@@ -25,21 +25,58 @@ def runs_frame(*records) -> pd.DataFrame:
 @pytest.fixture
 def runs() -> pd.DataFrame:
     return runs_frame(
-        build_record(run_id="a" * 32, sweep_id="s1", hostname="small", depth=32, height=32,
-                     width=32, batch_size=1, peak_hwm_bytes=2 * GIB, peak_sampled_bytes=GIB,
-                     created_at="2025-01-01T00:00:00+00:00"),
-        build_record(run_id="b" * 32, sweep_id="s1", hostname="small", depth=64, height=64,
-                     width=64, batch_size=1, peak_hwm_bytes=3 * GIB,
-                     created_at="2025-01-02T00:00:00+00:00"),
-        build_record(run_id="c" * 32, sweep_id="s2", hostname="big", depth=96, height=96,
-                     width=64, batch_size=2, status="oom", total_ram_bytes=512 * GIB,
-                     cpu_cores=64, tensorflow_version="2.21.0",
-                     created_at="2025-01-03T00:00:00+00:00"),
-        build_record(run_id="d" * 32, sweep_id="s2", hostname="big", depth=32, height=32,
-                     width=32, batch_size=1, peak_hwm_bytes=GIB + GIB // 2,
-                     total_ram_bytes=512 * GIB, cpu_cores=64, tensorflow_version="2.21.0",
-                     created_at="2025-01-04T00:00:00+00:00"),
-    )  # fmt: skip
+        build_record(
+            run_id="a" * 32,
+            sweep_id="s1",
+            hostname="small",
+            depth=32,
+            height=32,
+            width=32,
+            batch_size=1,
+            peak_hwm_bytes=2 * GIB,
+            peak_sampled_bytes=GIB,
+            created_at="2025-01-01T00:00:00+00:00",
+        ),
+        build_record(
+            run_id="b" * 32,
+            sweep_id="s1",
+            hostname="small",
+            depth=64,
+            height=64,
+            width=64,
+            batch_size=1,
+            peak_hwm_bytes=3 * GIB,
+            created_at="2025-01-02T00:00:00+00:00",
+        ),
+        build_record(
+            run_id="c" * 32,
+            sweep_id="s2",
+            hostname="big",
+            depth=96,
+            height=96,
+            width=64,
+            batch_size=2,
+            status="oom",
+            total_ram_bytes=512 * GIB,
+            cpu_cores=64,
+            tensorflow_version="2.21.0",
+            created_at="2025-01-03T00:00:00+00:00",
+        ),
+        build_record(
+            run_id="d" * 32,
+            sweep_id="s2",
+            hostname="big",
+            depth=32,
+            height=32,
+            width=32,
+            batch_size=1,
+            peak_hwm_bytes=GIB + GIB // 2,
+            total_ram_bytes=512 * GIB,
+            cpu_cores=64,
+            tensorflow_version="2.21.0",
+            created_at="2025-01-04T00:00:00+00:00",
+        ),
+    )
 
 
 def test_images_are_labelled_with_every_side_and_offered_smallest_first(runs):
@@ -89,8 +126,9 @@ def test_a_run_label_says_what_how_where_and_when(runs):
 
 
 def test_a_timeline_is_in_gib_with_its_peaks_as_marks():
-    record = build_record(timeline=5, peak_sampled_bytes=5 * 2**20, peak_hwm_bytes=6 * 2**20,
-                          baseline_bytes=None)  # fmt: skip
+    record = build_record(
+        timeline=5, peak_sampled_bytes=5 * 2**20, peak_hwm_bytes=6 * 2**20, baseline_bytes=None
+    )
     samples = store.samples_table(record.run_id, record.samples).to_pandas()
     curve = browse.timeline(samples)
     assert curve["rss_gib"].max() == pytest.approx(5 * 2**20 / GIB)
@@ -100,8 +138,12 @@ def test_a_timeline_is_in_gib_with_its_peaks_as_marks():
 
 
 def test_steps_are_placed_back_from_the_end_of_the_timeline_by_their_durations():
-    record = build_record(timeline=50, steps=3, step_times_s="[1.5, 0.25, 0.5]",
-                          step_hwm_bytes=json.dumps([GIB, 2 * GIB, 2 * GIB]))  # fmt: skip
+    record = build_record(
+        timeline=50,
+        steps=3,
+        step_times_s="[1.5, 0.25, 0.5]",
+        step_hwm_bytes=json.dumps([GIB, 2 * GIB, 2 * GIB]),
+    )
     samples = store.samples_table(record.run_id, record.samples).to_pandas()  # ends at 4.9 s
     steps = browse.step_ends(record.row(), samples)
     assert steps["step"].tolist() == [1, 2, 3]
@@ -142,36 +184,71 @@ def test_host_peaks_hold_the_measured_runs_at_one_batch(runs):
 def test_the_sweeps_table_shows_progress_and_a_short_grid(tmp_path: Path):
     db = tmp_path / "s.duckdb"
     store.create_sweep(db, "older", "cmd", {"image_sizes": ["32"], "batch_sizes": [1]}, 4)
-    store.create_sweep(db, "newer", "cmd", {"image_sizes": ["32", "64"], "batch_sizes": [1, 2],
-                                            "base_filters": [16], "precisions": ["float32",
-                                                                                 "mixed_float16"]},
-                       8)  # fmt: skip
+    store.create_sweep(
+        db,
+        "newer",
+        "cmd",
+        {
+            "image_sizes": ["32", "64"],
+            "batch_sizes": [1, 2],
+            "base_filters": [16],
+            "precisions": ["float32", "mixed_float16"],
+        },
+        8,
+    )
     store.update_sweep(db, "newer", points_done=3)
     table = browse.sweeps_table(store.load_sweeps(db).sort_values("sweep_id"))
     rows = table.set_index("sweep").to_dict("index")
     assert rows["newer"]["points done / total"] == "3 / 8"
     assert rows["older"]["points done / total"] == "0 / 4"
-    assert rows["newer"]["grid"] == "sizes 32 64; batch 1 2; filters 16; precisions float32 " \
-        "mixed_float16"  # fmt: skip
+    assert (
+        rows["newer"]["grid"] == "sizes 32 64; batch 1 2; filters 16; precisions float32 "
+        "mixed_float16"
+    )
     assert browse.sweeps_table(store.load_sweeps(tmp_path / "empty.duckdb")).empty
 
 
 # --- AlexNet runs beside U-Net runs ----------------------------------------------------
 
-ALEXNET = {"workload": "alexnet", "depth": None, "base_filters": None, "levels": None,
-           "upsampling": None, "in_channels": 3, "classes": 1000}  # fmt: skip
+ALEXNET = {
+    "workload": "alexnet",
+    "depth": None,
+    "base_filters": None,
+    "levels": None,
+    "upsampling": None,
+    "in_channels": 3,
+    "classes": 1000,
+}
 
 
 @pytest.fixture
 def mixed() -> pd.DataFrame:
     return runs_frame(
-        build_record(run_id="u" * 32, depth=32, height=32, width=32, peak_hwm_bytes=2 * GIB,
-                     created_at="2025-01-01T00:00:00+00:00"),
-        build_record(run_id="s" * 32, height=224, width=224, peak_hwm_bytes=GIB,
-                     created_at="2025-01-02T00:00:00+00:00", **ALEXNET),
-        build_record(run_id="o" * 32, height=227, width=200, hostname="big",
-                     created_at="2025-01-03T00:00:00+00:00", **(ALEXNET | {"classes": 10})),
-    )  # fmt: skip
+        build_record(
+            run_id="u" * 32,
+            depth=32,
+            height=32,
+            width=32,
+            peak_hwm_bytes=2 * GIB,
+            created_at="2025-01-01T00:00:00+00:00",
+        ),
+        build_record(
+            run_id="s" * 32,
+            height=224,
+            width=224,
+            peak_hwm_bytes=GIB,
+            created_at="2025-01-02T00:00:00+00:00",
+            **ALEXNET,
+        ),
+        build_record(
+            run_id="o" * 32,
+            height=227,
+            width=200,
+            hostname="big",
+            created_at="2025-01-03T00:00:00+00:00",
+            **(ALEXNET | {"classes": 10}),
+        ),
+    )
 
 
 def test_2d_images_read_as_their_workload_writes_them_and_sort_by_pixels(mixed):
@@ -226,17 +303,21 @@ def test_the_timeline_chart_draws_the_curve_the_peaks_and_the_steps():
     record = build_record(timeline=50, steps=3, step_times_s="[1.5, 0.25, 0.5]")
     samples = store.samples_table(record.run_id, record.samples).to_pandas()
     chart = charts_sweeps.memory_timeline(
-        browse.timeline(samples), browse.peak_marks(record.row()),
+        browse.timeline(samples),
+        browse.peak_marks(record.row()),
         browse.step_ends(record.row(), samples),
-    )  # fmt: skip
+    )
     spec = chart.to_dict()
     drawn = layers(chart)
     assert list(drawn) == ["steps", "timeline", "peaks"]
     assert drawn["timeline"]["encoding"]["y"]["field"] == "rss_gib"
     assert drawn["peaks"]["mark"]["type"] == "rule"
     marks = spec["datasets"][drawn["peaks"]["data"]["name"]]
-    assert [m["mark"] for m in marks] == ["sampled peak", "kernel high-water mark",
-                                          "after framework import"]  # fmt: skip
+    assert [m["mark"] for m in marks] == [
+        "sampled peak",
+        "kernel high-water mark",
+        "after framework import",
+    ]
     assert len(spec["datasets"][drawn["steps"]["data"]["name"]]) == 3
 
 
@@ -244,9 +325,10 @@ def test_a_timeline_without_steps_has_no_step_layer():
     record = build_record(timeline=5, status="oom")
     samples = store.samples_table(record.run_id, record.samples).to_pandas()
     chart = charts_sweeps.memory_timeline(
-        browse.timeline(samples), browse.peak_marks(record.row()),
+        browse.timeline(samples),
+        browse.peak_marks(record.row()),
         browse.step_ends(record.row(), samples),
-    )  # fmt: skip
+    )
     assert list(layers(chart)) == ["timeline", "peaks"]
 
 
@@ -275,8 +357,9 @@ def exported(tmp_path: Path, suffix: str, *records) -> tuple[bytes, bytes]:
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_uploaded_exports_are_imported_with_their_timelines(tmp_path: Path, suffix: str):
-    runs_bytes, samples_bytes = exported(tmp_path, suffix, build_record(timeline=4),
-                                         build_record(timeline=3))  # fmt: skip
+    runs_bytes, samples_bytes = exported(
+        tmp_path, suffix, build_record(timeline=4), build_record(timeline=3)
+    )
     db = tmp_path / "target.duckdb"
     count = import_uploads(
         db, Upload(f"r{suffix}", runs_bytes), Upload(f"t{suffix}", samples_bytes)

@@ -70,8 +70,9 @@ def test_parity_plots_predicted_against_measured_with_the_identity_line(runs) ->
 
     dots = layers["held_out"]
     assert (dots["encoding"]["x"]["field"], dots["encoding"]["y"]["field"]) == (
-        "measured_gib", "predicted_gib"
-    )  # fmt: skip
+        "measured_gib",
+        "predicted_gib",
+    )
     assert dots["encoding"]["color"]["field"] == "title"
     assert set(_rows(spec, dots)["model"]) == {"paper", "refined"}
     identity = _rows(spec, layers["identity"])["gib"]
@@ -103,8 +104,9 @@ def test_the_breakdown_has_a_bar_per_term_in_the_models_order() -> None:
 
 
 def test_the_bounds_chart_marks_the_budget_and_what_training_may_use_of_it() -> None:
-    models = pd.DataFrame({"title": ["a", "b"], "predicted_gib": [10.0, 12.0],
-                           "upper_gib": [11.0, 15.0]})  # fmt: skip
+    models = pd.DataFrame(
+        {"title": ["a", "b"], "predicted_gib": [10.0, 12.0], "upper_gib": [11.0, 15.0]}
+    )
     spec = charts.bounds(models, budget_gib=240.0, usable_gib=200.0).to_dict()
     layers = _layers(spec)
 
@@ -115,10 +117,16 @@ def test_the_bounds_chart_marks_the_budget_and_what_training_may_use_of_it() -> 
 
 
 def test_a_2d_workloads_axes_say_pixels_and_square_root() -> None:
-    points = pd.DataFrame({"side": [224.0], "batch_size": [1], "image": ["224"],
-                           "peak_gib": [2.0]})  # fmt: skip
-    curve = pd.DataFrame({"model": ["paper"], "title": ["paper"], "side": [224],
-                          "batch_size": [1], "predicted_gib": [1.0]})  # fmt: skip
+    points = pd.DataFrame({"side": [224.0], "batch_size": [1], "image": ["224"], "peak_gib": [2.0]})
+    curve = pd.DataFrame(
+        {
+            "model": ["paper"],
+            "title": ["paper"],
+            "side": [224],
+            "batch_size": [1],
+            "predicted_gib": [1.0],
+        }
+    )
     spec = charts.peak_vs_size(points, curve, dims=2).to_dict()
     title = _layers(spec)["predicted"]["encoding"]["x"]["title"]
     assert title == "image side (pixels; square root of H x W)"

@@ -36,12 +36,14 @@ def test_the_closed_form_models_compute_what_the_stored_analytical_models_do() -
 
 
 def test_the_framework_baseline_is_the_median_measured_one_or_the_default() -> None:
-    runs = pd.DataFrame([
-        build_record(baseline_bytes=600 * 2**20).row(),
-        build_record(baseline_bytes=700 * 2**20).row(),
-        build_record(baseline_bytes=900 * 2**20).row(),
-        build_record(baseline_bytes=100, status="oom").row(),  # not a finished run
-    ])  # fmt: skip
+    runs = pd.DataFrame(
+        [
+            build_record(baseline_bytes=600 * 2**20).row(),
+            build_record(baseline_bytes=700 * 2**20).row(),
+            build_record(baseline_bytes=900 * 2**20).row(),
+            build_record(baseline_bytes=100, status="oom").row(),  # not a finished run
+        ]
+    )
     assert curves.framework_bytes(runs) == 700 * 2**20
     assert (
         curves.framework_bytes(runs.iloc[3:])
@@ -50,12 +52,20 @@ def test_the_framework_baseline_is_the_median_measured_one_or_the_default() -> N
 
 
 def test_measured_points_keep_finished_runs_with_their_peak_in_gib() -> None:
-    runs = pd.DataFrame([
-        build_record(run_id="cube", depth=64, height=64, width=64, peak_hwm_bytes=2 * GIB,
-                     peak_sampled_bytes=GIB).row(),
-        build_record(run_id="box", depth=32, height=64, width=128, batch_size=2).row(),
-        build_record(run_id="lost", status="oom", peak_hwm_bytes=None).row(),
-    ])  # fmt: skip
+    runs = pd.DataFrame(
+        [
+            build_record(
+                run_id="cube",
+                depth=64,
+                height=64,
+                width=64,
+                peak_hwm_bytes=2 * GIB,
+                peak_sampled_bytes=GIB,
+            ).row(),
+            build_record(run_id="box", depth=32, height=64, width=128, batch_size=2).row(),
+            build_record(run_id="lost", status="oom", peak_hwm_bytes=None).row(),
+        ]
+    )
     points = curves.measured_points(runs)
 
     assert list(points.index) == ["cube", "box"]
@@ -65,11 +75,13 @@ def test_measured_points_keep_finished_runs_with_their_peak_in_gib() -> None:
 
 
 def test_networks_are_listed_most_measured_first_and_filter_the_points() -> None:
-    runs = pd.DataFrame([
-        build_record(base_filters=8).row(),
-        build_record(precision="mixed_float16", batch_size=1).row(),
-        build_record(precision="mixed_float16", batch_size=2).row(),
-    ])  # fmt: skip
+    runs = pd.DataFrame(
+        [
+            build_record(base_filters=8).row(),
+            build_record(precision="mixed_float16", batch_size=1).row(),
+            build_record(precision="mixed_float16", batch_size=2).row(),
+        ]
+    )
     points = curves.measured_points(runs)
     first, second = curves.networks(points)
 
@@ -115,15 +127,17 @@ def test_predictions_at_points_carry_the_signed_percentage_error() -> None:
 
 def _stored_predictions(points: pd.DataFrame) -> pd.DataFrame:
     run_ids = list(points.index)
-    return pd.DataFrame({
-        "evaluation_id": "e",
-        "model": ["symbolic", "symbolic", "paper", "symbolic"],
-        "split": ["random", "random", "random", "extrapolation"],
-        "seed": [0, 1, 0, 0],
-        "run_id": [run_ids[0], run_ids[1], run_ids[0], run_ids[1]],
-        "measured_bytes": [GIB, 2 * GIB, GIB, 2 * GIB],
-        "predicted_bytes": [1.1 * GIB, 1.8 * GIB, 0.5 * GIB, 3 * GIB],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "evaluation_id": "e",
+            "model": ["symbolic", "symbolic", "paper", "symbolic"],
+            "split": ["random", "random", "random", "extrapolation"],
+            "seed": [0, 1, 0, 0],
+            "run_id": [run_ids[0], run_ids[1], run_ids[0], run_ids[1]],
+            "measured_bytes": [GIB, 2 * GIB, GIB, 2 * GIB],
+            "predicted_bytes": [1.1 * GIB, 1.8 * GIB, 0.5 * GIB, 3 * GIB],
+        }
+    )
 
 
 def test_held_out_points_are_the_stored_predictions_of_one_split_with_their_runs() -> None:
@@ -148,18 +162,26 @@ def test_held_out_points_of_deleted_runs_are_dropped() -> None:
 
 
 def _score(model: str, split: str, seed: int, mape: float, worst: float) -> dict[str, Any]:
-    return {"model": model, "split": split, "seed": seed, "mape_pct": mape, "r2": 0.9,
-            "max_ape_pct": worst}  # fmt: skip
+    return {
+        "model": model,
+        "split": split,
+        "seed": seed,
+        "mape_pct": mape,
+        "r2": 0.9,
+        "max_ape_pct": worst,
+    }
 
 
 def test_the_error_table_summarises_scores_per_model_and_split() -> None:
-    scores = pd.DataFrame([
-        _score("symbolic", "random", 0, 2.0, 5.0),
-        _score("symbolic", "random", 1, 4.0, 9.0),
-        _score("symbolic", "extrapolation", 0, 3.0, 6.0),
-        _score("paper", "random", 0, 60.0, 90.0),
-        _score("mystery", "random", 0, 1.0, 1.0),
-    ])  # fmt: skip
+    scores = pd.DataFrame(
+        [
+            _score("symbolic", "random", 0, 2.0, 5.0),
+            _score("symbolic", "random", 1, 4.0, 9.0),
+            _score("symbolic", "extrapolation", 0, 3.0, 6.0),
+            _score("paper", "random", 0, 60.0, 90.0),
+            _score("mystery", "random", 0, 1.0, 1.0),
+        ]
+    )
     table = curves.error_table(scores, {"paper": "Paper", "symbolic": "SR"})
 
     assert table["model"].tolist() == ["paper", "symbolic", "mystery"]
@@ -197,20 +219,35 @@ class Linear(RegressorMixin, BaseEstimator):
         return (self.bytes_per_voxel * voxels).to_numpy(float)
 
 
-KNOBS = {"base_filters": (16,), "levels": (5,), "in_channels": (1,), "classes": (1,),
-         "precision": ("float32",), "upsampling": ("transpose",)}  # fmt: skip
+KNOBS = {
+    "base_filters": (16,),
+    "levels": (5,),
+    "in_channels": (1,),
+    "classes": (1,),
+    "precision": ("float32",),
+    "upsampling": ("transpose",),
+}
 
 
 def _predictor(bytes_per_voxel: float) -> Predictor:
     return Predictor(
-        name="linear", title="linear", kind="test",
+        name="linear",
+        title="linear",
+        kind="test",
         estimator=Linear(bytes_per_voxel=bytes_per_voxel).fit(),
         columns=("depth", "height", "width", "batch_size"),
         bound=ConformalBound(0.9, 1.25, 100, "constructed"),
         extrapolation_bound=ConformalBound(0.9, 1.5, 20, "constructed"),
-        training_range=TrainingRange(32.0, 128.0, 16, 128**3 * 16 / 1e6, 20 * GIB, KNOBS,
-                                     framework_bytes=SYNTHETIC_FRAMEWORK_BYTES),
-    )  # fmt: skip
+        training_range=TrainingRange(
+            32.0,
+            128.0,
+            16,
+            128**3 * 16 / 1e6,
+            20 * GIB,
+            KNOBS,
+            framework_bytes=SYNTHETIC_FRAMEWORK_BYTES,
+        ),
+    )
 
 
 def test_config_predictions_give_each_models_point_and_bound() -> None:
@@ -282,9 +319,17 @@ def test_the_breakdown_frame_lists_every_term_in_order_and_sums_to_the_total() -
 
 # --- AlexNet: 2D images, its own knobs ---------------------------------------------------
 
-ALEXNET = {"workload": "alexnet", "depth": None, "height": 224, "width": 224,
-           "base_filters": None, "levels": None, "upsampling": None, "in_channels": 3,
-           "classes": 1000}  # fmt: skip
+ALEXNET = {
+    "workload": "alexnet",
+    "depth": None,
+    "height": 224,
+    "width": 224,
+    "base_filters": None,
+    "levels": None,
+    "upsampling": None,
+    "in_channels": 3,
+    "classes": 1000,
+}
 
 
 def alexnet_record(**overrides: Any):
@@ -292,26 +337,34 @@ def alexnet_record(**overrides: Any):
 
 
 def test_alexnet_points_are_labelled_as_2d_images_at_their_squares_side() -> None:
-    runs = pd.DataFrame([
-        alexnet_record(run_id="square", peak_hwm_bytes=2 * GIB).row(),
-        alexnet_record(run_id="oblong", height=227, width=200, batch_size=8).row(),
-        build_record(run_id="cube").row(),
-    ])  # fmt: skip
+    runs = pd.DataFrame(
+        [
+            alexnet_record(run_id="square", peak_hwm_bytes=2 * GIB).row(),
+            alexnet_record(run_id="oblong", height=227, width=200, batch_size=8).row(),
+            build_record(run_id="cube").row(),
+        ]
+    )
     points = curves.measured_points(runs)
 
     assert points.loc["square", ["image", "workload", "peak_gib"]].tolist() == [
-        "224", "alexnet", 2.0,
-    ]  # fmt: skip
+        "224",
+        "alexnet",
+        2.0,
+    ]
     assert points.loc["oblong", "image"] == "227x200"
     assert points.loc["oblong", "side"] == pytest.approx((227 * 200) ** 0.5)
     assert points.loc["cube", "image"] == "16"
 
 
 def test_alexnet_networks_are_its_own_knobs_and_its_curves_are_squares() -> None:
-    runs = pd.DataFrame([
-        alexnet_record().row(), alexnet_record(batch_size=2).row(),
-        alexnet_record(classes=10).row(), build_record().row(),
-    ])  # fmt: skip
+    runs = pd.DataFrame(
+        [
+            alexnet_record().row(),
+            alexnet_record(batch_size=2).row(),
+            alexnet_record(classes=10).row(),
+            build_record().row(),
+        ]
+    )
     points = curves.measured_points(runs)
     first, second = curves.networks(points, "alexnet")
 

@@ -35,11 +35,13 @@ class SpyModel(RegressorMixin, BaseEstimator):
 def _spy_spec(log: list) -> ModelSpec:
     # Two candidates, so every split also runs a validation round.
     return ModelSpec(
-        name="spy", title="spy", kind="test",
+        name="spy",
+        title="spy",
+        kind="test",
         build=lambda frame, params, seed: SpyModel(log=log, **params),
         columns=lambda frame: ["side", "batch_size"],
         candidates=({"offset": 0.0}, {"offset": 1.0}),
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -70,8 +72,14 @@ def test_selection_only_ever_sees_the_frame_it_is_given(frame) -> None:
     spec = _spy_spec(log)
     train = frame.iloc[: len(frame) // 2]
 
-    fit_with_selection(lambda rows, params: spec.build(rows, params, 0), spec.candidates,
-                       spec.columns, train, "random", seed=0)  # fmt: skip
+    fit_with_selection(
+        lambda rows, params: spec.build(rows, params, 0),
+        spec.candidates,
+        spec.columns,
+        train,
+        "random",
+        seed=0,
+    )
 
     assert frozenset().union(*(rows for _call, rows in log)) <= set(train.index)
 
@@ -111,8 +119,14 @@ def test_summary_has_one_row_per_model_with_mean_and_spread(frame) -> None:
     table = summarise(evaluate(frame, specs, seeds=range(3)), specs)
 
     assert table["model"].tolist() == [spec.title for spec in specs]
-    assert {"random MAPE %", "random MAPE sd", "random R2", "random worst %",
-            "extrap MAPE %", "extrap worst %"} <= set(table.columns)  # fmt: skip
+    assert {
+        "random MAPE %",
+        "random MAPE sd",
+        "random R2",
+        "random worst %",
+        "extrap MAPE %",
+        "extrap worst %",
+    } <= set(table.columns)
     assert (table["random MAPE sd"] > 0).all()
 
 

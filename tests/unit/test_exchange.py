@@ -53,11 +53,21 @@ def source(tmp_path_factory, make_record) -> Path:
         ),
         # Another workload: its rows leave the U-Net-only columns NULL.
         make_record(
-            run_id="r4", sweep_id="s2", workload="alexnet", depth=None, height=224, width=200,
-            batch_size=8, base_filters=None, levels=None, in_channels=3, classes=1000,
-            upsampling=None, timeline=SAMPLES_PER_RUN,
+            run_id="r4",
+            sweep_id="s2",
+            workload="alexnet",
+            depth=None,
+            height=224,
+            width=200,
+            batch_size=8,
+            base_filters=None,
+            levels=None,
+            in_channels=3,
+            classes=1000,
+            upsampling=None,
+            timeline=SAMPLES_PER_RUN,
         ),
-    ]  # fmt: skip
+    ]
     for record in records:
         store.insert_run(path, record)
     return path

@@ -17,11 +17,13 @@ from modeling.features import (
 
 
 def test_measured_frame_keeps_only_ok_runs_with_a_high_water_mark(make_record) -> None:
-    runs = pd.DataFrame([
-        make_record(run_id="ok-1").row(),
-        make_record(run_id="oom-1", status="oom").row(),
-        make_record(run_id="ok-without-peak", peak_hwm_bytes=None).row(),
-    ])  # fmt: skip
+    runs = pd.DataFrame(
+        [
+            make_record(run_id="ok-1").row(),
+            make_record(run_id="oom-1", status="oom").row(),
+            make_record(run_id="ok-without-peak", peak_hwm_bytes=None).row(),
+        ]
+    )
 
     frame = measured_frame(runs)
 
@@ -30,8 +32,9 @@ def test_measured_frame_keeps_only_ok_runs_with_a_high_water_mark(make_record) -
 
 
 def test_measured_frame_targets_the_high_water_mark_and_keeps_the_baseline(make_record) -> None:
-    record = make_record(peak_hwm_bytes=1234 * 2**20, peak_sampled_bytes=1000 * 2**20,
-                         baseline_bytes=650 * 2**20)  # fmt: skip
+    record = make_record(
+        peak_hwm_bytes=1234 * 2**20, peak_sampled_bytes=1000 * 2**20, baseline_bytes=650 * 2**20
+    )
 
     frame = measured_frame(pd.DataFrame([record.row()]))
 

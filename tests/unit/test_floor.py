@@ -20,13 +20,21 @@ def _runs(*records) -> pd.DataFrame:
 
 def test_the_gap_is_the_high_water_mark_minus_the_sampled_peak() -> None:
     runs = _runs(
-        build_record(depth=32, height=32, width=32, peak_hwm_bytes=1000 * MIB,
-                     peak_sampled_bytes=1000 * MIB),
-        build_record(depth=48, height=48, width=48, peak_hwm_bytes=1000 * MIB,
-                     peak_sampled_bytes=990 * MIB),
-        build_record(depth=64, height=64, width=64, batch_size=2, peak_hwm_bytes=2000 * MIB,
-                     peak_sampled_bytes=1960 * MIB),
-    )  # fmt: skip
+        build_record(
+            depth=32, height=32, width=32, peak_hwm_bytes=1000 * MIB, peak_sampled_bytes=1000 * MIB
+        ),
+        build_record(
+            depth=48, height=48, width=48, peak_hwm_bytes=1000 * MIB, peak_sampled_bytes=990 * MIB
+        ),
+        build_record(
+            depth=64,
+            height=64,
+            width=64,
+            batch_size=2,
+            peak_hwm_bytes=2000 * MIB,
+            peak_sampled_bytes=1960 * MIB,
+        ),
+    )
     gap = sampling_gap(runs)
     assert gap is not None
     assert gap.n_runs == 3
@@ -55,11 +63,17 @@ def test_no_usable_run_means_no_gap() -> None:
 
 def test_repeated_points_report_their_spread_and_single_points_do_not() -> None:
     runs = _runs(
-        *(build_record(batch_size=2, repeat=i, peak_hwm_bytes=peak * MIB,
-                       peak_sampled_bytes=(peak - 10) * MIB)
-          for i, peak in enumerate((1000, 1050, 1100))),
+        *(
+            build_record(
+                batch_size=2,
+                repeat=i,
+                peak_hwm_bytes=peak * MIB,
+                peak_sampled_bytes=(peak - 10) * MIB,
+            )
+            for i, peak in enumerate((1000, 1050, 1100))
+        ),
         build_record(batch_size=4, peak_hwm_bytes=1500 * MIB),
-    )  # fmt: skip
+    )
     spreads = repeat_spreads(runs)
     assert len(spreads) == 1
     (spread,) = spreads
@@ -73,9 +87,11 @@ def test_repeated_points_report_their_spread_and_single_points_do_not() -> None:
 
 def test_runs_with_different_steps_or_knobs_are_not_repeats_of_each_other() -> None:
     runs = _runs(
-        build_record(steps=3), build_record(steps=6),
-        build_record(precision="mixed_float16"), build_record(base_filters=8),
-    )  # fmt: skip
+        build_record(steps=3),
+        build_record(steps=6),
+        build_record(precision="mixed_float16"),
+        build_record(base_filters=8),
+    )
     assert repeat_spreads(runs) == []
     assert largest_spread_pct([]) is None
 
@@ -85,16 +101,21 @@ def test_a_point_label_names_a_cube_by_its_side_and_other_shapes_in_full() -> No
     assert point_label({"depth": 240, "height": 240, "width": 144, "batch_size": 16}) == (
         "240x240x144 batch 16"
     )
-    assert point_label({"workload": "alexnet", "height": 224, "width": 224, "depth": None,
-                        "batch_size": 8}) == "224^2 batch 8"  # fmt: skip
+    assert (
+        point_label(
+            {"workload": "alexnet", "height": 224, "width": 224, "depth": None, "batch_size": 8}
+        )
+        == "224^2 batch 8"
+    )
 
 
 def test_the_benchmark_prints_the_floor_modules_figures() -> None:
     runs = _runs(
         build_record(batch_size=2, peak_hwm_bytes=1000 * MIB, peak_sampled_bytes=990 * MIB),
-        build_record(batch_size=2, repeat=1, peak_hwm_bytes=1100 * MIB,
-                     peak_sampled_bytes=1100 * MIB),
-    )  # fmt: skip
+        build_record(
+            batch_size=2, repeat=1, peak_hwm_bytes=1100 * MIB, peak_sampled_bytes=1100 * MIB
+        ),
+    )
     gap_text = measurement_floor.sampling_gap(runs)
     assert "Over 2 `ok` runs" in gap_text
     assert "| largest | 10.0 | 1.00% |" in gap_text

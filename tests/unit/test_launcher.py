@@ -78,15 +78,32 @@ def test_a_valid_form_becomes_a_request_with_its_points_counted():
     assert request.steps == 3 and request.memory_limit_bytes == 12 * 2**30
     args = request.sweep_args(Path("/data/x.duckdb"))
     assert args == [
-        "sweep", "--workload", "unet3d", "--image-sizes", "32", "64", "96x96x64",
-        "--batch-sizes", "1", "2", "--base-filters", "16",
-        "--steps", "3", "--memory-limit", str(12 * 2**30), "--db", "/data/x.duckdb",
-    ]  # fmt: skip
+        "sweep",
+        "--workload",
+        "unet3d",
+        "--image-sizes",
+        "32",
+        "64",
+        "96x96x64",
+        "--batch-sizes",
+        "1",
+        "2",
+        "--base-filters",
+        "16",
+        "--steps",
+        "3",
+        "--memory-limit",
+        str(12 * 2**30),
+        "--db",
+        "/data/x.duckdb",
+    ]
     # Exactly what `python -m profiling sweep` accepts.
     parsed = build_parser().parse_args(args)
     assert (parsed.image_sizes, parsed.batch_sizes, parsed.memory_limit) == (
-        ["32", "64", "96x96x64"], [1, 2], 12 * 2**30,
-    )  # fmt: skip
+        ["32", "64", "96x96x64"],
+        [1, 2],
+        12 * 2**30,
+    )
 
 
 def test_a_size_the_network_cannot_take_is_refused_with_the_nearest_valid_ones():
@@ -140,8 +157,13 @@ def test_the_log_tail_shows_each_progress_bar_line_as_a_terminal_would(tmp_path:
 def test_progress_is_read_from_the_sweeps_own_progress_bar(db: Path):
     # The same bar `profiling.sweep.run_sweep` draws, written the way a log receives it.
     out = io.StringIO()
-    bar = tqdm(total=100, file=out, unit="s", mininterval=0,
-               bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]")  # fmt: skip
+    bar = tqdm(
+        total=100,
+        file=out,
+        unit="s",
+        mininterval=0,
+        bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]",
+    )
     bar.set_description_str("2/5 points, now 96x96x64 batch 4")
     bar.update(40)
     directory = launcher.state_dir(db)
@@ -251,9 +273,10 @@ def test_two_tabs_launching_at_the_same_moment_start_exactly_one_job(db: Path):
     started = [o for o in outcomes if isinstance(o, launcher.JobStatus)]
     assert len(started) == 1 and sum(isinstance(o, LauncherError) for o in outcomes) == 3
     runners = [
-        p for p in psutil.process_iter(["cmdline"])
+        p
+        for p in psutil.process_iter(["cmdline"])
         if (p.info["cmdline"] or [])[-2:] == ["profiling.job", str(launcher.state_dir(db))]
-    ]  # fmt: skip
+    ]
     assert [p.pid for p in runners] == [started[0].pid]
 
 
@@ -270,8 +293,9 @@ def test_a_failed_refit_is_reported_with_its_reason_without_failing_the_sweep(db
 
 
 def test_a_failed_sweep_fails_the_job_and_skips_the_refit(db: Path):
-    broken = sweep_step("import sys; print('error: database is locked', file=sys.stderr); "
-                        "sys.exit(2)")  # fmt: skip
+    broken = sweep_step(
+        "import sys; print('error: database is locked', file=sys.stderr); sys.exit(2)"
+    )
     launcher.start_job(db, [broken, refit_step()])
     finished = wait_until_ended(db)
     assert finished.phase == job.PHASE_FAILED
@@ -367,8 +391,14 @@ def test_cancel_with_nothing_running_says_so(db: Path):
 def write_stale_job(db: Path, pid: int, create_time: float, phase: str | None) -> None:
     directory = launcher.state_dir(db)
     directory.mkdir(exist_ok=True)
-    plan = {"started_at": job.now_iso(), "commands": [], "log": str(directory / "job.log"),
-            "pid": pid, "pgid": pid, "create_time": create_time}  # fmt: skip
+    plan = {
+        "started_at": job.now_iso(),
+        "commands": [],
+        "log": str(directory / "job.log"),
+        "pid": pid,
+        "pgid": pid,
+        "create_time": create_time,
+    }
     (directory / job.JOB_FILE).write_text(json.dumps(plan))
     if phase:
         (directory / job.STATE_FILE).write_text(json.dumps({"phase": phase}))

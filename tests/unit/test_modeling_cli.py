@@ -72,8 +72,20 @@ def test_no_store_leaves_the_database_without_results(db: Path, capsys) -> None:
 
 
 def test_size_image_answers_with_the_next_size_up(evaluated: Path, capsys) -> None:
-    code = main(["size", "image", "--db", str(evaluated), "--budget", "6GiB", "--batch-size", "2",
-                 "--model", "least_squares"])  # fmt: skip
+    code = main(
+        [
+            "size",
+            "image",
+            "--db",
+            str(evaluated),
+            "--budget",
+            "6GiB",
+            "--batch-size",
+            "2",
+            "--model",
+            "least_squares",
+        ]
+    )
 
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
@@ -84,8 +96,20 @@ def test_size_image_answers_with_the_next_size_up(evaluated: Path, capsys) -> No
 
 
 def test_size_batch_inside_the_measured_range_says_so(evaluated: Path, capsys) -> None:
-    code = main(["size", "batch", "--db", str(evaluated), "--image-size", "64", "--budget",
-                 "2.5GiB", "--model", "least_squares"])  # fmt: skip
+    code = main(
+        [
+            "size",
+            "batch",
+            "--db",
+            str(evaluated),
+            "--image-size",
+            "64",
+            "--budget",
+            "2.5GiB",
+            "--model",
+            "least_squares",
+        ]
+    )
 
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
@@ -94,8 +118,20 @@ def test_size_batch_inside_the_measured_range_says_so(evaluated: Path, capsys) -
 
 
 def test_size_buy_rounds_up_to_a_purchasable_size(evaluated: Path, capsys) -> None:
-    code = main(["size", "buy", "--db", str(evaluated), "--image-size", "240x240x144",
-                 "--batch-size", "16", "--headroom", "0.25"])  # fmt: skip
+    code = main(
+        [
+            "size",
+            "buy",
+            "--db",
+            str(evaluated),
+            "--image-size",
+            "240x240x144",
+            "--batch-size",
+            "16",
+            "--headroom",
+            "0.25",
+        ]
+    )
 
     out = capsys.readouterr().out
     assert code == 0
@@ -106,19 +142,27 @@ def test_size_buy_rounds_up_to_a_purchasable_size(evaluated: Path, capsys) -> No
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["size", "image", "--budget", "8GiB", "--batch-size", "1", "--model", "nope"],
-         "error: no stored model 'nope' in {db}; known: best, refined, least_squares\n"),
-        (["size", "buy", "--image-size", "200", "--batch-size", "1"],
-         "error: image side 200 cannot be trained by a 5-level U-Net: each side must be a "
-         "multiple of 16 (2^(levels-1)), otherwise pooling floors it and the skip connections no "
-         "longer line up. Nearest valid sizes: 192 or 208\n"),
-        (["size", "buy", "--image-size", "64", "--batch-size", "1", "--headroom", "-1"],
-         "error: headroom must be a fraction between 0 and 10 (0.2 = 20%), got -1.0\n"),
-        (["evaluate", "--models", "svm"],
-         "error: unknown model(s) svm; known: paper, refined, least_squares, symbolic, "
-         "hybrid_ratio, hybrid_terms, xgboost, random_forest, extra_trees, mlp\n"),
+        (
+            ["size", "image", "--budget", "8GiB", "--batch-size", "1", "--model", "nope"],
+            "error: no stored model 'nope' in {db}; known: best, refined, least_squares\n",
+        ),
+        (
+            ["size", "buy", "--image-size", "200", "--batch-size", "1"],
+            "error: image side 200 cannot be trained by a 5-level U-Net: each side must be a "
+            "multiple of 16 (2^(levels-1)), otherwise pooling floors it and the skip "
+            "connections no longer line up. Nearest valid sizes: 192 or 208\n",
+        ),
+        (
+            ["size", "buy", "--image-size", "64", "--batch-size", "1", "--headroom", "-1"],
+            "error: headroom must be a fraction between 0 and 10 (0.2 = 20%), got -1.0\n",
+        ),
+        (
+            ["evaluate", "--models", "svm"],
+            "error: unknown model(s) svm; known: paper, refined, least_squares, symbolic, "
+            "hybrid_ratio, hybrid_terms, xgboost, random_forest, extra_trees, mlp\n",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_error_line_and_exit_code_2(evaluated: Path, capsys, argv, message):
     code = main([*argv, "--db", str(evaluated)])
 
@@ -143,18 +187,31 @@ def test_evaluate_with_too_few_runs_says_to_measure_more(tmp_path: Path, capsys)
     code = main(["evaluate", "--db", str(db)])
 
     assert code == 2
-    assert capsys.readouterr().err.splitlines()[-1].startswith(
-        "error: unet3d: only 1 distinct measured configuration(s) (1 ok run(s)); "
-        "the evaluation needs"
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .startswith(
+            "error: unet3d: only 1 distinct measured configuration(s) (1 ok run(s)); "
+            "the evaluation needs"
+        )
     )
 
 
-def test_evaluate_skips_a_workload_with_too_few_runs_and_fits_the_others(
-    db: Path, capsys
-) -> None:
-    store.insert_run(db, build_record(workload="alexnet", depth=None, height=224, width=224,
-                                      base_filters=None, levels=None, upsampling=None,
-                                      in_channels=3, classes=1000))  # fmt: skip
+def test_evaluate_skips_a_workload_with_too_few_runs_and_fits_the_others(db: Path, capsys) -> None:
+    store.insert_run(
+        db,
+        build_record(
+            workload="alexnet",
+            depth=None,
+            height=224,
+            width=224,
+            base_filters=None,
+            levels=None,
+            upsampling=None,
+            in_channels=3,
+            classes=1000,
+        ),
+    )
 
     assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
 
@@ -198,13 +255,41 @@ def test_size_answers_for_the_chosen_workload_with_its_own_knobs(
     assert main(["evaluate", "--db", str(db), "--workload", "alexnet", *CHEAP]) == 0
     capsys.readouterr()
 
-    code = main(["size", "batch", "--workload", "alexnet", "--image-size", "224",
-                 "--budget", "16GiB", "--classes", "1000", "--db", str(db)])  # fmt: skip
+    code = main(
+        [
+            "size",
+            "batch",
+            "--workload",
+            "alexnet",
+            "--image-size",
+            "224",
+            "--budget",
+            "16GiB",
+            "--classes",
+            "1000",
+            "--db",
+            str(db),
+        ]
+    )
 
     assert code == 0
     assert "224" in capsys.readouterr().out
     # A U-Net knob is refused for AlexNet, by name.
-    code = main(["size", "batch", "--workload", "alexnet", "--image-size", "224",
-                 "--budget", "16GiB", "--levels", "4", "--db", str(db)])  # fmt: skip
+    code = main(
+        [
+            "size",
+            "batch",
+            "--workload",
+            "alexnet",
+            "--image-size",
+            "224",
+            "--budget",
+            "16GiB",
+            "--levels",
+            "4",
+            "--db",
+            str(db),
+        ]
+    )
     assert code == 2
     assert "the alexnet workload has no --levels" in capsys.readouterr().err

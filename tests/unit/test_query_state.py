@@ -26,10 +26,15 @@ CHOICES = SizingChoices(
     max_headroom_pct=1000.0,
 )
 DEFAULT = SizingState(
-    workload="unet3d", image_shape=(128, 128, 128), one_side=True, batch_size=4,
-    knobs=(("base_filters", 16), ("precision", "float32")), budget_gib=256.0,
-    headroom_pct=20.0, model="symbolic",
-)  # fmt: skip
+    workload="unet3d",
+    image_shape=(128, 128, 128),
+    one_side=True,
+    batch_size=4,
+    knobs=(("base_filters", 16), ("precision", "float32")),
+    budget_gib=256.0,
+    headroom_pct=20.0,
+    model="symbolic",
+)
 ALEXNET_CHOICES = SizingChoices(
     workload="alexnet",
     sides=tuple(range(67, 1025)),
@@ -41,36 +46,61 @@ ALEXNET_CHOICES = SizingChoices(
     models=("paper", "refined"),
 )
 ALEXNET_DEFAULT = SizingState(
-    workload="alexnet", image_shape=(224, 224), one_side=True, batch_size=32,
-    knobs=(("classes", 1000), ("precision", "float32")), budget_gib=256.0, headroom_pct=20.0,
+    workload="alexnet",
+    image_shape=(224, 224),
+    one_side=True,
+    batch_size=32,
+    knobs=(("classes", 1000), ("precision", "float32")),
+    budget_gib=256.0,
+    headroom_pct=20.0,
     model="refined",
-)  # fmt: skip
+)
 
 
 def test_a_state_survives_the_round_trip_through_the_url() -> None:
     state = SizingState(
-        workload="unet3d", image_shape=(240, 240, 144), one_side=False, batch_size=16,
-        knobs=(("base_filters", 32), ("precision", "mixed_float16")), budget_gib=1024.0,
-        headroom_pct=12.5, model="refined",
-    )  # fmt: skip
+        workload="unet3d",
+        image_shape=(240, 240, 144),
+        one_side=False,
+        batch_size=16,
+        knobs=(("base_filters", 32), ("precision", "mixed_float16")),
+        budget_gib=1024.0,
+        headroom_pct=12.5,
+        model="refined",
+    )
     params = to_params(state)
 
-    assert params == {"workload": "unet3d", "image": "240x240x144", "batch": "16",
-                      "filters": "32", "precision": "mixed_float16", "budget": "1024",
-                      "headroom": "12.5", "model": "refined"}  # fmt: skip
+    assert params == {
+        "workload": "unet3d",
+        "image": "240x240x144",
+        "batch": "16",
+        "filters": "32",
+        "precision": "mixed_float16",
+        "budget": "1024",
+        "headroom": "12.5",
+        "model": "refined",
+    }
     assert workload_from(params) == ("unet3d", [])
     assert from_params(params, CHOICES, DEFAULT) == (state, [])
 
 
 def test_an_alexnet_state_has_a_square_image_and_its_own_knobs() -> None:
     knobs = (("classes", 100), ("precision", "float32"))
-    state = SizingState(**{**ALEXNET_DEFAULT.__dict__, "image_shape": (227, 200),
-                           "one_side": False, "knobs": knobs})  # fmt: skip
+    state = SizingState(
+        **{**ALEXNET_DEFAULT.__dict__, "image_shape": (227, 200), "one_side": False, "knobs": knobs}
+    )
     params = to_params(state)
 
-    assert params == {"workload": "alexnet", "image": "227x200", "batch": "32",
-                      "classes": "100", "precision": "float32", "budget": "256",
-                      "headroom": "20", "model": "refined"}  # fmt: skip
+    assert params == {
+        "workload": "alexnet",
+        "image": "227x200",
+        "batch": "32",
+        "classes": "100",
+        "precision": "float32",
+        "budget": "256",
+        "headroom": "20",
+        "model": "refined",
+    }
     assert workload_from(params) == ("alexnet", [])
     assert from_params(params, ALEXNET_CHOICES, ALEXNET_DEFAULT) == (state, [])
     assert image_label(ALEXNET_DEFAULT) == "224^2"
@@ -88,8 +118,9 @@ def test_a_link_without_a_workload_is_the_default_one_and_an_unknown_one_falls_b
 
 
 def test_a_knob_of_another_workload_is_ignored_with_a_reason() -> None:
-    state, problems = from_params({"filters": "16", "classes": "10"}, ALEXNET_CHOICES,
-                                  ALEXNET_DEFAULT)  # fmt: skip
+    state, problems = from_params(
+        {"filters": "16", "classes": "10"}, ALEXNET_CHOICES, ALEXNET_DEFAULT
+    )
 
     assert state.knob("classes") == 10
     (problem,) = problems
@@ -123,8 +154,12 @@ def test_missing_parameters_take_the_defaults_and_unknown_ones_are_left_alone() 
 @pytest.mark.parametrize(
     ("name", "value", "reason"),
     [
-        ("image", "200", "side 200 is not offered: sides are multiples of 16 from 16 to 1024 "
-                         "(nearest: 192 or 208)"),
+        (
+            "image",
+            "200",
+            "side 200 is not offered: sides are multiples of 16 from 16 to 1024 "
+            "(nearest: 192 or 208)",
+        ),
         ("image", "big", "image size 'big' is not understood"),
         ("image", "2048", "side 2048 is not offered"),
         ("batch", "0", "batch size must be one of 1, 2, 3 ... 128"),
@@ -136,7 +171,7 @@ def test_missing_parameters_take_the_defaults_and_unknown_ones_are_left_alone() 
         ("headroom", "5000", "headroom (%) must be between 0 and 1000"),
         ("model", "oracle", "the stored models are paper, refined, symbolic"),
     ],
-)  # fmt: skip
+)
 def test_an_invalid_value_falls_back_to_the_default_and_says_which(
     name: str, value: str, reason: str
 ) -> None:
@@ -156,11 +191,16 @@ def test_every_bad_value_is_reported_and_the_good_ones_still_apply() -> None:
     state, problems = from_params(
         {"image": "100", "batch": "2", "budget": "0", "model": "paper"}, CHOICES, DEFAULT
     )
-    assert [problem.split("=")[0] for problem in problems] == ["The link's image",
-                                                               "The link's budget"]  # fmt: skip
+    assert [problem.split("=")[0] for problem in problems] == [
+        "The link's image",
+        "The link's budget",
+    ]
     assert (state.image_shape, state.batch_size, state.budget_gib, state.model) == (
-        (128, 128, 128), 2, 256.0, "paper"
-    )  # fmt: skip
+        (128, 128, 128),
+        2,
+        256.0,
+        "paper",
+    )
 
 
 def test_a_repeated_parameter_counts_by_its_last_value() -> None:
@@ -199,9 +239,17 @@ def unescaped(escaped: str) -> str:
 
 @pytest.mark.parametrize(
     "text",
-    ["<b>x</b>", "**bold** _it_ `code`", "[link](javascript:alert(1))", "$x^2$",
-     ":red[alarm] :material/home:", "# heading", "a\\*b", "&lt;script&gt;"],
-)  # fmt: skip
+    [
+        "<b>x</b>",
+        "**bold** _it_ `code`",
+        "[link](javascript:alert(1))",
+        "$x^2$",
+        ":red[alarm] :material/home:",
+        "# heading",
+        "a\\*b",
+        "&lt;script&gt;",
+    ],
+)
 def test_link_text_is_escaped_so_markdown_shows_it_verbatim(text: str) -> None:
     sentence = f"The link's workload={text!r} was ignored."
     assert unescaped(plain(sentence)) == sentence

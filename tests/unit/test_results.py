@@ -155,19 +155,22 @@ def test_best_picks_the_lowest_worst_case_extrapolation_error(db, fitted) -> Non
 
 
 def test_best_prefers_a_smaller_worst_case_over_a_smaller_mean() -> None:
-    scores = pd.DataFrame({
-        "model": ["steady", "steady", "lucky", "lucky"],
-        "split": "extrapolation",
-        "mape_pct": [3.0, 3.0, 1.0, 2.0],
-        "max_ape_pct": [5.0, 5.0, 1.5, 30.0],
-    })  # fmt: skip
+    scores = pd.DataFrame(
+        {
+            "model": ["steady", "steady", "lucky", "lucky"],
+            "split": "extrapolation",
+            "mape_pct": [3.0, 3.0, 1.0, 2.0],
+            "max_ape_pct": [5.0, 5.0, 1.5, 30.0],
+        }
+    )
 
     assert best_model_name(scores) == "steady"
 
 
 def test_a_database_without_results_says_how_to_make_them(db) -> None:
-    with pytest.raises(NoModelsError, match="no fitted models in .* yet; run `python -m modeling "
-                       "evaluate --db"):  # fmt: skip
+    with pytest.raises(
+        NoModelsError, match="no fitted models in .* yet; run `python -m modeling evaluate --db"
+    ):
         load_predictors(db)
     assert load_evaluations(db).empty
 
@@ -175,8 +178,10 @@ def test_a_database_without_results_says_how_to_make_them(db) -> None:
 def test_an_unknown_model_name_lists_the_stored_ones(db, fitted) -> None:
     store_results(db, *fitted[1:])
 
-    with pytest.raises(ModelingError, match="no stored model 'nope' .*; known: best, refined, "
-                       "least_squares, symbolic"):  # fmt: skip
+    with pytest.raises(
+        ModelingError,
+        match="no stored model 'nope' .*; known: best, refined, least_squares, symbolic",
+    ):
         load_predictor(db, "nope")
 
 

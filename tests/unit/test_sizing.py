@@ -45,21 +45,33 @@ class Dip(LinearPeak):
 
 
 MEASURED = TrainingRange(
-    min_side=32.0, max_side=96.0, max_batch=16, max_sample_megavoxels=96**3 * 16 / 1e6,
+    min_side=32.0,
+    max_side=96.0,
+    max_batch=16,
+    max_sample_megavoxels=96**3 * 16 / 1e6,
     max_peak_bytes=20 * GIB,
-    knobs={"base_filters": (16,), "levels": (5,), "in_channels": (1,), "classes": (1,),
-           "precision": ("float32",), "upsampling": ("transpose",)},
-)  # fmt: skip
+    knobs={
+        "base_filters": (16,),
+        "levels": (5,),
+        "in_channels": (1,),
+        "classes": (1,),
+        "precision": ("float32",),
+        "upsampling": ("transpose",),
+    },
+)
 
 
 def _model(estimator: Any = None, inside: float = INSIDE_RATIO) -> Predictor:
     return Predictor(
-        name="exact", title="exact", kind="test",
-        estimator=(estimator or LinearPeak()).fit(None), columns=COLUMNS,
+        name="exact",
+        title="exact",
+        kind="test",
+        estimator=(estimator or LinearPeak()).fit(None),
+        columns=COLUMNS,
         bound=ConformalBound(0.9, inside, 100, "constructed"),
         extrapolation_bound=ConformalBound(0.9, BEYOND_RATIO, 20, "constructed"),
         training_range=MEASURED,
-    )  # fmt: skip
+    )
 
 
 def _bound(side: int, batch: int, ratio: float = INSIDE_RATIO) -> int:
@@ -144,9 +156,11 @@ def test_memory_to_buy_takes_a_listed_size_that_exactly_holds_the_requirement() 
 
     exact = memory_to_buy(_model(estimator, inside=1.0), (64, 64, 64), 1, headroom=0.0)
     one_byte_more = memory_to_buy(
-        _model(LinearPeak(base_bytes=64 * GIB - 1000 * 64**3 + 1), inside=1.0), (64, 64, 64), 1,
+        _model(LinearPeak(base_bytes=64 * GIB - 1000 * 64**3 + 1), inside=1.0),
+        (64, 64, 64),
+        1,
         headroom=0.0,
-    )  # fmt: skip
+    )
 
     assert (exact.memory_gb, exact.required_bytes) == (64, 64 * GIB)
     assert one_byte_more.memory_gb == 96
@@ -176,20 +190,38 @@ def test_more_than_the_largest_purchasable_memory_is_a_clear_error() -> None:
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda m: largest_image_side(m, -5, 1), ModelingError,
-         "memory budget must be positive, got -5 bytes"),
-        (lambda m: largest_image_side(m, 1.5e9, 1), ModelingError,
-         "memory budget must be a whole number of bytes, got 1500000000.0"),
-        (lambda m: largest_image_side(m, GIB, 0), ConfigError,
-         "batch size must be between 1 and 4096, got 0"),
-        (lambda m: largest_batch(m, 8 * GIB, (200, 200, 200)), ConfigError,
-         "Nearest valid sizes: 192 or 208"),
-        (lambda m: memory_to_buy(m, (64, 64, 64), 1, headroom=-0.1), ModelingError,
-         "headroom must be a fraction between 0 and 10 .*got -0.1"),
-        (lambda m: memory_to_buy(m, (64, 64, 64), 1, knobs={"filters": 8}), ModelingError,
-         "unknown network setting\\(s\\) filters; known: base_filters, levels"),
+        (
+            lambda m: largest_image_side(m, -5, 1),
+            ModelingError,
+            "memory budget must be positive, got -5 bytes",
+        ),
+        (
+            lambda m: largest_image_side(m, 1.5e9, 1),
+            ModelingError,
+            "memory budget must be a whole number of bytes, got 1500000000.0",
+        ),
+        (
+            lambda m: largest_image_side(m, GIB, 0),
+            ConfigError,
+            "batch size must be between 1 and 4096, got 0",
+        ),
+        (
+            lambda m: largest_batch(m, 8 * GIB, (200, 200, 200)),
+            ConfigError,
+            "Nearest valid sizes: 192 or 208",
+        ),
+        (
+            lambda m: memory_to_buy(m, (64, 64, 64), 1, headroom=-0.1),
+            ModelingError,
+            "headroom must be a fraction between 0 and 10 .*got -0.1",
+        ),
+        (
+            lambda m: memory_to_buy(m, (64, 64, 64), 1, knobs={"filters": 8}),
+            ModelingError,
+            "unknown network setting\\(s\\) filters; known: base_filters, levels",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_gets_a_clear_error(call, error, message) -> None:
     with pytest.raises(error, match=message):
         call(_model())

@@ -101,14 +101,20 @@ def test_default_path_follows_memplan_db(tmp_path, monkeypatch):
     assert database.default_db_path() == tmp_path / "elsewhere.duckdb"
 
 
-ALEXNET_COLUMNS = {"workload": "alexnet", "depth": None, "height": 224, "width": 224,
-                   "base_filters": None, "levels": None, "upsampling": None,
-                   "in_channels": 3, "classes": 1000}  # fmt: skip
+ALEXNET_COLUMNS = {
+    "workload": "alexnet",
+    "depth": None,
+    "height": 224,
+    "width": 224,
+    "base_filters": None,
+    "levels": None,
+    "upsampling": None,
+    "in_channels": 3,
+    "classes": 1000,
+}
 
 
-def test_the_default_database_starts_with_every_bundled_export(
-    tmp_path, monkeypatch, make_record
-):
+def test_the_default_database_starts_with_every_bundled_export(tmp_path, monkeypatch, make_record):
     source = tmp_path / "source.duckdb"
     store.insert_run(source, make_record(run_id="reference-1", timeline=5))
     store.insert_run(source, make_record(run_id="alexnet-1", timeline=2, **ALEXNET_COLUMNS))
@@ -221,22 +227,53 @@ def test_point_key_is_the_same_for_a_record_and_its_stored_row(db, make_record):
     store.insert_run(db, record)
     assert store.point_key(record) == store.point_key(store.get_run(db, record.run_id))
     assert store.point_key(record) == (
-        "unet3d", 16, 16, 16, 1, 16, 5, 1, 1, "float32", "transpose", 3
-    )  # fmt: skip
+        "unet3d",
+        16,
+        16,
+        16,
+        1,
+        16,
+        5,
+        1,
+        1,
+        "float32",
+        "transpose",
+        3,
+    )
 
 
 def test_a_run_of_a_workload_without_the_unet_columns_stores_them_as_null(db, make_record):
     # An AlexNet run: height, width, batch, channels, classes, precision; no depth or U-Net knobs.
     record = make_record(
-        workload="alexnet", depth=None, height=224, width=224, batch_size=4, base_filters=None,
-        levels=None, in_channels=3, classes=1000, upsampling=None, timeline=2,
-    )  # fmt: skip
+        workload="alexnet",
+        depth=None,
+        height=224,
+        width=224,
+        batch_size=4,
+        base_filters=None,
+        levels=None,
+        in_channels=3,
+        classes=1000,
+        upsampling=None,
+        timeline=2,
+    )
     store.insert_run(db, record)
 
     assert RunRecord(**store.get_run(db, record.run_id)) == record
     assert store.point_key(store.get_run(db, record.run_id)) == (
-        "alexnet", None, 224, 224, 4, None, None, 3, 1000, "float32", None, 3
-    )  # fmt: skip
+        "alexnet",
+        None,
+        224,
+        224,
+        4,
+        None,
+        None,
+        3,
+        1000,
+        "float32",
+        None,
+        3,
+    )
     assert list(store.load_runs(db, workload="alexnet")["run_id"]) == [record.run_id]
     assert store.load_runs(db, workload="unet3d").empty
 
@@ -244,8 +281,9 @@ def test_a_run_of_a_workload_without_the_unet_columns_stores_them_as_null(db, ma
 def test_the_same_shape_in_two_workloads_is_two_points(db, make_record):
     software = {name: getattr(make_record(), name) for name in store.SOFTWARE_COLUMNS}
     unet = make_record()
-    other = make_record(workload="alexnet", depth=None, base_filters=None, levels=None,
-                        upsampling=None)  # fmt: skip
+    other = make_record(
+        workload="alexnet", depth=None, base_filters=None, levels=None, upsampling=None
+    )
     store.insert_run(db, unet)
     store.insert_run(db, other)
 

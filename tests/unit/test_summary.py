@@ -24,8 +24,15 @@ def test_measured_cells_show_the_median_peak_and_others_their_status(make_record
 
 
 def test_2d_images_are_rows_of_their_own(make_record):
-    alexnet = {"workload": "alexnet", "depth": None, "base_filters": None, "levels": None,
-               "upsampling": None, "in_channels": 3, "classes": 1000}  # fmt: skip
+    alexnet = {
+        "workload": "alexnet",
+        "depth": None,
+        "base_filters": None,
+        "levels": None,
+        "upsampling": None,
+        "in_channels": 3,
+        "classes": 1000,
+    }
     runs = [
         make_record(height=224, width=224, batch_size=32, peak_hwm_bytes=3 * GIB, **alexnet),
         make_record(height=227, width=200, batch_size=32, status="oom", **alexnet),

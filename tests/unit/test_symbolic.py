@@ -101,7 +101,7 @@ def test_predict_before_fit_is_refused() -> None:
         (pd.DataFrame({"x": [1.0] * 6}), [1.0] * 5 + [0.0], "y must be finite and positive"),
         (pd.DataFrame({"x": [1.0] * 5 + [np.nan]}), [1.0] * 6, "X has missing or infinite values"),
     ],
-)  # fmt: skip
+)
 def test_bad_training_data_is_refused_with_the_reason(inputs, target, message) -> None:
     with pytest.raises((ValueError, TypeError), match=message.replace("(", "\\(")):
         SymbolicRegression(**SMALL).fit(inputs, target)

@@ -58,8 +58,10 @@ def test_too_few_held_out_points_for_the_coverage_are_refused() -> None:
 
 def test_non_positive_predictions_count_as_unbounded() -> None:
     assert ratios(np.array([2.0, 2.0, 2.0]), np.array([1.0, 0.0, -5.0])).tolist() == [
-        2.0, np.inf, np.inf,
-    ]  # fmt: skip
+        2.0,
+        np.inf,
+        np.inf,
+    ]
     bound = fit_bound(np.ones(10), np.ones(10), 0.9)
     assert bound.upper(np.array([-1.0, 3.0])).tolist() == [np.inf, 3.0]
 
@@ -78,13 +80,16 @@ def test_mismatched_lengths_are_refused() -> None:
 def test_cross_seed_coverage_never_calibrates_on_the_points_it_checks() -> None:
     # Seeds 0 and 1 test the same runs a-j (seed 1's model 10x too low); seed 2 tests others.
     runs = [chr(ord("a") + i) for i in range(10)]
-    predictions = pd.DataFrame({
-        "model": "m", "split": "random",
-        "seed": [0] * 10 + [1] * 10 + [2] * 10,
-        "run_id": runs + runs + [f"other{i}" for i in range(10)],
-        "measured_bytes": [1.0] * 30,
-        "predicted_bytes": [1.0] * 10 + [0.1] * 10 + [1.0] * 10,
-    })  # fmt: skip
+    predictions = pd.DataFrame(
+        {
+            "model": "m",
+            "split": "random",
+            "seed": [0] * 10 + [1] * 10 + [2] * 10,
+            "run_id": runs + runs + [f"other{i}" for i in range(10)],
+            "measured_bytes": [1.0] * 30,
+            "predicted_bytes": [1.0] * 10 + [0.1] * 10 + [1.0] * 10,
+        }
+    )
     evaluation = Evaluation((), predictions, 30, 30, "x", {"random": (0, 1, 2)})
 
     # Seeds 0 and 1 may not calibrate on a-j, so only on seed 2 (ratio 1): seed 0 is
