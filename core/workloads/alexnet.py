@@ -25,16 +25,19 @@ process only (they import TensorFlow / NumPy lazily).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from core.errors import ConfigError
 from core.workloads.base import (
     MAX_BATCH_SIZE,
+    ImageConfig,
     LayerOutput,
     check_precision,
     check_range,
-    format_image_shape,
+    from_stored_columns,
+    network_knobs,
+    stored_columns,
 )
 from core.workloads.base import parse_image_shape as parse_shape
 
@@ -119,7 +122,7 @@ MIN_IMAGE_SIDE = _smallest_side()  # 67
 
 
 @dataclass(frozen=True)
-class AlexNetConfig:
+class AlexNetConfig(ImageConfig):
     """One training configuration of the AlexNet-style CNN.
 
     image_shape : (height, width) in pixels, channels-last input. Defaults are
@@ -138,12 +141,6 @@ class AlexNetConfig:
     def __post_init__(self) -> None:
         validate(self)
 
-    @property
-    def elements(self) -> int:
-        """Pixels in one sample's image (channels excluded)."""
-        height, width = self.image_shape
-        return height * width
-
     def layers(self) -> list[LayerOutput]:
         return layer_outputs(self)
 
@@ -151,51 +148,23 @@ class AlexNetConfig:
         """The image's channels per pixel, plus the sample's one integer label."""
         return self.elements * self.in_channels + 1
 
-    @property
-    def image_label(self) -> str:
-        """``224`` for a square, ``160x192`` otherwise."""
-        return format_image_shape(self.image_shape)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"image_shape": list(self.image_shape)}
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> AlexNetConfig:
-        return cls(**(values | {"image_shape": tuple(values["image_shape"])}))
-
 
 Config = AlexNetConfig  # the name `core.workloads` looks for in every workload module
 
 # The network's settings besides the image and the batch: every field of
 # AlexNetConfig but those two, in field order.
-NETWORK_KNOBS: tuple[str, ...] = tuple(
-    field.name for field in fields(AlexNetConfig) if field.name not in ("image_shape", "batch_size")
-)
+NETWORK_KNOBS: tuple[str, ...] = network_knobs(AlexNetConfig)
 SHAPE_COLUMNS: tuple[str, ...] = ("height", "width")  # image_shape, as stored
-# Each knob's Python type, read off its default: table rows hold NumPy scalars.
-_KNOB_TYPES: Mapping[str, type] = {
-    field.name: type(field.default)
-    for field in fields(AlexNetConfig)
-    if field.name in NETWORK_KNOBS
-}
 
 
 def config_columns(config: AlexNetConfig) -> dict[str, Any]:
     """``config`` as the runs table stores it: height, width, batch_size, the knobs."""
-    return {
-        **dict(zip(SHAPE_COLUMNS, config.image_shape, strict=True)),
-        "batch_size": config.batch_size,
-        **{knob: getattr(config, knob) for knob in NETWORK_KNOBS},
-    }
+    return stored_columns(config, SHAPE_COLUMNS)
 
 
 def config_from_row(row: Mapping[str, Any]) -> AlexNetConfig:
     """The inverse of `config_columns`, from a dict or a pandas row (NumPy scalars)."""
-    return AlexNetConfig(
-        image_shape=tuple(int(row[column]) for column in SHAPE_COLUMNS),  # type: ignore[arg-type]
-        batch_size=int(row["batch_size"]),
-        **{knob: cast(row[knob]) for knob, cast in _KNOB_TYPES.items()},
-    )
+    return from_stored_columns(AlexNetConfig, row, SHAPE_COLUMNS)
 
 
 def parse_image_shape(text: str) -> tuple[int, int]:

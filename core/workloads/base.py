@@ -23,8 +23,9 @@ Dtypes, as Keras 3 really does it (checked on Keras 3.15, TF 2.21 backend):
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
 from types import MappingProxyType
@@ -104,6 +105,68 @@ class LayerOutput:
     def elements(self) -> int:
         """Number of values in one sample's output tensor."""
         return prod(self.shape)
+
+
+class ImageConfig:
+    """What every workload's config dataclass shares (mixed into each ``Config``).
+
+    The dataclass has ``image_shape`` and ``batch_size`` first, then its knobs.
+    """
+
+    image_shape: tuple[int, ...]
+
+    @property
+    def elements(self) -> int:
+        """Pixels or voxels in one sample's image (channels excluded)."""
+        return prod(self.image_shape)
+
+    @property
+    def image_label(self) -> str:
+        """``144`` when every side is equal, ``240x240x144`` otherwise."""
+        return format_image_shape(self.image_shape)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly: the image shape as a list."""
+        return dataclasses.asdict(self) | {"image_shape": list(self.image_shape)}  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Any:
+        return cls(**(values | {"image_shape": tuple(values["image_shape"])}))
+
+
+def network_knobs(config_type: type) -> tuple[str, ...]:
+    """A config's settings besides the image and the batch, in field order."""
+    return tuple(
+        field.name
+        for field in dataclasses.fields(config_type)
+        if field.name not in ("image_shape", "batch_size")
+    )
+
+
+def stored_columns(config: Any, shape_columns: Sequence[str]) -> dict[str, Any]:
+    """``config`` as the ``runs`` table stores it: the image sides, batch_size, the knobs."""
+    return {
+        **dict(zip(shape_columns, config.image_shape, strict=True)),
+        "batch_size": config.batch_size,
+        **{knob: getattr(config, knob) for knob in network_knobs(type(config))},
+    }
+
+
+def from_stored_columns(config_type: type, row: Mapping[str, Any], shape_columns: Sequence[str]):
+    """The inverse of `stored_columns`, from a dict or a pandas row (NumPy scalars).
+
+    Each knob is cast to the type of its default, so NumPy scalars become ints and strs.
+    """
+    knobs = {
+        field.name: type(field.default)(row[field.name])
+        for field in dataclasses.fields(config_type)
+        if field.name not in ("image_shape", "batch_size")
+    }
+    return config_type(
+        image_shape=tuple(int(row[column]) for column in shape_columns),
+        batch_size=int(row["batch_size"]),
+        **knobs,
+    )
 
 
 def check_range(name: str, value: object, low: int, high: int) -> None:

@@ -13,16 +13,19 @@ child process only (they import TensorFlow / NumPy lazily).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from core.errors import ConfigError
 from core.workloads.base import (
     MAX_BATCH_SIZE,
+    ImageConfig,
     LayerOutput,
     check_precision,
     check_range,
-    format_image_shape,
+    from_stored_columns,
+    network_knobs,
+    stored_columns,
 )
 from core.workloads.base import parse_image_shape as parse_shape
 
@@ -58,7 +61,7 @@ BATCHNORM_FROZEN_PER_CHANNEL = 2
 
 
 @dataclass(frozen=True)
-class UNetConfig:
+class UNetConfig(ImageConfig):
     """One training configuration of the reference 3D U-Net.
 
     image_shape : (depth, height, width) in voxels, channels-last input.
@@ -81,12 +84,6 @@ class UNetConfig:
     def __post_init__(self) -> None:
         validate(self)
 
-    @property
-    def elements(self) -> int:
-        """Voxels in one sample's volume (channels excluded)."""
-        depth, height, width = self.image_shape
-        return depth * height * width
-
     def layers(self) -> list[LayerOutput]:
         return layer_outputs(self)
 
@@ -94,50 +91,23 @@ class UNetConfig:
         """The image's channels and the mask's classes, per voxel."""
         return self.elements * (self.in_channels + self.classes)
 
-    @property
-    def image_label(self) -> str:
-        """``144`` for a cube, ``240x240x144`` otherwise."""
-        return format_image_shape(self.image_shape)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"image_shape": list(self.image_shape)}
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> UNetConfig:
-        return cls(**(values | {"image_shape": tuple(values["image_shape"])}))
-
 
 Config = UNetConfig  # the name `core.workloads` looks for in every workload module
 
 # The network's settings besides the image and the batch: every field of
 # UNetConfig but those two, in field order.
-NETWORK_KNOBS: tuple[str, ...] = tuple(
-    field.name for field in fields(UNetConfig) if field.name not in ("image_shape", "batch_size")
-)
+NETWORK_KNOBS: tuple[str, ...] = network_knobs(UNetConfig)
 SHAPE_COLUMNS: tuple[str, ...] = ("depth", "height", "width")  # image_shape, as stored
 
 
 def config_columns(config: UNetConfig) -> dict[str, Any]:
     """``config`` as the runs table stores it: depth, height, width, batch_size, the knobs."""
-    return {
-        **dict(zip(SHAPE_COLUMNS, config.image_shape, strict=True)),
-        "batch_size": config.batch_size,
-        **{knob: getattr(config, knob) for knob in NETWORK_KNOBS},
-    }
+    return stored_columns(config, SHAPE_COLUMNS)
 
 
 def config_from_row(row: Mapping[str, Any]) -> UNetConfig:
     """The configuration a ``runs`` row stores (values may be NumPy scalars)."""
-    return UNetConfig(
-        image_shape=tuple(int(row[column]) for column in SHAPE_COLUMNS),  # type: ignore[arg-type]
-        batch_size=int(row["batch_size"]),
-        base_filters=int(row["base_filters"]),
-        levels=int(row["levels"]),
-        in_channels=int(row["in_channels"]),
-        classes=int(row["classes"]),
-        precision=str(row["precision"]),
-        upsampling=str(row["upsampling"]),
-    )
+    return from_stored_columns(UNetConfig, row, SHAPE_COLUMNS)
 
 
 def size_multiple(levels: int) -> int:

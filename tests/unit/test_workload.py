@@ -3,9 +3,9 @@
 import pytest
 
 from core.errors import ConfigError
+from core.workloads.base import format_image_shape
 from core.workloads.unet3d import (
     UNetConfig,
-    format_image_shape,
     nearest_valid_sizes,
     parse_image_shape,
     valid_sides,
