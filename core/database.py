@@ -19,6 +19,10 @@ Schema versions (`core.schema` has the tables and the migrations):
   read-write, e.g. ``python -m profiling list --db PATH``, which migrates it.
 * A database from a newer memplan is refused, read-only or not, naming both
   versions; nothing is written to it.
+
+A damaged file (truncated, or a block that fails DuckDB's checksum) is refused
+at once with one StoreError naming it and what to do (`damaged`), never waited
+on as if it were locked: only DuckDB's own lock messages (LOCK_SIGNS) are.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ BUNDLED_EXPORTS: tuple[tuple[Path, Path], ...] = (
     (DATA_DIR / "alexnet_runs.parquet", DATA_DIR / "alexnet_samples.parquet"),
 )
 
+# The repository's own database: the only new file filled with the bundled runs.
+REPOSITORY_DB = DATA_DIR / DEFAULT_DB_NAME
 DB_ENV_VAR = "MEMPLAN_DB"
 LOCK_TIMEOUT_ENV_VAR = "MEMPLAN_LOCK_TIMEOUT_S"
 # A sweep holds the write lock only for one insert (milliseconds), so a minute of
@@ -65,7 +71,7 @@ def default_db_path() -> Path:
     configured = os.environ.get(DB_ENV_VAR, "").strip()
     if configured:
         return Path(configured).expanduser()
-    return DATA_DIR / DEFAULT_DB_NAME
+    return REPOSITORY_DB
 
 
 class _NeedsMigration(StoreError):
@@ -75,11 +81,12 @@ class _NeedsMigration(StoreError):
 def ensure_database(path: Path) -> Path:
     """Make ``path`` a database of the current schema: create it, or migrate an older one.
 
-    A new file gets every table; the default database of a fresh checkout is
-    filled from the bundled reference export, so the dashboard has data on first
-    use. An existing file of an older schema is migrated in place (see the
-    module docstring); one of a newer schema, or not a memplan database at all,
-    raises StoreError.
+    A new file gets every table and no runs, however it was named (``--db``
+    or ``$MEMPLAN_DB``), except the repository's own ``data/memplan.duckdb``
+    (REPOSITORY_DB), which a fresh checkout fills from the bundled reference
+    exports so the dashboard has data on first use. An existing file of an older
+    schema is migrated in place (see the module docstring); one of a newer schema,
+    not a memplan database at all, or damaged, raises StoreError.
     """
     path = Path(path)
     if _create(path):
@@ -109,7 +116,7 @@ def _create(path: Path) -> bool:
         with contextlib.closing(duckdb.connect(str(temp))) as con:
             con.begin()
             schema.create(con)
-            bundled = BUNDLED_EXPORTS if _is_default(path) else ()
+            bundled = BUNDLED_EXPORTS if _is_repository_db(path) else ()
             for runs_file, samples_file in bundled:
                 if not runs_file.exists():
                     continue
@@ -129,8 +136,9 @@ def _create(path: Path) -> bool:
     return True
 
 
-def _is_default(path: Path) -> bool:
-    return path.resolve() == default_db_path().resolve()
+def _is_repository_db(path: Path) -> bool:
+    """Whether ``path`` is REPOSITORY_DB, whether named by ``--db``, ``$MEMPLAN_DB`` or neither."""
+    return path.resolve() == REPOSITORY_DB.resolve()
 
 
 def _publish(temp: Path, path: Path) -> None:
@@ -168,13 +176,44 @@ def first_line(error: BaseException) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
+# DuckDB's words when another process holds the file ("IO Error: Could not set lock on
+# file ...: Conflicting lock is held in ... (PID ...)"). Inside one process DuckDB
+# refuses a read-only and a read-write connection to the same file at once (e.g. two
+# dashboard threads), and a connection opened while another thread's last one to the
+# file is closing ("already attached"); both clear like a lock.
+LOCK_SIGNS = (
+    "could not set lock on file",
+    "conflicting lock is held",
+    "different configuration",
+    "already attached",
+)
+# DuckDB's words for a file that is damaged: a block whose checksum does not match, a
+# file shorter than its own header says (truncated), a header that is not DuckDB's.
+DAMAGE_SIGNS = (
+    "corrupt database file",
+    "does not match stored checksum",
+    "could not read enough bytes",
+    "not a valid duckdb database file",
+)
+
+
 def _is_lock_error(error: duckdb.Error) -> bool:
     message = str(error).lower()
-    # Inside one process DuckDB refuses a read-only and a read-write connection to
-    # the same file at once (e.g. two dashboard threads), and a connection opened
-    # while another thread's last one to the file is closing ("already attached");
-    # both clear like a lock.
-    return any(sign in message for sign in ("lock", "different configuration", "already attached"))
+    return any(sign in message for sign in LOCK_SIGNS)
+
+
+def is_damage_error(error: BaseException) -> bool:
+    """Whether DuckDB raised ``error`` because the database file is damaged."""
+    message = str(error).lower()
+    return isinstance(error, duckdb.Error) and any(sign in message for sign in DAMAGE_SIGNS)
+
+
+def damaged(path: Path, error: BaseException) -> StoreError:
+    """The one-line error for a damaged database file: which file, why, and what to do."""
+    return StoreError(
+        f"{path} is not a readable DuckDB database ({first_line(error)}); restore it from a "
+        f"backup or point {DB_ENV_VAR}/--db at another file"
+    )
 
 
 def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -186,6 +225,8 @@ def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         try:
             return duckdb.connect(str(path), read_only=read_only)
         except duckdb.Error as error:
+            if is_damage_error(error):
+                raise damaged(path, error) from error
             if not _is_lock_error(error):
                 raise StoreError(
                     f"cannot open database {path}: {first_line(error)}; "
@@ -263,6 +304,8 @@ def _migrate(con: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
             delay = min(delay * 2, LOCK_RETRY_MAX_S)
         except duckdb.Error as error:
             _rollback(con)
+            if is_damage_error(error):
+                raise damaged(path, error) from error
             raise StoreError(
                 f"could not migrate database {path} from schema version {found} to "
                 f"{SCHEMA_VERSION}: {first_line(error)}; nothing was changed"
@@ -287,7 +330,10 @@ def connect(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConn
     """A connection for one operation; always closed.
 
     Creates the database first if there is no file; migrates an older database
-    when read-write and refuses it when read-only (see the module docstring).
+    when read-write and refuses it when read-only (see the module docstring). A
+    damaged file (a block that fails its checksum, a truncated file) raises
+    StoreError (`damaged`) wherever DuckDB finds the damage: opening it or
+    reading the block inside the ``with``.
     """
     path = Path(path)
     _create(path)
@@ -295,8 +341,13 @@ def connect(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConn
     try:
         _check_schema(con, path, read_only)
         yield con
+    except duckdb.Error as error:
+        if is_damage_error(error):
+            raise damaged(path, error) from error
+        raise
     finally:
-        con.close()
+        with contextlib.suppress(duckdb.Error):
+            con.close()
 
 
 @contextlib.contextmanager
@@ -307,6 +358,8 @@ def transaction(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         try:
             yield con
         except BaseException:
-            con.rollback()
+            # The exception is the news; a rollback DuckDB refuses (after damage) is not.
+            with contextlib.suppress(duckdb.Error):
+                con.rollback()
             raise
         con.commit()

@@ -5,8 +5,12 @@ An export is a runs file (columns RUN_COLUMNS) and optionally a samples file
 is NULL and ``""`` is an empty string, so a CSV round trip is as exact as Parquet.
 Reading checks a file completely and names the first problem (column, row,
 value) and what would be right; rows are numbered from 1, not counting the CSV
-header line. `profiling.exchange` moves exports in and out of a database file,
-`core.store` fills a new default database from the bundled one; both insert with
+header line. It checks, in order: the size (at most MAX_FILE_BYTES, so memory
+stays bounded: a file is read in batches, and what is kept is typed), the
+version and the columns, each value's type (`core.filecolumns`), and whether the
+values could have been measured (`core.plausibility`). `profiling.exchange`
+moves exports in and out of a database file, `core.database` fills the
+repository's new database from the bundled exports; both insert with
 `insert_runs` on a connection they opened.
 
 Schema versions
@@ -29,43 +33,43 @@ whole, naming both versions: this memplan cannot know what its columns mean.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core import schema, workloads
-from core.errors import ConfigError, DataFileError
-from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, STATUSES
+from core import plausibility, schema
+from core.errors import DataFileError
+from core.filecolumns import typed_table
+from core.records import RUN_COLUMNS, SAMPLE_COLUMNS
+from core.units import GIB, MIB, format_bytes
 
 FORMATS: tuple[str, ...] = (".csv", ".parquet")
 # Parquet key-value metadata and CSV column that carry an export's schema version.
 VERSION_METADATA_KEY = "memplan_schema_version"
 VERSION_COLUMN = "schema_version"
-# Every field as text so this module, not the sniffer, decides types; a quoted ""
+# Every field as text so `core.filecolumns`, not the sniffer, decides types; a quoted ""
 # stays an empty string while an empty field is NULL, as DuckDB's COPY writes them.
 _READ_CSV = (
-    "SELECT * FROM read_csv($1, header = true, all_varchar = true, delim = ',',"
+    "SELECT {columns} FROM read_csv($1, header = true, all_varchar = true, delim = ',',"
     " quote = '\"', escape = '\"', allow_quoted_nulls = false)"
 )
 # How many offending values a message lists before "...".
 SHOWN = 5
-JSON_LIST_COLUMNS: dict[str, type] = {"step_times_s": float, "step_hwm_bytes": int}
-
-# pandas writes a whole-number column with gaps as "5.0", so a zero fraction is accepted.
+# The largest export an import reads, by table, in bytes and in rows: far above any
+# real sweep (a run is ~1 KB of CSV, a sample ~55 bytes of CSV or ~8 of Parquet), and
+# low enough that checking one fits in memory (a samples file at the limits needs about
+# 2.5 GiB; what is kept of it is typed: ~50 bytes a sample).
+MAX_FILE_BYTES: dict[str, int] = {"runs": 64 * MIB, "samples": 1 * GIB}
+MAX_ROWS: dict[str, int] = {"runs": 200_000, "samples": 20_000_000}
+# Rows per batch read: the text of a batch is converted and dropped before the next.
+BATCH_ROWS = 256 * 1024
 _INT_TEXT = re.compile(r"\s*([+-]?\d+)(?:\.0*)?\s*")
-_TRUE_FALSE = {"true": True, "false": False}
-_TYPE_WORDS: dict[type, str] = {
-    str: "text",
-    int: "a whole number",
-    float: "a number",
-    bool: "true or false",
-}
 
 
 def format_of(path: Path) -> str:
@@ -116,25 +120,113 @@ def write(
 # --- reading, versions and type checking ------------------------------------------------
 
 
-def _read_table(path: Path) -> tuple[pa.Table, bool, str | None]:
-    """The file's rows as an Arrow table, whether they are text to parse (CSV), its version tag."""
+_IN_PARTS = (
+    "; export and import it in parts, e.g. one sweep at a time "
+    "(`python -m profiling export --sweep ID`)"
+)
+
+
+def check_size(name: Path | str, size: int, table: str) -> None:
+    """Refuse a ``table`` ("runs" or "samples") export of ``size`` bytes above its limit."""
+    limit = MAX_FILE_BYTES[table]
+    if size > limit:
+        raise DataFileError(
+            f"{name} is {format_bytes(size)} ({size:,} bytes), more than the "
+            f"{format_bytes(limit)} a {table} file may have{_IN_PARTS}"
+        )
+
+
+def _check_rows(name: Path | str, rows: int, table: str) -> None:
+    if rows > MAX_ROWS[table]:
+        raise DataFileError(
+            f"{name} holds more than {MAX_ROWS[table]:,} rows, the most a {table} file may "
+            f"have{_IN_PARTS}"
+        )
+
+
+def _reason(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+@contextlib.contextmanager
+def _reading(path: Path, suffix: str) -> Iterator[None]:
+    """Turn what a reader raises for a malformed file into a DataFileError naming it."""
+    try:
+        yield
+    except (duckdb.Error, pa.ArrowException, OSError, UnicodeDecodeError) as error:
+        raise DataFileError(
+            f"cannot read {path} as {suffix[1:].upper()}: {_reason(error)}; "
+            f"give a file written by memplan export (or the same columns in a {suffix})"
+        ) from error
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class _Export:
+    """One export file, read in batches of BATCH_ROWS rows so memory stays bounded.
+
+    ``names`` are its columns, ``tag`` its Parquet version metadata, ``from_text``
+    whether its values are text to parse (CSV).
+    """
+
+    def __init__(
+        self, path: Path, suffix: str, con: duckdb.DuckDBPyConnection | None, table: str
+    ) -> None:
+        self.path, self.suffix, self._con, self.table = path, suffix, con, table
+        self.from_text = con is not None
+        self.tag: str | None = None
+        if con is not None:
+            self.names = con.sql(_READ_CSV.format(columns="*"), params=[str(path)]).columns
+        else:
+            self._parquet = pq.ParquetFile(path)
+            arrow_schema = self._parquet.schema_arrow
+            self.names = arrow_schema.names
+            found = (arrow_schema.metadata or {}).get(VERSION_METADATA_KEY.encode())
+            self.tag = None if found is None else found.decode(errors="replace")
+            _check_rows(path, self._parquet.metadata.num_rows, table)
+
+    def batches(self, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        """The file's rows in batches; DataFileError past MAX_ROWS (CSV says only when read)."""
+        rows = 0
+        with _reading(self.path, self.suffix):
+            if self._con is None:
+                batches = self._parquet.iter_batches(batch_size=BATCH_ROWS, columns=list(columns))
+            else:
+                query = _READ_CSV.format(columns=", ".join(_quoted(name) for name in columns))
+                relation = self._con.sql(query, params=[str(self.path)])
+                batches = relation.to_arrow_reader(BATCH_ROWS)
+            for batch in batches:
+                rows += batch.num_rows
+                _check_rows(self.path, rows, self.table)
+                yield batch
+
+    def distinct(self, column: str) -> set[Any]:
+        """The different values of ``column`` (up to SHOWN + 1 of them)."""
+        found: set[Any] = set()
+        for batch in self.batches([column]):
+            found.update(pc.unique(batch.column(0)).to_pylist())
+            if len(found) > SHOWN:
+                break
+        return found
+
+
+@contextlib.contextmanager
+def _open_export(path: Path, table: str) -> Iterator[_Export]:
     suffix = format_of(path)
     if not path.is_file():
         raise DataFileError(f"{path} does not exist or is not a file; give an exported {suffix}")
+    check_size(path, path.stat().st_size, table)
+    with _reading(path, suffix):
+        con = duckdb.connect() if suffix == ".csv" else None
     try:
-        if suffix == ".parquet":
-            table = pq.read_table(path)
-            metadata = table.schema.metadata or {}
-            tag = metadata.get(VERSION_METADATA_KEY.encode())
-            return table, False, None if tag is None else tag.decode(errors="replace")
-        with contextlib.closing(duckdb.connect()) as con:
-            return con.sql(_READ_CSV, params=[str(path)]).to_arrow_table(), True, None
-    except (duckdb.Error, pa.ArrowException, OSError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise DataFileError(
-            f"cannot read {path} as {suffix[1:].upper()}: {reason}; "
-            f"give a file written by memplan export (or the same columns in a {suffix})"
-        ) from error
+        with _reading(path, suffix):
+            export = _Export(path, suffix, con, table)
+        yield export
+    finally:
+        if con is not None:
+            con.close()
 
 
 def _parse_version(path: Path, text: Any, where: str) -> int:
@@ -148,41 +240,50 @@ def _parse_version(path: Path, text: Any, where: str) -> int:
     return version
 
 
-def export_version(path: Path, table: pa.Table, name: str, tag: str | None) -> tuple[int, pa.Table]:
-    """The schema version of an export of table ``name``, and its rows without the version column.
+def _version(path: Path, name: str, names: Sequence[str], tag: str | None, column: set) -> int:
+    """The schema version of an export of ``name`` with columns ``names``; see the docstring.
 
-    Refuses a version newer than this memplan's (see the module docstring).
+    ``tag`` is its version metadata, ``column`` the values of its version column.
     """
     declared: int | None = None
     if tag is not None:
         declared = _parse_version(path, tag, f"metadata {VERSION_METADATA_KEY}")
-    if VERSION_COLUMN in table.column_names:
-        values = set(table.column(VERSION_COLUMN).to_pylist())
-        if len(values) > 1:
+    if len(column) > 1:
+        raise DataFileError(
+            f"{path}: column {VERSION_COLUMN} holds several versions "
+            f"({listed(sorted(str(value) for value in column))}); an export has one"
+        )
+    if column:
+        in_column = _parse_version(path, next(iter(column)), f"column {VERSION_COLUMN}:")
+        if declared is not None and in_column != declared:
             raise DataFileError(
-                f"{path}: column {VERSION_COLUMN} holds several versions "
-                f"({listed(sorted(str(value) for value in values))}); an export has one"
+                f"{path}: column {VERSION_COLUMN} says schema version {in_column}, "
+                f"its metadata {declared}; an export has one"
             )
-        if values:
-            in_column = _parse_version(path, values.pop(), f"column {VERSION_COLUMN}:")
-            if declared is not None and in_column != declared:
-                raise DataFileError(
-                    f"{path}: column {VERSION_COLUMN} says schema version {in_column}, "
-                    f"its metadata {declared}; an export has one"
-                )
-            declared = in_column
-        table = table.drop_columns([VERSION_COLUMN])
-    version = declared if declared is not None else schema.infer_version(name, table.column_names)
+        declared = in_column
+    others = [column_name for column_name in names if column_name != VERSION_COLUMN]
+    version = declared if declared is not None else schema.infer_version(name, others)
     if version > schema.SCHEMA_VERSION:
         raise DataFileError(
             f"{path} was exported with schema version {version}, newer than this memplan's "
             f"{schema.SCHEMA_VERSION}; upgrade memplan to import it"
         )
-    return version, table
+    return version
 
 
-def _check_columns(path: Path, table: pa.Table, expected: Sequence[str], version: int) -> None:
-    names = table.column_names
+def export_version(path: Path, table: pa.Table, name: str, tag: str | None) -> tuple[int, pa.Table]:
+    """The schema version of an export of table ``name``, and its rows without the version column.
+
+    Refuses a version newer than this memplan's (see the module docstring).
+    """
+    values: set[Any] = set()
+    if VERSION_COLUMN in table.column_names:
+        values = set(table.column(VERSION_COLUMN).to_pylist())
+        table = table.drop_columns([VERSION_COLUMN])
+    return _version(path, name, table.column_names, tag, values), table
+
+
+def _check_columns(path: Path, names: Sequence[str], expected: Sequence[str], version: int) -> None:
     missing = [name for name in expected if name not in names]
     extra = [name for name in names if name not in expected]
     problems = []
@@ -198,211 +299,59 @@ def _check_columns(path: Path, table: pa.Table, expected: Sequence[str], version
         )
 
 
-def _to_str(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    raise ValueError(value)
-
-
-def _to_int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError(value)
-    if isinstance(value, int):
-        return value
-    # Parquet written by pandas stores a whole-number column with gaps as floats.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    match = _INT_TEXT.fullmatch(value) if isinstance(value, str) else None
-    if match:
-        return int(match.group(1))
-    raise ValueError(value)
-
-
-def _to_float(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError(value)
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        return float(value)
-    raise ValueError(value)
-
-
-def _to_bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _TRUE_FALSE:
-        return _TRUE_FALSE[value.strip().lower()]
-    raise ValueError(value)
-
-
-_CONVERTERS: dict[type, Callable[[Any], Any]] = {
-    str: _to_str,
-    int: _to_int,
-    float: _to_float,
-    bool: _to_bool,
-}
-
-
-def _typed_columns(
+def _typed_rows(
     path: Path,
-    table: pa.Table,
+    name: str,
+    columns: tuple[str, ...],
     column_types: dict[str, type],
     nullable: frozenset[str],
-    from_text: bool,
-) -> dict[str, list[Any]]:
-    """Each column converted to its Python type; the first bad value is named with its row."""
-    columns: dict[str, list[Any]] = {}
-    for name, kind in column_types.items():
-        convert = _CONVERTERS[kind]
-        # CSV cannot tell an empty string from a missing one; for text that must be
-        # present, empty is the only sensible reading.
-        empty: Any = "" if from_text and kind is str and name not in nullable else None
-        converted: list[Any] = []
-        for row, value in enumerate(table.column(name).to_pylist(), start=1):
-            if value is None:
-                if empty is None and name not in nullable:
-                    raise DataFileError(
-                        f"{path}: row {row}: {name} is empty; it needs {_TYPE_WORDS[kind]}"
-                    )
-                converted.append(empty)
-                continue
-            try:
-                converted.append(convert(value))
-            except ValueError:
-                raise DataFileError(
-                    f"{path}: column {name}, row {row}: {value!r} is not {_TYPE_WORDS[kind]}"
-                ) from None
-        columns[name] = converted
-    return columns
-
-
-# --- value checks -----------------------------------------------------------------------
-
-
-def _check_not_negative(path: Path, columns: dict[str, list[Any]], names: Sequence[str]) -> None:
-    for name in names:
-        for row, value in enumerate(columns[name], start=1):
-            if value is not None and value < 0:
-                raise DataFileError(
-                    f"{path}: column {name}, row {row}: {value!r} is negative; "
-                    "memory and times must be 0 or more"
-                )
-
-
-def _check_json_lists(path: Path, columns: dict[str, list[Any]]) -> None:
-    for name, kind in JSON_LIST_COLUMNS.items():
-        for row, text in enumerate(columns[name], start=1):
-            try:
-                items = json.loads(text)
-            except ValueError:
-                items = None
-            allowed = (int, float) if kind is float else (int,)
-            good = isinstance(items, list) and all(
-                isinstance(item, allowed) and not isinstance(item, bool) and item >= 0
-                for item in items
+    arrow_schema: pa.Schema,
+) -> pa.Table:
+    """An export of table ``name``, checked as of its version, brought to now, typed by column."""
+    with _open_export(path, name) as export:
+        in_column = export.distinct(VERSION_COLUMN) if VERSION_COLUMN in export.names else set()
+        version = _version(path, name, export.names, export.tag, in_column)
+        present = [column for column in export.names if column != VERSION_COLUMN]
+        _check_columns(path, present, schema.columns_as_of(name, columns, version), version)
+        parts = [arrow_schema.empty_table()]
+        first_row = 1
+        for batch in export.batches(present):
+            rows = schema.upgrade_export(name, pa.Table.from_batches([batch]), version)
+            parts.append(
+                typed_table(path, rows, column_types, nullable, export.from_text, first_row)
             )
-            if not good:
-                raise DataFileError(
-                    f"{path}: column {name}, row {row}: {text!r} is not a JSON list of "
-                    f"non-negative {'numbers' if kind is float else 'whole numbers'}, "
-                    "e.g. [0.5, 0.42] or []"
-                )
-
-
-def _check_configs(path: Path, columns: dict[str, list[Any]]) -> None:
-    """Each run's workload is known, fills exactly its own columns, and is a valid configuration."""
-    stored = (*workloads.STORED_COLUMNS, "batch_size")
-    for index, (run_id, name) in enumerate(
-        zip(columns["run_id"], columns["workload"], strict=True)
-    ):
-        row = index + 1
-        try:
-            module = workloads.get(name)
-        except ConfigError as error:
-            raise DataFileError(f"{path}: column workload, row {row}: {error}") from None
-        used = (*module.SHAPE_COLUMNS, "batch_size", *module.NETWORK_KNOBS)
-        values = {column: columns[column][index] for column in stored}
-        empty = [column for column in used if values[column] is None]
-        if empty:
-            raise DataFileError(
-                f"{path}: row {row} (run {run_id}): {', '.join(empty)} is empty; "
-                f"workload {name} needs {', '.join(used)}"
-            )
-        foreign = [column for column in stored if column not in used and values[column] is not None]
-        if foreign:
-            raise DataFileError(
-                f"{path}: row {row} (run {run_id}): {', '.join(foreign)} must be empty for "
-                f"workload {name}, which has no such setting"
-            )
-        try:
-            module.config_from_row(values)
-        except ConfigError as error:
-            raise DataFileError(
-                f"{path}: row {row} (run {run_id}) is not a valid workload: {error}"
-            ) from None
-
-
-def _check_runs(path: Path, columns: dict[str, list[Any]]) -> None:
-    for row, status in enumerate(columns["status"], start=1):
-        if status not in STATUSES:
-            raise DataFileError(
-                f"{path}: column status, row {row}: {status!r} is not one of {', '.join(STATUSES)}"
-            )
-    measured = [
-        name
-        for name in RUN_COLUMNS
-        if schema.RUN_TYPES[name] in (int, float) and name.endswith(("_bytes", "_s"))
-    ]
-    _check_not_negative(path, columns, measured)
-    _check_json_lists(path, columns)
-    _check_configs(path, columns)
-    first_row: dict[str, int] = {}
-    for row, run_id in enumerate(columns["run_id"], start=1):
-        if not run_id.strip():
-            raise DataFileError(f"{path}: row {row}: run_id is empty; every run needs an id")
-        if run_id in first_row:
-            raise DataFileError(
-                f"{path}: run_id {run_id!r} appears twice (rows {first_row[run_id]} and {row}); "
-                "each run must appear once"
-            )
-        first_row[run_id] = row
-
-
-def _check_samples(path: Path, columns: dict[str, list[Any]], run_ids: set[str]) -> None:
-    _check_not_negative(path, columns, ("t_s", "rss_bytes"))
-    for row, run_id in enumerate(columns["run_id"], start=1):
-        if run_id not in run_ids:
-            raise DataFileError(
-                f"{path}: row {row}: run_id {run_id!r} is not among the runs being imported; "
-                "import each timeline together with its run"
-            )
-
-
-def _current_rows(path: Path, name: str, columns: tuple[str, ...]) -> tuple[pa.Table, bool]:
-    """An export of table ``name``, its columns checked as of its version, then brought to now."""
-    table, from_text, tag = _read_table(path)
-    version, table = export_version(path, table, name, tag)
-    _check_columns(path, table, schema.columns_as_of(name, columns, version), version)
-    return schema.upgrade_export(name, table, version), from_text
+            first_row += batch.num_rows
+    return pa.concat_tables(parts)
 
 
 def read_runs(path: Path) -> pa.Table:
     """A runs file of any schema up to this one, fully checked, as rows of today's ``runs``."""
     path = Path(path)
-    table, from_text = _current_rows(path, "runs", RUN_COLUMNS)
-    columns = _typed_columns(path, table, schema.RUN_TYPES, schema.NULLABLE_RUN_COLUMNS, from_text)
-    _check_runs(path, columns)
-    return pa.table(columns, schema=schema.RUNS_ARROW_SCHEMA)
+    table = _typed_rows(
+        path,
+        "runs",
+        RUN_COLUMNS,
+        schema.RUN_TYPES,
+        schema.NULLABLE_RUN_COLUMNS,
+        schema.RUNS_ARROW_SCHEMA,
+    )
+    plausibility.check_runs(path, {name: table.column(name).to_pylist() for name in RUN_COLUMNS})
+    return table
 
 
 def read_samples(path: Path, run_ids: set[str]) -> pa.Table:
     """A samples file, fully checked against the runs it belongs to."""
     path = Path(path)
-    table, from_text = _current_rows(path, "samples", SAMPLE_COLUMNS)
-    columns = _typed_columns(path, table, schema.SAMPLE_TYPES, frozenset(), from_text)
-    _check_samples(path, columns, run_ids)
-    return pa.table(columns, schema=schema.SAMPLES_ARROW_SCHEMA)
+    table = _typed_rows(
+        path,
+        "samples",
+        SAMPLE_COLUMNS,
+        schema.SAMPLE_TYPES,
+        frozenset(),
+        schema.SAMPLES_ARROW_SCHEMA,
+    )
+    plausibility.check_samples(path, table, sorted(run_ids))
+    return table
 
 
 # --- inserting --------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-STATUSES = ("ok", "oom", "timeout", "error", "skipped", "interrupted")
+# killed: ended by a signal from outside memplan that the kernel does not count as an OOM kill.
+STATUSES = ("ok", "oom", "timeout", "error", "skipped", "interrupted", "killed")
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ SAMPLES_ARROW_SCHEMA = schema.SAMPLES_ARROW_SCHEMA
 insert_table = schema.insert_table
 
 SWEEP_RUNNING = "running"
+SWEEP_INTERRUPTED = "interrupted"
 # How many candidates an ambiguous run id prefix lists before "...".
 AMBIGUOUS_SHOWN = 5
 
@@ -165,6 +166,30 @@ def update_sweep(
                 f"UPDATE sweeps SET {', '.join(assignments)} WHERE sweep_id = ?",
                 [*values, sweep_id],
             )
+
+
+def interrupt_sweeps(path: Path, sweep_ids: list[str]) -> list[str]:
+    """Mark those of ``sweep_ids`` still recorded as running interrupted; the ids it marked.
+
+    A sweep that has recorded another status meanwhile (finished) is left as it is.
+    """
+    if not sweep_ids:
+        return []
+    ids = list(sweep_ids)
+    with transaction(path) as con:
+        rows = con.execute(
+            "SELECT sweep_id FROM sweeps"
+            " WHERE status = ? AND list_contains(?::VARCHAR[], sweep_id)",
+            [SWEEP_RUNNING, ids],
+        ).fetchall()
+        marked = [row[0] for row in rows]
+        if marked:
+            con.execute(
+                "UPDATE sweeps SET status = ?, finished_at = ?"
+                " WHERE status = ? AND list_contains(?::VARCHAR[], sweep_id)",
+                [SWEEP_INTERRUPTED, now_iso(), SWEEP_RUNNING, marked],
+            )
+    return marked
 
 
 def load_runs(

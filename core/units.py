@@ -1,8 +1,58 @@
-"""Memory units: every stored figure is bytes; people read GiB (2^30 bytes)."""
+"""Memory units: every stored figure is bytes; people read GiB (2^30 bytes).
 
+Every size memplan reads or prints is binary: K, M, G and T (with or without
+``iB``, and ``KB``, ``MB``, ``GB``, ``TB`` too) are 2^10, 2^20, 2^30 and 2^40
+bytes, as memory is sold (a "64 GB" DIMM holds 64 GiB). A memory limit can be
+no more than the machine has (`check_memory_limit`).
+"""
+
+from __future__ import annotations
+
+from core.errors import ConfigError
+
+KIB = 2**10
+MIB = 2**20
 GIB = 2**30
+TIB = 2**40
+
+# What every --help that takes a size says about its units.
+SIZE_UNITS_HELP = (
+    "binary units: K/M/G/T = KiB/MiB/GiB/TiB, and GB = GiB = 2^30 bytes as DIMMs are sold"
+)
 
 
 def format_gib(value_bytes: float) -> str:
     """``12.34 GiB``: bytes as binary gigabytes, two decimals."""
     return f"{value_bytes / GIB:.2f} GiB"
+
+
+def format_bytes(value_bytes: float) -> str:
+    """Bytes in the largest binary unit with a whole part: ``512 B``, ``1.50 MiB``, ``2.00 TiB``."""
+    for unit, size in (("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if abs(value_bytes) >= size:
+            return f"{value_bytes / size:.2f} {unit}"
+    return f"{value_bytes:g} B"
+
+
+def physical_ram_bytes() -> int:
+    """The machine's physical memory (psutil's ``virtual_memory().total``)."""
+    import psutil
+
+    return int(psutil.virtual_memory().total)
+
+
+def check_memory_limit(limit_bytes: int, total_ram_bytes: int | None = None) -> int:
+    """``limit_bytes`` if this machine has that much RAM; `ConfigError` naming both if not.
+
+    ``total_ram_bytes`` defaults to this machine's physical memory. A limit above
+    it could never be reached before the machine swaps or the kernel kills the
+    child, so it would protect nothing.
+    """
+    ram = physical_ram_bytes() if total_ram_bytes is None else int(total_ram_bytes)
+    if limit_bytes > ram:
+        most = f"{ram * 10 // GIB / 10:.1f}GiB"
+        raise ConfigError(
+            f"memory limit {format_bytes(limit_bytes)} is more than this machine's "
+            f"{format_bytes(ram)} of physical RAM; give at most {most}"
+        )
+    return limit_bytes

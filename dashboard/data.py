@@ -11,26 +11,34 @@ sweep has just written changes the version, and the next rerun reads it.
 
 Nothing here fits a model: the models come from ``python -m modeling evaluate``
 (or the bundled evaluation of the bundled runs, `modeling.stored.bundle`).
+
+Read-only (``MEMPLAN_READ_ONLY``, `modeling.stored.readonly`), nothing here
+writes: the database is only ever opened read-only, a missing one is an error
+on the page (not a new file), and the bundled models are read from their files
+into memory instead of being installed into the database.
 """
 
 from __future__ import annotations
 
-import os
+import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from core import store
 from core.database import default_db_path, ensure_database
-from modeling.errors import NoModelsError
-from modeling.stored import bundle
-from modeling.stored import tables as results
+from core.errors import StoreError
+from modeling.errors import ModelingError, NoModelsError
+from modeling.stored import bundle, readonly
 from modeling.stored.predictor import Predictor
+from presentation import text
 
-# Set to 1/true/yes to hide everything that writes (sweep launcher, import): a
-# dashboard shared with a whole team.
-READ_ONLY_ENV_VAR = "MEMPLAN_READ_ONLY"
+# Set to 1/true/yes to hide everything that writes (sweep launcher, import) and
+# write nothing at all: a dashboard shared with a whole team.
+READ_ONLY_ENV_VAR = readonly.READ_ONLY_ENV_VAR
 # Cached entries per loader: the current version and the one before it.
 MAX_VERSIONS = 2
 
@@ -39,7 +47,7 @@ Version = tuple[int, ...]
 
 def read_only() -> bool:
     """Whether `READ_ONLY_ENV_VAR` asks for a dashboard that never writes."""
-    return os.environ.get(READ_ONLY_ENV_VAR, "").strip().lower() in {"1", "true", "yes", "on"}
+    return readonly.read_only()
 
 
 @st.cache_resource(show_spinner="Preparing the database…")
@@ -51,8 +59,37 @@ def _prepared(path: str) -> Path:
 
 
 def database() -> Path:
-    """The database the dashboard shows: ``$MEMPLAN_DB`` or the default, ready to read."""
-    return _prepared(str(default_db_path()))
+    """The database the dashboard shows: ``$MEMPLAN_DB`` or the default, ready to read.
+
+    Read-only, only an existing file, written to by nothing. A database that
+    cannot be opened stops the page with the reason.
+    """
+    try:
+        if read_only():
+            return readonly.existing(default_db_path())
+        return _prepared(str(default_db_path()))
+    except StoreError as error:
+        st.error(text.plain(error))
+        st.stop()
+        raise  # st.stop() raises; this line is for the type checker
+
+
+def _stops_on_store_error(load: Callable[..., Any]) -> Callable[..., Any]:
+    """``load``, but a StoreError (e.g. a damaged database) stops the page with its message.
+
+    Outside the cache, so a stopped page caches nothing and the next rerun tries again.
+    """
+
+    @functools.wraps(load)
+    def loading(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return load(*args, **kwargs)
+        except StoreError as error:
+            st.error(text.plain(error))
+            st.stop()
+            raise  # st.stop() raises; this line is for the type checker
+
+    return loading
 
 
 def version(db_path: Path) -> Version:
@@ -68,46 +105,70 @@ def version(db_path: Path) -> Version:
     return tuple(stamp)
 
 
+@_stops_on_store_error
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS)
 def runs(db_path: Path, db_version: Version) -> pd.DataFrame:
     """Every stored run (`core.store.load_runs`)."""
     return store.load_runs(db_path)
 
 
+@_stops_on_store_error
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS)
 def sweeps(db_path: Path, db_version: Version) -> pd.DataFrame:
     """Every sweep, oldest first."""
     return store.load_sweeps(db_path)
 
 
+@_stops_on_store_error
 @st.cache_data(show_spinner=False, max_entries=16)
 def samples(db_path: Path, run_ids: tuple[str, ...], db_version: Version) -> pd.DataFrame:
     """The memory timelines of ``run_ids``."""
     return store.load_samples(db_path, list(run_ids))
 
 
+@_stops_on_store_error
 @st.cache_resource(show_spinner=False, max_entries=MAX_VERSIONS * 4)
-def predictors(db_path: Path, db_version: Version, workload: str) -> list[Predictor]:
-    """``workload``'s latest evaluation's fitted models; empty when none was stored yet."""
+def _stored_models(
+    db_path: Path, db_version: Version, workload: str
+) -> tuple[list[Predictor], str | None]:
+    """The models (`modeling.stored.bundle.load_predictors`) and why they were refused, if so."""
     try:
-        return results.load_predictors(db_path, workload=workload)
+        return bundle.load_predictors(db_path, workload=workload), None
     except NoModelsError:
-        return []
+        return [], None
+    except ModelingError as error:  # a row not stored as data: refused, nothing of it ran
+        return [], str(error)
 
 
+def predictors(db_path: Path, db_version: Version, workload: str) -> list[Predictor]:
+    """``workload``'s latest evaluation's fitted models; empty when none was stored yet.
+
+    The database's, or the bundled ones of its runs; empty too when they were
+    refused (`refused_models` says why).
+    """
+    return _stored_models(db_path, db_version, workload)[0]
+
+
+def refused_models(db_path: Path, db_version: Version, workload: str) -> str | None:
+    """Why ``workload``'s stored models could not be loaded; None when they could (or none)."""
+    return _stored_models(db_path, db_version, workload)[1]
+
+
+@_stops_on_store_error
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
 def scores(db_path: Path, db_version: Version, workload: str) -> pd.DataFrame:
     """``workload``'s latest evaluation's scores; empty when none was stored yet."""
     try:
-        return results.load_scores(db_path, workload=workload)
+        return bundle.load_scores(db_path, workload=workload)
     except NoModelsError:
         return pd.DataFrame()
 
 
+@_stops_on_store_error
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
 def held_out_predictions(db_path: Path, db_version: Version, workload: str) -> pd.DataFrame:
     """``workload``'s latest evaluation's held-out predictions; empty when none was stored yet."""
     try:
-        return results.load_predictions(db_path, workload=workload)
+        return bundle.load_predictions(db_path, workload=workload)
     except NoModelsError:
         return pd.DataFrame()

@@ -27,6 +27,7 @@ from dashboard import data
 from modeling.stored.predictor import Predictor
 from presentation import charts, curves, workload_labels
 from presentation.report import PAPER_SR_MAPE_PCT
+from presentation.text import code, plain
 from profiling import floor
 
 WORKLOAD_KEY = "models_workload"
@@ -136,9 +137,9 @@ def peak_chart(
     network = curves.network_label(knobs, workload)
     st.caption(
         f"Dots: {len(mine)} measured runs (kernel high-water mark), {module.TITLE}"
-        f"{', ' + network if network else ''}. Lines: each model's prediction for {solid}s, one "
-        "colour per batch size, one dash per model (click a model in the legend to pick it "
-        f"out). Non-{solid} runs sit at the side of the {solid} with as many {elements}."
+        f"{', ' + plain(network) if network else ''}. Lines: each model's prediction for "
+        f"{solid}s, one colour per batch size, one dash per model (click a model in the legend "
+        f"to pick it out). Non-{solid} runs sit at the side of the {solid} with as many {elements}."
     )
 
 
@@ -223,7 +224,7 @@ def formula(models: Models, workload: str) -> None:
     if others:
         with st.expander("Other models' formulas"):
             for model in others:
-                st.markdown(f"*{model.title}*")
+                st.markdown(f"*{plain(model.title)}*")
                 latex = curves.formula_latex(model.formula)
                 if latex:
                     st.latex(latex)
@@ -254,7 +255,7 @@ def measurement_floor(db: Path, version: data.Version, workload: str) -> None:
     st.metric(
         "Sampling gap, largest",
         f"{gap.max_pct:.2f}%",
-        help=f"{gap.max_mib:.1f} MiB, at {gap.worst_point}.",
+        help=f"{gap.max_mib:.1f} MiB, at {plain(gap.worst_point)}.",
     )
     st.caption(
         "How far the kernel's high-water mark (VmHWM, what the models predict) lies "
@@ -293,6 +294,9 @@ def render() -> None:
     workload = choose_workload()
     scores = data.scores(db, version, workload)
     evaluated = bool(data.predictors(db, version, workload))
+    refused = data.refused_models(db, version, workload)
+    if refused:
+        st.error(plain(refused))
     models = models_of(db, version, workload)
     points = measured(db, version, workload)
     title, command = workload_labels.title(workload), workload_labels.evaluate_command(workload)
@@ -300,7 +304,7 @@ def render() -> None:
         measured_runs = f"{len(points)} measured run(s) but no" if len(points) else "no"
         st.info(
             f"This database has {measured_runs} stored evaluation of the {title}, so only "
-            f"the analytical models are shown. Run `{command} --db {db}` to fit and score "
+            f"the analytical models are shown. Run {code(f'{command} --db {db}')} to fit and score "
             "symbolic regression and the baselines; they appear here when it "
             "finishes."
         )

@@ -31,7 +31,6 @@ The sentences quote what the link said: show them with `plain`, never as Markdow
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -41,6 +40,7 @@ import streamlit as st
 from core import workloads
 from core.errors import ConfigError
 from core.workloads import DEFAULT_WORKLOAD
+from presentation import text as safe_text
 from presentation.sizing_view import (
     KNOB_OFFERS,
     SizingChoices,
@@ -71,15 +71,13 @@ WORKLOAD, IMAGE, BATCH, BUDGET, HEADROOM, MODEL = (
 )
 KNOB_PARAMS: dict[str, str] = {offer.param: offer.knob for offer in KNOB_OFFERS.values()}
 PARAMETERS: tuple[str, ...] = (WORKLOAD, IMAGE, BATCH, *KNOB_PARAMS, BUDGET, HEADROOM, MODEL)
-# Every character Markdown (and Streamlit's extensions: $math$, :colour[...]) may read.
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&\"'=])")
 
 Params = Mapping[str, str | list[str]]
 
 
-def plain(text: str) -> str:
-    """``text`` escaped for Streamlit's Markdown, so it shows exactly as written."""
-    return _MARKDOWN_SPECIALS.sub(r"\\\1", text).replace("\n", " ")
+def plain(sentence: str) -> str:
+    """``sentence`` escaped for Streamlit's Markdown, so it shows exactly as written."""
+    return safe_text.plain(sentence)
 
 
 def to_params(state: SizingState) -> dict[str, str]:

@@ -2,8 +2,10 @@
 
 The sweep runs as a detached job (`profiling.launcher`): this code only starts
 it, reads its state from disk every few seconds and can cancel it, so a reload,
-a second tab or a closed browser neither stops nor duplicates it. When a point
-finishes, the whole page reruns, and its charts read the new runs. A read-only
+a second tab or a closed browser neither stops nor duplicates it. Any sweep
+writing to the database shows here and can be cancelled, whoever started it (a
+CLI sweep too); none can be launched meanwhile. When a point finishes, the
+whole page reruns, and its charts read the new runs. A read-only
 dashboard (``MEMPLAN_READ_ONLY``) shows neither section.
 """
 
@@ -19,9 +21,9 @@ from core import workloads
 from core.errors import MemplanError
 from core.workloads import DEFAULT_WORKLOAD
 from dashboard import data
-from presentation import workload_labels
+from presentation import text, workload_labels
 from profiling import job as jobs
-from profiling import launcher, uploads
+from profiling import joblog, jobstatus, launcher, requests, uploads
 from profiling.runner import DEFAULT_STEPS
 from profiling.sweep import default_memory_limit_bytes
 
@@ -110,12 +112,12 @@ def refit_command(choice: str, db: Path, workload: str | None = None) -> list[st
     return command + ["--quick"] if choice == REFIT_QUICK else command
 
 
-def _job_status(db: Path) -> launcher.JobStatus:
+def _job_status(db: Path) -> jobstatus.JobStatus:
     # The cached sweeps table: re-read only when the database changed.
     return launcher.status(db, sweeps=data.sweeps(db, data.version(db)))
 
 
-def _signature(job: launcher.JobStatus) -> tuple:
+def _signature(job: jobstatus.JobStatus) -> tuple:
     """What, when it changes, means the page should redraw: a point done, a phase passed."""
     return (job.running, job.phase, job.points_done)
 
@@ -133,26 +135,35 @@ def _job_panel(db: Path) -> None:
             st.rerun()
     if job.running:
         _progress(db, job)
-    elif job.phase != launcher.PHASE_IDLE:
+    elif job.phase != jobstatus.PHASE_IDLE:
         _outcome(job)
 
 
-def _progress(db: Path, job: launcher.JobStatus) -> None:
+def _progress(db: Path, job: jobstatus.JobStatus) -> None:
     total = f"{job.points_total}" if job.points_total is not None else "?"
     st.progress(job.fraction_done, text=f"{job.points_done or 0} / {total} points")
-    if job.phase == launcher.PHASE_REFITTING:
+    if job.external:
+        st.info(
+            "A sweep this dashboard did not launch is writing to the database: "
+            + text.code(job.command or "")
+        )
+        st.caption(f"pid {job.pid}, started {_clock(job.started_at or '')}.")
+    elif job.message:
+        st.warning(text.plain(job.message[0].upper() + job.message[1:] + "."))
+    if job.phase == jobstatus.PHASE_REFITTING:
         st.write("Refitting the models on every stored run…")
     elif job.current_point:
-        st.write(f"Now measuring **{job.current_point}**")
+        st.write(f"Now measuring **{text.plain(job.current_point)}**")
     else:
         st.write("Starting the sweep…")
-    if job.phase == launcher.PHASE_SWEEPING and job.elapsed_s is not None:
+    if job.phase == jobstatus.PHASE_SWEEPING and job.elapsed_s is not None:
         # The sweep has no estimate until its first point has given it a rate.
-        left = "estimating…" if job.eta_s is None else f"{launcher.duration_text(job.eta_s)} left"
-        st.caption(f"ETA: {left} ({launcher.duration_text(job.elapsed_s)} elapsed)")
-    if job.refit and job.phase != launcher.PHASE_REFITTING:
-        st.caption(f"Then: {job.refit}.")
-    st.code("\n".join(job.log_tail) or "(no output yet)", language=None, wrap_lines=True)
+        left = "estimating…" if job.eta_s is None else f"{joblog.duration_text(job.eta_s)} left"
+        st.caption(f"ETA: {left} ({joblog.duration_text(job.elapsed_s)} elapsed)")
+    if job.refit and job.phase != jobstatus.PHASE_REFITTING:
+        st.caption(f"Then: {text.plain(job.refit)}.")
+    if not job.external:  # a sweep started elsewhere writes its log where it was started
+        st.code("\n".join(job.log_tail) or "(no output yet)", language=None, wrap_lines=True)
     if st.button("Cancel sweep", key="cancel_sweep"):
         # LauncherError: it ended on its own meanwhile, and the page shows how.
         with st.spinner("Cancelling…"), contextlib.suppress(launcher.LauncherError):
@@ -160,7 +171,7 @@ def _progress(db: Path, job: launcher.JobStatus) -> None:
         st.rerun()
 
 
-def _outcome(job: launcher.JobStatus) -> None:
+def _outcome(job: jobstatus.JobStatus) -> None:
     points = (
         f"{job.points_done} / {job.points_total} points"
         if job.points_total is not None
@@ -172,13 +183,13 @@ def _outcome(job: launcher.JobStatus) -> None:
     elif job.phase == jobs.PHASE_CANCELLED:
         st.info(f"Last sweep was cancelled at {points}; launching it again resumes it.")
     elif job.phase == jobs.PHASE_FAILED:
-        st.error(f"Last sweep failed at {points}: {job.message}")
+        st.error(f"Last sweep failed at {points}: {text.plain(job.message)}")
     else:
-        st.error(f"Last sweep crashed at {points}: {job.message}")
+        st.error(f"Last sweep crashed at {points}: {text.plain(job.message)}")
     if job.refit == "models refit":
         st.success("Models refit: the Models and Sizing pages use them.")
     elif job.refit:
-        st.warning(job.refit[0].upper() + job.refit[1:] + ".")
+        st.warning(text.plain(job.refit[0].upper() + job.refit[1:] + "."))
     with st.expander("Log of the last sweep"):
         st.code("\n".join(job.log_tail) or "(empty)", language=None, wrap_lines=True)
 
@@ -196,7 +207,7 @@ def _launch_form(db: Path) -> None:
         st.session_state.setdefault(KEYS[name], remembered.get(name, value))
     # Set once per session: the memory available moves, and a moving default would reset the box.
     limit_bytes = default_memory_limit_bytes()
-    default_limit = launcher.memory_limit_text(limit_bytes) if limit_bytes > 0 else ""
+    default_limit = requests.memory_limit_text(limit_bytes) if limit_bytes > 0 else ""
     st.session_state.setdefault(KEYS["limit"], remembered.get("limit", default_limit))
     st.session_state.setdefault(KEYS["refit"], remembered.get("refit", REFIT_CHOICES[0]))
     # Outside the form, so choosing a workload redraws the form with that workload's fields.
@@ -254,7 +265,7 @@ def _launch(db: Path) -> None:
     # A workload without base filters gets none, whatever the hidden field last said.
     has_filters = "base_filters" in workloads.get(workload).NETWORK_KNOBS
     try:
-        request = launcher.parse_request(
+        request = requests.parse_request(
             state.get(KEYS["sizes"], ""),
             state.get(KEYS["batches"], ""),
             state.get(KEYS["filters"], "") if has_filters else "",
@@ -265,7 +276,7 @@ def _launch(db: Path) -> None:
         refit = refit_command(state.get(KEYS["refit"], REFIT_NO), db, workload)
         launcher.launch(db, request, refit)
     except MemplanError as error:
-        st.error(str(error))
+        st.error(text.plain(error))
         return
     st.rerun()
 
@@ -287,6 +298,6 @@ def _import_form(db: Path) -> None:
     try:
         count = uploads.import_uploads(db, runs, timelines)
     except MemplanError as error:
-        st.error(f"Nothing was imported. {error}")
+        st.error(f"Nothing was imported. {text.plain(error)}")
     else:
-        st.success(f"Imported {count} run(s) from {runs_file.name}.")
+        st.success(f"Imported {count} run(s) from {text.plain(runs_file.name)}.")

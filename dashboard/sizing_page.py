@@ -4,9 +4,10 @@ The workload first (the 3D U-Net or the AlexNet-style 2D CNN), then inputs on
 the left (image shape, batch, that network's knobs, budget, headroom, model),
 answers on the right: the chosen model's predicted peak and upper bound with a
 fits / does-not-fit verdict, every model's prediction, the three sizing answers
-of `modeling.sizing`, and the refined analytical breakdown. The inputs live in
-the URL (`dashboard.query_state`), so a link reproduces the view; what the page
-offers and its captions come from `presentation.sizing_view`.
+of `modeling.sizing` (`dashboard.sizing_answers`), and the refined analytical
+breakdown. The inputs live in the URL (`dashboard.query_state`), so a link
+reproduces the view; what the page offers and its captions come from
+`presentation.sizing_view`.
 
 A rerun only predicts a handful of configurations with the cached stored models;
 the sizing scans are cached per question.
@@ -15,9 +16,7 @@ the sizing scans are cached per question.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -26,11 +25,10 @@ from core import workloads
 from core.analytical import refined_breakdown
 from core.units import GIB
 from core.workloads.base import WorkloadConfig
-from dashboard import data, query_state
-from modeling import sizing
-from modeling.errors import ModelingError
+from dashboard import data, query_state, sizing_answers
 from presentation import charts, curves, sizing_view, workload_labels
 from presentation.sizing_view import SizingChoices, SizingState, gib
+from presentation.text import code, plain
 
 # The shape radio's two modes, per number of image dimensions.
 SHAPE_MODES = {3: ("Cube", "D × H × W"), 2: ("Square", "H × W")}
@@ -186,34 +184,6 @@ def predictions(
     return sizing_view.config_predictions(data.predictors(db_path, db_version, workload), configs)
 
 
-QUESTIONS = {
-    "image": sizing.largest_image_side,
-    "batch": sizing.largest_batch,
-    "buy": sizing.memory_to_buy,
-}
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def answer(
-    db_path: Path,
-    db_version: data.Version,
-    workload: str,
-    model_name: str,
-    question: str,
-    **arguments: object,
-) -> object:
-    """One `modeling.sizing` answer for ``workload``, or the `ModelingError` message.
-
-    Cached on exactly what the question depends on: moving the batch slider does
-    not rescan every batch size for the largest batch.
-    """
-    model = next(p for p in data.predictors(db_path, db_version, workload) if p.name == model_name)
-    try:
-        return QUESTIONS[question](model, workload=workload, **arguments)
-    except ModelingError as error:
-        return str(error)
-
-
 def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int) -> None:
     """The chosen model's prediction, bound, and whether it fits the budget."""
     upper, budget_bytes = chosen["upper_bytes"], state.budget_gib * GIB
@@ -221,7 +191,7 @@ def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int) -> None:
     predicted_col.metric(
         "Predicted peak",
         gib(chosen["predicted_bytes"]),
-        help=f"{chosen['title']}: its point prediction.",
+        help=f"{plain(chosen['title'])}: its point prediction.",
     )
     upper_col.metric(
         "Upper bound",
@@ -245,7 +215,7 @@ def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int) -> None:
     sentence = (
         f"{state.image_label} at batch {state.batch_size} needs up to {gib(upper)}, "
         f"{gib(needed)} with {state.headroom_pct:g}% headroom, of the {state.budget_gib:g} GiB "
-        f"budget ({chosen['title']})."
+        f"budget ({plain(chosen['title'])})."
     )
     if fits:
         st.success(f"**Fits**: {sentence}")
@@ -253,13 +223,14 @@ def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int) -> None:
         st.error(f"**Does not fit**: {sentence}")
     if chosen["raised_to_closed_form"]:
         st.warning(
-            f"{chosen['title']} predicts less than the refined closed-form estimate here, which "
+            f"{plain(chosen['title'])} predicts less than the refined closed-form estimate here, "
+            "which "
             "every measured run exceeded, so the bound is the closed-form estimate instead; "
             "this model's formula is not to be trusted here."
         )
     if chosen["beyond"]:
         st.warning(
-            f"This configuration lies beyond the measured runs: {chosen['beyond']}. "
+            f"This configuration lies beyond the measured runs: {plain(chosen['beyond'])}. "
             "The model was never checked there; its bound is a best guess, not a guarantee."
         )
 
@@ -292,76 +263,6 @@ def every_model(table: pd.DataFrame, state: SizingState, usable_bytes: int) -> N
         predicted_gib=table["predicted_bytes"] / GIB, upper_gib=table["upper_bytes"] / GIB
     )
     st.altair_chart(charts.bounds(frame, state.budget_gib, usable_bytes / GIB), width="stretch")
-
-
-def show_answer(
-    found: Any, label: str, value: Callable[[Any], str], caption: Callable[[Any], str]
-) -> None:
-    """One sizing answer: the value, what it needs, the model and bound, any warning."""
-    if isinstance(found, str):
-        st.error(found)
-        return
-    st.metric(label, value(found))
-    st.caption(caption(found))
-    st.caption(f"Model {found.basis.model}; bound: {found.basis.bound}.")
-    if found.basis.warning:
-        st.warning(found.basis.warning)
-
-
-def sizing_answers(db: Path, version: data.Version, state: SizingState, usable: int) -> None:
-    """Largest image at this batch, largest batch at this image, memory to buy."""
-    image_col, batch_col, buy_col = st.columns(3)
-    workload, knobs, dims = state.workload, dict(state.knobs), len(state.image_shape)
-    solid = workload_labels.SOLIDS[dims]
-    with image_col:
-        show_answer(
-            answer(
-                db,
-                version,
-                workload,
-                state.model,
-                "image",
-                budget_bytes=usable,
-                batch_size=state.batch_size,
-                knobs=knobs,
-            ),
-            f"Largest {solid} at batch {state.batch_size}",
-            lambda found: workload_labels.power(found.side, dims),
-            lambda found: sizing_view.image_caption(found, dims),
-        )
-    with batch_col:
-        show_answer(
-            answer(
-                db,
-                version,
-                workload,
-                state.model,
-                "batch",
-                budget_bytes=usable,
-                image_shape=state.image_shape,
-                knobs=knobs,
-            ),
-            f"Largest batch at {state.image_label}",
-            lambda found: str(found.batch_size),
-            sizing_view.batch_caption,
-        )
-    with buy_col:
-        show_answer(
-            answer(
-                db,
-                version,
-                workload,
-                state.model,
-                "buy",
-                image_shape=state.image_shape,
-                batch_size=state.batch_size,
-                headroom=state.headroom_pct / 100,
-                knobs=knobs,
-            ),
-            "Memory to buy",
-            lambda found: f"{found.memory_gb} GB",
-            sizing_view.memory_caption,
-        )
 
 
 def breakdown(config: WorkloadConfig, runs: pd.DataFrame, predicted_bytes: float | None) -> None:
@@ -402,6 +303,9 @@ def render() -> None:
     linked, problems = query_state.workload_from(params)
     workload = choose_workload(linked)
     predictors = data.predictors(db, version, workload)
+    refused = data.refused_models(db, version, workload)
+    if refused:
+        st.error(plain(refused))
     runs = workload_labels.runs_of(data.runs(db, version), workload)
     titles = {p.name: p.title for p in predictors}
     choices = sizing_view.choices_for(workload, list(titles), runs)
@@ -423,8 +327,9 @@ def render() -> None:
         if not predictors:
             st.info(
                 f"No fitted {workload_labels.title(workload)} models in this database yet: "
-                f"run `{workload_labels.evaluate_command(workload)}` (add `--db {db}` for "
-                "this one) to get predictions, bounds and sizing answers. Meanwhile, the "
+                f"run `{workload_labels.evaluate_command(workload)}` (add "
+                f"{code(f'--db {db}')} for this one) to get predictions, bounds and sizing "
+                "answers. Meanwhile, the "
                 "refined closed-form estimate:"
             )
             st.subheader("Refined analytical breakdown")
@@ -444,7 +349,7 @@ def render() -> None:
         f"Answers use what training may use of the budget: {state.budget_gib:g} GiB less "
         f"{state.headroom_pct:g}% headroom = {gib(usable)}."
     )
-    sizing_answers(db, version, state, usable)
+    sizing_answers.render(db, version, state, usable)
     st.subheader("Refined analytical breakdown")
     breakdown(state.config, runs, chosen["predicted_bytes"])
 

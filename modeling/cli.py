@@ -46,12 +46,12 @@ from modeling.evaluation.protocol import (
 from modeling.evaluation.splits import SPLIT_KINDS
 from modeling.features import measured_frame
 from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side, memory_to_buy
-from modeling.stored import bundle
+from modeling.stored import bundle, readonly
 from modeling.stored import tables as results
 from presentation import report
 
 ERROR_EXIT_CODE = 2
-BUDGET_HELP = "memory available, e.g. 256GiB or 64G (binary); a GB/TB suffix means 10^9/10^12"
+BUDGET_HELP = "memory available, e.g. 256GiB, 256GB or 64G; every unit is binary (GB = GiB = 2^30)"
 
 
 def _fraction(text: str) -> float:
@@ -123,8 +123,20 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _db_for_reading(args: argparse.Namespace) -> Path:
+    """The database to read; in read-only mode only an existing one, opened for nothing else."""
+    if readonly.read_only():
+        return readonly.existing(args.db or database.default_db_path())
+    return open_db(args)
+
+
 def _evaluate(args: argparse.Namespace) -> int:
-    db_path = open_db(args)
+    if args.store and readonly.read_only():
+        raise ModelingError(
+            f"{readonly.READ_ONLY_ENV_VAR} is set, so nothing is stored: pass --no-store to "
+            "score the models without storing them, or unset it"
+        )
+    db_path = _db_for_reading(args)
     if args.store and "random" not in args.splits:
         raise ModelingError(
             "storing models needs the random split for their bounds; "
@@ -202,7 +214,8 @@ def _prepare_export(parser: argparse.ArgumentParser) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    directory = bundle.export_results(open_db(args), args.directory, workload=args.workload)
+    db_path = _db_for_reading(args)
+    directory = bundle.export_results(db_path, args.directory, workload=args.workload)
     tables = ", ".join(results.RESULT_TABLES)
     print(f"wrote the latest {args.workload} evaluation's {tables} to {directory}")
     return 0
@@ -232,16 +245,19 @@ def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
         "--budget",
         type=parse_bytes,
         required=True,
-        help="memory available, e.g. 256GiB (binary K/M/G/T; GB = 10^9)",
+        help=BUDGET_HELP,
     )
     parser.add_argument("--batch-size", type=positive_int, required=True)
     _add_model_options(parser)
 
 
 def _stored_model(args: argparse.Namespace) -> results.Predictor:
-    db_path = open_db(args)
-    bundle.install_every_bundle(db_path)
-    return results.load_predictor(db_path, args.model, workload=args.workload)
+    """The model asked for: the database's, or the bundled one for its runs, read in memory.
+
+    Nothing is written to the database (the bundle is never installed), and in
+    read-only mode it is not even created or migrated.
+    """
+    return bundle.load_predictor(_db_for_reading(args), args.model, workload=args.workload)
 
 
 def _size_image(args: argparse.Namespace) -> int:

@@ -35,7 +35,6 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 import sympy
-from sympy.parsing.sympy_parser import TokenError
 
 from core import workloads
 from core.analytical import (
@@ -46,6 +45,7 @@ from core.analytical import (
 from core.units import GIB
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import WorkloadConfig
+from modeling.estimators.formula import FormulaError, parse_formula
 from modeling.features import (
     BASELINE_COLUMN,
     KNOB_COLUMNS,
@@ -368,15 +368,15 @@ def formula_latex(formula: str | None) -> str | None:
     """A stored formula (sympy syntax, e.g. ``1.137*batch_size*megavoxels + 0.9604``) as LaTeX.
 
     Input names are set upright (``\\mathrm{batch\\_size}``). None when the text
-    is not an expression sympy reads (some models store prose, e.g. units).
-    sympy evaluates the text: parse only formulas from a database you trust,
-    as for its pickled models (`modeling.stored.tables`).
+    is not a formula of numbers, the known inputs, arithmetic and gplearn's
+    functions (some models store prose, e.g. units). The text is read by
+    `modeling.estimators.formula.parse_formula`, a whitelist: it is never evaluated.
     """
     if not formula:
         return None
     try:
-        expression = sympy.parse_expr(formula)
-    except (sympy.SympifyError, SyntaxError, TypeError, TokenError):
+        expression = parse_formula(formula)
+    except FormulaError:
         return None
     names = {
         symbol: r"\mathrm{" + symbol.name.replace("_", r"\_") + "}"

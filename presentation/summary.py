@@ -17,7 +17,7 @@ from presentation import workload_labels
 
 PEAK_COLUMNS = {"hwm": "peak_hwm_bytes", "sampled": "peak_sampled_bytes"}
 # How a cell reads when the point has no measurement, most informative first.
-_STATUS_ORDER = ("oom", "timeout", "error", "skipped", "interrupted")
+_STATUS_ORDER = ("oom", "timeout", "error", "killed", "skipped", "interrupted")
 
 
 def _cell(group: pd.DataFrame, column: str) -> str:

@@ -1,11 +1,16 @@
 """The profiled process: one fresh interpreter trains one configuration.
 
 Run as ``python -m profiling.child --workload NAME --config JSON --steps N --seed S
---result PATH``
+--result PATH [--parent-pid PID]``
 by `profiling.runner`, never by hand. It imports the framework, records its own
 resident memory right after (the framework's baseline), builds the model,
 trains on seeded synthetic data and, after every phase, rewrites the result
 file atomically, so a run that is killed part-way still leaves what it reached.
+
+It never outlives the sweep that started it: the runner asks the kernel to kill
+it when its parent dies (`profiling.processes.die_with_parent`), and, where that
+is not available, a thread here ends the process once ``--parent-pid`` is no
+longer its parent (it was re-parented: the parent died).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +32,18 @@ def _write_result(path: Path, result: dict[str, Any]) -> None:
     os.replace(partial, path)
 
 
+# How often the child checks that its parent still lives.
+PARENT_CHECK_S = 0.5
+# The exit code of a child that stopped because its parent died.
+ORPHANED_EXIT_CODE = 3
+
+
+def _exit_when_orphaned(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(ORPHANED_EXIT_CODE)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m profiling.child")
     parser.add_argument("--workload", required=True, help="a name from core.workloads")
@@ -33,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--result", type=Path, required=True)
+    parser.add_argument("--parent-pid", type=int, help="stop as soon as this is not the parent")
     args = parser.parse_args(argv)
+    if args.parent_pid:
+        watcher = threading.Thread(target=_exit_when_orphaned, args=(args.parent_pid,), daemon=True)
+        watcher.start()
 
     started = time.monotonic()
     import keras

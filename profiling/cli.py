@@ -17,6 +17,7 @@ import pandas as pd
 
 from core import store, workloads
 from core.commands import (
+    SIZE_HELP,
     add_commands,
     add_db_option,
     add_knob_options,
@@ -26,12 +27,16 @@ from core.commands import (
     parse_bytes,
     positive_float,
     positive_int,
+    read_settings_file,
     run_handler,
+    seed,
 )
 from core.errors import ConfigError
-from core.units import format_gib
+from core.plausibility import MAX_SEED
+from core.records import STATUSES
+from core.units import check_memory_limit, format_gib
 from presentation.summary import PEAK_COLUMNS, peak_table, to_markdown
-from profiling import exchange
+from profiling import exchange, pending
 from profiling.runner import (
     DEFAULT_SAMPLE_INTERVAL_S,
     DEFAULT_STEPS,
@@ -43,7 +48,6 @@ from profiling.sweep import (
     GRID_KNOBS,
     default_memory_limit_bytes,
     grid_from_mapping,
-    load_grid_file,
     run_sweep,
 )
 
@@ -90,14 +94,19 @@ def _add_measure_options(parser: argparse.ArgumentParser) -> None:
         "--memory-limit",
         type=parse_bytes,
         default=None,
-        help="kill a child above this resident memory, e.g. 16GiB (default: "
-        "75%% of RAM, never within 2 GiB of what is available)",
+        help="kill a child above this resident memory, at most the machine's RAM "
+        f"(default: 75%% of RAM, never within 2 GiB of what is available); {SIZE_HELP}",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
+    parser.add_argument(
+        "--seed", type=seed, default=0, help=f"seed of the synthetic data (0 to {MAX_SEED})"
+    )
     add_db_option(parser)
 
 
 def _settings(args: argparse.Namespace) -> RunSettings:
+    """The measuring flags; `ConfigError` for a memory limit above this machine's RAM."""
+    if args.memory_limit is not None:
+        check_memory_limit(args.memory_limit)
     return RunSettings(
         memory_limit_bytes=args.memory_limit or default_memory_limit_bytes(),
         steps=args.steps,
@@ -127,9 +136,10 @@ def _prepare_run(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    settings = _settings(args)
     config = config_from_args(args, args.image_size, args.batch_size)
     db_path = open_db(args)
-    record = run_point(config, _settings(args))
+    record = run_point(config, settings)
     store.insert_run(db_path, record)
     print(
         f"{record.status}: {config.image_label} batch {config.batch_size}, "
@@ -182,9 +192,11 @@ def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    settings = _settings(args)
     values: dict = {}
     if args.config:
-        values = load_grid_file(args.config).to_dict()
+        # Types checked here (`read_settings_file`), meaning by grid_from_mapping below.
+        values = read_settings_file(args.config)
     for knob in GRID_KNOBS:
         if getattr(args, knob) is not None:
             values[knob] = getattr(args, knob)
@@ -199,7 +211,7 @@ def _sweep(args: argparse.Namespace) -> int:
         summary = run_sweep(
             db_path,
             grid,
-            _settings(args),
+            settings,
             repeats=args.repeats,
             resume=args.resume,
             command=command,
@@ -207,10 +219,14 @@ def _sweep(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         print(
-            "interrupted: the point in flight was discarded; run the same command to resume",
+            "interrupted: the point in flight was discarded (a measured point not yet stored "
+            f"waits in {pending.pending_dir(db_path)}); run the same command to resume",
             file=sys.stderr,
         )
         return INTERRUPTED_EXIT_CODE
+    if summary.interrupted_before or summary.recovered:  # what earlier, dead sweeps left
+        dead, kept = len(summary.interrupted_before), summary.recovered
+        print(f"marked {dead} dead sweep(s) interrupted; stored {kept} run(s) left pending")
     counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts.items()))
     print(
         f"sweep {summary.sweep_id}: {counts or 'nothing new'}"
@@ -231,9 +247,7 @@ def _add_workload_filter(parser: argparse.ArgumentParser) -> None:
 
 def _prepare_list(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", help="only this sweep id")
-    parser.add_argument(
-        "--status", choices=("ok", "oom", "timeout", "error", "skipped", "interrupted")
-    )
+    parser.add_argument("--status", choices=STATUSES)
     parser.add_argument("--host", help="only runs measured on this hostname")
     _add_workload_filter(parser)
     parser.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")

@@ -6,7 +6,10 @@ defines the format, how versions are carried, and which older exports still
 import (all of them: a schema-1 export's runs become ``unet3d`` runs). An import
 is checked completely before anything is written and then stored in one
 transaction: a file with any problem stores nothing, and the error names the
-problem (column, row, value) and what would be right.
+problem (column, row, value) and what would be right. The checks are of size
+(`core.datafiles.MAX_FILE_BYTES`, MAX_ROWS), columns, types and plausibility
+(`core.plausibility`: finite times, memory between 1 MiB and 64 TiB, an ``ok``
+run with its peaks, one sample per run and time).
 """
 
 from __future__ import annotations

@@ -4,9 +4,15 @@ The parent never imports TensorFlow. It starts `profiling.child` in its own
 session, lets memory_profiler sample the child's resident memory (children
 included) at a fixed interval, and on every sample enforces the memory limit
 and the wall-clock timeout by killing the child's whole process group. Every
-outcome — ok, oom, timeout, error — comes back as a `RunRecord`; none raises,
-except an interrupt (Ctrl-C, SIGTERM), which kills the child before it
-propagates.
+outcome — ok, oom, timeout, error, killed — comes back as a `RunRecord`; none
+raises, except an interrupt (Ctrl-C, SIGTERM), which kills the child before it
+propagates. The child dies with this process, even by ``kill -9``
+(`profiling.processes.die_with_parent`).
+
+A child ended by a signal nobody here sent is ``oom`` only when the kernel
+counted an OOM kill meanwhile (`profiling.processes.oom_kills_since`); otherwise
+it is ``killed`` (or ``error`` for a crash such as SIGSEGV), and a resumed
+sweep measures it again.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from core import store, workloads
 from core.records import RunRecord, Sample
 from core.units import format_gib
 from core.workloads.base import WorkloadConfig
+from profiling import processes
 from profiling.machine import machine_info, onednn_enabled, read_proc_status_bytes, software_info
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -130,8 +137,17 @@ def _read_result(path: Path) -> dict[str, Any]:
         return {}
 
 
-def child_command(config: WorkloadConfig, settings: RunSettings, result_path: Path) -> list[str]:
-    """The command line of the profiled child (run with ``cwd=REPO_ROOT``)."""
+def child_command(
+    config: WorkloadConfig,
+    settings: RunSettings,
+    result_path: Path,
+    parent_pid: int | None = None,
+) -> list[str]:
+    """The command line of the profiled child (run with ``cwd=REPO_ROOT``).
+
+    parent_pid : the child stops on its own when this process is no longer its parent.
+    """
+    watch = ["--parent-pid", str(parent_pid)] if parent_pid else []
     return [
         sys.executable,
         "-m",
@@ -146,6 +162,7 @@ def child_command(config: WorkloadConfig, settings: RunSettings, result_path: Pa
         str(settings.seed),
         "--result",
         str(result_path),
+        *watch,
     ]
 
 
@@ -161,7 +178,8 @@ def run_point(
     with tempfile.TemporaryDirectory(prefix="memplan-run-") as tmp:
         result_path = Path(tmp) / "result.json"
         stderr_path = Path(tmp) / "stderr.txt"
-        command = child_command(config, settings, result_path)
+        command = child_command(config, settings, result_path, parent_pid=os.getpid())
+        oom_kills_before = processes.oom_kill_counts()
         with open(stderr_path, "wb") as stderr:
             started_epoch, started = time.time(), time.monotonic()
             # Own session: the child's group can be killed whole, and a Ctrl-C in
@@ -173,6 +191,7 @@ def run_point(
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
                 start_new_session=True,
+                preexec_fn=processes.die_with_parent(),
             )
             watchdog = _Watchdog(process, settings, started_epoch)
             try:
@@ -191,7 +210,7 @@ def run_point(
                 raise
             wall_s = time.monotonic() - started
         result = _read_result(result_path)
-        status, message = _classify(process.returncode, watchdog, stderr_path)
+        status, message = _classify(process.returncode, watchdog, stderr_path, oom_kills_before)
 
     samples = tuple(watchdog.samples)
     return _record(
@@ -216,16 +235,47 @@ def run_point(
     )
 
 
-def _classify(returncode: int, watchdog: _Watchdog, stderr_path: Path) -> tuple[str, str]:
+def _classify(
+    returncode: int,
+    watchdog: _Watchdog,
+    stderr_path: Path,
+    oom_kills_before: dict[str, int],
+) -> tuple[str, str]:
     if watchdog.killed_for:
         return watchdog.killed_for, watchdog.kill_message
     if returncode == 0:
         return "ok", ""
-    if returncode == -signal.SIGKILL:
-        # Nobody here killed it: the kernel's OOM killer is the usual culprit.
-        return "oom", "killed by SIGKILL from outside memplan (most likely the kernel's OOM killer)"
     tail = _tail(stderr_path, STDERR_TAIL_LINES)
-    return "error", f"child exited with code {returncode}:\n{tail}"
+    if returncode > 0:
+        return "error", f"child exited with code {returncode}:\n{tail}"
+    return classify_signal(-returncode, oom_kills_before, processes.oom_kill_counts(), tail)
+
+
+def classify_signal(
+    number: int, oom_kills_before: dict[str, int], oom_kills_after: dict[str, int], tail: str = ""
+) -> tuple[str, str]:
+    """The status and message of a child ended by signal ``number`` that memplan did not send.
+
+    Only the kernel's own count of OOM kills makes a SIGKILL ``oom``; a crash
+    (SIGSEGV, SIGABRT, ...) is an ``error``; anything else is ``killed``.
+    """
+    name = processes.signal_name(number)
+    if number == signal.SIGKILL:
+        evidence = processes.oom_kills_since(oom_kills_before, oom_kills_after)
+        if evidence:
+            return "oom", f"killed by SIGKILL from the kernel's OOM killer ({evidence})"
+    if number in processes.CRASH_SIGNALS:
+        return "error", f"child died of {name} (signal {number}):\n{tail}"
+    if number != signal.SIGKILL:
+        kernel = "it is not how the kernel's OOM killer ends a process"
+    elif oom_kills_after:
+        kernel = f"the kernel counted no OOM kill meanwhile ({', '.join(oom_kills_after)})"
+    else:
+        kernel = "the kernel shows no OOM-kill counter here, so it is not taken for out of memory"
+    return "killed", (
+        f"killed by {name} (signal {number}) from outside memplan; {kernel}. "
+        "A resumed sweep measures this point again"
+    )
 
 
 def skipped_record(

@@ -1,20 +1,26 @@
 """Sweeps: a grid of configurations, measured smallest first, resumable, host-safe.
 
-`expand_grid` validates every point before anything runs. `run_sweep` then,
-point by point: skips what this host already measured with the same software
-(resume), records as ``skipped`` what cannot fit (the conservative estimate
-against the memory limit and the memory available now, or a smaller point that
-already ran out of memory), runs the rest in fresh children, and stores each
-record the moment it exists. An interrupt kills the child in flight, stores
-nothing half-written and marks the sweep ``interrupted``; the next run resumes.
+`expand_grid` validates every point before anything runs. `run_sweep` then
+takes the database's sweep lock (`profiling.sweeplock`: one sweep per database,
+CLI and dashboard alike), stores what an earlier sweep measured but could not
+store (`profiling.pending`), marks ``interrupted`` the sweeps whose process died,
+and, point by point: skips what this host already measured with the same
+software (resume: ``ok`` and ``oom`` points; ``killed`` and ``error`` ones are
+measured again), records as ``skipped`` what cannot fit (the conservative
+estimate against the memory limit and the memory available now, or a smaller
+point that already ran out of memory or time), runs the rest in fresh children,
+and stores each record the moment it exists, on disk before the database. An
+interrupt (Ctrl-C, SIGTERM) stops even a wait for the database's lock at once,
+kills the child in flight, keeps a measured point that was not stored yet on
+disk for the next sweep and marks the sweep ``interrupted`` if the database
+lets it within a second (else the next sweep or the dashboard does).
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import json
-import signal
+import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,11 +31,13 @@ import psutil
 from tqdm import tqdm
 
 from core import database, store, workloads
-from core.errors import ConfigError
+from core.commands import read_settings_file
+from core.errors import ConfigError, StoreError
 from core.records import RunRecord
 from core.units import GIB, format_gib
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import PRECISIONS, WorkloadConfig, format_image_shape
+from profiling import pending, sweeplock
 from profiling.estimate import estimate_peak_bytes
 from profiling.machine import machine_info, software_info
 from profiling.runner import RunSettings, run_point, skipped_record
@@ -43,6 +51,9 @@ HOST_RESERVE_BYTES = 2 * 2**30
 # costs ~14 s of import and tracing plus ~4 us per voxel per sample per step.
 POINT_OVERHEAD_S = 14.0
 STEP_S_PER_VOXEL = 4e-6
+# How long an interrupted sweep may wait for the database to record that it was
+# interrupted: it must end within 2 s of a SIGTERM, whoever holds the database.
+INTERRUPT_RECORD_S = 0.8
 
 # A grid's lists, by the config field each one varies (plural where the CLI's flag is).
 KNOB_LISTS: dict[str, str] = {
@@ -99,6 +110,8 @@ class SweepSummary:
     sweep_id: str
     counts: dict[str, int] = field(default_factory=dict)
     already_measured: int = 0
+    recovered: int = 0  # points an earlier sweep measured but left pending, stored first
+    interrupted_before: list[str] = field(default_factory=list)  # dead sweeps marked so
 
     def add(self, status: str) -> None:
         self.counts[status] = self.counts.get(status, 0) + 1
@@ -193,14 +206,28 @@ def _skip_reason(
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM while a record is written, so it is never half-stored."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+def _lock_wait(seconds: float) -> Iterator[None]:
+    """Wait at most ``seconds`` for the database's lock while the block runs."""
+    name = database.LOCK_TIMEOUT_ENV_VAR
+    before = os.environ.get(name)
+    os.environ[name] = str(seconds)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def _record_interrupted(db_path: Path, sweep_id: str) -> None:
+    """Mark the sweep interrupted if the database lets it at once; else a later reader will."""
+    with (
+        pending.signals_deferred(),
+        _lock_wait(INTERRUPT_RECORD_S),
+        contextlib.suppress(StoreError),
+    ):
+        store.interrupt_sweeps(db_path, [sweep_id])
 
 
 def run_sweep(
@@ -214,15 +241,40 @@ def run_sweep(
     show_progress: bool = True,
     on_record: Callable[[RunRecord], None] | None = None,
 ) -> SweepSummary:
-    """Measure every point of ``grid`` ``repeats`` times into ``db_path``."""
+    """Measure every point of ``grid`` ``repeats`` times into ``db_path``.
+
+    Raises `profiling.sweeplock.SweepBusyError`, naming it, while another sweep
+    writes to ``db_path``.
+    """
     if repeats < 1:
         raise ConfigError(f"repeats must be at least 1, got {repeats}")
     configs = expand_grid(grid)
     database.ensure_database(db_path)
     points = [(config, repeat) for config in configs for repeat in range(repeats)]
     summary = SweepSummary(sweep_id=uuid.uuid4().hex[:12])
-    store.create_sweep(db_path, summary.sweep_id, command, grid.to_dict(), len(points))
+    with sweeplock.hold(db_path, summary.sweep_id, command, len(points)) as lock:
+        # Holding the lock, no other sweep runs: every sweep still "running" is dead.
+        summary.interrupted_before = sweeplock.interrupt_stale(db_path)
+        summary.recovered = pending.ingest(db_path)
+        store.create_sweep(db_path, summary.sweep_id, command, grid.to_dict(), len(points))
+        try:
+            _run_points(db_path, points, settings, summary, lock, resume, show_progress, on_record)
+        except BaseException:
+            _record_interrupted(db_path, summary.sweep_id)
+            raise
+    return summary
 
+
+def _run_points(
+    db_path: Path,
+    points: list[tuple[WorkloadConfig, int]],
+    settings: RunSettings,
+    summary: SweepSummary,
+    lock: sweeplock.SweepLock,
+    resume: bool,
+    show_progress: bool,
+    on_record: Callable[[RunRecord], None] | None,
+) -> None:
     host = str(machine_info()["hostname"])
     measured = store.completed_points(db_path, host, software_info(), statuses=("ok", "oom"))
     already_skipped = store.completed_points(db_path, host, software_info(), statuses=("skipped",))
@@ -244,6 +296,7 @@ def run_sweep(
         for done, ((config, repeat), cost) in enumerate(zip(points, costs, strict=True)):
             label = f"{format_image_shape(config.image_shape)} batch {config.batch_size}"
             bar.set_description_str(f"{done}/{len(points)} points, now {label}")
+            lock.update(points_done=done, current_point=label)
             record = _measure_point(
                 config,
                 repeat,
@@ -257,23 +310,18 @@ def run_sweep(
             if record is None:
                 summary.already_measured += 1
             else:
-                with _signals_deferred():
-                    store.insert_run(db_path, record)
+                # On disk first: a database locked past SIGTERM keeps it pending, not lost.
+                pending.store_record(db_path, record)
                 summary.add(record.status)
                 if on_record:
                     on_record(record)
-            with _signals_deferred():
-                store.update_sweep(db_path, summary.sweep_id, points_done=done + 1)
+            store.update_sweep(db_path, summary.sweep_id, points_done=done + 1)
             bar.update(round(cost))
         bar.set_description_str(f"{len(points)}/{len(points)} points")
+        lock.update(points_done=len(points), current_point=None)
         store.update_sweep(db_path, summary.sweep_id, status="finished", finished=True)
-    except BaseException:
-        with _signals_deferred():
-            store.update_sweep(db_path, summary.sweep_id, status="interrupted", finished=True)
-        raise
     finally:
         bar.close()
-    return summary
 
 
 def _measure_point(
@@ -332,20 +380,9 @@ def grid_from_mapping(values: dict[str, Sequence]) -> Grid:
 
 
 def load_grid_file(path: Path) -> Grid:
-    """Read a sweep grid from a ``.toml`` or ``.json`` file (keys as in `GRID_KNOBS`)."""
-    import tomllib
+    """Read a sweep grid from a ``.toml`` or ``.json`` file (keys as in `GRID_KNOBS`).
 
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise ConfigError(f"cannot read sweep config {path}: {error.strerror}") from error
-    try:
-        if path.suffix == ".json":
-            values = json.loads(text)
-        elif path.suffix == ".toml":
-            values = tomllib.loads(text)
-        else:
-            raise ConfigError(f"sweep config {path} must end in .toml or .json")
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"sweep config {path} is not valid {path.suffix[1:]}: {error}") from error
-    return grid_from_mapping(values)
+    The file's keys and value types are checked first (`core.commands.read_settings_file`),
+    so a wrong type is a `ConfigError` naming the key, never a TypeError.
+    """
+    return grid_from_mapping(read_settings_file(path))

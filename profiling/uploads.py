@@ -3,7 +3,9 @@
 `profiling.exchange.import_runs` reads files and tells the format by the suffix,
 so each upload is copied to a private temporary folder under its own name; an
 error then names the uploaded file, not the temporary path. All or nothing, as
-the exchange is: a file with any problem stores nothing.
+the exchange is: a file with any problem stores nothing. The checks and limits
+are the import's (`core.datafiles`, `core.plausibility`); an upload above the
+size limit is refused before it is written anywhere.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from core import datafiles
 from core.errors import DataFileError
 from profiling import exchange
 
@@ -26,6 +29,9 @@ class Upload:
 
 def import_uploads(db_path: Path, runs: Upload, timelines: Upload | None = None) -> int:
     """Store the runs (and timelines) of uploaded export files; returns how many runs."""
+    datafiles.check_size(runs.name, len(runs.content), "runs")
+    if timelines is not None:
+        datafiles.check_size(timelines.name, len(timelines.content), "samples")
     with tempfile.TemporaryDirectory(prefix="memplan-upload-") as tmp:
         folder = Path(tmp)
         runs_path = _copy(folder / "runs", runs)

@@ -7,6 +7,8 @@ fitted models. The arithmetic itself is `core.analytical`'s.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -52,6 +54,17 @@ class PaperModel(RegressorMixin, BaseEstimator):
         X = _require_columns(X, PAPER_TERM_COLUMNS, "PaperModel")
         return X[list(PAPER_TERM_COLUMNS)].sum(axis=1).to_numpy(dtype=float)
 
+    def to_state(self) -> dict[str, Any]:
+        """The fitted model as plain data (JSON): nothing was learned."""
+        check_is_fitted(self)
+        return {}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> PaperModel:
+        model = cls()
+        model.n_features_in_ = len(PAPER_TERM_COLUMNS)
+        return model
+
 
 class RefinedAnalyticalModel(RegressorMixin, BaseEstimator):
     """The refined closed-form model as an estimator.
@@ -79,3 +92,22 @@ class RefinedAnalyticalModel(RegressorMixin, BaseEstimator):
         X = _require_columns(X, REFINED_TERM_COLUMNS, "RefinedAnalyticalModel")
         terms = X[list(REFINED_TERM_COLUMNS)].sum(axis=1).to_numpy(dtype=float)
         return terms + self.framework_bytes_
+
+    def to_state(self) -> dict[str, Any]:
+        """The fitted model as plain data (JSON): the framework baseline and where it came from."""
+        check_is_fitted(self)
+        return {
+            "framework_bytes": self.framework_bytes_,
+            "framework_source": self.framework_source_,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> RefinedAnalyticalModel:
+        model = cls()
+        framework = state["framework_bytes"]
+        if type(framework) is not int:
+            raise ValueError(f"framework_bytes must be a whole number, got {framework!r}")
+        model.framework_bytes_ = framework
+        model.framework_source_ = str(state["framework_source"])
+        model.n_features_in_ = len(REFINED_TERM_COLUMNS)
+        return model

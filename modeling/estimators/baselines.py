@@ -125,3 +125,22 @@ class AnalyticalLeastSquares(RegressorMixin, BaseEstimator):
         terms = least_squares_inputs(X)
         weights = np.array([self.coefficients_[name] for name in LEAST_SQUARES_INPUTS])
         return self.intercept_bytes_ + terms[list(LEAST_SQUARES_INPUTS)].to_numpy(float) @ weights
+
+    def to_state(self) -> dict[str, Any]:
+        """The fitted model as plain data (JSON): intercept, coefficients, formula."""
+        check_is_fitted(self)
+        return {
+            "intercept_bytes": self.intercept_bytes_,
+            "coefficients": self.coefficients_,
+            "formula": self.formula_,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> AnalyticalLeastSquares:
+        model = cls()
+        coefficients = {name: float(state["coefficients"][name]) for name in LEAST_SQUARES_INPUTS}
+        model.intercept_bytes_ = float(state["intercept_bytes"])
+        model.coefficients_ = coefficients
+        model.formula_ = str(state["formula"])
+        model.n_features_in_ = len(LEAST_SQUARES_INPUTS)
+        return model

@@ -26,12 +26,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from core.analytical import GIB
 from modeling.estimators.analytical import RefinedAnalyticalModel
+from modeling.estimators.formula import PAPER_ACTIVATION_INPUT, REFINED_ANALYTICAL, REFINED_INPUT
 from modeling.estimators.symbolic import FUNCTION_SET, SymbolicRegression
 from modeling.features import SHAPE_INPUTS
 
 MODES = ("ratio", "terms")
-REFINED_INPUT = "refined_gib"
-PAPER_ACTIVATION_INPUT = "paper_activation_gib"
 # The ratio is dimensionless and close to 1: no unit to divide by.
 RATIO_UNIT = 1.0
 
@@ -88,7 +87,7 @@ class HybridSymbolicRegression(RegressorMixin, BaseEstimator):
         inputs = self._inputs(X, refined)
         if self.mode == "ratio":
             symbolic = self._symbolic(RATIO_UNIT).fit(inputs, target / refined)
-            self.formula_ = f"refined_analytical * ({symbolic.formula_})"
+            self.formula_ = f"{REFINED_ANALYTICAL} * ({symbolic.formula_})"
         else:
             symbolic = self._symbolic(GIB).fit(inputs, target)
             self.formula_ = symbolic.formula_
@@ -104,3 +103,32 @@ class HybridSymbolicRegression(RegressorMixin, BaseEstimator):
         refined = self.analytical_.predict(X)
         learned = self.symbolic_.predict(self._inputs(X, refined))
         return refined * learned if self.mode == "ratio" else learned
+
+    def to_state(self) -> dict[str, Any]:
+        """The fitted model as plain data (JSON): its settings and both fitted parts."""
+        check_is_fitted(self)
+        settings = self.get_params()
+        return {
+            "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
+            "analytical": self.analytical_.to_state(),
+            "symbolic": self.symbolic_.to_state(),
+            "formula": self.formula_,
+            "n_features_in": self.n_features_in_,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> HybridSymbolicRegression:
+        """The model `to_state` described, ready to predict."""
+        settings = dict(state["settings"])
+        for name in ("shape_inputs", "function_set"):
+            settings[name] = tuple(str(value) for value in settings[name])
+        model = cls(**settings)
+        if model.mode not in MODES:
+            raise ValueError(f"mode {model.mode!r} is not one of {', '.join(MODES)}")
+        model.analytical_ = RefinedAnalyticalModel.from_state(state["analytical"])
+        model.symbolic_ = SymbolicRegression.from_state(state["symbolic"])
+        model.formula_ = str(state["formula"])
+        model.formula_length_ = model.symbolic_.formula_length_
+        model.fit_seconds_ = model.symbolic_.fit_seconds_
+        model.n_features_in_ = int(state["n_features_in"])
+        return model

@@ -14,7 +14,9 @@ varies) that predicts peak memory. Two choices make it work on this problem:
   having to be assembled out of random constants.
 
 The result is kept as ``formula_`` (sympy-simplified, 4 significant digits,
-target in GiB) with its size, and ``fit_seconds_``. ``SETTINGS_CANDIDATES``
+target in GiB) with its size, and ``fit_seconds_``; the program itself as data,
+``program_tokens_`` (`modeling.estimators.formula`), which is what predicts and
+what `to_state` stores: no gplearn object is kept. ``SETTINGS_CANDIDATES``
 lists the settings `modeling.evaluation.selection` chooses from on validation data.
 """
 
@@ -33,6 +35,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from core.units import GIB
+from modeling.estimators import formula
 
 FUNCTION_SET: tuple[str, ...] = ("add", "sub", "mul", "div")
 ALLOWED_FUNCTIONS: tuple[str, ...] = ("add", "sub", "mul", "div", "sqrt", "log", "neg", "inv")
@@ -83,33 +86,24 @@ def _scaled_relative_error(y: np.ndarray, y_pred: np.ndarray, w: np.ndarray) -> 
     return value if np.isfinite(value) else WORST_FITNESS
 
 
-# wrap=False: a module-level function pickles by reference, so fitted models can
-# be stored; the cloudpickle wrapper is only needed for lambdas.
+# wrap=False: a module-level function needs no cloudpickle wrapper (only lambdas
+# do); the fitted model keeps its program as tokens anyway, not the gplearn objects.
 SCALED_RELATIVE_ERROR = make_fitness(
     function=_scaled_relative_error, greater_is_better=False, wrap=False
 )
-
-# gplearn's functions as sympy sees them. The protected versions (division by
-# |x| < 0.001 gives 1, sqrt and log of |x|) are shown as the plain operation:
-# on the inputs this package feeds in, the guards never trigger.
-_SYMPY_FUNCTIONS = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "sqrt": lambda a: sympy.sqrt(a),
-    "log": lambda a: sympy.log(a),
-    "neg": lambda a: -a,
-    "inv": lambda a: 1 / a,
-}
 
 
 def readable_formula(
     program: str, feature_names: Sequence[str], intercept: float = 0.0, slope: float = 1.0
 ) -> sympy.Expr:
-    """``intercept + slope * program`` as a simplified sympy expression, 4 significant digits."""
-    symbols = {name: sympy.Symbol(name, positive=True) for name in feature_names}
-    expression = sympy.parse_expr(program, local_dict={**_SYMPY_FUNCTIONS, **symbols})
+    """``intercept + slope * program`` as a simplified sympy expression, 4 significant digits.
+
+    ``program`` is gplearn's text of a program (``add(mul(x, b), 0.5)``), read by
+    `modeling.estimators.formula.parse_formula`: never evaluated.
+    """
+    expression = formula.parse_formula(
+        program, feature_names, lambda name: sympy.Symbol(name, positive=True)
+    )
     expression = sympy.simplify(sympy.Float(intercept) + sympy.Float(slope) * expression)
     expression = sympy.expand(expression) if expression.is_polynomial() else expression
     return expression.xreplace(
@@ -188,10 +182,11 @@ class SymbolicRegression(RegressorMixin, BaseEstimator):
         )
         scaled = target / self.target_unit
         regressor.fit(inputs.to_numpy(dtype=float), scaled)
-        raw = regressor._program.execute(inputs.to_numpy(dtype=float))
+        # The program as data (no gplearn objects kept): what `to_state` stores.
+        self.program_tokens_ = formula.program_tokens(regressor._program.program)
+        raw = formula.execute(self.program_tokens_, inputs.to_numpy(dtype=float))
         self.intercept_, self.slope_ = linear_scaling(scaled, raw)
         self.fit_seconds_ = time.perf_counter() - started
-        self.regressor_ = regressor
         self.program_ = str(regressor._program)
         self.program_length_ = int(regressor._program.length_)
         self.feature_names_in_ = np.asarray(inputs.columns, dtype=object)
@@ -206,8 +201,49 @@ class SymbolicRegression(RegressorMixin, BaseEstimator):
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         check_is_fitted(self)
         inputs = _select(X, list(self.feature_names_in_))
-        raw = self.regressor_._program.execute(inputs.to_numpy(dtype=float))
+        raw = formula.execute(self.program_tokens_, inputs.to_numpy(dtype=float))
         return (self.intercept_ + self.slope_ * raw) * self.target_unit
+
+    def to_state(self) -> dict[str, Any]:
+        """The fitted model as plain data (JSON): settings, program tokens, scaling, formula."""
+        check_is_fitted(self)
+        return {
+            "settings": _plain(self.get_params()),
+            "program_tokens": self.program_tokens_,
+            "program": self.program_,
+            "program_length": self.program_length_,
+            "intercept": self.intercept_,
+            "slope": self.slope_,
+            "feature_names": [str(name) for name in self.feature_names_in_],
+            "formula": self.formula_,
+            "formula_length": self.formula_length_,
+            "fit_seconds": self.fit_seconds_,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> SymbolicRegression:
+        """The model `to_state` described, ready to predict; `formula.FormulaError` if malformed."""
+        settings = dict(state["settings"])
+        for name in ("function_set", "init_depth"):
+            settings[name] = tuple(settings[name])
+        model = cls(**settings)
+        model._validate_settings()
+        names = [str(name) for name in state["feature_names"]]
+        model.program_tokens_ = formula.check_tokens(state["program_tokens"], len(names))
+        model.program_ = str(state["program"])
+        model.program_length_ = int(state["program_length"])
+        model.intercept_, model.slope_ = float(state["intercept"]), float(state["slope"])
+        model.feature_names_in_ = np.asarray(names, dtype=object)
+        model.n_features_in_ = len(names)
+        model.formula_ = str(state["formula"])
+        model.formula_length_ = int(state["formula_length"])
+        model.fit_seconds_ = float(state["fit_seconds"])
+        return model
+
+
+def _plain(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings with tuples as lists, as JSON holds them."""
+    return {name: list(v) if isinstance(v, tuple) else v for name, v in settings.items()}
 
 
 def _select(X: Any, columns: list[str]) -> pd.DataFrame:

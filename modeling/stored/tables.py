@@ -10,30 +10,30 @@ Four tables in the *same* database file as ``runs``, part of its schema
 * ``predictions`` — every held-out prediction, so a page can plot measured
   vs predicted without fitting anything;
 * ``models`` — each model fit on all the runs: its formula and settings, the
-  fitted estimator itself (pickled, BLOB), the columns it reads, its
-  conformal bounds and training range. `load_predictors` rebuilds them, so
-  the dashboard and ``python -m modeling size`` predict without refitting.
+  fitted estimator itself (BLOB, as data: `modeling.stored.codec`), the
+  columns it reads, its conformal bounds and training range. `load_predictors`
+  rebuilds them, so the dashboard and ``python -m modeling size`` predict
+  without refitting.
 
 Each workload has its own evaluations: the loaders take ``workload`` (default
 ``unet3d``, the only one before schema 2) and, without an ``evaluation_id``,
 read that workload's latest evaluation. Rows are written by column name.
 
 Connections are `core.store`'s: short-lived, retried while a sweep holds
-the lock. Pickles are only as trustworthy as the database file: load results
-only from databases you (or your team) wrote. A pickle also needs the library
-versions that wrote it; each model row records them, and the estimator classes
-under the module names they had then (`MOVED_MODULES` maps the old names).
+the lock. Loading a stored model runs nothing it holds: formulas are token
+lists, trees are XGBoost JSON or skops arrays (`modeling.stored.codec`). A row
+that is not in that format — a pickle of an older memplan, or a tampered
+one — is refused with a `ModelingError` naming the model and saying to refit.
+Each model row records the library versions that wrote it.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import pickle
 import platform
 import socket
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -45,27 +45,18 @@ from core import database, schema, store, workloads
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.bounds import ConformalBound
 from modeling.evaluation.protocol import PREDICTION_COLUMNS, Evaluation, Score
+from modeling.stored import codec
 from modeling.stored.predictor import Predictor, TrainingRange
 
 RESULT_TABLES: tuple[str, ...] = schema.RESULT_TABLES
 SCORE_COLUMNS: tuple[str, ...] = tuple(Score.__dataclass_fields__)
-# Libraries whose versions a stored pickle depends on.
-PICKLED_LIBRARIES = ("scikit-learn", "xgboost", "gplearn", "numpy")
+# Libraries whose versions a stored model was written with.
+STORED_LIBRARIES = ("scikit-learn", "xgboost", "gplearn", "skops", "numpy")
 # The sizing default: the stored model with the lowest worst-case extrapolation error.
 BEST = "best"
 
 # What the loaders read unless told otherwise: the only workload before schema 2.
 DEFAULT_WORKLOAD: str = workloads.DEFAULT_WORKLOAD
-# Where the estimator classes stored before the 2ed9e62 reorganisation live now, so the
-# models of an older database (and of data/reference_results) still load.
-MOVED_MODULES: Mapping[str, str] = {
-    "modeling.analytical_models": "modeling.estimators.analytical",
-    "modeling.baselines": "modeling.estimators.baselines",
-    "modeling.hybrid": "modeling.estimators.hybrid",
-    "modeling.symbolic": "modeling.estimators.symbolic",
-    "modeling.models": "modeling.estimators.catalogue",
-    "modeling.analytical": "core.analytical",
-}
 
 
 def _insert_row(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
@@ -85,7 +76,7 @@ def _bound_from(text: str | None) -> ConformalBound | None:
 
 
 def _versions() -> dict[str, str]:
-    return {name: metadata.version(name) for name in PICKLED_LIBRARIES}
+    return {name: metadata.version(name) for name in STORED_LIBRARIES}
 
 
 def store_results(
@@ -149,7 +140,7 @@ def store_results(
                     "formula_length": predictor.formula_length,
                     "params_json": predictor.params_json,
                     "columns_json": json.dumps(list(predictor.columns)),
-                    "estimator": pickle.dumps(predictor.estimator),
+                    "estimator": codec.encode(predictor.estimator),
                     "fitted_at": created_at,
                     "fit_seconds": predictor.fit_seconds,
                     "data_fingerprint": evaluation.data_fingerprint,
@@ -224,31 +215,29 @@ def load_predictions(
     return _load_table(path, "predictions", evaluation_id, workload)
 
 
-class _Unpickler(pickle.Unpickler):
-    """Finds classes pickled under a module name that has since moved (`MOVED_MODULES`)."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        return super().find_class(MOVED_MODULES.get(module, module), name)
-
-
-def _unpickled(row: dict[str, Any]) -> Any:
-    # The pickle was written by `store_results` into this database (see module docstring).
+def _estimator(row: dict[str, Any], source: str, refit: str) -> Any:
+    """The stored estimator of ``row``, rebuilt from data; refused with a message if it is not."""
     try:
-        return _Unpickler(io.BytesIO(bytes(row["estimator"]))).load()
-    except Exception as error:  # an unpickling failure can raise nearly anything
+        return codec.decode(row["estimator"])
+    except codec.UnreadableModel as error:
         raise ModelingError(
-            f"stored model {row['name']!r} cannot be loaded here ({type(error).__name__}: "
-            f"{error}); it was written with {row['versions_json']}, this environment has "
-            f"{json.dumps(_versions(), sort_keys=True)}. Refit with `python -m modeling evaluate`"
-        ) from error
+            f"stored model {row['name']!r} in {source} is refused, nothing of it was run: "
+            f"{error}. Re-run `{refit}` to refit the models and store them as data "
+            f"(this one was written with {row['versions_json']})"
+        ) from None
 
 
-def _predictor(row: dict[str, Any]) -> Predictor:
+def predictor_from_row(row: dict[str, Any], source: str, refit: str) -> Predictor:
+    """A ``models`` row (column -> value) as a `Predictor`.
+
+    ``source`` names where the row came from and ``refit`` the command that
+    replaces it, for the message that refuses a row not stored as data.
+    """
     return Predictor(
         name=row["name"],
         title=row["title"],
         kind=row["kind"],
-        estimator=_unpickled(row),
+        estimator=_estimator(row, source, refit),
         columns=tuple(json.loads(row["columns_json"])),
         bound=_bound_from(row["bound_json"]),
         extrapolation_bound=_bound_from(row["extrapolation_bound_json"]),
@@ -273,7 +262,8 @@ def load_predictors(
         rows = [dict(zip(columns, values, strict=True)) for values in result.fetchall()]
     if not rows:
         raise _no_models(path, workload)
-    return [_predictor(row) for row in rows]
+    refit = f"python -m modeling evaluate --db {path}"
+    return [predictor_from_row(row, str(path), refit) for row in rows]
 
 
 def best_model_name(scores: pd.DataFrame, split: str = "extrapolation") -> str:
@@ -289,16 +279,33 @@ def best_model_name(scores: pd.DataFrame, split: str = "extrapolation") -> str:
     return str(ranked.sort_values(["worst", "mean"], kind="stable").index[0])
 
 
+def select_predictor(
+    predictors: Sequence[Predictor],
+    scores: Callable[[], pd.DataFrame],
+    name: str,
+    source: Path | str,
+) -> Predictor:
+    """The model called ``name`` among ``predictors``; ``"best"`` picks by `best_model_name`.
+
+    scores : reads the evaluation's scores, only asked for ``"best"``.
+    """
+    if name == BEST:
+        name = best_model_name(scores())
+    for predictor in predictors:
+        if predictor.name == name:
+            return predictor
+    known = ", ".join([BEST, *(predictor.name for predictor in predictors)])
+    raise ModelingError(f"no stored model {name!r} in {source}; known: {known}")
+
+
 def load_predictor(path: Path, name: str = BEST, workload: str = DEFAULT_WORKLOAD) -> Predictor:
     """One stored model of ``workload``'s latest evaluation by name.
 
     ``"best"`` picks by `best_model_name`.
     """
-    predictors = load_predictors(path, workload=workload)
-    if name == BEST:
-        name = best_model_name(load_scores(path, workload=workload))
-    for predictor in predictors:
-        if predictor.name == name:
-            return predictor
-    known = ", ".join([BEST, *(predictor.name for predictor in predictors)])
-    raise ModelingError(f"no stored model {name!r} in {path}; known: {known}")
+    return select_predictor(
+        load_predictors(path, workload=workload),
+        lambda: load_scores(path, workload=workload),
+        name,
+        path,
+    )

@@ -17,6 +17,7 @@ from core import database, store
 from core.analytical import refined_breakdown
 from core.workloads.alexnet import AlexNetConfig
 from modeling import cli as modeling_cli
+from presentation.text import WORD_JOINER
 from profiling import exchange
 from tests.conftest import build_record
 
@@ -169,5 +170,8 @@ def evaluate_alexnet(path: Path) -> None:
 
 
 def shown(markdown: str) -> str:
-    """What Streamlit shows for ``markdown`` made by `dashboard.query_state.plain`."""
-    return re.sub(r"\\(.)", r"\1", markdown)
+    """What Streamlit shows for ``markdown`` made by `presentation.text.plain`.
+
+    The invisible word joiners that keep addresses from becoming links are left out.
+    """
+    return re.sub(r"\\(.)", r"\1", markdown).replace(WORD_JOINER, "")

@@ -15,9 +15,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import store
-from profiling import exchange, launcher
+from profiling import exchange, jobstatus, launcher, requests
 from profiling.launcher import JobCommand
 from profiling.sweep import default_memory_limit_bytes
+from tests.app.helpers import shown
 from tests.conftest import build_record
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -36,15 +37,15 @@ def app() -> AppTest:
 
 
 def stand_in_sweep(db: Path, code: str = PROGRESS_BAR, refit: str | None = None):
-    commands = [JobCommand(launcher.PHASE_SWEEPING, (sys.executable, "-c", code))]
+    commands = [JobCommand(jobstatus.PHASE_SWEEPING, (sys.executable, "-c", code))]
     if refit:
         commands.append(
-            JobCommand(launcher.PHASE_REFITTING, (sys.executable, "-c", refit), optional=True)
+            JobCommand(jobstatus.PHASE_REFITTING, (sys.executable, "-c", refit), optional=True)
         )
     return launcher.start_job(db, commands, points_total=3)
 
 
-def wait_until_ended(db: Path, timeout_s: float = 300) -> launcher.JobStatus:
+def wait_until_ended(db: Path, timeout_s: float = 300) -> jobstatus.JobStatus:
     deadline = time.monotonic() + timeout_s
     while (current := launcher.status(db)).running:
         assert time.monotonic() < deadline, current
@@ -82,7 +83,7 @@ def test_the_form_offers_grid_steps_memory_limit_and_refit_with_sensible_default
     boxes = {box.label: box.value for box in at.sidebar.text_input}
     assert list(boxes) == ["Image sizes", "Batch sizes", "Base filters", "Memory limit"]
     assert boxes["Base filters"] == "16"
-    request = launcher.parse_request(
+    request = requests.parse_request(
         boxes["Image sizes"], boxes["Batch sizes"], "16", 1, boxes["Memory limit"]
     )
     assert 0 < request.memory_limit_bytes <= default_memory_limit_bytes()
@@ -107,16 +108,16 @@ def launch_from_form(at: AppTest, sizes: str, limit: str | None = None) -> AppTe
 def test_a_grid_the_network_cannot_take_is_refused_before_anything_starts(reference_db):
     at = launch_from_form(app(), "32 200")
     [error] = at.sidebar.error
-    assert "Nearest valid sizes: 192 or 208" in error.value
-    assert launcher.status(reference_db).phase == launcher.PHASE_IDLE
-    assert not launcher.state_dir(reference_db).exists()
+    assert "Nearest valid sizes: 192 or 208" in shown(error.value)
+    assert launcher.status(reference_db).phase == jobstatus.PHASE_IDLE
+    assert not jobstatus.state_dir(reference_db).exists()
 
 
 def test_a_memory_limit_that_is_not_a_size_is_refused(reference_db):
     at = launch_from_form(app(), "32", limit="plenty")
     [error] = at.sidebar.error
-    assert error.value.startswith("Memory limit: 'plenty' is not a memory size")
-    assert launcher.status(reference_db).phase == launcher.PHASE_IDLE
+    assert shown(error.value).startswith("Memory limit: 'plenty' is not a memory size")
+    assert launcher.status(reference_db).phase == jobstatus.PHASE_IDLE
 
 
 def test_choosing_alexnet_hides_base_filters_and_suggests_its_own_sizes(reference_db):
@@ -134,7 +135,7 @@ def test_choosing_alexnet_hides_base_filters_and_suggests_its_own_sizes(referenc
     assert list(boxes) == ["Image sizes", "Batch sizes", "Memory limit"]
     assert boxes["Image sizes"] == "128 224"
     assert "Square sides or H x W" in at.sidebar.text_input(key="launch_image_sizes").help
-    request = launcher.parse_request(
+    request = requests.parse_request(
         boxes["Image sizes"], boxes["Batch sizes"], "", 1, boxes["Memory limit"], workload="alexnet"
     )
     assert request.grid.workload == "alexnet" and request.points == 4
@@ -150,7 +151,7 @@ def test_an_alexnet_grid_is_checked_as_an_alexnet_before_anything_starts(referen
     at = launch_from_form(at, "224 32")
     [error] = at.sidebar.error
     assert "too small for AlexNet" in error.value and "smallest valid side is 67" in error.value
-    assert launcher.status(reference_db).phase == launcher.PHASE_IDLE
+    assert launcher.status(reference_db).phase == jobstatus.PHASE_IDLE
 
 
 def test_the_refit_after_a_sweep_evaluates_the_swept_workload(reference_db):
@@ -205,7 +206,7 @@ def test_a_launch_from_a_tab_that_missed_the_running_sweep_is_refused(reference_
     job = stand_in_sweep(reference_db)  # then another tab launched one
     at = launch_from_form(stale_tab, "32")
     [error] = at.sidebar.error
-    assert error.value.startswith(
+    assert shown(error.value).startswith(
         f"a sweep is already running for memplan.duckdb (pid {job.pid}, started {job.started_at})"
     )
     assert launcher.status(reference_db).pid == job.pid
@@ -217,7 +218,7 @@ def test_a_finished_sweep_reports_its_outcome_and_why_the_models_were_not_refit(
     wait_until_ended(reference_db)
     at = app()
     assert "Last sweep finished" in at.sidebar.success[0].value
-    assert at.sidebar.warning[0].value == (
+    assert shown(at.sidebar.warning[0].value) == (
         "Models not refit: only 1 distinct measured configuration(s)."
     )
     assert "Launch sweep" in button_labels(at)
@@ -286,7 +287,7 @@ def test_runs_from_another_machine_are_imported_and_counted(reference_db, tmp_pa
     )
     at = upload(app(), runs, samples)
     assert not at.exception and not at.sidebar.error
-    assert at.sidebar.success[0].value == "Imported 2 run(s) from runs.csv."
+    assert shown(at.sidebar.success[0].value) == "Imported 2 run(s) from runs.csv."
     assert len(store.load_runs(reference_db)) == REFERENCE_RUNS + 2
     assert len(store.load_runs(reference_db, hostname="lab")) == 2
 
@@ -296,7 +297,7 @@ def test_a_bad_upload_shows_what_is_wrong_and_stores_nothing(reference_db, tmp_p
     broken = runs.replace(b",float32,", b",float33,", 1)
     at = upload(app(), broken)
     [error] = at.sidebar.error
-    assert error.value.startswith("Nothing was imported. runs.csv: ")
+    assert shown(error.value).startswith("Nothing was imported. runs.csv: ")
     assert "float33" in error.value
     assert len(store.load_runs(reference_db)) == REFERENCE_RUNS
 

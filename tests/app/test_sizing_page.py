@@ -108,7 +108,7 @@ def test_the_sizing_answers_name_their_model_and_bound(reference_db: Path) -> No
     assert metric(at, "Largest cube at batch 4").endswith("^3")
     assert metric(at, "Largest batch at 128^3").isdigit()
     assert metric(at, "Memory to buy").endswith(" GB")
-    captions = " ".join(caption.value for caption in at.caption)
+    captions = " ".join(shown(caption.value) for caption in at.caption)
     assert "Model refined; bound: 90% split-conformal upper bound" in captions
     # The largest cube at 256 GiB lies far beyond the measured 144^3: said plainly.
     assert any("extrapolates beyond the measured runs" in w.value for w in at.warning)
@@ -117,7 +117,7 @@ def test_the_sizing_answers_name_their_model_and_bound(reference_db: Path) -> No
 def test_a_budget_nothing_fits_shows_the_sizing_error_not_a_crash(reference_db: Path) -> None:
     at = sizing_page(budget="0.5")
 
-    errors = [error.value for error in at.error]
+    errors = [shown(error.value) for error in at.error]
     assert any(e.startswith("even the smallest valid image (16^3) needs up to") for e in errors)
     assert any(e.startswith("image 128 needs up to") for e in errors)
     assert metric(at, "Verdict") == "Does not fit"
@@ -126,7 +126,7 @@ def test_a_budget_nothing_fits_shows_the_sizing_error_not_a_crash(reference_db: 
 def test_a_knob_the_models_never_saw_shows_the_extrapolation_warning(reference_db: Path) -> None:
     at = sizing_page(filters="32", precision="mixed_float16")
 
-    warnings = " ".join(w.value for w in at.warning)
+    warnings = " ".join(shown(w.value) for w in at.warning)
     assert "base_filters 32 was never measured (measured: 16)" in warnings
     assert "precision mixed_float16 was never measured" in warnings
 

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import database, store
+from profiling import sweeplock
 from tests.app.helpers import ALEXNET_HOST, ALEXNET_SAMPLES
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -126,7 +127,9 @@ def test_the_sweeps_table_shows_status_and_points_done(reference_db):
     grid = {"image_sizes": ["32", "64"], "batch_sizes": [1, 2]}
     store.create_sweep(reference_db, "sweep0000001", "python -m profiling sweep", grid, 4)
     store.update_sweep(reference_db, "sweep0000001", points_done=3)
-    at = sweeps_page()
+    # A running sweep holds the database's sweep lock for as long as it lives.
+    with sweeplock.hold(reference_db, "sweep0000001", "python -m profiling sweep", 4):
+        at = sweeps_page()
     sweeps = at.main.dataframe[-1].value
     [row] = sweeps.to_dict("records")
     assert (row["sweep"], row["status"], row["points done / total"]) == (
@@ -137,8 +140,16 @@ def test_the_sweeps_table_shows_status_and_points_done(reference_db):
     assert row["grid"] == "sizes 32 64; batch 1 2"
 
 
+def test_a_sweep_left_running_by_a_dead_process_shows_as_interrupted(reference_db):
+    grid = {"image_sizes": ["32"], "batch_sizes": [1]}
+    store.create_sweep(reference_db, "sweep0000002", "python -m profiling sweep", grid, 1)
+    at = sweeps_page()
+    [row] = at.main.dataframe[-1].value.to_dict("records")
+    assert (row["sweep"], row["status"]) == ("sweep0000002", "interrupted")
+
+
 def test_an_empty_database_says_how_to_get_runs(tmp_path, monkeypatch):
-    # Made before it is the dashboard's: a new $MEMPLAN_DB would start with the bundled runs.
+    # A new file named by $MEMPLAN_DB starts empty, as one named by --db.
     empty = database.ensure_database(tmp_path / "empty.duckdb")
     monkeypatch.setenv(database.DB_ENV_VAR, str(empty))
     at = sweeps_page()

@@ -28,7 +28,7 @@ import pytest
 
 from core import database
 from modeling.stored import bundle
-from profiling import exchange, launcher
+from profiling import exchange, jobstatus, launcher
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 APP_PATH = REPO_ROOT / "app.py"
@@ -99,7 +99,7 @@ class StreamlitServer:
     def log(self) -> str:
         """The server's output, and the log of a sweep it launched, if any (tails)."""
         text = _tail(self.log_path)
-        job_log = launcher.state_dir(self.db_path) / launcher.LOG_FILE
+        job_log = jobstatus.state_dir(self.db_path) / jobstatus.LOG_FILE
         if job_log.exists():
             text += f"\n--- launched sweep's log ({job_log}) ---\n{_tail(job_log)}"
         return text

@@ -38,7 +38,7 @@ def test_the_bundled_export_imports_cleanly_and_covers_the_whole_grid(tmp_path):
 
 
 def test_a_fresh_default_database_holds_every_bundled_export(tmp_path, monkeypatch):
-    monkeypatch.setattr(database, "default_db_path", lambda: tmp_path / "memplan.duckdb")
+    monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "memplan.duckdb")
     db = database.ensure_database(database.default_db_path())
     for workload, (runs_file, _samples) in zip(
         ("unet3d", "alexnet"), database.BUNDLED_EXPORTS, strict=True

@@ -1,17 +1,128 @@
-"""The bundled evaluation: installed into a database holding exactly the bundled runs, only."""
+"""The bundled evaluation: installed into a database holding exactly the bundled runs, only.
+
+Its models are data, not pickles (`modeling.stored.codec`): they were converted
+once by `scripts/convert_bundled_models.py` and predict exactly what the pickles did.
+"""
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
-from core import database, store
+from core import database, store, workloads
 from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import exchange
+
+# What the bundled models predicted (bytes) while they were still pickles, computed
+# with the pickle loader just before `scripts/convert_bundled_models.py` converted
+# them: the converted models must predict the same.
+CHECKED_CONFIGS = {
+    "unet3d": [((64, 64, 64), 1), ((96, 96, 96), 2), ((128, 128, 128), 4), ((240, 240, 144), 16)]
+    + [((256, 256, 256), 1)],
+    "alexnet": [((224, 224), 32), ((128, 128), 1), ((256, 256), 8), ((320, 320), 64)],
+}
+PICKLED_PREDICTIONS = {
+    "unet3d": {
+        "paper": [362112452.0, 2314290628.0, 10886899140.0, 171899160004.0, 21751195076.0],
+        "refined": [1113152784.0, 2962078992.0, 11081276688.0, 163577494800.0, 21370952976.0],
+        "least_squares": [
+            1351315888.1619556,
+            3192073553.5481653,
+            11275400692.852825,
+            163097891616.2285,
+            21519617265.43695,
+        ],
+        "symbolic": [
+            1351315888.1619556,
+            3192073553.5481653,
+            11275400692.852827,
+            163097891616.22852,
+            21519617265.436954,
+        ],
+        "hybrid_ratio": [
+            1344115738.206125,
+            3245343647.9534745,
+            10645530032.376423,
+            102733689883.1849,
+            18655742308.60429,
+        ],
+        "hybrid_terms": [
+            1356328098.8634787,
+            3202903759.2549562,
+            11243212045.41924,
+            161510807854.0788,
+            22025202986.518738,
+        ],
+        "xgboost": [1365077760.0, 3222904832.0, 11282886656.0, 18623352832.0, 4790715392.0],
+        "random_forest": [
+            1460217676.684503,
+            3223132850.659892,
+            9508234378.617327,
+            12246742017.887867,
+            4821214715.572866,
+        ],
+        "extra_trees": [
+            1370894336.0000856,
+            3226496452.8908815,
+            11379982335.999796,
+            13105148453.90949,
+            4748378112.000453,
+        ],
+        "mlp": [
+            1389196500.3057036,
+            2971074240.5598645,
+            10077619891.749842,
+            25549644830.069416,
+            16980463363.31797,
+        ],
+    },
+    "alexnet": {
+        "paper": [316389792.0, 116375872.0, 286925472.0, 844246432.0],
+        "refined": [1486501344.0, 1001212040.0, 1475313184.0, 2687642336.0],
+        "least_squares": [
+            1819073236.1679096,
+            1232304071.781686,
+            1908133242.7715964,
+            3155462498.647513,
+        ],
+        "symbolic": [1771424986.870924, 1234775167.782741, 1906639701.5562735, 3161404230.0612535],
+        "hybrid_ratio": [
+            1841081357.566353,
+            1227488945.7988188,
+            1908908420.083491,
+            3341757614.4748306,
+        ],
+        "hybrid_terms": [
+            1818113725.3802946,
+            1231499943.7611508,
+            1919319739.6095426,
+            3132985348.119029,
+        ],
+        "xgboost": [1847249664.0, 1210190208.0, 1973571072.0, 2284488448.0],
+        "random_forest": [
+            1836723828.1607416,
+            1217336789.8933678,
+            1992694473.7065403,
+            2240687047.619532,
+        ],
+        "extra_trees": [
+            1887715327.9999561,
+            1213587455.999852,
+            1960316927.9997983,
+            2630886558.558051,
+        ],
+        "mlp": [1910600354.6003122, 1261966961.2833984, 1967222557.9302158, 2675486955.1544704],
+    },
+}
+BUNDLES = {"unet3d": bundle.BUNDLED_RESULTS_DIR, "alexnet": database.DATA_DIR / "alexnet_results"}
 
 
 def _reference_db(path: Path) -> Path:
@@ -58,3 +169,29 @@ def test_exporting_without_an_evaluation_says_how_to_make_one(tmp_path: Path) ->
 
     with pytest.raises(ModelingError, match="python -m modeling evaluate"):
         bundle.export_results(db, tmp_path / "export")
+
+
+def test_the_bundled_results_hold_no_pickle() -> None:
+    for directory in bundle.BUNDLED_RESULTS_DIRS:
+        blobs = pq.read_table(directory / "models.parquet").column("estimator").to_pylist()
+        assert len(blobs) == 10
+        for blob in blobs:
+            assert zipfile.is_zipfile(io.BytesIO(blob)) and not blob.startswith(b"\x80")
+
+
+@pytest.mark.parametrize("workload", sorted(PICKLED_PREDICTIONS))
+def test_the_converted_bundled_models_predict_what_the_pickles_did(workload: str) -> None:
+    rows = bundle._read(BUNDLES[workload], "models").to_pylist()
+    module = workloads.get(workload)
+    configs = [module.Config(shape, batch) for shape, batch in CHECKED_CONFIGS[workload]]
+
+    predictors = [results.predictor_from_row(row, "bundle", "refit") for row in rows]
+
+    assert [p.name for p in predictors] == list(PICKLED_PREDICTIONS[workload])
+    for predictor in predictors:
+        np.testing.assert_allclose(
+            predictor.point_bytes(configs),
+            PICKLED_PREDICTIONS[workload][predictor.name],
+            rtol=1e-9,
+            err_msg=predictor.name,
+        )

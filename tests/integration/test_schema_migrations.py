@@ -19,7 +19,7 @@ import pytest
 
 from core import database, schema, store
 from core.errors import DataFileError, StoreError
-from core.workloads.unet3d import UNetConfig
+from modeling.errors import ModelingError
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import cli, exchange
@@ -133,24 +133,25 @@ def test_migrated_runs_read_back_as_unet_runs(old_db: Path) -> None:
     assert list(store.load_sweeps(old_db)["status"]) == ["done", "interrupted"]
 
 
-def test_the_results_of_a_schema_1_database_load_and_predict(old_db: Path) -> None:
+def test_a_schema_1_databases_results_load_but_its_pickled_models_are_refused(
+    old_db: Path,
+) -> None:
     database.ensure_database(old_db)
 
     evaluation = results.load_evaluations(old_db).iloc[0]
     assert (evaluation["workload"], evaluation["n_runs"]) == ("unet3d", 4)
     assert len(results.load_scores(old_db)) == 6
     assert len(results.load_predictions(old_db)) == 9
-    # Pickled by 256831b, whose estimator modules have moved since.
-    predictors = {p.name: p for p in results.load_predictors(old_db)}
-    assert list(predictors) == ["paper", "refined", "least_squares"]
-    configs = [UNetConfig((64, 64, 64), 1), UNetConfig((128, 128, 128), 2)]
-    for predictor in predictors.values():
-        small, large = predictor.point_bytes(configs)
-        assert 0 < small < large
-    assert predictors["paper"].extrapolation_bound is None
-    assert predictors["refined"].extrapolation_bound.ratio == 1.25
-    assert predictors["least_squares"].formula.startswith("-0.5177 GiB")
-    assert results.load_predictor(old_db, "refined").name == "refined"
+    # 256831b stored its models as pickles; loading one can run any code, so none is
+    # loaded: the message names the model and the command that refits them as data.
+    with pytest.raises(ModelingError) as refused:
+        results.load_predictors(old_db)
+    assert str(refused.value).startswith(
+        f"stored model 'paper' in {old_db} is refused, nothing of it was run: it is a pickle"
+    )
+    assert f"Re-run `python -m modeling evaluate --db {old_db}` to refit" in str(refused.value)
+    with pytest.raises(ModelingError, match="stored model 'paper' .* is refused"):
+        results.load_predictor(old_db, "refined")
 
 
 def test_a_read_only_open_of_a_schema_1_database_writes_nothing(old_db: Path) -> None:
@@ -336,8 +337,10 @@ def test_a_schema_1_results_export_installs_as_a_unet_evaluation(tmp_path: Path)
     assert bundle.install_bundled_results(db, FIXTURES / "results")
 
     assert results.load_evaluations(db)["workload"].tolist() == ["unet3d"]
-    assert [p.name for p in results.load_predictors(db)] == ["paper", "refined", "least_squares"]
     assert results.load_evaluations(db, workload="alexnet").empty
+    # Its models are 256831b's pickles: copied, but refused when loaded (never unpickled).
+    with pytest.raises(ModelingError, match="stored model 'paper' .* it is a pickle"):
+        results.load_predictors(db)
 
 
 def test_a_results_export_carries_its_version_and_a_newer_one_is_refused(

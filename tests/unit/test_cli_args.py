@@ -1,4 +1,4 @@
-"""The command-line value parsers both CLIs share: memory sizes and counts."""
+"""The command-line value parsers both CLIs share: memory sizes, memory limits and counts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import argparse
 
 import pytest
 
-from core.commands import parse_bytes, positive_int
+from core.commands import parse_bytes, positive_int, seed
+from core.errors import ConfigError
+from core.units import GIB, TIB, check_memory_limit
 
 
 @pytest.mark.parametrize(
@@ -17,12 +19,23 @@ from core.commands import parse_bytes, positive_int
         ("1500MiB", 1500 * 2**20),
         ("2T", 2 * 2**40),
         ("1.5GiB", int(1.5 * 2**30)),
-        ("64GB", 64 * 10**9),
+        ("64GB", 64 * 2**30),
+        ("256gb", 256 * 2**30),
+        ("1TB", 2**40),
+        ("512MB", 512 * 2**20),
+        ("4KB", 4096),
         ("4096", 4096),
     ],
 )
-def test_memory_sizes_accept_binary_and_decimal_units(text: str, expected: int) -> None:
+def test_memory_sizes_are_binary_whatever_the_suffix(text: str, expected: int) -> None:
+    # One meaning of "GB" everywhere: DIMMs, and so `size buy`'s answers, are binary.
     assert parse_bytes(text) == expected
+
+
+def test_a_gb_budget_means_what_size_buy_answers_in() -> None:
+    from modeling.sizing import BYTES_PER_MEMORY_GB
+
+    assert parse_bytes("256GB") == 256 * BYTES_PER_MEMORY_GB == parse_bytes("256GiB")
 
 
 @pytest.mark.parametrize(
@@ -30,6 +43,7 @@ def test_memory_sizes_accept_binary_and_decimal_units(text: str, expected: int) 
     [
         ("-5GiB", "must be positive"),
         ("0", "must be positive"),
+        ("0.1", "must be positive"),
         ("lots", "is not a memory size"),
         ("16 parsecs", "is not a memory size"),
     ],
@@ -45,3 +59,42 @@ def test_counts_must_be_whole_and_positive() -> None:
         positive_int("0")
     with pytest.raises(argparse.ArgumentTypeError, match="not a whole number"):
         positive_int("2.5")
+
+
+def test_a_memory_limit_above_the_machines_ram_is_refused_naming_both() -> None:
+    with pytest.raises(ConfigError) as refused:
+        check_memory_limit(100 * TIB, total_ram_bytes=int(23.5 * GIB))
+    assert str(refused.value) == (
+        "memory limit 100.00 TiB is more than this machine's 23.50 GiB of physical RAM; "
+        "give at most 23.5GiB"
+    )
+
+
+def test_a_memory_limit_within_the_machines_ram_is_kept() -> None:
+    assert check_memory_limit(16 * GIB, total_ram_bytes=int(23.5 * GIB)) == 16 * GIB
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("profiling", "run"),
+        ("profiling", "sweep"),
+        ("modeling", "size", "image"),
+        ("modeling", "size", "batch"),
+    ],
+)
+def test_every_help_that_takes_a_size_says_gb_is_binary(argv, capsys) -> None:
+    import modeling.cli
+    import profiling.cli
+
+    cli = {"profiling": profiling.cli, "modeling": modeling.cli}[argv[0]]
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args([*argv[1:], "--help"])
+    assert "GB = GiB = 2^30" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_seed_is_what_numpy_and_keras_take() -> None:
+    assert seed("0") == 0 and seed(str(2**32 - 1)) == 2**32 - 1
+    for bad in ("-1", str(2**32)):
+        with pytest.raises(argparse.ArgumentTypeError, match="a seed is from 0 to 4294967295"):
+            seed(bad)

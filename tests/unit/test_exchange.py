@@ -33,7 +33,8 @@ def source(tmp_path_factory, make_record) -> Path:
             sweep_id="s1",
             status="oom",
             message='killed, "OOM"\nsecond line — ünïcode',
-            peak_sampled_bytes=2**62 + 1,
+            # Odd and near the largest plausible peak (64 TiB): stored exactly, never as a float.
+            peak_sampled_bytes=64 * 2**40 - 1,
             wall_s=0.1 + 0.2,
             onednn_enabled=False,
             timeline=SAMPLES_PER_RUN,
@@ -224,7 +225,7 @@ BAD_CSV_CASES = {
         "runs",
         _set(0, "status", "crashed"),
         "column status, row 1: 'crashed' is not one of ok, oom, timeout, error, skipped, "
-        "interrupted",
+        "interrupted, killed",
     ),
     "negative_memory": (
         "runs",
@@ -246,12 +247,14 @@ BAD_CSV_CASES = {
     "step_times_not_a_json_list": (
         "runs",
         _set(0, "step_times_s", "0.5, 0.4"),
-        "column step_times_s, row 1: '0.5, 0.4' is not a JSON list of non-negative numbers",
+        "column step_times_s, row 1: '0.5, 0.4' is not a JSON list of seconds (finite numbers, "
+        "0 or more), e.g. [0.5, 0.42] or []",
     ),
     "step_hwm_not_a_json_list": (
         "runs",
         _set(0, "step_hwm_bytes", '{"step": 1}'),
-        "column step_hwm_bytes, row 1: '{\"step\": 1}' is not a JSON list of non-negative whole",
+        "column step_hwm_bytes, row 1: '{\"step\": 1}' is not a JSON list of bytes (whole numbers "
+        "from 0 to 70368744177664, i.e. 64.00 TiB)",
     ),
     "samples_of_a_run_not_imported": (
         "samples",

@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from core import database, store
 from core.errors import ConfigError
-from profiling import job, launcher
+from profiling import job, joblog, jobstatus, launcher, requests
 from profiling.cli import build_parser
 from profiling.launcher import JobCommand, LauncherError
 
@@ -34,14 +34,14 @@ def python(code: str) -> tuple[str, ...]:
 
 
 def sweep_step(code: str = "print('sweeping')") -> JobCommand:
-    return JobCommand(launcher.PHASE_SWEEPING, python(code))
+    return JobCommand(jobstatus.PHASE_SWEEPING, python(code))
 
 
 def refit_step(code: str = "print('refit done')") -> JobCommand:
-    return JobCommand(launcher.PHASE_REFITTING, python(code), optional=True)
+    return JobCommand(jobstatus.PHASE_REFITTING, python(code), optional=True)
 
 
-def wait_until_ended(db: Path, timeout_s: float = 30) -> launcher.JobStatus:
+def wait_until_ended(db: Path, timeout_s: float = 30) -> jobstatus.JobStatus:
     deadline = time.monotonic() + timeout_s
     while (current := launcher.status(db)).running:
         assert time.monotonic() < deadline, f"the job is still running: {current}"
@@ -49,7 +49,7 @@ def wait_until_ended(db: Path, timeout_s: float = 30) -> launcher.JobStatus:
     return current
 
 
-def wait_for_phase(db: Path, phase: str, timeout_s: float = 30) -> launcher.JobStatus:
+def wait_for_phase(db: Path, phase: str, timeout_s: float = 30) -> jobstatus.JobStatus:
     deadline = time.monotonic() + timeout_s
     while (current := launcher.status(db)).phase != phase:
         assert time.monotonic() < deadline, f"never reached {phase}: {current}"
@@ -73,7 +73,7 @@ def _no_job_left_behind(db: Path):
 
 
 def test_a_valid_form_becomes_a_request_with_its_points_counted():
-    request = launcher.parse_request("32, 64 96x96x64", "1 2", "16", 3, "12GiB")
+    request = requests.parse_request("32, 64 96x96x64", "1 2", "16", 3, "12GiB")
     assert request.points == 3 * 2
     assert request.steps == 3 and request.memory_limit_bytes == 12 * 2**30
     args = request.sweep_args(Path("/data/x.duckdb"))
@@ -108,7 +108,7 @@ def test_a_valid_form_becomes_a_request_with_its_points_counted():
 
 def test_a_size_the_network_cannot_take_is_refused_with_the_nearest_valid_ones():
     with pytest.raises(ConfigError, match="Nearest valid sizes: 192 or 208"):
-        launcher.parse_request("32 200", "1", "16", 2, "8GiB")
+        requests.parse_request("32 200", "1", "16", 2, "8GiB")
 
 
 @pytest.mark.parametrize(
@@ -127,20 +127,20 @@ def test_a_size_the_network_cannot_take_is_refused_with_the_nearest_valid_ones()
 )
 def test_a_bad_form_says_what_is_wrong(sizes, batches, filters, steps, limit, message):
     with pytest.raises(ConfigError) as caught:
-        launcher.parse_request(sizes, batches, filters, steps, limit)
+        requests.parse_request(sizes, batches, filters, steps, limit)
     assert message in str(caught.value)
 
 
 def test_the_default_memory_limit_is_shown_rounded_down_so_it_never_exceeds_the_limit():
-    assert launcher.memory_limit_text(int(12.99 * 2**30)) == "12.9GiB"
-    assert launcher.memory_limit_text(12 * 2**30) == "12.0GiB"
+    assert requests.memory_limit_text(int(12.99 * 2**30)) == "12.9GiB"
+    assert requests.memory_limit_text(12 * 2**30) == "12.0GiB"
 
 
 def test_a_bad_grid_starts_nothing(db: Path):
     with pytest.raises(ConfigError):
-        launcher.parse_request("200", "1", "16", 2, "8GiB")
-    assert launcher.status(db).phase == launcher.PHASE_IDLE
-    assert not launcher.state_dir(db).exists()
+        requests.parse_request("200", "1", "16", 2, "8GiB")
+    assert launcher.status(db).phase == jobstatus.PHASE_IDLE
+    assert not jobstatus.state_dir(db).exists()
 
 
 # --- reading the log -------------------------------------------------------------------
@@ -149,9 +149,9 @@ def test_a_bad_grid_starts_nothing(db: Path):
 def test_the_log_tail_shows_each_progress_bar_line_as_a_terminal_would(tmp_path: Path):
     log = tmp_path / "job.log"
     log.write_bytes(b"== sweeping\n\r0/2 points\r1/2 points\r\n\rdone\rrefit starts\r\nlast\n")
-    assert launcher.log_tail(log) == ["== sweeping", "1/2 points", "refit starts", "last"]
-    assert launcher.log_tail(log, lines=2) == ["refit starts", "last"]
-    assert launcher.log_tail(tmp_path / "missing.log") == []
+    assert joblog.log_tail(log) == ["== sweeping", "1/2 points", "refit starts", "last"]
+    assert joblog.log_tail(log, lines=2) == ["refit starts", "last"]
+    assert joblog.log_tail(tmp_path / "missing.log") == []
 
 
 def test_progress_is_read_from_the_sweeps_own_progress_bar(db: Path):
@@ -166,21 +166,21 @@ def test_progress_is_read_from_the_sweeps_own_progress_bar(db: Path):
     )
     bar.set_description_str("2/5 points, now 96x96x64 batch 4")
     bar.update(40)
-    directory = launcher.state_dir(db)
+    directory = jobstatus.state_dir(db)
     directory.mkdir()
-    (directory / launcher.LOG_FILE).write_text("== sweeping: ...\n" + out.getvalue())
+    (directory / jobstatus.LOG_FILE).write_text("== sweeping: ...\n" + out.getvalue())
     (directory / job.JOB_FILE).write_text(json.dumps({"started_at": job.now_iso()}))
     (directory / job.STATE_FILE).write_text(json.dumps({"phase": "sweeping"}))
-    progress = launcher._progress_from_log(launcher.log_tail(directory / launcher.LOG_FILE))
+    progress = joblog.progress_from_log(joblog.log_tail(directory / jobstatus.LOG_FILE))
     assert progress["done"] == 2 and progress["total"] == 5
     assert progress["point"] == "96x96x64 batch 4"
     assert progress["elapsed"] == "00:00" and progress["remaining"]
 
 
 def test_tqdm_clocks_are_read_as_seconds():
-    assert launcher.clock_seconds("01:23") == 83
-    assert launcher.clock_seconds("1:02:03") == 3723
-    assert launcher.clock_seconds("?") is None and launcher.clock_seconds(None) is None
+    assert joblog.clock_seconds("01:23") == 83
+    assert joblog.clock_seconds("1:02:03") == 3723
+    assert joblog.clock_seconds("?") is None and joblog.clock_seconds(None) is None
 
 
 @pytest.mark.parametrize(
@@ -188,7 +188,7 @@ def test_tqdm_clocks_are_read_as_seconds():
     [(44.6, "45 s"), (185, "3 min 05 s"), (7440, "2 h 04 min")],
 )
 def test_durations_read_as_a_person_says_them(seconds, text):
-    assert launcher.duration_text(seconds) == text
+    assert joblog.duration_text(seconds) == text
 
 
 def test_the_eta_counts_down_between_redraws_of_the_progress_bar(db: Path):
@@ -196,7 +196,7 @@ def test_the_eta_counts_down_between_redraws_of_the_progress_bar(db: Path):
     bar = "import sys, time\nsys.stderr.write('\\r1/3 points, now 32 batch 2  33%|###   | "
     bar += "[00:10<00:30]')\nsys.stderr.flush()\ntime.sleep(60)"
     launcher.start_job(db, [sweep_step(bar)])
-    log = launcher.state_dir(db) / launcher.LOG_FILE
+    log = jobstatus.state_dir(db) / jobstatus.LOG_FILE
     deadline = time.monotonic() + 30
     while "[00:10<00:30]" not in log.read_text():
         assert time.monotonic() < deadline
@@ -213,7 +213,7 @@ def test_the_eta_counts_down_between_redraws_of_the_progress_bar(db: Path):
 
 
 def test_nothing_launched_reads_as_idle(db: Path):
-    assert launcher.status(db) == launcher.JobStatus(running=False, phase=launcher.PHASE_IDLE)
+    assert launcher.status(db) == jobstatus.JobStatus(running=False, phase=jobstatus.PHASE_IDLE)
 
 
 def test_a_job_runs_its_commands_in_order_and_records_each_exit_code(db: Path):
@@ -226,7 +226,7 @@ def test_a_job_runs_its_commands_in_order_and_records_each_exit_code(db: Path):
     assert finished.finished_at >= finished.started_at
     assert "sweeping" in finished.log_tail and "refit done" in finished.log_tail
     # State lives beside the database, in the folder .gitignore covers for data/.
-    assert launcher.state_dir(db) == db.parent / "runs.launcher"
+    assert jobstatus.state_dir(db) == db.parent / "runs.launcher"
 
 
 def test_a_job_survives_the_process_that_launched_it(db: Path, tmp_path: Path):
@@ -270,12 +270,12 @@ def test_two_tabs_launching_at_the_same_moment_start_exactly_one_job(db: Path):
         thread.start()
     for thread in threads:
         thread.join()
-    started = [o for o in outcomes if isinstance(o, launcher.JobStatus)]
+    started = [o for o in outcomes if isinstance(o, jobstatus.JobStatus)]
     assert len(started) == 1 and sum(isinstance(o, LauncherError) for o in outcomes) == 3
     runners = [
         p
         for p in psutil.process_iter(["cmdline"])
-        if (p.info["cmdline"] or [])[-2:] == ["profiling.job", str(launcher.state_dir(db))]
+        if (p.info["cmdline"] or [])[-2:] == ["profiling.job", str(jobstatus.state_dir(db))]
     ]
     assert [p.pid for p in runners] == [started[0].pid]
 
@@ -389,7 +389,7 @@ def test_cancel_with_nothing_running_says_so(db: Path):
 
 
 def write_stale_job(db: Path, pid: int, create_time: float, phase: str | None) -> None:
-    directory = launcher.state_dir(db)
+    directory = jobstatus.state_dir(db)
     directory.mkdir(exist_ok=True)
     plan = {
         "started_at": job.now_iso(),
@@ -410,7 +410,7 @@ def test_a_job_whose_process_died_without_an_outcome_reads_as_crashed(db: Path):
     dead.wait()
     write_stale_job(db, dead.pid, create_time, "sweeping")
     current = launcher.status(db)
-    assert not current.running and current.phase == launcher.PHASE_CRASHED
+    assert not current.running and current.phase == jobstatus.PHASE_CRASHED
     assert "ended without recording an outcome" in current.message
     # ...and does not block the next launch.
     launcher.start_job(db, [sweep_step()])
@@ -421,7 +421,7 @@ def test_a_recycled_pid_is_not_mistaken_for_the_job(db: Path):
     # This test's own process is alive, but it is not the process that started then.
     me = psutil.Process()
     write_stale_job(db, me.pid, me.create_time() - 3600, "sweeping")
-    assert launcher.status(db).phase == launcher.PHASE_CRASHED
+    assert launcher.status(db).phase == jobstatus.PHASE_CRASHED
     write_stale_job(db, me.pid, me.create_time(), "sweeping")
     assert launcher.status(db).running  # the same pid *and* start time: that is the job
     # Never let the clean-up fixture "cancel" this test's own process.

@@ -1,19 +1,26 @@
 """Results round-trip through DuckDB: scores, held-out predictions and models that predict."""
 
+import io
+import json
+import pickle
+import zipfile
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+import skops.io as sio
 
 from core import database
 from core.workloads.unet3d import UNetConfig
+from modeling import cli
 from modeling.errors import ModelingError, NoModelsError
 from modeling.estimators.catalogue import catalogue, pick
 from modeling.evaluation.fitting import fit_predictors
 from modeling.evaluation.protocol import evaluate
 from modeling.features import config_frame, measured_frame
+from modeling.stored import codec
 from modeling.stored.tables import (
     RESULT_TABLES,
     best_model_name,
@@ -27,8 +34,10 @@ from modeling.stored.tables import (
 )
 from tests.conftest import build_runs
 
-# Quick symbolic regression, so a gplearn pickle (custom fitness included) is round-tripped.
+# Quick symbolic regression, so a gplearn program is stored as tokens and read back.
 MODELS = ["refined", "least_squares", "symbolic"]
+# One model of every stored type the codec knows (`modeling.stored.codec`) besides MODELS.
+OTHER_TYPES = ["paper", "hybrid_ratio", "hybrid_terms", "xgboost", "random_forest", "mlp"]
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +70,25 @@ def test_stored_models_predict_exactly_like_the_fitted_ones(db, fitted) -> None:
             original.formula,
             original.formula_length,
         )
+
+
+def test_every_kind_of_model_is_stored_as_data_and_predicts_exactly_the_same(db) -> None:
+    frame = measured_frame(build_runs(noise=0.01))
+    specs = pick(catalogue(quick=True), OTHER_TYPES)
+    evaluation = evaluate(frame, specs, seeds=range(2), kinds=["random"])
+    predictors = fit_predictors(specs, frame, evaluation)
+    store_results(db, evaluation, predictors)
+    configs = [UNetConfig((s, s, s), b) for s in (32, 96, 256) for b in (1, 4, 16)]
+
+    loaded = load_predictors(db)
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        blobs = [bytes(row[0]) for row in con.execute("SELECT estimator FROM models").fetchall()]
+    assert all(zipfile.is_zipfile(io.BytesIO(blob)) for blob in blobs)  # never a pickle
+    for original, restored in zip(predictors, loaded, strict=True):
+        assert type(restored.estimator) is type(original.estimator)
+        np.testing.assert_array_equal(restored.point_bytes(configs), original.point_bytes(configs))
+        assert restored.formula == original.formula
 
 
 def test_scores_and_held_out_predictions_are_stored_with_their_evaluation(db, fitted) -> None:
@@ -194,3 +222,122 @@ def test_reading_results_never_writes_to_the_database(db, fitted) -> None:
     config_frame([UNetConfig((32, 32, 32))])
 
     assert db.stat().st_mtime_ns == before
+
+
+# --- a stored model row cannot run code ----------------------------------------------------
+
+
+class _RunsCode:
+    """Unpickling it (or loading it any way that runs code) creates ``marker``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def _replace_estimator(db: Path, name: str, blob: bytes) -> None:
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE models SET estimator = ? WHERE name = ?", [blob, name])
+
+
+def _archive(type_name: str, state: dict, members: dict[str, bytes] | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        manifest = {"format": "memplan-model", "version": 1, "type": type_name, "state": state}
+        archive.writestr("model.json", json.dumps(manifest))
+        for member, data in (members or {}).items():
+            archive.writestr(member, data)
+    return buffer.getvalue()
+
+
+def _refusal(name: str) -> str:
+    return (
+        f"stored model '{name}' in .* is refused, nothing of it was run: .*"
+        "Re-run `python -m modeling evaluate --db "
+    )
+
+
+def test_a_pickled_model_row_is_refused_and_never_unpickled(db, fitted, tmp_path) -> None:
+    store_results(db, *fitted[1:])
+    marker = tmp_path / "pickle-ran"
+    _replace_estimator(db, "refined", pickle.dumps(_RunsCode(marker)))
+
+    with pytest.raises(ModelingError, match=_refusal("refined") + ".*") as refused:
+        load_predictors(db)
+
+    assert "it is a pickle" in str(refused.value)
+    assert not marker.exists()
+
+
+def _symbolic_state(fitted) -> dict:
+    symbolic = next(p for p in fitted[2] if p.name == "symbolic")
+    return symbolic.estimator.to_state()
+
+
+@pytest.mark.parametrize(
+    ("tamper", "reason"),
+    [
+        (lambda state: state | {"program_tokens": [["f", "__import__"], ["c", 1.0]]}, "function"),
+        (lambda state: state | {"program_tokens": [["x", 99]]}, "input column 99"),
+        (lambda state: state | {"settings": {"function_set": ["add", "tan"]}}, "malformed"),
+        (lambda state: {"program": "mul(x, b)"}, "malformed"),
+    ],
+)
+def test_a_tampered_symbolic_row_is_refused(db, fitted, tamper, reason: str) -> None:
+    store_results(db, *fitted[1:])
+    _replace_estimator(db, "symbolic", _archive("symbolic", tamper(_symbolic_state(fitted))))
+
+    with pytest.raises(ModelingError, match=_refusal("symbolic")) as refused:
+        load_predictors(db)
+    assert reason in str(refused.value)
+
+
+def test_a_skops_part_with_an_untrusted_type_is_refused_before_it_is_built(
+    db, fitted, tmp_path
+) -> None:
+    store_results(db, *fitted[1:])
+    marker = tmp_path / "skops-ran"
+    untrusted = sio.dumps(_RunsCode(marker))
+    _replace_estimator(db, "least_squares", _archive("sklearn", {}, {"estimator.skops": untrusted}))
+
+    with pytest.raises(ModelingError, match=_refusal("least_squares")) as refused:
+        load_predictors(db)
+
+    assert "Untrusted" in str(refused.value) and "_RunsCode" in str(refused.value)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"not a model",
+        _archive("subprocess.Popen", {}),
+        _archive("xgboost", {}, {"wrapper.skops": b"PK", "booster.json": b"{"}),
+        b"PK\x03\x04" + b"\x00" * 40,
+    ],
+)
+def test_anything_else_in_a_model_row_is_refused(db, fitted, blob: bytes) -> None:
+    store_results(db, *fitted[1:])
+    _replace_estimator(db, "refined", blob)
+
+    with pytest.raises(ModelingError, match=_refusal("refined")):
+        load_predictors(db)
+
+
+def test_size_refuses_a_pickled_row_and_never_runs_it(db, fitted, tmp_path, capsys) -> None:
+    store_results(db, *fitted[1:])
+    marker = tmp_path / "pickle-ran"
+    _replace_estimator(db, "symbolic", pickle.dumps(_RunsCode(marker)))
+
+    code = cli.main(["size", "buy", "--image-size", "64", "--batch-size", "2", "--db", str(db)])
+
+    assert code == 2
+    assert "error: stored model 'symbolic'" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_the_codec_refuses_an_estimator_it_cannot_store_as_data() -> None:
+    with pytest.raises(TypeError, match="cannot store a dict as data"):
+        codec.encode({})

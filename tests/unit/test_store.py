@@ -124,13 +124,34 @@ def test_the_default_database_starts_with_every_bundled_export(tmp_path, monkeyp
         exchange.export_runs(source, runs, samples, workload=workload)
         exports.append((runs, samples))
     monkeypatch.setattr(database, "BUNDLED_EXPORTS", tuple(exports))
-    default = tmp_path / "default.duckdb"
-    monkeypatch.setenv("MEMPLAN_DB", str(default))
+    repository_db = tmp_path / "data" / "memplan.duckdb"
+    monkeypatch.setattr(database, "REPOSITORY_DB", repository_db)
 
-    assert sorted(store.load_runs(default)["run_id"]) == ["alexnet-1", "reference-1"]
-    assert len(store.load_samples(default)) == 7
+    assert database.default_db_path() == repository_db
+    assert sorted(store.load_runs(repository_db)["run_id"]) == ["alexnet-1", "reference-1"]
+    assert len(store.load_samples(repository_db)) == 7
     # Any other new database starts empty.
     assert store.load_runs(tmp_path / "other.duckdb").empty
+
+
+def test_a_new_file_named_by_memplan_db_starts_empty_like_one_named_by_db(
+    tmp_path, monkeypatch, make_record
+):
+    # Probe 11: MEMPLAN_DB=new.duckdb used to be filled with the bundled runs, --db not.
+    source = tmp_path / "source.duckdb"
+    store.insert_run(source, make_record(run_id="reference-1", timeline=2))
+    exchange.export_runs(source, tmp_path / "runs.parquet", tmp_path / "samples.parquet")
+    bundled = ((tmp_path / "runs.parquet", tmp_path / "samples.parquet"),)
+    monkeypatch.setattr(database, "BUNDLED_EXPORTS", bundled)
+    monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "data" / "memplan.duckdb")
+    by_env = tmp_path / "by-env.duckdb"
+    monkeypatch.setenv("MEMPLAN_DB", str(by_env))
+
+    assert store.load_runs(database.ensure_database(database.default_db_path())).empty
+    assert store.load_runs(database.ensure_database(tmp_path / "by-flag.duckdb")).empty
+    # Named either way, the repository's own database is the one that starts filled.
+    monkeypatch.setenv("MEMPLAN_DB", str(tmp_path / "data" / "memplan.duckdb"))
+    assert list(store.load_runs(database.default_db_path())["run_id"]) == ["reference-1"]
 
 
 def test_insert_run_stores_the_row_and_its_timeline(db, make_record):

@@ -1,0 +1,268 @@
+"""Whether the typed rows of an import could have been measured: ranges, consistency, uniqueness.
+
+`core.datafiles` converts each column to its type (`core.filecolumns`) and then
+asks here whether the values make sense, so that no file can put a 9e18-byte
+peak, a NaN time or a run with no peak marked ``ok`` into the database. Each
+check names the first offending row (numbered from 1, not counting a CSV
+header), its value, and what would be right:
+
+* memory figures measured on a machine (peaks, baseline, memory limit, RAM) lie
+  between MIN_MEMORY_BYTES and MAX_MEMORY_BYTES; an estimate and a sampled
+  resident size may be 0 (memory_profiler's first sample often is) but never
+  negative or above MAX_MEMORY_BYTES (an estimate may exceed any machine: it
+  is why a point was skipped);
+* times are finite; the sampling interval and the timeout more than 0 s, the
+  rest 0 s or more;
+* steps and CPU cores at least 1, repeats 0 or more, seeds what NumPy and Keras
+  take (0 to 2^32 - 1);
+* an ``ok`` run has both peaks and a baseline;
+* each run appears once, each sample (run_id, t_s) once, and every sample
+  belongs to a run being imported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core import workloads
+from core.errors import ConfigError, DataFileError
+from core.filecolumns import first_true
+from core.records import STATUSES
+from core.units import MIB, TIB, format_bytes
+
+MIN_MEMORY_BYTES = 1 * MIB
+MAX_MEMORY_BYTES = 64 * TIB
+MAX_SEED = 2**32 - 1
+MAX_CPU_CORES = 2**16
+MAX_ESTIMATE_BYTES = 2**62
+# The measurements an ``ok`` run must have.
+OK_NEEDS = ("peak_sampled_bytes", "peak_hwm_bytes", "baseline_bytes")
+JSON_LIST_COLUMNS: dict[str, type] = {"step_times_s": float, "step_hwm_bytes": int}
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a column may hold: from ``low`` (excluded if ``open_low``) to ``high``."""
+
+    low: float
+    high: float | None
+    words: str
+    open_low: bool = False
+
+    def holds(self, value: float) -> bool:
+        above_low = value > self.low if self.open_low else value >= self.low
+        return above_low and (self.high is None or value <= self.high)
+
+
+def _bytes_range(low: int, high: int, what: str) -> Range:
+    return Range(
+        low,
+        high,
+        f"{what} from {format_bytes(low) if low else '0'} to {format_bytes(high)} "
+        f"({low} to {high} bytes)",
+    )
+
+
+_MEASURED = _bytes_range(MIN_MEMORY_BYTES, MAX_MEMORY_BYTES, "bytes")
+RUN_RANGES: dict[str, Range] = {
+    "steps": Range(1, None, "a whole number of at least 1"),
+    "seed": Range(0, MAX_SEED, f"a seed from 0 to {MAX_SEED}, as NumPy and Keras take"),
+    "repeat": Range(0, None, "a whole number, 0 or more"),
+    "sample_interval_s": Range(0, None, "seconds, more than 0", open_low=True),
+    "timeout_s": Range(0, None, "seconds, more than 0", open_low=True),
+    "memory_limit_bytes": _MEASURED,
+    "estimate_bytes": _bytes_range(0, MAX_ESTIMATE_BYTES, "bytes"),
+    "peak_sampled_bytes": _MEASURED,
+    "peak_hwm_bytes": _MEASURED,
+    "baseline_bytes": _MEASURED,
+    "wall_s": Range(0, None, "seconds, 0 or more"),
+    "cpu_cores": Range(1, MAX_CPU_CORES, f"a whole number from 1 to {MAX_CPU_CORES}"),
+    "total_ram_bytes": _MEASURED,
+}
+SAMPLE_RANGES: dict[str, Range] = {
+    "t_s": Range(0, None, "seconds since the run started, 0 or more"),
+    "rss_bytes": _bytes_range(0, MAX_MEMORY_BYTES, "bytes"),
+}
+
+
+def _out_of_range(path: Path, name: str, row: int, value: Any, allowed: Range) -> DataFileError:
+    if isinstance(value, float) and not math.isfinite(value):
+        problem = "is not a finite number"
+    elif value < 0:
+        problem = "is negative"
+    else:
+        problem = "is too small" if value <= allowed.low else "is too large"
+    return DataFileError(
+        f"{path}: column {name}, row {row}: {value!r} {problem}; {name} must be {allowed.words}"
+    )
+
+
+def _check_ranges(path: Path, columns: dict[str, list[Any]], ranges: dict[str, Range]) -> None:
+    for name, allowed in ranges.items():
+        for row, value in enumerate(columns[name], start=1):
+            if value is None:
+                continue
+            finite = not isinstance(value, float) or math.isfinite(value)
+            if not (finite and allowed.holds(value)):
+                raise _out_of_range(path, name, row, value, allowed)
+
+
+def _check_json_lists(path: Path, columns: dict[str, list[Any]]) -> None:
+    for name, kind in JSON_LIST_COLUMNS.items():
+        for row, text in enumerate(columns[name], start=1):
+            try:
+                items = json.loads(text)
+            except (ValueError, RecursionError):
+                items = None
+            allowed = (int, float) if kind is float else (int,)
+            good = isinstance(items, list) and all(
+                isinstance(item, allowed)
+                and not isinstance(item, bool)
+                and math.isfinite(item)
+                and 0 <= item <= MAX_MEMORY_BYTES
+                for item in items
+            )
+            if not good:
+                words = (
+                    "seconds (finite numbers, 0 or more), e.g. [0.5, 0.42]"
+                    if kind is float
+                    else f"bytes (whole numbers from 0 to {MAX_MEMORY_BYTES}, i.e. "
+                    f"{format_bytes(MAX_MEMORY_BYTES)}), e.g. [1073741824, 1090519040]"
+                )
+                raise DataFileError(
+                    f"{path}: column {name}, row {row}: {text!r} is not a JSON list of "
+                    f"{words} or []"
+                )
+
+
+def _check_configs(path: Path, columns: dict[str, list[Any]]) -> None:
+    """Each run's workload is known, fills exactly its own columns, and is a valid configuration."""
+    stored = (*workloads.STORED_COLUMNS, "batch_size")
+    for index, (run_id, name) in enumerate(
+        zip(columns["run_id"], columns["workload"], strict=True)
+    ):
+        row = index + 1
+        try:
+            module = workloads.get(name)
+        except ConfigError as error:
+            raise DataFileError(f"{path}: column workload, row {row}: {error}") from None
+        used = (*module.SHAPE_COLUMNS, "batch_size", *module.NETWORK_KNOBS)
+        values = {column: columns[column][index] for column in stored}
+        empty = [column for column in used if values[column] is None]
+        if empty:
+            raise DataFileError(
+                f"{path}: row {row} (run {run_id}): {', '.join(empty)} is empty; "
+                f"workload {name} needs {', '.join(used)}"
+            )
+        foreign = [column for column in stored if column not in used and values[column] is not None]
+        if foreign:
+            raise DataFileError(
+                f"{path}: row {row} (run {run_id}): {', '.join(foreign)} must be empty for "
+                f"workload {name}, which has no such setting"
+            )
+        try:
+            module.config_from_row(values)
+        except (ConfigError, ArithmeticError) as error:
+            raise DataFileError(
+                f"{path}: row {row} (run {run_id}) is not a valid workload: {error}"
+            ) from None
+
+
+def _check_status(path: Path, columns: dict[str, list[Any]]) -> None:
+    for row, status in enumerate(columns["status"], start=1):
+        if status not in STATUSES:
+            raise DataFileError(
+                f"{path}: column status, row {row}: {status!r} is not one of {', '.join(STATUSES)}"
+            )
+        if status != "ok":
+            continue
+        missing = [name for name in OK_NEEDS if columns[name][row - 1] is None]
+        if missing:
+            raise DataFileError(
+                f"{path}: row {row} (run {columns['run_id'][row - 1]}): status is ok but "
+                f"{', '.join(missing)} is empty; an ok run has {', '.join(OK_NEEDS)} "
+                "(give a run that did not measure them another status, e.g. error)"
+            )
+
+
+def check_runs(path: Path, columns: dict[str, list[Any]]) -> None:
+    """The typed columns of a runs file (lists by RUN_COLUMNS) could have been measured."""
+    first_row: dict[str, int] = {}
+    for row, run_id in enumerate(columns["run_id"], start=1):
+        if not run_id.strip():
+            raise DataFileError(f"{path}: row {row}: run_id is empty; every run needs an id")
+        if run_id in first_row:
+            raise DataFileError(
+                f"{path}: run_id {run_id!r} appears twice (rows {first_row[run_id]} and {row}); "
+                "each run must appear once"
+            )
+        first_row[run_id] = row
+    _check_ranges(path, columns, RUN_RANGES)
+    _check_status(path, columns)
+    _check_json_lists(path, columns)
+    _check_configs(path, columns)
+
+
+# --- samples: vectorised, as a timeline file may hold millions of rows --------------------
+
+
+def _check_sample_range(path: Path, table: pa.Table, name: str, allowed: Range) -> None:
+    column = table.column(name)
+    bad = pc.less(column, allowed.low)
+    if allowed.high is not None:
+        bad = pc.or_(bad, pc.greater(column, allowed.high))
+    if pa.types.is_floating(column.type):
+        bad = pc.or_(bad, pc.invert(pc.is_finite(column)))
+    row = first_true(bad)
+    if row is not None:
+        raise _out_of_range(path, name, row + 1, column[row].as_py(), allowed)
+
+
+def check_samples(path: Path, table: pa.Table, run_ids: Sequence[str]) -> None:
+    """A typed samples table (run_id, t_s, rss_bytes) is a timeline of the runs ``run_ids``."""
+    for name, allowed in SAMPLE_RANGES.items():
+        _check_sample_range(path, table, name, allowed)
+    known = pa.array(sorted(set(run_ids)), pa.string())
+    # Each sample's run as its position among the sorted run ids: null for a stranger.
+    codes = pc.index_in(table.column("run_id"), value_set=known)
+    row = first_true(pc.is_null(codes))
+    if row is not None:
+        raise DataFileError(
+            f"{path}: row {row + 1}: run_id {table.column('run_id')[row].as_py()!r} is not "
+            "among the runs being imported; import each timeline together with its run"
+        )
+    _check_unique_samples(path, codes.to_numpy(), table.column("t_s").to_numpy())
+
+
+def _check_unique_samples(path: Path, codes: np.ndarray, times: np.ndarray) -> None:
+    if len(codes) < 2:
+        return
+    # An export is ordered by run and time: then a repeat is next to its first. Only an
+    # unordered file needs the sort (a stable one, so each pair is in file order).
+    ordered = bool(
+        np.all((codes[1:] > codes[:-1]) | ((codes[1:] == codes[:-1]) & (times[1:] >= times[:-1])))
+    )
+    order = np.arange(len(codes)) if ordered else np.lexsort((times, codes))
+    if not ordered:
+        codes, times = codes[order], times[order]
+    repeats = np.flatnonzero((codes[1:] == codes[:-1]) & (times[1:] == times[:-1]))
+    if not len(repeats):
+        return
+    # The earliest row that repeats one before it, and the first row it repeats.
+    at = repeats[np.argmin(order[repeats + 1])]
+    first = at
+    while first > 0 and codes[first - 1] == codes[at] and times[first - 1] == times[at]:
+        first -= 1
+    raise DataFileError(
+        f"{path}: rows {order[first] + 1} and {order[at + 1] + 1} are both a sample at "
+        f"t_s {float(times[at])!r} of the same run; a timeline has one sample per run and time"
+    )

@@ -1,0 +1,185 @@
+"""Fitted estimators stored as data, never as code: the ``models`` table's ``estimator`` BLOB.
+
+A stored estimator is a small zip archive. ``model.json`` says what it is:
+``{"format": "memplan-model", "version": 1, "type": TYPE, "state": {...}}``.
+
+=============  ====================================================================
+TYPE           what else the archive holds
+=============  ====================================================================
+paper          nothing: ``state`` is the estimator's ``to_state()`` (JSON)
+refined        nothing (the framework baseline is in ``state``)
+least_squares  nothing (intercept and coefficients)
+symbolic       nothing (gplearn's program as tokens, `modeling.estimators.formula`)
+hybrid         nothing (the refined part and the symbolic part)
+xgboost        ``booster.json``: the trees in XGBoost's own JSON; ``wrapper.skops``:
+               the log/exp target transform around them, in skops' format
+sklearn        ``estimator.skops``: a scikit-learn baseline in skops' format
+=============  ====================================================================
+
+Reading one builds the estimator from those values: JSON, XGBoost's JSON model
+and skops archives, which hold arrays and a schema and are read with
+`skops.io.loads`, trusting only `TRUSTED_TYPES` on top of skops' own safe
+list. Nothing a stored row says is imported, called or evaluated. A pickle (what
+memplan stored before) or anything else is refused with `UnreadableModel`.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import zipfile
+from collections.abc import Callable
+from typing import Any
+
+import skops.io as sio
+from sklearn.base import clone
+from sklearn.compose import TransformedTargetRegressor
+from xgboost import XGBRegressor
+
+from modeling.estimators.analytical import PaperModel, RefinedAnalyticalModel
+from modeling.estimators.baselines import AnalyticalLeastSquares
+from modeling.estimators.hybrid import HybridSymbolicRegression
+from modeling.estimators.symbolic import SymbolicRegression
+
+FORMAT = "memplan-model"
+VERSION = 1
+MANIFEST = "model.json"
+SKOPS_MEMBER, WRAPPER_MEMBER, BOOSTER_MEMBER = "estimator.skops", "wrapper.skops", "booster.json"
+# Types skops does not trust by default that the scikit-learn baselines hold: plain
+# arrays and numbers inside (a tree's nodes, the MLP optimiser's moments).
+TRUSTED_TYPES: tuple[str, ...] = (
+    "sklearn.tree._tree.Tree",
+    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+)
+# Far above any stored model (a 300-tree forest is under 1 MB): refuse a zip bomb.
+MAX_MEMBER_BYTES = 256 * 2**20
+
+# The estimators whose state is plain JSON: type name -> class (with to_state/from_state).
+JSON_TYPES: dict[str, Any] = {
+    "paper": PaperModel,
+    "refined": RefinedAnalyticalModel,
+    "least_squares": AnalyticalLeastSquares,
+    "symbolic": SymbolicRegression,
+    "hybrid": HybridSymbolicRegression,
+}
+PICKLE_PREFIX = b"\x80"
+
+
+class UnreadableModel(ValueError):
+    """A stored estimator that is not in this format, or not valid in it; nothing was run."""
+
+
+def _archive(type_name: str, state: dict[str, Any], members: dict[str, bytes]) -> bytes:
+    manifest = {"format": FORMAT, "version": VERSION, "type": type_name, "state": state}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr(MANIFEST, json.dumps(manifest, sort_keys=True, allow_nan=False))
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _skops(estimator: Any) -> bytes:
+    return sio.dumps(estimator)
+
+
+def encode(estimator: Any) -> bytes:
+    """``estimator`` (fitted, of a type `python -m modeling evaluate` makes) as stored bytes."""
+    for type_name, cls in JSON_TYPES.items():
+        if type(estimator) is cls:
+            return _archive(type_name, estimator.to_state(), {})
+    if type(estimator) is TransformedTargetRegressor:
+        if isinstance(estimator.regressor_, XGBRegressor):
+            booster = bytes(estimator.regressor_.get_booster().save_raw("json"))
+            wrapper = copy.copy(estimator)
+            wrapper.regressor = wrapper.regressor_ = None
+            members = {BOOSTER_MEMBER: booster, WRAPPER_MEMBER: _skops(wrapper)}
+            return _archive("xgboost", {}, members)
+        return _archive("sklearn", {}, {SKOPS_MEMBER: _skops(estimator)})
+    raise TypeError(f"cannot store a {type(estimator).__name__} as data; refit with the catalogue")
+
+
+def _read_members(blob: bytes) -> tuple[dict[str, Any], dict[str, bytes]]:
+    if blob.startswith(PICKLE_PREFIX):
+        raise UnreadableModel(
+            "it is a pickle, as an older memplan stored models; pickles are never loaded, "
+            "since loading one can run any code"
+        )
+    try:
+        with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+            members = {}
+            for info in archive.infolist():
+                if info.file_size > MAX_MEMBER_BYTES:
+                    raise UnreadableModel(f"its part {info.filename!r} is implausibly large")
+                members[info.filename] = archive.read(info)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as error:
+        if isinstance(error, UnreadableModel):
+            raise
+        raise UnreadableModel(f"it is not a stored memplan model ({error})") from None
+    try:
+        manifest = json.loads(members.pop(MANIFEST))
+    except (KeyError, ValueError) as error:
+        raise UnreadableModel(f"its {MANIFEST} is missing or not JSON ({error})") from None
+    if not (
+        isinstance(manifest, dict)
+        and manifest.get("format") == FORMAT
+        and isinstance(manifest.get("state"), dict)
+    ):
+        raise UnreadableModel(f"its {MANIFEST} is not a {FORMAT} manifest")
+    if manifest.get("version") != VERSION:
+        raise UnreadableModel(
+            f"it is {FORMAT} version {manifest.get('version')!r}; this memplan reads {VERSION}"
+        )
+    return manifest, members
+
+
+def _from_skops(data: bytes) -> Any:
+    try:
+        return sio.loads(data, trusted=list(TRUSTED_TYPES))
+    except Exception as error:  # a crafted archive can fail in many ways; none runs code
+        raise UnreadableModel(
+            f"its skops part is refused ({type(error).__name__}: {error})"
+        ) from None
+
+
+def _target_regressor(loaded: Any) -> TransformedTargetRegressor:
+    if type(loaded) is not TransformedTargetRegressor:
+        raise UnreadableModel(f"its skops part is a {type(loaded).__name__}, not a baseline model")
+    return loaded
+
+
+def _xgboost(members: dict[str, bytes]) -> TransformedTargetRegressor:
+    wrapper = _target_regressor(_from_skops(members[WRAPPER_MEMBER]))
+    regressor = XGBRegressor(n_jobs=1)
+    try:
+        regressor.load_model(bytearray(members[BOOSTER_MEMBER]))
+    except Exception as error:  # XGBoost's JSON parser reports a bad model its own way
+        raise UnreadableModel(f"its XGBoost model is refused ({error})") from None
+    wrapper.regressor_ = regressor
+    wrapper.regressor = clone(regressor)
+    return wrapper
+
+
+READERS: dict[str, Callable[[dict[str, bytes]], Any]] = {
+    "xgboost": _xgboost,
+    "sklearn": lambda members: _target_regressor(_from_skops(members[SKOPS_MEMBER])),
+}
+
+
+def decode(blob: bytes) -> Any:
+    """The estimator ``blob`` (from `encode`) describes; `UnreadableModel` if it is not one."""
+    manifest, members = _read_members(bytes(blob))
+    type_name = manifest.get("type")
+    try:
+        if type_name in JSON_TYPES:
+            return JSON_TYPES[type_name].from_state(manifest["state"])
+        if type_name in READERS:
+            return READERS[type_name](members)
+    except UnreadableModel:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise UnreadableModel(
+            f"its {type_name} state is malformed ({type(error).__name__}: {error})"
+        ) from None
+    raise UnreadableModel(f"its type {type_name!r} is not one this memplan stores")

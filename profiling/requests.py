@@ -1,0 +1,108 @@
+"""A sweep as typed in a form, checked: `parse_request` turns text boxes into a `SweepRequest`.
+
+No Streamlit here: the dashboard's sidebar passes what its boxes say, and gets
+back either a request `profiling.launcher.launch` can start, or a `ConfigError`
+saying what is wrong and what would be right. Every point of the grid is
+validated, so a grid that would fail never starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from core import workloads
+from core.commands import parse_bytes
+from core.errors import ConfigError
+from core.units import check_memory_limit
+from core.workloads import DEFAULT_WORKLOAD
+from profiling.sweep import Grid, expand_grid, grid_from_mapping
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    """A validated sweep to launch: its grid, steps per point and per-child memory limit."""
+
+    grid: Grid
+    steps: int
+    memory_limit_bytes: int
+    points: int  # configurations in the grid
+
+    def sweep_args(self, db_path: Path) -> list[str]:
+        """The arguments after ``python -m profiling``: every knob of the grid, as its flag."""
+        args = ["sweep"]
+        for knob, values in self.grid.to_dict().items():
+            listed = [values] if isinstance(values, str) else values
+            args += [f"--{knob.replace('_', '-')}", *map(str, listed)]
+        return args + [
+            "--steps",
+            str(self.steps),
+            "--memory-limit",
+            str(self.memory_limit_bytes),
+            "--db",
+            str(db_path),
+        ]
+
+
+def _words(text: str) -> list[str]:
+    return text.replace(",", " ").split()
+
+
+def _whole_numbers(label: str, text: str, example: str) -> list[int]:
+    words = _words(text)
+    if not words:
+        raise ConfigError(f"{label}: give at least one, e.g. {example}")
+    numbers = []
+    for word in words:
+        try:
+            numbers.append(int(word))
+        except ValueError:
+            raise ConfigError(
+                f"{label}: {word!r} is not a whole number; give numbers separated by spaces, "
+                f"e.g. {example}"
+            ) from None
+    return list(dict.fromkeys(numbers))
+
+
+def parse_request(
+    image_sizes: str,
+    batch_sizes: str,
+    base_filters: str,
+    steps: int,
+    memory_limit: str,
+    workload: str = DEFAULT_WORKLOAD,
+) -> SweepRequest:
+    """Check a sweep as typed in a form; raise `ConfigError` saying what is wrong and what is right.
+
+    Sizes are separated by spaces or commas (``"32 64 96x96x64"``); the memory
+    limit takes the CLI's units (``"12GiB"``). Every point of the grid is
+    validated, so a grid that would fail never starts. ``base_filters`` may be
+    blank for a workload without that knob.
+    """
+    sizes = list(dict.fromkeys(_words(image_sizes)))
+    if not sizes:
+        raise ConfigError("Image sizes: give at least one, e.g. 32 64 96x96x64")
+    batches = _whole_numbers("Batch sizes", batch_sizes, "1 2 4")
+    knobs: dict[str, list[int]] = {}
+    if base_filters.strip() or "base_filters" in workloads.get(workload).NETWORK_KNOBS:
+        knobs["base_filters"] = _whole_numbers("Base filters", base_filters, "16")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ConfigError(f"Steps: must be a whole number of at least 1, got {steps!r}")
+    if not memory_limit.strip():
+        raise ConfigError("Memory limit: give the most one point may use, e.g. 12GiB")
+    try:
+        limit_bytes = check_memory_limit(parse_bytes(memory_limit))
+    except (argparse.ArgumentTypeError, ConfigError) as error:
+        raise ConfigError(f"Memory limit: {error}") from None
+    grid = grid_from_mapping(
+        {"workload": workload, "image_sizes": sizes, "batch_sizes": batches, **knobs}
+    )
+    points = len(expand_grid(grid))
+    return SweepRequest(grid=grid, steps=steps, memory_limit_bytes=limit_bytes, points=points)
+
+
+def memory_limit_text(limit_bytes: int) -> str:
+    """``limit_bytes`` as the form shows it, rounded down to 0.1 GiB (never above the limit)."""
+    tenths = limit_bytes * 10 // 2**30
+    return f"{tenths / 10:.1f}GiB"

@@ -1,0 +1,192 @@
+"""`python -m profiling` refuses bad input with one line, in a real subprocess on real files.
+
+Probes 5, 10 and 11 of the hardening issue, as a user meets them: an
+implausible or overflowing import, a file too large to check, a memory limit
+above the machine's RAM, a sweep config of the wrong shape, and a new database
+named by ``MEMPLAN_DB`` rather than ``--db``. None of these needs TensorFlow:
+each is refused (or answered) before anything is measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from core import database, store
+from core.units import GIB, format_bytes
+from profiling import exchange
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def memplan(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != database.DB_ENV_VAR}
+    return subprocess.run(
+        [sys.executable, "-m", "profiling", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**environment, **(env or {})},
+    )
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    return line
+
+
+@pytest.fixture
+def exported(tmp_path, make_record) -> tuple[Path, Path]:
+    """A real export (runs and timelines) of two ok runs, as CSV."""
+    source = tmp_path / "source.duckdb"
+    store.insert_run(source, make_record(run_id="r1", timeline=3))
+    store.insert_run(source, make_record(run_id="r2", timeline=3))
+    runs, samples = tmp_path / "runs.csv", tmp_path / "samples.csv"
+    exchange.export_runs(source, runs, samples)
+    return runs, samples
+
+
+def _spoil(path: Path, row: int, column: str, value: str) -> None:
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame.loc[row, column] = value
+    frame.to_csv(path, index=False)
+
+
+# --- probe 5: import ----------------------------------------------------------------------
+
+
+def test_importing_a_9e18_byte_peak_is_refused_and_summary_is_unchanged(tmp_path, exported):
+    runs, samples = exported
+    _spoil(runs, 1, "peak_hwm_bytes", "9000000000000000000")
+    db = tmp_path / "target.duckdb"
+
+    line = one_error_line(
+        memplan("import", str(runs), "--timelines", str(samples), "--db", str(db))
+    )
+    assert line == (
+        f"error: {runs}: column peak_hwm_bytes, row 2: 9000000000000000000 is too large; "
+        "peak_hwm_bytes must be bytes from 1.00 MiB to 64.00 TiB (1048576 to "
+        "70368744177664 bytes)"
+    )
+    assert store.load_runs(db).empty
+
+
+def test_importing_10_to_the_30_is_one_line_not_an_overflow_traceback(tmp_path, exported):
+    runs, samples = exported
+    _spoil(samples, 0, "rss_bytes", str(10**30))
+    db = tmp_path / "target.duckdb"
+
+    line = one_error_line(
+        memplan("import", str(runs), "--timelines", str(samples), "--db", str(db))
+    )
+    assert line == (
+        f"error: {samples}: column rss_bytes, row 1: '{10**30}' is out of range; rss_bytes "
+        "takes whole numbers from -2^63 to 2^63 - 1"
+    )
+    assert store.load_runs(db).empty
+
+
+def test_importing_a_timeline_above_the_size_limit_is_refused_at_once(tmp_path, exported):
+    runs, _ = exported
+    huge = tmp_path / "huge.csv"
+    with huge.open("wb") as file:  # 1 GiB + 1 byte that takes no disk space
+        file.write(b"run_id,t_s,rss_bytes\n")
+        file.truncate(GIB + 1)
+    db = tmp_path / "target.duckdb"
+
+    line = one_error_line(memplan("import", str(runs), "--timelines", str(huge), "--db", str(db)))
+    assert line == (
+        f"error: {huge} is 1.00 GiB (1,073,741,825 bytes), more than the 1.00 GiB a samples "
+        "file may have; export "
+        "and import it in parts, e.g. one sweep at a time (`python -m profiling export "
+        "--sweep ID`)"
+    )
+
+
+# --- probe 10: limits and config files -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("run", "--image-size", "16"),
+        ("sweep", "--image-sizes", "16", "--batch-sizes", "1"),
+    ],
+)
+def test_a_memory_limit_above_physical_ram_is_refused_naming_both(tmp_path, command):
+    ram = psutil.virtual_memory().total
+    db = tmp_path / "runs.duckdb"
+    line = one_error_line(memplan(*command, "--memory-limit", "100TiB", "--db", str(db)))
+    assert line == (
+        f"error: memory limit 100.00 TiB is more than this machine's {format_bytes(ram)} of "
+        f"physical RAM; give at most {ram * 10 // GIB / 10:.1f}GiB"
+    )
+    assert not db.exists(), "refused before anything was opened or measured"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "problem"),
+    [
+        (
+            "grid.toml",
+            "image_sizes = [32]\nbatch_sizes = 1.5\n",
+            "batch_sizes = 1.5 is not a whole number or a list of them; give e.g. "
+            "batch_sizes = [1, 2, 4]",
+        ),
+        (
+            "grid.toml",
+            "image_sizes = [32]\nbatch_sizes = [1, true]\n",
+            "batch_sizes[1] = true is not a whole number; give e.g. batch_sizes = [1, 2, 4]",
+        ),
+        (
+            "grid.json",
+            json.dumps({"image_sizes": [32.5], "batch_sizes": [1]}),
+            "image_sizes[0] = 32.5 is not a whole number or text; give e.g. image_sizes = "
+            '[32, 64, "96x96x64"]',
+        ),
+        (
+            "grid.json",
+            json.dumps({"workload": ["unet3d"], "image_sizes": [32], "batch_sizes": [1]}),
+            'workload = ["unet3d"] is not text; give e.g. workload = "unet3d"',
+        ),
+    ],
+)
+def test_a_sweep_config_of_the_wrong_type_names_key_and_type(tmp_path, name, text, problem):
+    config = tmp_path / name
+    config.write_text(text)
+    line = one_error_line(memplan("sweep", "--config", str(config), "--db", str(tmp_path / "x")))
+    assert line == f"error: sweep config {config}: {problem}"
+
+
+def test_a_json_sweep_config_that_is_a_list_is_refused(tmp_path):
+    config = tmp_path / "grid.json"
+    config.write_text("[32, 64]")
+    line = one_error_line(memplan("sweep", "--config", str(config)))
+    assert line == (
+        f"error: sweep config {config} holds list [32, 64], not a table of settings; give "
+        'keys and values, e.g. {"image_sizes": [32, 64], "batch_sizes": [1, 2]}'
+    )
+
+
+# --- probe 11: MEMPLAN_DB and --db -----------------------------------------------------------
+
+
+def test_a_new_database_named_by_memplan_db_starts_empty_as_with_db(tmp_path):
+    by_env, by_flag = tmp_path / "by-env.duckdb", tmp_path / "by-flag.duckdb"
+
+    via_env = memplan("list", env={database.DB_ENV_VAR: str(by_env)})
+    via_flag = memplan("list", "--db", str(by_flag))
+
+    assert (via_env.returncode, via_env.stdout, via_env.stderr) == (0, "no runs match\n", "")
+    assert (via_flag.returncode, via_flag.stdout, via_flag.stderr) == (0, "no runs match\n", "")
+    assert store.load_runs(by_env).empty and store.load_runs(by_flag).empty
