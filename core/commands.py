@@ -8,12 +8,8 @@ flags mean the same in both.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from decimal import Decimal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,38 +19,8 @@ from core.plausibility import MAX_SEED
 from core.units import SIZE_UNITS_HELP
 from core.workloads.base import WorkloadConfig
 
-# Every suffix is binary (`core.units`): a "GB" is 2^30 bytes here as in `size buy`'s answers.
-_UNITS = {
-    "": 1,
-    "b": 1,
-    **{
-        spelling: 2 ** (10 * power)
-        for power, letter in enumerate("kmgt", start=1)
-        for spelling in (letter, f"{letter}b", f"{letter}ib")
-    },
-}
-_SIZE_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 ERROR_EXIT_CODE = 2
 SIZE_HELP = f"e.g. 16GiB, 1500M or 2T; {SIZE_UNITS_HELP}"
-
-
-def parse_bytes(text: str) -> int:
-    """``16GiB``, ``1500MiB``, ``2T``, ``64GB`` or a plain number of bytes; every unit is binary."""
-    if text.strip().startswith("-"):
-        raise argparse.ArgumentTypeError(f"memory size must be positive, got {text!r}")
-    match = _SIZE_PATTERN.match(text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in _UNITS:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a memory size: use a number with an optional unit, "
-            f"e.g. 16GiB, 1500MiB, 2T ({SIZE_UNITS_HELP})"
-        )
-    value = int(Decimal(match.group(1)) * _UNITS[unit])
-    if value < 1:
-        raise argparse.ArgumentTypeError(
-            f"memory size must be positive (at least 1 byte), got {text!r}"
-        )
-    return value
 
 
 def positive_int(text: str) -> int:
@@ -179,97 +145,3 @@ def config_from_args(args: argparse.Namespace, image_size: str, batch_size: int)
 
 
 # --- settings files ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Setting:
-    """What one key of a settings file holds: a value of ``types`` (a list of them if ``many``)."""
-
-    types: tuple[type, ...]
-    example: str
-    many: bool = True
-
-    def words(self) -> str:
-        kinds = " or ".join(_KIND_WORDS[kind] for kind in self.types)
-        return f"{kinds} or a list of them" if self.many else kinds
-
-
-_KIND_WORDS: dict[type, str] = {int: "a whole number", str: "text", float: "a number"}
-_WHOLE_NUMBERS = Setting((int,), "[1, 2, 4]")
-_TEXTS = Setting((str,), '["float32"]')
-# The keys of a sweep grid file (`profiling.sweep.GRID_KNOBS`) and what each holds.
-SWEEP_FILE_SETTINGS: dict[str, Setting] = {
-    "workload": Setting((str,), '"unet3d"', many=False),
-    "image_sizes": Setting((int, str), '[32, 64, "96x96x64"]'),
-    "batch_sizes": _WHOLE_NUMBERS,
-    "base_filters": _WHOLE_NUMBERS,
-    "levels": _WHOLE_NUMBERS,
-    "in_channels": _WHOLE_NUMBERS,
-    "classes": _WHOLE_NUMBERS,
-    "precisions": Setting((str,), '["float32", "mixed_bfloat16"]'),
-    "upsamplings": Setting((str,), '["transpose"]'),
-}
-
-
-def _shown(value: Any) -> str:
-    return json.dumps(value, default=str)
-
-
-def _is_kind(value: Any, types: tuple[type, ...]) -> bool:
-    # TOML and JSON booleans are Python bools, which are ints too: never a count.
-    return not isinstance(value, bool) and isinstance(value, types)
-
-
-def check_settings(values: Any, settings: Mapping[str, Setting], where: str) -> dict[str, Any]:
-    """``values`` if it is a mapping whose known keys hold what ``settings`` says.
-
-    Keys ``settings`` does not name are left for the caller to refuse. Raises
-    `ConfigError` naming ``where``, the key, the value and the type it needs.
-    """
-    if not isinstance(values, Mapping):
-        raise ConfigError(
-            f"{where} holds {type(values).__name__} {_shown(values)[:60]}, not a table of "
-            'settings; give keys and values, e.g. {"image_sizes": [32, 64], "batch_sizes": [1, 2]}'
-        )
-    for key, value in values.items():
-        setting = settings.get(key)
-        if setting is None:
-            continue
-        if _is_kind(value, setting.types):
-            continue
-        if setting.many and isinstance(value, list):
-            for index, item in enumerate(value):
-                if not _is_kind(item, setting.types):
-                    raise ConfigError(
-                        f"{where}: {key}[{index}] = {_shown(item)} is not "
-                        f"{' or '.join(_KIND_WORDS[kind] for kind in setting.types)}; "
-                        f"give e.g. {key} = {setting.example}"
-                    )
-            continue
-        raise ConfigError(
-            f"{where}: {key} = {_shown(value)} is not {setting.words()}; "
-            f"give e.g. {key} = {setting.example}"
-        )
-    return dict(values)
-
-
-def read_settings_file(
-    path: Path, settings: Mapping[str, Setting] = SWEEP_FILE_SETTINGS, what: str = "sweep config"
-) -> dict[str, Any]:
-    """The settings of a ``.toml`` or ``.json`` file, their types checked (`check_settings`)."""
-    import tomllib
-
-    path = Path(path)
-    if path.suffix not in (".toml", ".json"):
-        raise ConfigError(f"{what} {path} must end in .toml or .json")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as error:
-        reason = getattr(error, "strerror", None) or str(error)
-        raise ConfigError(f"cannot read {what} {path}: {reason}") from error
-    try:
-        values = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (ValueError, RecursionError) as error:  # JSONDecodeError and TOMLDecodeError
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ConfigError(f"{what} {path} is not valid {path.suffix[1:]}: {reason}") from None
-    return check_settings(values, settings, f"{what} {path}")

@@ -8,6 +8,10 @@ no more than the machine has (`check_memory_limit`).
 
 from __future__ import annotations
 
+import argparse
+import re
+from decimal import Decimal
+
 from core.errors import ConfigError
 
 KIB = 2**10
@@ -56,3 +60,35 @@ def check_memory_limit(limit_bytes: int, total_ram_bytes: int | None = None) -> 
             f"{format_bytes(ram)} of physical RAM; give at most {most}"
         )
     return limit_bytes
+
+
+# Every suffix is binary: a "GB" is 2^30 bytes here as in `size buy`'s answers.
+_UNITS = {
+    "": 1,
+    "b": 1,
+    **{
+        spelling: 2 ** (10 * power)
+        for power, letter in enumerate("kmgt", start=1)
+        for spelling in (letter, f"{letter}b", f"{letter}ib")
+    },
+}
+_SIZE_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_bytes(text: str) -> int:
+    """``16GiB``, ``1500MiB``, ``2T``, ``64GB`` or a plain number of bytes; every unit is binary."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"memory size must be positive, got {text!r}")
+    match = _SIZE_PATTERN.match(text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a memory size: use a number with an optional unit, "
+            f"e.g. 16GiB, 1500MiB, 2T ({SIZE_UNITS_HELP})"
+        )
+    value = int(Decimal(match.group(1)) * _UNITS[unit])
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"memory size must be positive (at least 1 byte), got {text!r}"
+        )
+    return value

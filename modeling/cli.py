@@ -29,10 +29,10 @@ from core.commands import (
     add_workload_option,
     given_knobs,
     open_db,
-    parse_bytes,
     positive_int,
     run_handler,
 )
+from core.units import parse_bytes
 from modeling.errors import ModelingError
 from modeling.estimators.catalogue import catalogue, pick, spec_names
 from modeling.evaluation.bounds import DEFAULT_COVERAGE

@@ -24,17 +24,16 @@ from core.commands import (
     add_workload_option,
     config_from_args,
     open_db,
-    parse_bytes,
     positive_float,
     positive_int,
-    read_settings_file,
     run_handler,
     seed,
 )
 from core.errors import ConfigError
 from core.plausibility import MAX_SEED
 from core.records import STATUSES
-from core.units import check_memory_limit, format_gib
+from core.settings import read_settings_file
+from core.units import check_memory_limit, format_gib, parse_bytes
 from presentation.summary import PEAK_COLUMNS, peak_table, to_markdown
 from profiling import exchange, pending
 from profiling.runner import (

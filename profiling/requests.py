@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import workloads
-from core.commands import parse_bytes
 from core.errors import ConfigError
-from core.units import check_memory_limit
+from core.units import check_memory_limit, parse_bytes
 from core.workloads import DEFAULT_WORKLOAD
 from profiling.sweep import Grid, expand_grid, grid_from_mapping
 

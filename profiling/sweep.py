@@ -31,9 +31,9 @@ import psutil
 from tqdm import tqdm
 
 from core import database, store, workloads
-from core.commands import read_settings_file
 from core.errors import ConfigError, StoreError
 from core.records import RunRecord
+from core.settings import read_settings_file
 from core.units import GIB, format_gib
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import PRECISIONS, WorkloadConfig, format_image_shape
@@ -382,7 +382,7 @@ def grid_from_mapping(values: dict[str, Sequence]) -> Grid:
 def load_grid_file(path: Path) -> Grid:
     """Read a sweep grid from a ``.toml`` or ``.json`` file (keys as in `GRID_KNOBS`).
 
-    The file's keys and value types are checked first (`core.commands.read_settings_file`),
+    The file's keys and value types are checked first (`core.settings.read_settings_file`),
     so a wrong type is a `ConfigError` naming the key, never a TypeError.
     """
     return grid_from_mapping(read_settings_file(path))

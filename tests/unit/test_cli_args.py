@@ -6,9 +6,9 @@ import argparse
 
 import pytest
 
-from core.commands import parse_bytes, positive_int, seed
+from core.commands import positive_int, seed
 from core.errors import ConfigError
-from core.units import GIB, TIB, check_memory_limit
+from core.units import GIB, TIB, check_memory_limit, parse_bytes
 
 
 @pytest.mark.parametrize(
