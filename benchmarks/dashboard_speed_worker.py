@@ -1,0 +1,151 @@
+"""The worker side of `benchmarks.dashboard_speed`: one fresh process times one page.
+
+`python -m benchmarks.dashboard_speed` starts this in a fresh Python process per
+page and database (``--worker PAGE DB``), so each timing includes the page's
+cold caches and imports; ``--hold-lock DB`` holds DuckDB's write lock for the
+locked slider timings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from core import database as db_file
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+APP = REPO_ROOT / "app.py"
+PAGES = {
+    "Models": "dashboard/models_page.py",
+    "Sizing": "dashboard/sizing_page.py",
+    "Sweeps": "dashboard/sweeps_page.py",
+}
+SIZING = "Sizing"
+SLIDERS = ("Batch size", "Image side")
+PREDICTION_METRIC = "Predicted peak"
+# Slider changes per slider per process, unlocked and locked.
+CHANGES_PER_SLIDER = 3
+# Long enough for a rerun that waits out the store's whole lock timeout (60 s).
+RUN_TIMEOUT_S = 180.0
+LOCKED_LINE = "locked"
+
+
+# --- the worker: one fresh process, one page ---------------------------------------------
+
+
+def _timed_run(at: Any) -> float:
+    started = time.perf_counter()
+    at.run()
+    return time.perf_counter() - started
+
+
+def _errors(at: Any) -> list[str]:
+    return [str(exception.message) for exception in at.exception] + [
+        str(error.value) for error in at.error
+    ]
+
+
+def _metric(at: Any, label: str) -> str | None:
+    for metric in at.metric:
+        if metric.label == label:
+            return str(metric.value)
+    return None
+
+
+def _slider(at: Any, label: str) -> Any:
+    for slider in at.select_slider:
+        if slider.label == label:
+            return slider
+    found = ", ".join(repr(slider.label) for slider in at.select_slider) or "none"
+    raise LookupError(f"no select-slider labelled {label!r} on the page (found: {found})")
+
+
+def _neighbour(slider: Any) -> int:
+    """The option next to the slider's value (the previous one at the end of the range)."""
+    values = [int(re.search(r"\d+", option).group()) for option in slider.options]  # type: ignore[union-attr]
+    index = values.index(int(slider.value))
+    return values[index + 1] if index + 1 < len(values) else values[index - 1]
+
+
+def _slider_changes(at: Any) -> list[dict[str, Any]]:
+    changes = []
+    for label in SLIDERS:
+        for _ in range(CHANGES_PER_SLIDER):
+            before = _metric(at, PREDICTION_METRIC)
+            _slider(at, label).set_value(_neighbour(_slider(at, label)))
+            seconds = _timed_run(at)
+            after = _metric(at, PREDICTION_METRIC)
+            changes.append(
+                {
+                    "slider": label,
+                    "seconds": seconds,
+                    "changed": before != after,
+                    "errors": _errors(at),
+                }
+            )
+    return changes
+
+
+@contextlib.contextmanager
+def _lock_held_elsewhere(db_path: Path) -> Any:
+    """Another process holds a write transaction on ``db_path`` while the block runs."""
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.dashboard_speed", "--hold-lock", str(db_path)],
+        cwd=REPO_ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = holder.stdout.readline().strip()  # type: ignore[union-attr]
+        if line != LOCKED_LINE:
+            raise RuntimeError(f"the lock holder did not take the lock (said {line!r})")
+        yield
+    finally:
+        holder.stdin.close()  # type: ignore[union-attr]
+        holder.wait(timeout=60)
+
+
+def _lock_refuses_readers(db_path: Path) -> bool:
+    """Whether a read-only DuckDB connection to ``db_path`` is refused right now."""
+    import duckdb
+
+    try:
+        duckdb.connect(str(db_path), read_only=True).close()
+    except duckdb.Error as error:
+        return "lock" in str(error).lower()
+    return False
+
+
+def worker(page: str, db_path: Path) -> dict[str, Any]:
+    """Time one page in this (fresh) process; see the module docstring."""
+    from streamlit.testing.v1 import AppTest
+
+    def opened() -> Any:
+        at = AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S)
+        return at.switch_page(PAGES[page])
+
+    at = opened()
+    result: dict[str, Any] = {"first_render_s": _timed_run(at), "errors": _errors(at)}
+    result["rerun_s"] = _timed_run(at)
+    # A second visitor: a new session in the same process, Streamlit's caches already warm.
+    result["next_session_s"] = _timed_run(opened())
+    if page == SIZING:
+        result["changes"] = _slider_changes(at)
+        with _lock_held_elsewhere(db_path):
+            result["lock_refused_reader"] = _lock_refuses_readers(db_path)
+            result["locked_changes"] = _slider_changes(at)
+    return result
+
+
+def hold_lock(db_path: Path) -> None:
+    """Hold a write transaction on ``db_path`` until stdin closes."""
+    with db_file.transaction(db_path) as con:
+        con.execute("SELECT count(*) FROM runs").fetchone()
+        print(LOCKED_LINE, flush=True)
+        sys.stdin.read()
