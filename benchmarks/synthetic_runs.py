@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from core import database, store
+from core import database, schema, store
 from core.analytical import refined_breakdown
 from core.units import GIB
 from core.workloads.unet3d import UNetConfig, config_columns, valid_sides
@@ -207,7 +207,7 @@ def timelines_table(runs: pd.DataFrame, template: pd.DataFrame, count: int) -> p
                         (shape_rss * run.peak_hwm_bytes).astype(np.int64), pa.int64()
                     ),
                 },
-                schema=store.SAMPLES_ARROW_SCHEMA,
+                schema=schema.SAMPLES_ARROW_SCHEMA,
             )
         )
     return pa.concat_tables(tables)
@@ -222,10 +222,10 @@ def add_synthetic_runs(db_path: Path, count: int, timelines: int, seed: int = 0)
     samples = store.load_samples(db_path)
     longest = samples.groupby("run_id").size().idxmax()
     template = samples[samples["run_id"] == longest]
-    runs_table = pa.Table.from_pandas(runs, schema=store.RUNS_ARROW_SCHEMA, preserve_index=False)
+    runs_table = pa.Table.from_pandas(runs, schema=schema.RUNS_ARROW_SCHEMA, preserve_index=False)
     sweeps = sweeps_frame(runs)
     with database.transaction(db_path) as con:
-        store.insert_table(con, "runs", runs_table)
-        store.insert_table(con, "samples", timelines_table(runs, template, timelines))
-        store.insert_table(con, "sweeps", pa.Table.from_pandas(sweeps, preserve_index=False))
+        schema.insert_table(con, "runs", runs_table)
+        schema.insert_table(con, "samples", timelines_table(runs, template, timelines))
+        schema.insert_table(con, "sweeps", pa.Table.from_pandas(sweeps, preserve_index=False))
     return runs

@@ -28,15 +28,6 @@ from core.database import (
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
 
-# The schema's, here too because callers look for them with the store.
-SCHEMA_VERSION = schema.SCHEMA_VERSION
-RUN_TYPES = schema.RUN_TYPES
-NULLABLE_RUN_COLUMNS = schema.NULLABLE_RUN_COLUMNS
-SAMPLE_TYPES = schema.SAMPLE_TYPES
-RUNS_ARROW_SCHEMA = schema.RUNS_ARROW_SCHEMA
-SAMPLES_ARROW_SCHEMA = schema.SAMPLES_ARROW_SCHEMA
-insert_table = schema.insert_table
-
 SWEEP_RUNNING = "running"
 SWEEP_INTERRUPTED = "interrupted"
 # How many candidates an ambiguous run id prefix lists before "...".
@@ -83,7 +74,7 @@ def samples_table(run_id: str, samples: Any) -> pa.Table:
             "t_s": pa.array([sample.t_s for sample in samples], pa.float64()),
             "rss_bytes": pa.array([sample.rss_bytes for sample in samples], pa.int64()),
         },
-        schema=SAMPLES_ARROW_SCHEMA,
+        schema=schema.SAMPLES_ARROW_SCHEMA,
     )
 
 
@@ -98,7 +89,7 @@ def insert_run(path: Path, record: RunRecord) -> None:
                 [row[name] for name in RUN_COLUMNS],
             )
             if record.samples:
-                insert_table(con, "samples", samples_table(record.run_id, record.samples))
+                schema.insert_table(con, "samples", samples_table(record.run_id, record.samples))
     except duckdb.ConstraintException as error:
         if "duplicate key" not in str(error).lower():
             raise StoreError(

@@ -50,7 +50,6 @@ from modeling.stored import bundle, readonly
 from modeling.stored import tables as results
 from presentation import report
 
-ERROR_EXIT_CODE = 2
 BUDGET_HELP = "memory available, e.g. 256GiB, 256GB or 64G; every unit is binary (GB = GiB = 2^30)"
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import datafiles, store
+from core import datafiles, schema, store
 from core.errors import DataFileError
 from profiling import exchange
 from profiling.uploads import Upload, import_uploads
@@ -345,7 +345,7 @@ def test_a_large_timeline_is_read_in_batches_and_typed(tmp_path, make_record, mo
     )
     samples.to_csv(tmp_path / "samples.csv", index=False)
     table = datafiles.read_samples(tmp_path / "samples.csv", {"a", "b"})
-    assert table.num_rows == rows and table.schema == store.SAMPLES_ARROW_SCHEMA
+    assert table.num_rows == rows and table.schema == schema.SAMPLES_ARROW_SCHEMA
 
     samples.loc[rows - 1, "t_s"] = samples.loc[1, "t_s"]  # run b again at its first time
     samples.to_csv(tmp_path / "samples.csv", index=False)

@@ -11,7 +11,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from core import database, store
+from core import database, schema, store
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord, Sample
 from core.schema import RESULT_TABLES
@@ -37,7 +37,7 @@ def test_a_new_database_has_the_schema_version_and_empty_tables(db):
     with duckdb.connect(str(db), read_only=True) as con:
         version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         tables = {row[0] for row in con.execute("SHOW TABLES").fetchall()}
-    assert version == (str(store.SCHEMA_VERSION),)
+    assert version == (str(schema.SCHEMA_VERSION),)
     assert tables == {"meta", "sweeps", "runs", "samples", *RESULT_TABLES}
     assert store.load_runs(db).empty
 
@@ -73,7 +73,7 @@ def test_opening_a_database_of_a_newer_schema_version_names_both_versions(db):
     database.ensure_database(db)
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
-    expected = f"schema version 7, newer than this memplan's {store.SCHEMA_VERSION}; upgrade"
+    expected = f"schema version 7, newer than this memplan's {schema.SCHEMA_VERSION}; upgrade"
     with pytest.raises(StoreError, match=expected):
         store.load_runs(db)
     with pytest.raises(StoreError, match=expected):
