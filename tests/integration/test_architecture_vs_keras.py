@@ -1,7 +1,9 @@
-"""The closed-form description matches the real Keras model, layer by layer.
+"""Every workload's closed-form description matches its real Keras model, layer by layer.
 
-Each case builds `core.workloads.unet3d.build_model` on a tiny image (the model is
-only built, never run) and compares every layer with `core.workloads.base`.
+Each case builds the workload's ``build_model`` (the model is only built, never
+run, so even AlexNet's 224 default is cheap) and compares every layer with
+`core.workloads.base`. Facts of one network (exact parameter counts, a training
+step) live beside it: here the U-Net's, in ``test_alexnet_vs_keras.py`` AlexNet's.
 """
 
 from collections.abc import Iterator
@@ -11,7 +13,10 @@ import keras
 import numpy as np
 import pytest
 
+from core import workloads
+from core.workloads.alexnet import AlexNetConfig
 from core.workloads.base import (
+    WorkloadConfig,
     layer_output_bytes,
     layer_outputs,
     output_dtype,
@@ -21,7 +26,7 @@ from core.workloads.unet3d import UNetConfig, build_model
 
 pytestmark = pytest.mark.tensorflow
 
-CONFIGS = {
+CONFIGS: dict[str, WorkloadConfig] = {
     "reference-32cube": UNetConfig(image_shape=(32, 32, 32)),
     "non-cube-32x48x64": UNetConfig(image_shape=(32, 48, 64)),
     "3-levels-4-filters": UNetConfig(image_shape=(16, 16, 16), base_filters=4, levels=3),
@@ -33,6 +38,15 @@ CONFIGS = {
     "mixed-bfloat16-upsample": UNetConfig(
         image_shape=(16, 16, 16), levels=3, precision="mixed_bfloat16", upsampling="upsample"
     ),
+    "alexnet-default-224": AlexNetConfig(image_shape=(224, 224)),
+    "alexnet-caffe-227": AlexNetConfig(image_shape=(227, 227)),
+    "alexnet-non-square-160x192": AlexNetConfig(image_shape=(160, 192)),
+    "alexnet-smallest-67-1-channel-10-classes": AlexNetConfig(
+        image_shape=(67, 67), in_channels=1, classes=10
+    ),
+    "alexnet-mixed-bfloat16": AlexNetConfig(
+        image_shape=(96, 112), classes=10, precision="mixed_bfloat16"
+    ),
 }
 
 
@@ -41,23 +55,23 @@ def _weight_count(weights: list) -> int:
 
 
 @pytest.fixture(scope="module", params=list(CONFIGS.values()), ids=list(CONFIGS))
-def built(request: pytest.FixtureRequest) -> Iterator[tuple[UNetConfig, keras.Model]]:
+def built(request: pytest.FixtureRequest) -> Iterator[tuple[WorkloadConfig, keras.Model]]:
     """A configuration and its Keras model, built once; the float32 policy is restored after."""
     config = request.param
     try:
-        yield config, build_model(config)
+        yield config, workloads.of(config).build_model(config)
     finally:
         keras.mixed_precision.set_global_policy("float32")
         keras.backend.clear_session()
 
 
-def test_layers_have_keras_names_in_model_order(built: tuple[UNetConfig, keras.Model]) -> None:
+def test_layers_have_keras_names_in_model_order(built: tuple[WorkloadConfig, keras.Model]) -> None:
     config, model = built
 
     assert [layer.name for layer in layer_outputs(config)] == [layer.name for layer in model.layers]
 
 
-def test_every_layer_has_the_keras_output_shape(built: tuple[UNetConfig, keras.Model]) -> None:
+def test_every_layer_has_the_keras_output_shape(built: tuple[WorkloadConfig, keras.Model]) -> None:
     config, model = built
 
     for layer in layer_outputs(config):
@@ -66,7 +80,7 @@ def test_every_layer_has_the_keras_output_shape(built: tuple[UNetConfig, keras.M
 
 
 def test_every_layer_has_the_keras_parameter_counts(
-    built: tuple[UNetConfig, keras.Model],
+    built: tuple[WorkloadConfig, keras.Model],
 ) -> None:
     config, model = built
 
@@ -76,7 +90,7 @@ def test_every_layer_has_the_keras_parameter_counts(
         assert layer.trainable_params == _weight_count(keras_layer.trainable_weights), layer.name
 
 
-def test_every_layer_has_the_keras_output_dtype(built: tuple[UNetConfig, keras.Model]) -> None:
+def test_every_layer_has_the_keras_output_dtype(built: tuple[WorkloadConfig, keras.Model]) -> None:
     config, model = built
 
     for layer in layer_outputs(config):
@@ -84,7 +98,9 @@ def test_every_layer_has_the_keras_output_dtype(built: tuple[UNetConfig, keras.M
         assert output_dtype(config, layer) == keras_dtype, layer.name
 
 
-def test_every_layer_output_costs_its_keras_bytes(built: tuple[UNetConfig, keras.Model]) -> None:
+def test_every_layer_output_costs_its_keras_bytes(
+    built: tuple[WorkloadConfig, keras.Model],
+) -> None:
     config, model = built
 
     for layer in layer_outputs(config):
@@ -93,7 +109,7 @@ def test_every_layer_output_costs_its_keras_bytes(built: tuple[UNetConfig, keras
         assert layer_output_bytes(config, layer) == keras_bytes, layer.name
 
 
-def test_model_totals_match_keras(built: tuple[UNetConfig, keras.Model]) -> None:
+def test_model_totals_match_keras(built: tuple[WorkloadConfig, keras.Model]) -> None:
     config, model = built
 
     assert parameter_counts(config) == (
@@ -103,7 +119,7 @@ def test_model_totals_match_keras(built: tuple[UNetConfig, keras.Model]) -> None
 
 
 def test_variables_stay_float32_under_every_policy(
-    built: tuple[UNetConfig, keras.Model],
+    built: tuple[WorkloadConfig, keras.Model],
 ) -> None:
     _config, model = built
 
