@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import database, store
+from core import database, profiles, store, workloads
+from core.machine import machine_info
 from modeling.estimators.catalogue import ModelSpec, catalogue, pick
 from modeling.evaluation.fitting import cross_seed_coverage, fit_predictors
 from modeling.evaluation.protocol import (
@@ -36,7 +37,6 @@ from modeling.evaluation.splits import EXTRAPOLATION, RANDOM, make_split
 from modeling.features import measured_frame
 from modeling.stored.tables import store_results
 from presentation.report import PAPER_SR_MAPE_PCT, bounds_table, formulas_table, markdown_table
-from profiling.machine import machine_info
 
 # The aim for symbolic regression: the order of the measurement noise.
 AIM_MAPE_PCT = 2.0
@@ -53,9 +53,8 @@ def data_section(runs: pd.DataFrame, frame: pd.DataFrame, db_path: Path) -> str:
     ok = runs[runs["run_id"].isin(frame.index)]
     sides = sorted(frame["depth"].unique().tolist())
     batches = sorted(frame["batch_size"].unique().tolist())
-    hosts = ", ".join(
-        f"{host} ({cpu}, TensorFlow {tf})"
-        for (host, cpu, tf), _ in ok.groupby(["hostname", "cpu_model", "tensorflow_version"])
+    hosts = "; ".join(
+        f"{profile.label} (profile {key})" for key, profile in profiles.profiles_in(ok).items()
     )
     extrapolation = make_split(frame, EXTRAPOLATION, 0)
     test_sides = sorted(frame.loc[list(extrapolation.test), "depth"].unique().tolist())
@@ -100,6 +99,13 @@ def targets_section(evaluation: Evaluation) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, default=None)
+    parser.add_argument("--workload", default=workloads.DEFAULT_WORKLOAD)
+    parser.add_argument(
+        "--machine",
+        default=None,
+        help="the machine profile whose runs to use (key or prefix; default: the one with the "
+        "most runs of the workload): a model is never fitted on two machines' runs",
+    )
     parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS)
     parser.add_argument("--extrapolation-seeds", type=int, default=DEFAULT_EXTRAPOLATION_SEEDS)
     parser.add_argument("--models", nargs="+", default=None)
@@ -109,7 +115,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     db_path = database.ensure_database(args.db or database.default_db_path())
-    runs = store.load_runs(db_path, status="ok")
+    runs = store.load_runs(db_path, status="ok", workload=args.workload)
+    known = profiles.profiles_in(runs)
+    if not known:
+        raise SystemExit(f"{db_path} has no ok {args.workload} runs")
+    machine_key = profiles.resolve(args.machine, known).key if args.machine else next(iter(known))
+    runs = runs[[key == machine_key for key in profiles.profile_keys(runs)]]
     frame = measured_frame(runs)
     specs: tuple[ModelSpec, ...] = pick(catalogue(quick=args.quick), args.models)
 
@@ -161,7 +172,9 @@ def main() -> None:
     print(bounds_table(predictors, checked))
     if args.store_db:
         target = database.ensure_database(args.store_db)
-        store_results(target, evaluation, predictors, command)
+        store_results(
+            target, evaluation, predictors, command, workload=args.workload, machine=machine_key
+        )
 
 
 if __name__ == "__main__":

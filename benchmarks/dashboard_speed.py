@@ -62,8 +62,8 @@ from benchmarks.dashboard_speed_worker import (
 )
 from core import database as db_file
 from core import store
+from core.machine import machine_info
 from core.units import GIB
-from profiling.machine import machine_info
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO_ROOT / "docs" / "dashboard_speed.md"

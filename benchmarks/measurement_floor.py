@@ -26,9 +26,9 @@ from pathlib import Path
 import pandas as pd
 
 from core import database, store
+from core.machine import machine_info, software_info
 from core.workloads.unet3d import UNetConfig
 from profiling import floor
-from profiling.machine import machine_info, software_info
 from profiling.runner import REPO_ROOT, RunSettings, child_command, run_point
 from profiling.sweep import default_memory_limit_bytes
 

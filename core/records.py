@@ -63,9 +63,15 @@ class RunRecord:
     step_times_s: str  # JSON list of floats, one per training step
     step_hwm_bytes: str  # JSON list of ints: the child's VmHWM after each step
     # machine
+    # (runs before schema 3 have no cpu_vendor, cpu_isa, usable_cores or intra_op_threads;
+    # `core.profiles` groups runs by these facts)
     hostname: str
+    cpu_vendor: str | None  # "Intel", "AMD", or the raw vendor_id
     cpu_model: str
-    cpu_cores: int
+    cpu_isa: str | None  # the best level oneDNN can use (`core.profiles.ISA_LEVELS`)
+    cpu_cores: int  # CPUs in the machine
+    usable_cores: int | None  # CPUs this process may run on (affinity)
+    intra_op_threads: int | None  # TensorFlow's intra-op thread pool size
     total_ram_bytes: int
     os: str
     # software

@@ -19,6 +19,12 @@ Versions
    ``base_filters``, ``levels`` and ``upsampling`` may be NULL; each evaluation
    names the workload whose runs it fit (``evaluations.workload``). Rows from
    version 1 get ``'unet3d'``. The results tables are part of the schema.
+3. Machine profiles (`core.profiles`): ``runs`` gains ``cpu_vendor``,
+   ``cpu_isa``, ``usable_cores`` and ``intra_op_threads`` (NULL for older runs:
+   they did not record them, and nothing guesses them); each evaluation names
+   the profile whose runs it fit (``evaluations.machine_profile``), derived for
+   an older evaluation from the runs its predictions name when they all share one
+   profile, else NULL (fitted on more than one machine).
 
 Changing the schema
 -------------------
@@ -44,14 +50,17 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from core import profiles
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Where a database keeps its version: the ``meta`` row with this key.
 VERSION_KEY = "schema_version"
 # What every run and evaluation before schema 2 measured.
 LEGACY_WORKLOAD = "unet3d"
+# The machine facts runs record since schema 3.
+NEW_MACHINE_COLUMNS: tuple[str, ...] = ("cpu_vendor", "cpu_isa", "usable_cores", "intra_op_threads")
 
 _SQL_TYPES: dict[type, str] = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
 _ARROW_TYPES: dict[type, pa.DataType] = {
@@ -109,8 +118,9 @@ DDL: Mapping[str, str] = types.MappingProxyType(
         "samples": "CREATE TABLE samples (run_id VARCHAR NOT NULL, t_s DOUBLE NOT NULL,"
         " rss_bytes BIGINT NOT NULL)",
         "evaluations": "CREATE TABLE evaluations (evaluation_id VARCHAR PRIMARY KEY,"
-        " workload VARCHAR NOT NULL, created_at VARCHAR NOT NULL, command VARCHAR,"
-        " data_fingerprint VARCHAR NOT NULL, n_runs INTEGER NOT NULL, n_points INTEGER NOT NULL,"
+        " workload VARCHAR NOT NULL, machine_profile VARCHAR, created_at VARCHAR NOT NULL,"
+        " command VARCHAR, data_fingerprint VARCHAR NOT NULL, n_runs INTEGER NOT NULL,"
+        " n_points INTEGER NOT NULL,"
         " seeds_json VARCHAR NOT NULL, hostname VARCHAR, python_version VARCHAR)",
         "scores": "CREATE TABLE scores (evaluation_id VARCHAR NOT NULL, model VARCHAR NOT NULL,"
         " split VARCHAR NOT NULL, seed INTEGER NOT NULL, mape_pct DOUBLE, r2 DOUBLE,"
@@ -133,6 +143,10 @@ DDL: Mapping[str, str] = types.MappingProxyType(
 ADDED_COLUMNS: Mapping[int, Mapping[str, Mapping[str, Any]]] = types.MappingProxyType(
     {
         2: {"runs": {"workload": LEGACY_WORKLOAD}, "evaluations": {"workload": LEGACY_WORKLOAD}},
+        3: {
+            "runs": {name: None for name in NEW_MACHINE_COLUMNS},
+            "evaluations": {"machine_profile": None},
+        },
     }
 )
 
@@ -275,6 +289,69 @@ def _v1_to_v2(con: duckdb.DuckDBPyConnection) -> None:
     _rebuild(con, "evaluations", _V2_EVALUATIONS, {"workload": LEGACY_WORKLOAD})
 
 
+_V3_RUNS = (
+    "CREATE TABLE runs (run_id VARCHAR NOT NULL PRIMARY KEY, sweep_id VARCHAR,"
+    " created_at VARCHAR NOT NULL, status VARCHAR NOT NULL, message VARCHAR NOT NULL,"
+    " workload VARCHAR NOT NULL, depth BIGINT, height BIGINT NOT NULL, width BIGINT NOT NULL,"
+    " batch_size BIGINT NOT NULL, base_filters BIGINT, levels BIGINT,"
+    " in_channels BIGINT NOT NULL, classes BIGINT NOT NULL, precision VARCHAR NOT NULL,"
+    " upsampling VARCHAR, steps BIGINT NOT NULL, seed BIGINT NOT NULL, repeat BIGINT NOT NULL,"
+    " sample_interval_s DOUBLE NOT NULL, timeout_s DOUBLE NOT NULL,"
+    " memory_limit_bytes BIGINT NOT NULL, estimate_bytes BIGINT, peak_sampled_bytes BIGINT,"
+    " peak_hwm_bytes BIGINT, baseline_bytes BIGINT, wall_s DOUBLE,"
+    " step_times_s VARCHAR NOT NULL, step_hwm_bytes VARCHAR NOT NULL, hostname VARCHAR NOT NULL,"
+    " cpu_vendor VARCHAR, cpu_model VARCHAR NOT NULL, cpu_isa VARCHAR,"
+    " cpu_cores BIGINT NOT NULL, usable_cores BIGINT, intra_op_threads BIGINT,"
+    " total_ram_bytes BIGINT NOT NULL,"
+    " os VARCHAR NOT NULL, python_version VARCHAR NOT NULL, tensorflow_version VARCHAR NOT NULL,"
+    " keras_version VARCHAR NOT NULL, numpy_version VARCHAR NOT NULL,"
+    " onednn_enabled BOOLEAN NOT NULL)"
+)
+_V3_EVALUATIONS = (
+    "CREATE TABLE evaluations (evaluation_id VARCHAR PRIMARY KEY, workload VARCHAR NOT NULL,"
+    " machine_profile VARCHAR, created_at VARCHAR NOT NULL, command VARCHAR,"
+    " data_fingerprint VARCHAR NOT NULL, n_runs INTEGER NOT NULL, n_points INTEGER NOT NULL,"
+    " seeds_json VARCHAR NOT NULL, hostname VARCHAR, python_version VARCHAR)"
+)
+
+
+def fill_evaluation_profiles(con: duckdb.DuckDBPyConnection) -> int:
+    """Name the machine profile of every evaluation that has none but fit one profile's runs.
+
+    The profile is read from the runs its held-out predictions name; an evaluation
+    whose runs span several profiles, or are not in this database, keeps NULL.
+    Returns how many evaluations were named.
+    """
+    missing = con.execute(
+        "SELECT evaluation_id FROM evaluations WHERE machine_profile IS NULL"
+    ).fetchall()
+    named = 0
+    columns = ", ".join(f"r.{name}" for name in profiles.PROFILE_COLUMNS)
+    for (evaluation_id,) in missing:
+        cursor = con.execute(
+            f"SELECT DISTINCT {columns} FROM runs r WHERE r.run_id IN"
+            " (SELECT run_id FROM predictions WHERE evaluation_id = ?)",
+            [evaluation_id],
+        )
+        names = [d[0] for d in cursor.description]
+        keys = {
+            profiles.profile_of(dict(zip(names, row, strict=True))).key for row in cursor.fetchall()
+        }
+        if len(keys) == 1:
+            con.execute(
+                "UPDATE evaluations SET machine_profile = ? WHERE evaluation_id = ?",
+                [keys.pop(), evaluation_id],
+            )
+            named += 1
+    return named
+
+
+def _v2_to_v3(con: duckdb.DuckDBPyConnection) -> None:
+    _rebuild(con, "runs", _V3_RUNS, dict.fromkeys(NEW_MACHINE_COLUMNS))
+    _rebuild(con, "evaluations", _V3_EVALUATIONS, {"machine_profile": None})
+    fill_evaluation_profiles(con)
+
+
 # In order: MIGRATIONS[i] goes from version i + 1 to i + 2.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -282,6 +359,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "runs and evaluations name their workload ('unet3d' for every older row); the "
         "U-Net-only runs columns may be NULL; the results tables are part of the schema",
         _v1_to_v2,
+    ),
+    Migration(
+        2,
+        "runs record CPU vendor, instruction-set level, usable cores and intra-op threads "
+        "(unknown for older runs); evaluations name the machine profile they fit",
+        _v2_to_v3,
     ),
 )
 
@@ -331,14 +414,15 @@ def columns_as_of(table: str, columns: tuple[str, ...], version: int) -> tuple[s
 def infer_version(table: str, columns: list[str]) -> int:
     """The version of an export that does not say: the newest whose added columns it has all of.
 
-    An export of ``runs`` without ``workload`` is schema 1; one with it, the
-    current schema. Tables no version changed are always the current version.
+    An export of ``runs`` without ``workload`` is schema 1; one with it but without
+    ``cpu_isa``, schema 2. Tables no version changed are always the current version.
     """
-    for version in range(SCHEMA_VERSION, 1, -1):
-        added = ADDED_COLUMNS.get(version, {}).get(table, {})
-        if any(name not in columns for name in added):
-            return version - 1
-    return SCHEMA_VERSION
+    version = 1
+    while version < SCHEMA_VERSION and all(
+        name in columns for name in ADDED_COLUMNS.get(version + 1, {}).get(table, {})
+    ):
+        version += 1
+    return version
 
 
 def upgrade_export(table: str, rows: pa.Table, version: int) -> pa.Table:

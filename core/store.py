@@ -19,7 +19,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from core import schema
+from core import profiles, schema
 from core.database import (
     connect,
     first_line,
@@ -33,12 +33,6 @@ SWEEP_INTERRUPTED = "interrupted"
 # How many candidates an ambiguous run id prefix lists before "...".
 AMBIGUOUS_SHOWN = 5
 
-SOFTWARE_COLUMNS: tuple[str, ...] = (
-    "python_version",
-    "tensorflow_version",
-    "keras_version",
-    "numpy_version",
-)
 # What identifies a sweep point: the workload, every column a workload's configuration
 # is stored in (NULL where it has no such setting), and the step count; not seed or repeat.
 POINT_COLUMNS: tuple[str, ...] = RUN_COLUMNS[
@@ -190,8 +184,14 @@ def load_runs(
     status: str | None = None,
     hostname: str | None = None,
     workload: str | None = None,
+    machine: str | None = None,
 ) -> pd.DataFrame:
-    """Runs (columns RUN_COLUMNS) ordered by created_at then run_id; filters combine with AND."""
+    """Runs (columns RUN_COLUMNS) ordered by created_at then run_id; filters combine with AND.
+
+    ``machine`` is a profile key (`core.profiles`): only runs of that machine
+    profile. It is a filter in pandas after the query because a profile is
+    computed from a run's columns, never stored.
+    """
     filters = {
         "sweep_id": sweep_id,
         "status": status,
@@ -204,7 +204,11 @@ def load_runs(
     if where:
         sql += f" WHERE {where}"
     with connect(path, read_only=True) as con:
-        return con.execute(sql + " ORDER BY created_at, run_id", list(chosen.values())).df()
+        runs = con.execute(sql + " ORDER BY created_at, run_id", list(chosen.values())).df()
+    if machine is None or runs.empty:
+        return runs
+    keep = [key == machine for key in profiles.profile_keys(runs)]
+    return runs[keep].reset_index(drop=True)
 
 
 def load_samples(path: Path, run_ids: list[str] | None = None) -> pd.DataFrame:
@@ -256,30 +260,26 @@ def point_key(row: RunRecord | Mapping[str, Any]) -> tuple[Any, ...]:
 
 def completed_points(
     path: Path,
-    hostname: str,
-    software: dict[str, str],
+    profile_key: str,
     statuses: tuple[str, ...] = DONE_STATUSES,
 ) -> Counter[tuple[Any, ...]]:
-    """How many runs each point already has on this machine with this software.
+    """How many runs with ``statuses`` each point already has on machine profile ``profile_key``.
 
-    ``software`` maps each of SOFTWARE_COLUMNS to a version; a sweep resumes by
-    skipping points whose count already reaches its repeats.
+    A sweep resumes by skipping points whose count already reaches its repeats.
+    It matches on the profile (`core.profiles`: CPU, instruction set, cores,
+    RAM, framework versions, oneDNN), never the hostname: two different VMs are
+    both called ``vm``, and a point measured on one is not measured on the other.
     """
-    missing = [name for name in SOFTWARE_COLUMNS if name not in software]
-    unknown = [name for name in software if name not in SOFTWARE_COLUMNS]
-    if missing or unknown:
-        raise StoreError(
-            f"software versions must name exactly {', '.join(SOFTWARE_COLUMNS)}; "
-            f"missing: {', '.join(missing) or 'none'}; unknown: {', '.join(unknown) or 'none'}"
-        )
     if not statuses:
         return Counter()
-    software_match = " AND ".join(f"{name} = ?" for name in SOFTWARE_COLUMNS)
+    point_columns = ", ".join(POINT_COLUMNS)
+    profile_columns = ", ".join(profiles.PROFILE_COLUMNS)
     sql = (
-        f"SELECT {', '.join(POINT_COLUMNS)} FROM runs WHERE hostname = ? AND {software_match}"
-        " AND list_contains(?::VARCHAR[], status)"
+        f"SELECT {point_columns}, {profile_columns} FROM runs"
+        " WHERE list_contains(?::VARCHAR[], status)"
     )
-    params = [hostname, *(software[name] for name in SOFTWARE_COLUMNS), list(statuses)]
     with connect(path, read_only=True) as con:
-        rows = con.execute(sql, params).fetchall()
-    return Counter(tuple(row) for row in rows)
+        cursor = con.execute(sql, [list(statuses)])
+        names = [column[0] for column in cursor.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return Counter(point_key(row) for row in rows if profiles.profile_of(row).key == profile_key)

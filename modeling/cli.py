@@ -5,8 +5,8 @@ flags, calls one function of `modeling`, and prints the result. Every
 `MemplanError` (bad input, no stored models, a locked database) becomes one
 line ``error: ...`` on stderr and exit code 2.
 
-    python -m modeling evaluate [--db FILE] [--seeds 10] [--quick] [--no-store]
-    python -m modeling size image --budget 256GiB --batch-size 4
+    python -m modeling evaluate [--db FILE] [--machine KEY] [--seeds 10] [--quick] [--no-store]
+    python -m modeling size image --budget 256GiB --batch-size 4 [--machine KEY]
     python -m modeling size batch --image-size 144 --budget 64GiB
     python -m modeling size buy --image-size 240x240x144 --batch-size 16 [--headroom 0.2]
     python -m modeling export-results data/reference_results [--db FILE]
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import database, store, workloads
+from core import database, profiles, store, workloads
 from core.commands import (
     add_commands,
     add_db_option,
@@ -33,6 +33,7 @@ from core.commands import (
     run_handler,
 )
 from core.units import parse_bytes
+from modeling import machines
 from modeling.errors import ModelingError
 from modeling.estimators.catalogue import catalogue, pick, spec_names
 from modeling.evaluation.bounds import DEFAULT_COVERAGE
@@ -72,6 +73,11 @@ def _prepare_evaluate(parser: argparse.ArgumentParser) -> None:
         "--workload",
         choices=list(workloads.WORKLOADS),
         help="evaluate only this network (default: every workload with ok runs, each on its own)",
+    )
+    parser.add_argument(
+        "--machine",
+        help="evaluate only this machine profile: a key or a unique prefix (default: every "
+        "profile with enough runs, each on its own; `python -m profiling machines` lists them)",
     )
     parser.add_argument(
         "--seeds",
@@ -142,35 +148,62 @@ def _evaluate(args: argparse.Namespace) -> int:
             "add --splits random, or pass --no-store"
         )
     specs = pick(catalogue(quick=args.quick), args.models)
-    frame = measured_frame(store.load_runs(db_path, status="ok"))
-    names = [args.workload] if args.workload else sorted(frame["workload"].unique())
-    if not names:
+    runs = store.load_runs(db_path, status="ok", workload=args.workload)
+    groups = _evaluation_groups(runs, args.machine)
+    if not groups:
         raise ModelingError(
             f"{db_path} has no ok runs to evaluate; measure some with `python -m profiling sweep`"
         )
+    frame = measured_frame(runs)
     evaluated = 0
-    for name in names:
+    for workload, machine in groups:
+        name = f"{workload} on {machine.label} (profile {machine.key})"
+        if not machine.determined:
+            # Never fitted together with anything: the runs did not say which CPU they had.
+            _progress(f"skipped {name}: its runs did not record their machine")
+            continue
+        chosen = runs[(runs["workload"] == workload) & (runs["machine_profile"] == machine.key)]
         try:
-            _evaluate_workload(args, db_path, name, specs, frame[frame["workload"] == name])
+            _evaluate_group(args, db_path, workload, machine, specs, frame.loc[chosen["run_id"]])
         except ModelingError as error:
-            # Evaluating every workload: one with too few runs must not stop the others.
-            if len(names) == 1:
+            # Evaluating every group: one with too few runs must not stop the others.
+            if len(groups) == 1:
                 raise ModelingError(f"{name}: {error}") from error
             _progress(f"skipped {name}: {error}")
         else:
             evaluated += 1
     if not evaluated:
         raise ModelingError(
-            "no workload has enough runs to evaluate; measure more (python -m profiling sweep)"
+            "no workload and machine profile has enough runs to evaluate; measure more "
+            "(python -m profiling sweep, or python -m profiling calibrate for this machine)"
         )
     return 0
 
 
-def _evaluate_workload(
-    args: argparse.Namespace, db_path: Path, workload: str, specs: list, frame: pd.DataFrame
+def _evaluation_groups(
+    runs: pd.DataFrame, requested: str | None
+) -> list[tuple[str, profiles.MachineProfile]]:
+    """(workload, profile) pairs to evaluate, each on its own runs; adds ``machine_profile``."""
+    runs["machine_profile"] = profiles.profile_keys(runs) if len(runs) else []
+    known = profiles.profiles_in(runs)
+    if requested is not None:
+        wanted = profiles.resolve(requested, known).key
+        known = {wanted: known[wanted]}
+    pairs = runs[["workload", "machine_profile"]].drop_duplicates()
+    chosen = [(str(w), known[key]) for w, key in pairs.itertuples(index=False) if key in known]
+    return sorted(chosen, key=lambda pair: (pair[0], pair[1].label, pair[1].key))
+
+
+def _evaluate_group(
+    args: argparse.Namespace,
+    db_path: Path,
+    workload: str,
+    machine: profiles.MachineProfile,
+    specs: list,
+    frame: pd.DataFrame,
 ) -> None:
-    """Score, fit and store one workload's models: a model is only ever fit on one network."""
-    _progress(f"evaluating {workloads.get(workload).TITLE}")
+    """Score, fit and store one workload's models on one machine profile's runs only."""
+    _progress(f"evaluating {workloads.get(workload).TITLE} on {machine.label}")
     evaluation = evaluate(
         frame,
         specs,
@@ -181,8 +214,8 @@ def _evaluate_workload(
     )
     seeds = f"seeds: {args.seeds} random split(s), {args.extrapolation_seeds} extrapolation"
     print(
-        f"{workload}: {evaluation.n_runs} ok run(s), {evaluation.n_points} configuration(s) "
-        f"from {db_path}; {seeds}\n"
+        f"{workload} on {machine.label} (profile {machine.key}): {evaluation.n_runs} ok run(s), "
+        f"{evaluation.n_points} configuration(s) from {db_path}; {seeds}\n"
     )
     print(report.markdown_table(summarise(evaluation, specs)))
     if not args.store:
@@ -195,7 +228,7 @@ def _evaluate_workload(
     target = database.ensure_database(args.store_db) if args.store_db else db_path
     command = shlex.join(["python", "-m", "modeling", *sys.argv[1:]])
     evaluation_id = results.store_results(
-        target, evaluation, predictors, command, workload=workload
+        target, evaluation, predictors, command, workload=workload, machine=machine.key
     )
     print(
         f"\nstored {workload} evaluation {evaluation_id[:12]} and {len(predictors)} "
@@ -209,14 +242,19 @@ def _evaluate_workload(
 def _prepare_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", type=Path, help="folder for the four Parquet files")
     add_workload_option(parser)
+    _add_machine_option(parser)
     add_db_option(parser)
 
 
 def _export(args: argparse.Namespace) -> int:
     db_path = _db_for_reading(args)
-    directory = bundle.export_results(db_path, args.directory, workload=args.workload)
+    machine = machines.choose_machine(db_path, args.workload, args.machine)
+    directory = bundle.export_results(db_path, args.directory, args.workload, machine.key)
     tables = ", ".join(results.RESULT_TABLES)
-    print(f"wrote the latest {args.workload} evaluation's {tables} to {directory}")
+    print(
+        f"wrote the latest {args.workload} evaluation's {tables}, {machine.sentence()}, "
+        f"to {directory}"
+    )
     return 0
 
 
@@ -232,7 +270,16 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "worst-case extrapolation error",
     )
     add_workload_option(parser)
+    _add_machine_option(parser)
     add_knob_options(parser)
+
+
+def _add_machine_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--machine",
+        help="the machine profile to answer for: a key or a unique prefix (default: this "
+        "machine's if it has fitted models, else the bundled reference's)",
+    )
 
 
 def _knobs(args: argparse.Namespace) -> dict:
@@ -250,22 +297,33 @@ def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
     _add_model_options(parser)
 
 
-def _stored_model(args: argparse.Namespace) -> results.Predictor:
-    """The model asked for: the database's, or the bundled one for its runs, read in memory.
+def _stored_model(args: argparse.Namespace) -> tuple[results.Predictor, machines.MachineChoice]:
+    """The model asked for and the machine profile it is for.
 
-    Nothing is written to the database (the bundle is never installed), and in
-    read-only mode it is not even created or migrated.
+    The database's model, or the bundled one for its runs, read in memory: nothing
+    is written to the database (the bundle is never installed), and in read-only
+    mode it is not even created or migrated.
     """
-    return bundle.load_predictor(_db_for_reading(args), args.model, workload=args.workload)
+    db_path = _db_for_reading(args)
+    machine = machines.choose_machine(db_path, args.workload, args.machine)
+    return bundle.load_predictor(db_path, args.model, args.workload, machine.key), machine
+
+
+def _print_answer(machine: machines.MachineChoice, lines: list[str]) -> None:
+    """The machine the answer is for, the answer, and why it is not this machine if so."""
+    print(f"Machine: {machine.sentence()}")
+    print("\n".join(lines))
+    if machine.note:
+        print(f"note: {machine.note}")
 
 
 def _size_image(args: argparse.Namespace) -> int:
-    predictor = _stored_model(args)
+    predictor, machine = _stored_model(args)
     answer = largest_image_side(
         predictor, args.budget, args.batch_size, _knobs(args), workload=args.workload
     )
     dims = workloads.get(args.workload).DIMS
-    print("\n".join(report.image_size_lines(answer, dims)))
+    _print_answer(machine, report.image_size_lines(answer, dims))
     return 0
 
 
@@ -277,9 +335,9 @@ def _prepare_size_batch(parser: argparse.ArgumentParser) -> None:
 
 def _size_batch(args: argparse.Namespace) -> int:
     shape = workloads.get(args.workload).parse_image_shape(args.image_size)
-    predictor = _stored_model(args)
+    predictor, machine = _stored_model(args)
     answer = largest_batch(predictor, args.budget, shape, _knobs(args), workload=args.workload)
-    print("\n".join(report.batch_lines(answer)))
+    _print_answer(machine, report.batch_lines(answer))
     return 0
 
 
@@ -297,11 +355,11 @@ def _prepare_size_buy(parser: argparse.ArgumentParser) -> None:
 
 def _size_buy(args: argparse.Namespace) -> int:
     shape = workloads.get(args.workload).parse_image_shape(args.image_size)
-    predictor = _stored_model(args)
+    predictor, machine = _stored_model(args)
     answer = memory_to_buy(
         predictor, shape, args.batch_size, args.headroom, _knobs(args), workload=args.workload
     )
-    print("\n".join(report.memory_lines(answer)))
+    _print_answer(machine, report.memory_lines(answer))
     return 0
 
 

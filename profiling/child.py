@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from profiling.machine import onednn_enabled, read_proc_status_bytes
+from core.machine import onednn_enabled, read_proc_status_bytes
 
 
 def _write_result(path: Path, result: dict[str, Any]) -> None:

@@ -34,11 +34,11 @@ import psutil
 from memory_profiler import memory_usage
 
 from core import store, workloads
+from core.machine import machine_info, onednn_enabled, read_proc_status_bytes, software_info
 from core.records import RunRecord, Sample
 from core.units import format_gib
 from core.workloads.base import WorkloadConfig
 from profiling import processes
-from profiling.machine import machine_info, onednn_enabled, read_proc_status_bytes, software_info
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _MIB = 2**20

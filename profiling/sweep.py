@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from core import database, store, workloads
 from core.errors import ConfigError, StoreError
+from core.machine import this_profile
 from core.records import RunRecord
 from core.settings import read_settings_file
 from core.units import GIB, format_gib
@@ -39,7 +40,6 @@ from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import PRECISIONS, WorkloadConfig, format_image_shape
 from profiling import pending, sweeplock
 from profiling.estimate import estimate_peak_bytes
-from profiling.machine import machine_info, software_info
 from profiling.runner import RunSettings, run_point, skipped_record
 
 # The default memory limit: this share of the machine's RAM...
@@ -275,9 +275,10 @@ def _run_points(
     show_progress: bool,
     on_record: Callable[[RunRecord], None] | None,
 ) -> None:
-    host = str(machine_info()["hostname"])
-    measured = store.completed_points(db_path, host, software_info(), statuses=("ok", "oom"))
-    already_skipped = store.completed_points(db_path, host, software_info(), statuses=("skipped",))
+    # Points count as done per machine profile, not hostname: two VMs may share a name.
+    profile_key = this_profile().key
+    measured = store.completed_points(db_path, profile_key, statuses=("ok", "oom"))
+    already_skipped = store.completed_points(db_path, profile_key, statuses=("skipped",))
     failed: list[tuple[WorkloadConfig, str]] = []
     # A point the estimate already rules out costs nothing, so it does not inflate the ETA.
     costs = [

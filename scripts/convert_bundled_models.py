@@ -83,7 +83,7 @@ def convert(directory: Path) -> int:
     """Convert ``directory``'s models.parquet in place; how many rows were pickles."""
     path = directory / "models.parquet"
     table = pq.read_table(path)
-    workload = bundle._bundled_evaluation(directory)[0]
+    workload = bundle.bundled_evaluation(directory).workload
     blobs, versions, converted = [], [], 0
     for row in table.to_pylist():
         blob = bytes(row["estimator"])

@@ -32,6 +32,7 @@ so they never write.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -61,11 +62,16 @@ BUNDLED_RESULTS_DIRS: tuple[Path, ...] = (
 )
 
 
-def export_results(db_path: Path, directory: Path, workload: str = DEFAULT_WORKLOAD) -> Path:
-    """Write ``workload``'s latest evaluation (four tables) as Parquet into ``directory``."""
+def export_results(
+    db_path: Path, directory: Path, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
+) -> Path:
+    """Write the latest evaluation of ``workload`` (and ``machine``) as Parquet into ``directory``.
+
+    Four files, one per results table.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     with database.connect(db_path, read_only=True) as con:
-        evaluation_id = latest_evaluation_id(con, workload)
+        evaluation_id = latest_evaluation_id(con, workload, machine)
         if evaluation_id is None:
             raise ModelingError(
                 f"{db_path} holds no evaluation to export; run "
@@ -100,48 +106,71 @@ def _read(directory: Path, table: str) -> pa.Table:
     return schema.upgrade_export(table, rows, version)
 
 
-def _bundled_evaluation(directory: Path) -> tuple[str, str] | None:
-    """The bundle's workload and data fingerprint; None when there is no bundle."""
+@dataclass(frozen=True)
+class BundledEvaluation:
+    """Which runs a bundled evaluation was fitted on: a workload, a machine profile, a hash."""
+
+    directory: Path
+    workload: str
+    machine: str | None  # profile key (`core.profiles`)
+    fingerprint: str
+
+
+def bundled_evaluation(directory: Path) -> BundledEvaluation | None:
+    """What the bundle in ``directory`` was fitted on; None when there is no bundle."""
     if not (directory / "evaluations.parquet").exists():
         return None
-    rows = _read(directory, "evaluations").select(["workload", "data_fingerprint"]).to_pylist()
-    return (str(rows[0]["workload"]), str(rows[0]["data_fingerprint"])) if rows else None
+    columns = ["workload", "machine_profile", "data_fingerprint"]
+    rows = _read(directory, "evaluations").select(columns).to_pylist()
+    if not rows:
+        return None
+    row = rows[0]
+    return BundledEvaluation(
+        directory, str(row["workload"]), row["machine_profile"], str(row["data_fingerprint"])
+    )
 
 
-def _applies(db_path: Path, directory: Path) -> str | None:
-    """The bundle's workload if ``db_path`` has no evaluation of it and holds its runs.
+def bundled_evaluations(workload: str | None = None) -> list[BundledEvaluation]:
+    """Every bundled evaluation (of ``workload`` if given), in BUNDLED_RESULTS_DIRS order."""
+    found = (bundled_evaluation(directory) for directory in BUNDLED_RESULTS_DIRS)
+    return [b for b in found if b is not None and workload in (None, b.workload)]
+
+
+def applies(db_path: Path, directory: Path) -> BundledEvaluation | None:
+    """The bundle if ``db_path`` has no evaluation of its workload and profile and holds its runs.
 
     Reads the database read-only: nothing is written.
     """
-    bundled = _bundled_evaluation(directory)
+    bundled = bundled_evaluation(directory)
     if bundled is None:
         return None
-    workload, fingerprint = bundled
     with database.connect(db_path, read_only=True) as con:
-        if latest_evaluation_id(con, workload) is not None:
+        if latest_evaluation_id(con, bundled.workload, bundled.machine) is not None:
             return None
-    runs = store.load_runs(db_path, status="ok", workload=workload)
-    if runs.empty or data_fingerprint(measured_frame(runs)) != fingerprint:
+    runs = store.load_runs(db_path, status="ok", workload=bundled.workload, machine=bundled.machine)
+    if runs.empty or data_fingerprint(measured_frame(runs)) != bundled.fingerprint:
         return None
-    return workload
+    return bundled
 
 
 def install_bundled_results(db_path: Path, directory: Path = BUNDLED_RESULTS_DIR) -> bool:
     """Copy the bundled evaluation into ``db_path`` if it has none and holds the same runs.
 
-    "None" and "the same runs" are of the bundle's workload. Returns True when it
-    copied. Idempotent and cheap when there is nothing to do, so the (writable)
-    dashboard calls it on every start.
+    "None" and "the same runs" are of the bundle's workload and machine profile.
+    Returns True when it copied. Idempotent and cheap when there is nothing to do,
+    so the (writable) dashboard calls it on every start.
     """
-    workload = _applies(db_path, directory)
-    if workload is None:
+    bundled = applies(db_path, directory)
+    if bundled is None:
         return False
     rows = {table: _read(directory, table) for table in RESULT_TABLES}
     with database.transaction(db_path) as con:
-        if latest_evaluation_id(con, workload) is not None:  # installed meanwhile
-            return False
+        if latest_evaluation_id(con, bundled.workload, bundled.machine) is not None:
+            return False  # installed meanwhile
         for table, table_rows in rows.items():
             schema.insert_table(con, table, table_rows)
+        # A bundle from before schema 3 does not name its profile; its runs do.
+        schema.fill_evaluation_profiles(con)
     return True
 
 
@@ -161,59 +190,72 @@ def _bundled_frame(directory: Path, table: str, stamp: tuple[int, int]) -> pd.Da
         return con.from_arrow(rows).df()
 
 
-def _bundled(db_path: Path, workload: str, table: str) -> pd.DataFrame | None:
-    """``workload``'s bundled ``table`` when ``db_path`` needs it (see module docstring)."""
-    for directory in BUNDLED_RESULTS_DIRS:
-        bundled = _bundled_evaluation(directory)
-        if bundled is None or bundled[0] != workload or _applies(db_path, directory) is None:
+def _bundled(db_path: Path, workload: str, machine: str | None, table: str) -> pd.DataFrame | None:
+    """The bundled ``table`` of ``workload`` and ``machine`` when ``db_path`` needs it.
+
+    ``machine`` None: the first bundle of the workload that applies (module docstring).
+    """
+    for bundled in bundled_evaluations(workload):
+        if machine not in (None, bundled.machine) or applies(db_path, bundled.directory) is None:
             continue
-        stat = (directory / f"{table}.parquet").stat()
-        return _bundled_frame(directory, table, (stat.st_size, stat.st_mtime_ns)).copy()
+        stat = (bundled.directory / f"{table}.parquet").stat()
+        return _bundled_frame(bundled.directory, table, (stat.st_size, stat.st_mtime_ns)).copy()
     return None
 
 
-def _stored_or_bundled(loader, db_path: Path, workload: str, table: str) -> pd.DataFrame:
+def _stored_or_bundled(
+    loader, db_path: Path, workload: str, machine: str | None, table: str
+) -> pd.DataFrame:
     try:
-        return loader(db_path, workload=workload)
+        return loader(db_path, workload=workload, machine=machine)
     except NoModelsError:
-        bundled = _bundled(db_path, workload, table)
+        bundled = _bundled(db_path, workload, machine, table)
         if bundled is None:
             raise
         return bundled
 
 
-def load_scores(db_path: Path, workload: str = DEFAULT_WORKLOAD) -> pd.DataFrame:
-    """``workload``'s latest scores: the database's, else the bundle's for its runs."""
-    return _stored_or_bundled(tables.load_scores, db_path, workload, "scores")
+def load_scores(
+    db_path: Path, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
+) -> pd.DataFrame:
+    """The latest scores of ``workload`` and ``machine``: the database's, else the bundle's."""
+    return _stored_or_bundled(tables.load_scores, db_path, workload, machine, "scores")
 
 
-def load_predictions(db_path: Path, workload: str = DEFAULT_WORKLOAD) -> pd.DataFrame:
-    """``workload``'s latest held-out predictions: the database's, else the bundle's."""
-    return _stored_or_bundled(tables.load_predictions, db_path, workload, "predictions")
+def load_predictions(
+    db_path: Path, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
+) -> pd.DataFrame:
+    """The latest held-out predictions of ``workload`` and ``machine``: stored, else bundled."""
+    return _stored_or_bundled(tables.load_predictions, db_path, workload, machine, "predictions")
 
 
-def load_predictors(db_path: Path, workload: str = DEFAULT_WORKLOAD) -> list[Predictor]:
-    """``workload``'s latest fitted models: the database's, else the bundle's for its runs.
+def load_predictors(
+    db_path: Path, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
+) -> list[Predictor]:
+    """The latest fitted models of ``workload`` and ``machine``: the database's, else bundled.
 
     Raises `NoModelsError` when neither has any, and `ModelingError` for a model
     row not stored as data (`modeling.stored.tables.predictor_from_row`).
     """
     try:
-        return tables.load_predictors(db_path, workload=workload)
+        return tables.load_predictors(db_path, workload=workload, machine=machine)
     except NoModelsError:
-        rows = _bundled(db_path, workload, "models")
+        rows = _bundled(db_path, workload, machine, "models")
         if rows is None:
             raise
-    refit = f"python -m modeling evaluate --workload {workload} --db {db_path}"
+    flags = f"--workload {workload}" + (f" --machine {machine}" if machine else "")
+    refit = f"python -m modeling evaluate {flags} --db {db_path}"
     source = f"the bundled results of {workload}"
     return [tables.predictor_from_row(row, source, refit) for row in rows.to_dict("records")]
 
 
-def load_predictor(db_path: Path, name: str = BEST, workload: str = DEFAULT_WORKLOAD) -> Predictor:
+def load_predictor(
+    db_path: Path, name: str = BEST, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
+) -> Predictor:
     """One of `load_predictors` by name; ``"best"`` picks by `tables.best_model_name`."""
     return select_predictor(
-        load_predictors(db_path, workload),
-        lambda: load_scores(db_path, workload),
+        load_predictors(db_path, workload, machine),
+        lambda: load_scores(db_path, workload, machine),
         name,
         db_path,
     )

@@ -15,9 +15,11 @@ Four tables in the *same* database file as ``runs``, part of its schema
   rebuilds them, so the dashboard and ``python -m modeling size`` predict
   without refitting.
 
-Each workload has its own evaluations: the loaders take ``workload`` (default
-``unet3d``, the only one before schema 2) and, without an ``evaluation_id``,
-read that workload's latest evaluation. Rows are written by column name.
+Each workload and machine profile (`core.profiles`) has its own evaluations: the
+loaders take ``workload`` (default ``unet3d``, the only one before schema 2)
+and ``machine`` (a profile key; None: whichever profile was evaluated last) and,
+without an ``evaluation_id``, read that pair's latest evaluation. A model is
+never fitted on runs of two profiles. Rows are written by column name.
 
 Connections are `core.store`'s: short-lived, retried while a sweep holds
 the lock. Loading a stored model runs nothing it holds: formulas are token
@@ -86,8 +88,12 @@ def store_results(
     command: str = "",
     *,
     workload: str = DEFAULT_WORKLOAD,
+    machine: str | None = None,
 ) -> str:
     """Store an evaluation of ``workload``'s runs and its fitted models in one transaction.
+
+    machine : the profile key of the runs it fit (`core.profiles`); None only for
+        runs whose profile is not one.
 
     Returns the evaluation_id.
     """
@@ -109,6 +115,7 @@ def store_results(
             {
                 "evaluation_id": evaluation_id,
                 "workload": workload,
+                "machine_profile": machine,
                 "created_at": created_at,
                 "command": command,
                 "data_fingerprint": evaluation.data_fingerprint,
@@ -154,65 +161,93 @@ def store_results(
     return evaluation_id
 
 
-def _no_models(path: Path, workload: str) -> NoModelsError:
+def no_models_error(path: Path, workload: str, machine: str | None = None) -> NoModelsError:
+    """The error for no evaluation of ``workload`` (and ``machine``), saying what to run."""
     which = "" if workload == DEFAULT_WORKLOAD else f" of workload {workload!r}"
+    flags = f" --workload {workload}" if workload != DEFAULT_WORKLOAD else ""
+    if machine is not None:
+        which += f" for machine profile {machine}"
+        flags += f" --machine {machine}"
     return NoModelsError(
-        f"no fitted models{which} in {path} yet; run `python -m modeling evaluate --db {path}` "
-        "first"
+        f"no fitted models{which} in {path} yet; run "
+        f"`python -m modeling evaluate{flags} --db {path}` first"
     )
 
 
+def _evaluation_filter(workload: str | None, machine: str | None) -> tuple[str, list[Any]]:
+    """A WHERE clause (empty when nothing is chosen) and its parameters."""
+    chosen = {"workload": workload, "machine_profile": machine}
+    given = {name: value for name, value in chosen.items() if value is not None}
+    where = " AND ".join(f"{name} = ?" for name in given)
+    return (f"WHERE {where}" if where else ""), list(given.values())
+
+
 def latest_evaluation_id(
-    con: duckdb.DuckDBPyConnection, workload: str = DEFAULT_WORKLOAD
+    con: duckdb.DuckDBPyConnection,
+    workload: str = DEFAULT_WORKLOAD,
+    machine: str | None = None,
 ) -> str | None:
-    """The newest stored evaluation of ``workload``; None when there is none."""
+    """The newest stored evaluation of ``workload`` (for profile ``machine`` if given)."""
+    where, params = _evaluation_filter(workload, machine)
     found = con.execute(
-        "SELECT evaluation_id FROM evaluations WHERE workload = ?"
-        " ORDER BY created_at DESC, rowid DESC LIMIT 1",
-        [workload],
+        f"SELECT evaluation_id FROM evaluations {where} ORDER BY created_at DESC, rowid DESC"
+        " LIMIT 1",
+        params,
     ).fetchone()
     return None if found is None else str(found[0])
 
 
-def _latest_id(con: duckdb.DuckDBPyConnection, path: Path, workload: str) -> str:
-    found = latest_evaluation_id(con, workload)
+def _latest_id(
+    con: duckdb.DuckDBPyConnection, path: Path, workload: str, machine: str | None
+) -> str:
+    found = latest_evaluation_id(con, workload, machine)
     if found is None:
-        raise _no_models(path, workload)
+        raise no_models_error(path, workload, machine)
     return found
 
 
-def load_evaluations(path: Path, workload: str | None = DEFAULT_WORKLOAD) -> pd.DataFrame:
-    """The stored evaluations of ``workload`` (None: of every workload), newest first.
+def load_evaluations(
+    path: Path, workload: str | None = DEFAULT_WORKLOAD, machine: str | None = None
+) -> pd.DataFrame:
+    """The stored evaluations of ``workload`` and ``machine`` (None: any), newest first.
 
     Empty (with the table's columns) when none was stored.
     """
-    where, params = ("WHERE workload = ?", [workload]) if workload is not None else ("", [])
+    where, params = _evaluation_filter(workload, machine)
     with database.connect(path, read_only=True) as con:
         return con.execute(
             f"SELECT * FROM evaluations {where} ORDER BY created_at DESC, rowid DESC", params
         ).df()
 
 
-def _load_table(path: Path, table: str, evaluation_id: str | None, workload: str) -> pd.DataFrame:
+def _load_table(
+    path: Path, table: str, evaluation_id: str | None, workload: str, machine: str | None
+) -> pd.DataFrame:
     with database.connect(path, read_only=True) as con:
-        chosen = evaluation_id or _latest_id(con, path, workload)
+        chosen = evaluation_id or _latest_id(con, path, workload, machine)
         return con.execute(
             f"SELECT * FROM {table} WHERE evaluation_id = ? ORDER BY rowid", [chosen]
         ).df()
 
 
 def load_scores(
-    path: Path, evaluation_id: str | None = None, workload: str = DEFAULT_WORKLOAD
+    path: Path,
+    evaluation_id: str | None = None,
+    workload: str = DEFAULT_WORKLOAD,
+    machine: str | None = None,
 ) -> pd.DataFrame:
-    """Scores of one evaluation (default: ``workload``'s latest)."""
-    return _load_table(path, "scores", evaluation_id, workload)
+    """Scores of one evaluation (default: the latest of ``workload`` and ``machine``)."""
+    return _load_table(path, "scores", evaluation_id, workload, machine)
 
 
 def load_predictions(
-    path: Path, evaluation_id: str | None = None, workload: str = DEFAULT_WORKLOAD
+    path: Path,
+    evaluation_id: str | None = None,
+    workload: str = DEFAULT_WORKLOAD,
+    machine: str | None = None,
 ) -> pd.DataFrame:
-    """Held-out predictions of one evaluation (default: ``workload``'s latest)."""
-    return _load_table(path, "predictions", evaluation_id, workload)
+    """Held-out predictions of one evaluation (default: the latest of ``workload``, ``machine``)."""
+    return _load_table(path, "predictions", evaluation_id, workload, machine)
 
 
 def _estimator(row: dict[str, Any], source: str, refit: str) -> Any:
@@ -250,18 +285,21 @@ def predictor_from_row(row: dict[str, Any], source: str, refit: str) -> Predicto
 
 
 def load_predictors(
-    path: Path, evaluation_id: str | None = None, workload: str = DEFAULT_WORKLOAD
+    path: Path,
+    evaluation_id: str | None = None,
+    workload: str = DEFAULT_WORKLOAD,
+    machine: str | None = None,
 ) -> list[Predictor]:
-    """The models fit by one evaluation (default: ``workload``'s latest), ready to predict."""
+    """The models fit by one evaluation (default: the latest of ``workload``, ``machine``)."""
     with database.connect(path, read_only=True) as con:
-        chosen = evaluation_id or _latest_id(con, path, workload)
+        chosen = evaluation_id or _latest_id(con, path, workload, machine)
         result = con.execute(
             "SELECT * FROM models WHERE evaluation_id = ? ORDER BY rowid", [chosen]
         )
         columns = [description[0] for description in result.description]
         rows = [dict(zip(columns, values, strict=True)) for values in result.fetchall()]
     if not rows:
-        raise _no_models(path, workload)
+        raise no_models_error(path, workload, machine)
     refit = f"python -m modeling evaluate --db {path}"
     return [predictor_from_row(row, str(path), refit) for row in rows]
 
@@ -298,14 +336,16 @@ def select_predictor(
     raise ModelingError(f"no stored model {name!r} in {source}; known: {known}")
 
 
-def load_predictor(path: Path, name: str = BEST, workload: str = DEFAULT_WORKLOAD) -> Predictor:
-    """One stored model of ``workload``'s latest evaluation by name.
+def load_predictor(
+    path: Path, name: str = BEST, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
+) -> Predictor:
+    """One stored model of the latest evaluation of ``workload`` and ``machine``, by name.
 
     ``"best"`` picks by `best_model_name`.
     """
     return select_predictor(
-        load_predictors(path, workload=workload),
-        lambda: load_scores(path, workload=workload),
+        load_predictors(path, workload=workload, machine=machine),
+        lambda: load_scores(path, workload=workload, machine=machine),
         name,
         path,
     )

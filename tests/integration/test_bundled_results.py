@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from core import database, store, workloads
+from core import database, profiles, store, workloads
 from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError
 from modeling.stored import bundle
@@ -146,12 +146,30 @@ def test_the_bundled_models_install_once_and_predict(tmp_path: Path) -> None:
     assert len(results.load_evaluations(db)) == 1
 
 
-def test_a_database_with_other_runs_gets_no_bundled_models(tmp_path: Path, make_record) -> None:
+def test_a_database_with_more_runs_of_that_machine_gets_no_bundled_models(
+    tmp_path: Path, make_record
+) -> None:
+    db = _reference_db(tmp_path / "more.duckdb")
+    reference = store.load_runs(db).to_dict("records")[0]
+    machine = {name: reference[name] for name in profiles.PROFILE_COLUMNS}
+    store.insert_run(
+        db, make_record(depth=32, height=32, width=32, peak_hwm_bytes=2**30, **machine)
+    )
+
+    assert not bundle.install_bundled_results(db)  # fitted on other runs than these
+    assert results.load_evaluations(db).empty
+
+
+def test_runs_of_another_machine_do_not_stop_the_bundled_models(
+    tmp_path: Path, make_record
+) -> None:
+    """Models are per machine profile: this machine's runs leave the reference's fit valid."""
     db = _reference_db(tmp_path / "more.duckdb")
     store.insert_run(db, make_record(depth=32, height=32, width=32, peak_hwm_bytes=2**30))
 
-    assert not bundle.install_bundled_results(db)
-    assert results.load_evaluations(db).empty
+    assert bundle.install_bundled_results(db)
+    machine = bundle.bundled_evaluation(bundle.BUNDLED_RESULTS_DIR).machine
+    assert list(results.load_evaluations(db)["machine_profile"]) == [machine]
 
 
 def test_an_export_reinstalls_as_the_same_evaluation(tmp_path: Path) -> None:

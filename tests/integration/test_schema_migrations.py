@@ -1,14 +1,16 @@
-"""What the previous release left on disk still opens: schema-1 databases and exports.
+"""What earlier releases left on disk still opens: schema-1 and schema-2 databases and exports.
 
 The fixtures in tests/fixtures/schema1/ were written by memplan 256831b (schema 1)
-with its own code (see the README there). Every test copies what it changes to
-tmp_path first, so the fixtures themselves are never written to.
+and those in tests/fixtures/schema2/ by memplan 99b704d (schema 2), each with its
+own code (see the README in each). Every test copies what it changes to tmp_path
+first, so the fixtures themselves are never written to.
 """
 
 from __future__ import annotations
 
 import shutil
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -17,34 +19,100 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import database, schema, store
+from core import database, profiles, schema, store
 from core.errors import DataFileError, StoreError
 from modeling.errors import ModelingError
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import cli, exchange
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "schema1"
-SCHEMA1_DB = FIXTURES / "memplan.duckdb"
-# What the fixture database holds (tests/fixtures/schema1/README.md).
-FIXTURE_ROWS = {
-    "meta": 1,
-    "sweeps": 2,
-    "runs": 6,
-    "samples": 23,
-    "evaluations": 1,
-    "scores": 6,
-    "predictions": 9,
-    "models": 3,
-}
-# The columns schema 2 added, and the value every migrated row gets.
-ADDED = {"runs": "workload", "evaluations": "workload"}
+FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
+# A fixture generation is kept small enough to live in the repository.
+FIXTURE_MAX_BYTES = 500_000
+# The facts schema 3 added to runs; no older run recorded them.
+MACHINE_COLUMNS = ("cpu_vendor", "cpu_isa", "usable_cores", "intra_op_threads")
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The fixtures one release wrote, and what they hold (see their README)."""
+
+    version: int
+    rows: dict[str, int]
+    run_ids: tuple[str, ...]  # in load_runs order
+
+    @property
+    def directory(self) -> Path:
+        return FIXTURES_DIR / f"schema{self.version}"
+
+    @property
+    def db(self) -> Path:
+        return self.directory / "memplan.duckdb"
+
+
+SCHEMA1 = Generation(
+    version=1,
+    rows={
+        "meta": 1,
+        "sweeps": 2,
+        "runs": 6,
+        "samples": 23,
+        "evaluations": 1,
+        "scores": 6,
+        "predictions": 9,
+        "models": 3,
+    },
+    run_ids=(
+        "v1-ok-32-b1",
+        "v1-ok-32-b2",
+        "v1-ok-48-b1",
+        "v1-ok-64-b1",
+        "v1-oom-144-b16",
+        "v1-skip-160-b16",
+    ),
+)
+SCHEMA2 = Generation(
+    version=2,
+    rows={
+        "meta": 1,
+        "sweeps": 2,
+        "runs": 8,
+        "samples": 33,
+        "evaluations": 1,
+        "scores": 6,
+        "predictions": 9,
+        "models": 3,
+    },
+    run_ids=(
+        "v2-unet-32-b1",
+        "v2-unet-32-b2",
+        "v2-unet-48-b1",
+        "v2-unet-64-b1",
+        "v2-unet-144-b16",
+        "v2-alex-67-b1",
+        "v2-alex-96-b2",
+        "v2-alex-224-b512",
+    ),
+)
+GENERATIONS = pytest.mark.parametrize("generation", [SCHEMA1, SCHEMA2], ids=["schema1", "schema2"])
+EXPORT_SUFFIXES = pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+
+
+def _copy(generation: Generation, tmp_path: Path) -> Path:
+    """A private copy of a generation's database."""
+    return Path(shutil.copy(generation.db, tmp_path / "memplan.duckdb"))
 
 
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
     """A private copy of the schema-1 database."""
-    return Path(shutil.copy(SCHEMA1_DB, tmp_path / "memplan.duckdb"))
+    return _copy(SCHEMA1, tmp_path)
+
+
+@pytest.fixture
+def v2_db(tmp_path: Path) -> Path:
+    """A private copy of the schema-2 database."""
+    return _copy(SCHEMA2, tmp_path)
 
 
 def _tables(db: Path) -> dict[str, pd.DataFrame]:
@@ -69,6 +137,12 @@ def _version(db: Path) -> str:
         return con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
 
 
+def _evaluation_profiles(db: Path) -> list[str | None]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT machine_profile FROM evaluations ORDER BY rowid").fetchall()
+    return [row[0] for row in rows]
+
+
 def _file_state(db: Path) -> tuple[bytes, int, list[str]]:
     return db.read_bytes(), db.stat().st_mtime_ns, sorted(p.name for p in db.parent.iterdir())
 
@@ -78,44 +152,78 @@ def _file_state(db: Path) -> tuple[bytes, int, list[str]]:
 
 def test_there_is_one_migration_per_version_step_up_to_the_current_one() -> None:
     assert [m.from_version for m in schema.MIGRATIONS] == list(range(1, schema.SCHEMA_VERSION))
-    assert [m.to_version for m in schema.migrations_from(1)] == [2]
+    assert [m.to_version for m in schema.migrations_from(1)] == [2, 3]
+    assert [m.to_version for m in schema.migrations_from(2)] == [3]
     assert schema.migrations_from(schema.SCHEMA_VERSION) == ()
 
 
-def test_the_fixture_is_a_small_schema_1_database() -> None:
-    assert _version(SCHEMA1_DB) == "1"
-    assert {name: len(rows) for name, rows in _tables(SCHEMA1_DB).items()} == FIXTURE_ROWS
+@GENERATIONS
+def test_each_fixture_is_a_small_database_of_its_schema_version(generation: Generation) -> None:
+    assert _version(generation.db) == str(generation.version)
+    assert {name: len(rows) for name, rows in _tables(generation.db).items()} == generation.rows
+    size = sum(path.stat().st_size for path in generation.directory.rglob("*") if path.is_file())
+    assert size < FIXTURE_MAX_BYTES
 
 
-def test_a_schema_1_database_is_migrated_keeping_every_row_and_value(old_db: Path) -> None:
-    before = _tables(old_db)
+@GENERATIONS
+def test_an_older_database_is_migrated_keeping_every_row_and_value(
+    generation: Generation, tmp_path: Path
+) -> None:
+    db = _copy(generation, tmp_path)
+    before = _tables(db)
 
-    database.ensure_database(old_db)
+    database.ensure_database(db)
 
-    after = _tables(old_db)
-    assert _version(old_db) == str(schema.SCHEMA_VERSION) == "2"
+    after = _tables(db)
+    assert _version(db) == str(schema.SCHEMA_VERSION) == "3"
     for name in schema.TABLES:
-        migrated = after[name]
-        if name in ADDED:
-            assert set(migrated[ADDED[name]]) == {"unet3d"}
-            migrated = migrated.drop(columns=[ADDED[name]])
         if name == "meta":
             continue  # only the version changed (checked above)
+        migrated = after[name]
+        for column, value in schema.added_since(name, generation.version).items():
+            if column == "machine_profile":
+                continue  # read from the evaluation's runs (tests below), not a fixed value
+            if value is None:  # unknown, not guessed
+                assert migrated[column].isna().all(), column
+            else:
+                assert set(migrated[column]) == {value}, column
+        migrated = migrated.drop(columns=[c for c in migrated.columns if c not in before[name]])
         pd.testing.assert_frame_equal(migrated, before[name], check_dtype=False)
-    # The stored models are byte for byte the same pickles.
+    # The stored models are byte for byte the same.
     assert list(after["models"]["estimator"]) == list(before["models"]["estimator"])
 
 
-def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(old_db: Path, tmp_path) -> None:
-    database.ensure_database(old_db)
+@GENERATIONS
+def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(
+    generation: Generation, tmp_path: Path
+) -> None:
+    db = _copy(generation, tmp_path)
+    database.ensure_database(db)
     new = database.ensure_database(tmp_path / "new.duckdb")
 
-    assert _columns(old_db) == _columns(new)
-    described = dict((row[0], row) for row in _columns(old_db)["runs"])
-    assert list(described).index("workload") == list(described).index("message") + 1
+    assert _columns(db) == _columns(new)
+    described = [row[0] for row in _columns(db)["runs"]]
+    assert described.index("workload") == described.index("message") + 1
+    assert described.index("cpu_vendor") == described.index("hostname") + 1
 
 
-def test_migrated_runs_read_back_as_unet_runs(old_db: Path) -> None:
+@GENERATIONS
+def test_migrated_runs_have_no_machine_facts_they_did_not_record(
+    generation: Generation, tmp_path: Path
+) -> None:
+    db = _copy(generation, tmp_path)
+    database.ensure_database(db)
+
+    runs = store.load_runs(db)
+
+    assert tuple(runs["run_id"]) == generation.run_ids
+    assert runs[list(MACHINE_COLUMNS)].isna().all().all()
+    for profile in profiles.profiles_in(runs).values():
+        assert profile.cpu_isa is None and profile.usable_cores is None
+        assert "instruction set unknown" in profile.label
+
+
+def test_migrated_schema_1_runs_read_back_as_unet_runs(old_db: Path) -> None:
     database.ensure_database(old_db)
 
     runs = store.load_runs(old_db)
@@ -131,6 +239,107 @@ def test_migrated_runs_read_back_as_unet_runs(old_db: Path) -> None:
     assert store.point_key(run) == ("unet3d", 48, 48, 48, 1, 16, 5, 1, 1, "float32", "transpose", 3)
     assert len(store.load_samples(old_db, ["v1-ok-48-b1"])) == 5
     assert list(store.load_sweeps(old_db)["status"]) == ["done", "interrupted"]
+    # Its runs stored the test helper's "Test CPU", which names no vendor: none is guessed.
+    assert profiles.profile_of(run).cpu_vendor is None
+    assert profiles.profile_of(run).label == (
+        "Test, instruction set unknown, 8 cores, TensorFlow 2.16"
+    )
+
+
+def test_migrated_schema_2_runs_of_two_vms_called_vm_are_told_apart(v2_db: Path) -> None:
+    database.ensure_database(v2_db)
+
+    unet = store.get_run(v2_db, "v2-unet-48")
+    alexnet = store.get_run(v2_db, "v2-alex-67")
+    assert unet["hostname"] == alexnet["hostname"] == "vm"
+    assert unet["message"] == 'warm, "quoted"\nsecond line: ünïcode'
+    assert store.point_key(alexnet) == (
+        "alexnet",
+        None,
+        67,
+        67,
+        1,
+        None,
+        None,
+        3,
+        1000,
+        "float32",
+        None,
+        3,
+    )
+    intel, amd = profiles.profile_of(unet), profiles.profile_of(alexnet)
+    # The vendor is read from the model name each run stored; the ISA is not guessed.
+    assert (intel.cpu_vendor, intel.cpu_model, intel.cpu_isa) == ("Intel", "Intel Xeon", None)
+    assert (amd.cpu_vendor, amd.cpu_model, amd.cpu_isa) == ("AMD", "AMD EPYC 9B14", None)
+    assert intel.label == "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
+    assert intel.ram_gib == amd.ram_gib == 24  # 23.5 GiB a few MiB apart: one size
+    # Intel, AMD, and AMD with oneDNN off (v2-alex-96-b2): three profiles, one hostname.
+    runs = store.load_runs(v2_db)
+    assert set(profiles.profiles_in(runs)) == {
+        intel.key,
+        amd.key,
+        profiles.profile_of(store.get_run(v2_db, "v2-alex-96")).key,
+    }
+    assert list(store.load_runs(v2_db, machine=intel.key)["workload"]) == ["unet3d"] * 5
+    assert list(store.load_runs(v2_db, machine=amd.key)["run_id"]) == [
+        "v2-alex-67-b1",
+        "v2-alex-224-b512",
+    ]
+    assert list(store.load_samples(v2_db, ["v2-alex-67-b1"])["run_id"]) == ["v2-alex-67-b1"] * 5
+    sweeps = store.load_sweeps(v2_db)
+    assert dict(zip(sweeps["sweep_id"], sweeps["status"], strict=True)) == {
+        "sweep-unet": "done",
+        "sweep-alex": "interrupted",
+    }
+
+
+def test_a_sweep_on_the_other_vm_does_not_count_the_older_runs_as_done(v2_db: Path) -> None:
+    database.ensure_database(v2_db)
+    intel = profiles.profile_of(store.get_run(v2_db, "v2-unet-32-b1"))
+    amd = profiles.profile_of(store.get_run(v2_db, "v2-alex-67"))
+
+    on_intel = store.completed_points(v2_db, intel.key)
+    assert sum(on_intel.values()) == 5  # 4 ok and 1 oom U-Net runs
+    assert {key[0] for key in on_intel} == {"unet3d"}
+    assert {key[0] for key in store.completed_points(v2_db, amd.key)} == {"alexnet"}
+    assert store.completed_points(v2_db, amd.key, statuses=("skipped",)) == {
+        store.point_key(store.get_run(v2_db, "v2-alex-224")): 1
+    }
+
+
+def test_a_migrated_evaluation_names_the_one_profile_its_runs_share(v2_db: Path) -> None:
+    database.ensure_database(v2_db)
+
+    predicted = set(results.load_predictions(v2_db, workload="unet3d")["run_id"])
+    keys = {profiles.profile_of(store.get_run(v2_db, run_id)).key for run_id in predicted}
+    assert len(keys) == 1  # all three held-out runs are of the Intel VM
+    assert _evaluation_profiles(v2_db) == list(keys)
+    # 99b704d stored its models as data, so they load after the migration.
+    assert [p.name for p in results.load_predictors(v2_db, workload="unet3d")] == [
+        "paper",
+        "refined",
+        "least_squares",
+    ]
+
+
+def test_an_evaluation_whose_runs_span_two_profiles_names_none(v2_db: Path) -> None:
+    # One held-out run edited to the other VM's CPU: the evaluation fit two machines.
+    with duckdb.connect(str(v2_db)) as con:
+        con.execute(
+            "UPDATE runs SET cpu_model = 'AMD EPYC 9B14 96-Core Processor'"
+            " WHERE run_id = 'v2-unet-64-b1'"
+        )
+
+    database.ensure_database(v2_db)
+
+    assert _evaluation_profiles(v2_db) == [None]
+
+
+def test_a_schema_1_evaluation_over_onednn_on_and_off_runs_names_no_profile(old_db) -> None:
+    # Its held-out v1-ok-64-b1 ran with oneDNN off, the other two with it on.
+    database.ensure_database(old_db)
+
+    assert _evaluation_profiles(old_db) == [None]
 
 
 def test_a_schema_1_databases_results_load_but_its_pickled_models_are_refused(
@@ -154,51 +363,73 @@ def test_a_schema_1_databases_results_load_but_its_pickled_models_are_refused(
         results.load_predictor(old_db, "refined")
 
 
-def test_a_read_only_open_of_a_schema_1_database_writes_nothing(old_db: Path) -> None:
-    before = _file_state(old_db)
+@GENERATIONS
+def test_a_read_only_open_of_an_older_database_writes_nothing(
+    generation: Generation, tmp_path: Path
+) -> None:
+    db = _copy(generation, tmp_path)
+    before = _file_state(db)
 
     with pytest.raises(StoreError) as refused:
-        store.load_runs(old_db)
+        store.load_runs(db)
     with pytest.raises(StoreError):
-        results.load_predictors(old_db)
+        results.load_predictors(db)
+    with pytest.raises(StoreError):
+        store.completed_points(db, "0123456789")
 
     assert str(refused.value) == (
-        f"database {old_db} has schema version 1, older than this memplan's 2, and a read-only "
-        "open never migrates it; open it once read-write to migrate it in place, e.g. "
-        f"`python -m profiling list --db {old_db}`"
+        f"database {db} has schema version {generation.version}, older than this memplan's "
+        f"{schema.SCHEMA_VERSION}, and a read-only open never migrates it; open it once "
+        f"read-write to migrate it in place, e.g. `python -m profiling list --db {db}`"
     )
-    assert _file_state(old_db) == before
-    assert _version(old_db) == "1"
+    assert _file_state(db) == before
+    assert _version(db) == str(generation.version)
 
 
-def test_the_command_the_read_only_refusal_names_migrates_the_database(old_db, capsys) -> None:
-    assert cli.main(["list", "--db", str(old_db)]) == 0
+@GENERATIONS
+def test_the_command_the_read_only_refusal_names_migrates_the_database(
+    generation: Generation, tmp_path: Path, capsys
+) -> None:
+    db = _copy(generation, tmp_path)
 
-    assert _version(old_db) == "2"
-    assert "v1-ok-32-b1" in capsys.readouterr().out
-    assert len(store.load_runs(old_db)) == 6  # read-only opens work from now on
+    assert cli.main(["list", "--db", str(db)]) == 0
 
-
-def test_any_write_migrates_first(old_db: Path, make_record) -> None:
-    store.insert_run(old_db, make_record(run_id="new", timeline=2))
-
-    assert _version(old_db) == "2"
-    assert len(store.load_runs(old_db)) == 7
+    assert _version(db) == str(schema.SCHEMA_VERSION)
+    assert f"{len(generation.run_ids)} run(s)" in capsys.readouterr().out
+    assert len(store.load_runs(db)) == len(generation.run_ids)  # read-only opens work now
 
 
-def test_opening_a_migrated_database_again_changes_nothing(old_db: Path) -> None:
-    database.ensure_database(old_db)
-    migrated = _file_state(old_db)
+@GENERATIONS
+def test_any_write_migrates_first(generation: Generation, tmp_path: Path, make_record) -> None:
+    db = _copy(generation, tmp_path)
 
-    database.ensure_database(old_db)
-    store.load_runs(old_db)
+    store.insert_run(db, make_record(run_id="new", timeline=2))
 
-    assert _file_state(old_db) == migrated
+    assert _version(db) == str(schema.SCHEMA_VERSION)
+    assert len(store.load_runs(db)) == len(generation.run_ids) + 1
 
 
-def test_a_failed_migration_leaves_the_database_as_it_was(old_db, monkeypatch) -> None:
+@GENERATIONS
+def test_opening_a_migrated_database_again_changes_nothing(
+    generation: Generation, tmp_path: Path
+) -> None:
+    db = _copy(generation, tmp_path)
+    database.ensure_database(db)
+    migrated = _file_state(db)
+
+    database.ensure_database(db)
+    store.load_runs(db)
+
+    assert _file_state(db) == migrated
+
+
+@GENERATIONS
+def test_a_failed_migration_leaves_the_database_as_it_was(
+    generation: Generation, tmp_path: Path, monkeypatch
+) -> None:
+    db = _copy(generation, tmp_path)
     rebuild = schema._rebuild
-    before = _tables(old_db)
+    before = _tables(db)
 
     def failing(con, table, ddl, added):
         rebuild(con, table, ddl, added)
@@ -209,25 +440,29 @@ def test_a_failed_migration_leaves_the_database_as_it_was(old_db, monkeypatch) -
 
     with pytest.raises(
         StoreError,
-        match=r"could not migrate database .* from schema version 1 to "
-        r"2: Catalog Error.*; nothing was changed",
+        match=rf"could not migrate database .* from schema version {generation.version} to "
+        rf"{schema.SCHEMA_VERSION}: Catalog Error.*; nothing was changed",
     ):
-        database.ensure_database(old_db)
+        database.ensure_database(db)
 
-    assert _version(old_db) == "1"
-    after = _tables(old_db)
-    assert "workload" not in after["runs"].columns
+    assert _version(db) == str(generation.version)
+    after = _tables(db)
+    assert "cpu_vendor" not in after["runs"].columns
     for name in schema.TABLES:
         pd.testing.assert_frame_equal(after[name], before[name])
 
 
-def test_processes_opening_an_old_database_at_once_migrate_it_once(old_db: Path) -> None:
+@GENERATIONS
+def test_processes_opening_an_old_database_at_once_migrate_it_once(
+    generation: Generation, tmp_path: Path
+) -> None:
+    db = _copy(generation, tmp_path)
     errors: list[BaseException] = []
 
     def open_it() -> None:
         try:
-            database.ensure_database(old_db)
-            assert len(store.load_runs(old_db)) == 6
+            database.ensure_database(db)
+            assert len(store.load_runs(db)) == len(generation.run_ids)
         except BaseException as error:  # reported below
             errors.append(error)
 
@@ -238,8 +473,8 @@ def test_processes_opening_an_old_database_at_once_migrate_it_once(old_db: Path)
         thread.join()
 
     assert errors == []
-    assert _version(old_db) == "2"
-    assert {name: len(rows) for name, rows in _tables(old_db).items()} == FIXTURE_ROWS
+    assert _version(db) == str(schema.SCHEMA_VERSION)
+    assert {name: len(rows) for name, rows in _tables(db).items()} == generation.rows
 
 
 def test_a_database_of_a_newer_memplan_is_refused_and_left_alone(tmp_path: Path) -> None:
@@ -249,8 +484,9 @@ def test_a_database_of_a_newer_memplan_is_refused_and_left_alone(tmp_path: Path)
         con.execute("CHECKPOINT")
     before = _file_state(db)
     expected = (
-        f"database {db} has schema version 99, newer than this memplan's 2; upgrade memplan "
-        "to open it, or point MEMPLAN_DB at another database"
+        f"database {db} has schema version 99, newer than this memplan's "
+        f"{schema.SCHEMA_VERSION}; upgrade memplan to open it, or point MEMPLAN_DB at another "
+        "database"
     )
 
     for attempt in (
@@ -268,73 +504,102 @@ def test_a_database_of_a_newer_memplan_is_refused_and_left_alone(tmp_path: Path)
 # --- exports ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
-def test_a_schema_1_export_imports_as_the_migrated_database_holds_it(
-    tmp_path: Path, old_db: Path, suffix: str
+@GENERATIONS
+@EXPORT_SUFFIXES
+def test_an_older_export_imports_as_the_migrated_database_holds_it(
+    generation: Generation, tmp_path: Path, suffix: str
 ) -> None:
-    database.ensure_database(old_db)
+    db = _copy(generation, tmp_path)
+    database.ensure_database(db)
     target = tmp_path / "target.duckdb"
+    directory = generation.directory
 
-    stored = exchange.import_runs(target, FIXTURES / f"runs{suffix}", FIXTURES / f"samples{suffix}")
-
-    assert stored == 6
-    pd.testing.assert_frame_equal(store.load_runs(target), store.load_runs(old_db))
-    pd.testing.assert_frame_equal(store.load_samples(target), store.load_samples(old_db))
-
-
-def test_an_export_claiming_a_newer_version_is_refused(tmp_path: Path) -> None:
-    newer = pq.read_table(FIXTURES / "runs.parquet").replace_schema_metadata(
-        {"memplan_schema_version": "3"}
+    stored = exchange.import_runs(
+        target, directory / f"runs{suffix}", directory / f"samples{suffix}"
     )
-    pq.write_table(newer, tmp_path / "runs.parquet")
+
+    assert stored == len(generation.run_ids)
+    imported = store.load_runs(target)
+    assert imported[list(MACHINE_COLUMNS)].isna().all().all()
+    pd.testing.assert_frame_equal(imported, store.load_runs(db))
+    pd.testing.assert_frame_equal(store.load_samples(target), store.load_samples(db))
+
+
+@EXPORT_SUFFIXES
+def test_an_export_claiming_a_newer_version_is_refused(tmp_path: Path, suffix: str) -> None:
+    newer = schema.SCHEMA_VERSION + 1
+    runs_file = tmp_path / f"runs{suffix}"
+    if suffix == ".parquet":
+        rows = pq.read_table(SCHEMA2.directory / "runs.parquet")
+        pq.write_table(
+            rows.replace_schema_metadata({"memplan_schema_version": str(newer)}), runs_file
+        )
+    else:
+        rows = pd.read_csv(SCHEMA2.directory / "runs.csv")
+        rows.assign(schema_version=newer).to_csv(runs_file, index=False)
     target = tmp_path / "target.duckdb"
 
     with pytest.raises(DataFileError) as refused:
-        exchange.import_runs(target, tmp_path / "runs.parquet")
+        exchange.import_runs(target, runs_file)
 
     assert str(refused.value) == (
-        f"{tmp_path / 'runs.parquet'} was exported with schema version 3, newer than this "
-        "memplan's 2; upgrade memplan to import it"
+        f"{runs_file} was exported with schema version {newer}, newer than this "
+        f"memplan's {schema.SCHEMA_VERSION}; upgrade memplan to import it"
     )
     assert store.load_runs(target).empty
 
 
 def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> None:
     runs = pa.table({"run_id": ["a", "b"]})
-    assert schema.upgrade_export("runs", runs, 1).column("workload").to_pylist() == [
-        "unet3d",
-        "unet3d",
-    ]
-    assert schema.upgrade_export("runs", runs, 2).column_names == ["run_id"]
+    from_1 = schema.upgrade_export("runs", runs, 1)
+    assert from_1.column("workload").to_pylist() == ["unet3d", "unet3d"]
+    for name in MACHINE_COLUMNS:
+        assert from_1.column(name).to_pylist() == [None, None]
+    assert schema.upgrade_export("runs", runs, 2).column_names == ["run_id", *MACHINE_COLUMNS]
+    assert schema.upgrade_export("runs", runs, schema.SCHEMA_VERSION).column_names == ["run_id"]
+    evaluations = schema.upgrade_export("evaluations", pa.table({"evaluation_id": ["e"]}), 2)
+    assert evaluations.column("machine_profile").to_pylist() == [None]
+    # An export says its version by the columns it has when it does not say it otherwise.
+    assert schema.infer_version("runs", ["run_id"]) == 1
+    assert schema.infer_version("runs", ["run_id", "workload"]) == 2
+    assert schema.infer_version("runs", ["run_id", "workload", *MACHINE_COLUMNS]) == 3
     # A nullable column a later version adds is NULL in the rows of an older export.
-    monkeypatch.setitem(schema.ADDED_COLUMNS[2], "runs", {"workload": "unet3d", "gpu": None})
-    assert schema.upgrade_export("runs", runs, 1).column("gpu").to_pylist() == [None, None]
-    assert schema.infer_version("runs", ["run_id", "workload"]) == 1  # no gpu column: older
+    latest = schema.SCHEMA_VERSION
+    monkeypatch.setitem(schema.ADDED_COLUMNS[latest], "runs", {"gpu": None})
+    assert schema.upgrade_export("runs", runs, latest - 1).column("gpu").to_pylist() == [
+        None,
+        None,
+    ]
+    assert schema.infer_version("runs", ["run_id", "workload"]) == latest - 1  # no gpu: older
 
 
-@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
-def test_a_new_export_carries_version_2_and_round_trips(
-    tmp_path: Path, old_db: Path, suffix: str
+@GENERATIONS
+@EXPORT_SUFFIXES
+def test_a_new_export_carries_the_current_version_and_round_trips(
+    generation: Generation, tmp_path: Path, suffix: str
 ) -> None:
+    db = _copy(generation, tmp_path)
     runs_file, samples_file = tmp_path / f"runs{suffix}", tmp_path / f"samples{suffix}"
-    database.ensure_database(old_db)  # as `python -m profiling export` does first
-    exchange.export_runs(old_db, runs_file, samples_file)
+    database.ensure_database(db)  # as `python -m profiling export` does first
+    exchange.export_runs(db, runs_file, samples_file)
 
     if suffix == ".parquet":
-        assert pq.read_metadata(runs_file).metadata[b"memplan_schema_version"] == b"2"
+        metadata = pq.read_metadata(runs_file).metadata
+        assert metadata[b"memplan_schema_version"] == str(schema.SCHEMA_VERSION).encode()
     else:
-        assert set(pd.read_csv(runs_file)["schema_version"]) == {2}
+        assert set(pd.read_csv(runs_file)["schema_version"]) == {schema.SCHEMA_VERSION}
     copy = tmp_path / "copy.duckdb"
-    assert exchange.import_runs(copy, runs_file, samples_file) == 6
-    pd.testing.assert_frame_equal(store.load_runs(copy), store.load_runs(old_db))
-    pd.testing.assert_frame_equal(store.load_samples(copy), store.load_samples(old_db))
+    assert exchange.import_runs(copy, runs_file, samples_file) == len(generation.run_ids)
+    pd.testing.assert_frame_equal(store.load_runs(copy), store.load_runs(db))
+    pd.testing.assert_frame_equal(store.load_samples(copy), store.load_samples(db))
 
 
 def test_a_schema_1_results_export_installs_as_a_unet_evaluation(tmp_path: Path) -> None:
     db = tmp_path / "memplan.duckdb"
-    exchange.import_runs(db, FIXTURES / "runs.parquet", FIXTURES / "samples.parquet")
+    fixtures = SCHEMA1.directory
+    exchange.import_runs(db, fixtures / "runs.parquet", fixtures / "samples.parquet")
 
-    assert bundle.install_bundled_results(db, FIXTURES / "results")
+    assert bundle.install_bundled_results(db, fixtures / "results")
 
     assert results.load_evaluations(db)["workload"].tolist() == ["unet3d"]
     assert results.load_evaluations(db, workload="alexnet").empty
@@ -343,24 +608,43 @@ def test_a_schema_1_results_export_installs_as_a_unet_evaluation(tmp_path: Path)
         results.load_predictors(db)
 
 
+def test_a_schema_2_results_export_reads_with_no_machine_profile() -> None:
+    # The export says schema 2 and names no profile; reading it never guesses one.
+    evaluations = pq.read_table(SCHEMA2.directory / "results" / "evaluations.parquet")
+    assert (
+        pq.read_metadata(SCHEMA2.directory / "results" / "evaluations.parquet").metadata[
+            b"memplan_schema_version"
+        ]
+        == b"2"
+    )
+
+    upgraded = schema.upgrade_export("evaluations", evaluations, 2)
+
+    assert upgraded.column("machine_profile").to_pylist() == [None]
+    assert upgraded.column("workload").to_pylist() == ["unet3d"]
+
+
 def test_a_results_export_carries_its_version_and_a_newer_one_is_refused(
     tmp_path: Path, old_db: Path
 ) -> None:
     database.ensure_database(old_db)
     exported = bundle.export_results(old_db, tmp_path / "export")
+    current, newer = str(schema.SCHEMA_VERSION), str(schema.SCHEMA_VERSION + 1)
     for table in schema.RESULT_TABLES:
-        assert (
-            pq.read_metadata(exported / f"{table}.parquet").metadata[b"memplan_schema_version"]
-            == b"2"
-        )
+        metadata = pq.read_metadata(exported / f"{table}.parquet").metadata
+        assert metadata[b"memplan_schema_version"] == current.encode()
     evaluations = pq.read_table(exported / "evaluations.parquet")
     pq.write_table(
-        evaluations.replace_schema_metadata({"memplan_schema_version": "3"}),
+        evaluations.replace_schema_metadata({"memplan_schema_version": newer}),
         exported / "evaluations.parquet",
     )
     db = tmp_path / "target.duckdb"
-    exchange.import_runs(db, FIXTURES / "runs.parquet", FIXTURES / "samples.parquet")
+    exchange.import_runs(
+        db, SCHEMA1.directory / "runs.parquet", SCHEMA1.directory / "samples.parquet"
+    )
 
-    with pytest.raises(DataFileError, match="schema version 3, newer than this memplan's 2"):
+    with pytest.raises(
+        DataFileError, match=f"schema version {newer}, newer than this memplan's {current}"
+    ):
         bundle.install_bundled_results(db, exported)
     assert results.load_evaluations(db, workload=None).empty

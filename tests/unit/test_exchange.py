@@ -14,9 +14,13 @@ import pytest
 from core import datafiles, schema, store
 from core.errors import DataFileError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS
+from core.schema import SCHEMA_VERSION, added_since
 from profiling import exchange
 
 SAMPLES_PER_RUN = 4
+
+# A schema version no memplan has written yet.
+NEWER = SCHEMA_VERSION + 1
 
 
 @pytest.fixture(scope="module")
@@ -154,12 +158,16 @@ def test_import_accepts_a_csv_written_by_pandas(tmp_path, db, make_record):
     assert store.get_run(db, "p1")["estimate_bytes"] == records[0].estimate_bytes
 
 
+def _as_schema_1(row: dict) -> dict:
+    """A runs row as memplan before schema 2 wrote it: without the columns added since."""
+    return {name: value for name, value in row.items() if name not in added_since("runs", 1)}
+
+
 def test_a_file_without_workload_or_version_is_read_as_schema_1_unet_runs(
     tmp_path, db, make_record
 ):
     # What pandas (or memplan before schema 2) writes for U-Net runs: no workload column.
-    row = make_record(run_id="old").row()
-    del row["workload"]
+    row = _as_schema_1(make_record(run_id="old").row())
     pd.DataFrame([row]).to_csv(tmp_path / "old.csv", index=False)
 
     assert exchange.import_runs(db, tmp_path / "old.csv") == 1
@@ -167,8 +175,8 @@ def test_a_file_without_workload_or_version_is_read_as_schema_1_unet_runs(
 
 
 def test_a_schema_1_file_must_have_the_schema_1_columns(tmp_path, db, make_record):
-    row = make_record(run_id="old").row()
-    del row["workload"], row["wall_s"]
+    row = _as_schema_1(make_record(run_id="old").row())
+    del row["wall_s"]
     pd.DataFrame([row]).to_csv(tmp_path / "old.csv", index=False)
 
     expected = (
@@ -300,19 +308,21 @@ BAD_CSV_CASES = {
     ),
     "export_of_a_newer_memplan": (
         "runs",
-        lambda f: f.assign(schema_version="3"),
-        "runs.csv was exported with schema version 3, newer than this memplan's 2; upgrade "
+        lambda f: f.assign(schema_version=str(NEWER)),
+        f"runs.csv was exported with schema version {NEWER}, newer than this memplan's "
+        f"{SCHEMA_VERSION}; upgrade "
         "memplan to import it",
     ),
     "timelines_of_a_newer_memplan": (
         "samples",
-        lambda f: f.assign(schema_version="3"),
-        "samples.csv was exported with schema version 3, newer than this memplan's 2",
+        lambda f: f.assign(schema_version=str(NEWER)),
+        f"samples.csv was exported with schema version {NEWER}, newer than this memplan's "
+        f"{SCHEMA_VERSION}",
     ),
     "two_versions_in_one_file": (
         "runs",
         _set(1, "schema_version", "1"),
-        "column schema_version holds several versions (1, 2); an export has one",
+        f"column schema_version holds several versions (1, {SCHEMA_VERSION}); an export has one",
     ),
     "a_version_that_is_not_a_number": (
         "runs",
@@ -339,14 +349,14 @@ def test_import_refuses_a_bad_csv_naming_the_problem_and_stores_nothing(
 
 def test_import_refuses_a_parquet_export_of_a_newer_memplan(tmp_path, source, db):
     runs = _exported_parquet(tmp_path, source)
-    newer = runs.replace_schema_metadata({"memplan_schema_version": "3"})
+    newer = runs.replace_schema_metadata({"memplan_schema_version": str(NEWER)})
     pq.write_table(newer, tmp_path / "runs.parquet")
 
     with pytest.raises(DataFileError) as refused:
         exchange.import_runs(db, tmp_path / "runs.parquet")
     assert str(refused.value) == (
-        f"{tmp_path / 'runs.parquet'} was exported with schema version 3, newer than this "
-        "memplan's 2; upgrade memplan to import it"
+        f"{tmp_path / 'runs.parquet'} was exported with schema version {NEWER}, newer than "
+        f"this memplan's {SCHEMA_VERSION}; upgrade memplan to import it"
     )
     _assert_unchanged(db)
 

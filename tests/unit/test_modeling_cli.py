@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from core import database, store
+from core import database, profiles, store
 from modeling.cli import main
 from modeling.stored import tables as results
 from tests.conftest import build_record, build_runs
@@ -49,7 +49,8 @@ def test_evaluate_prints_the_table_and_stores_the_models(db: Path, capsys) -> No
 
     out = capsys.readouterr().out
     assert code == 0
-    assert out.startswith("unet3d: 24 ok run(s), 24 configuration(s) from ")
+    assert out.startswith("unet3d on Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile ")
+    assert "): 24 ok run(s), 24 configuration(s) from " in out.splitlines()[0]
     assert "| model | random MAPE % | random MAPE sd |" in out
     assert "| refined analytical (closed form) |" in out
     assert "| least squares on analytical terms |" in out
@@ -87,12 +88,21 @@ def test_size_image_answers_with_the_next_size_up(evaluated: Path, capsys) -> No
         ]
     )
 
-    lines = capsys.readouterr().out.splitlines()
+    machine, *lines = capsys.readouterr().out.splitlines()
     assert code == 0
+    assert machine.startswith(
+        "Machine: for Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile "
+    )
+    assert machine.endswith("; the latest evaluation)")
     assert lines[0].startswith("largest image: 128^3 at batch 2 within 6.00 GiB (needs up to ")
     assert lines[1].startswith("next size up, 144^3, would need up to ")
     assert lines[2].startswith("model: least_squares; bound: 90% split-conformal upper bound")
     assert lines[3].startswith("WARNING: This answer extrapolates")
+    # This machine has no runs in the test database: the answer says so, and what to run.
+    assert lines[-1].startswith("note: This machine (")
+    assert lines[-1].endswith(
+        "`python -m profiling calibrate --workload unet3d` measures the few it needs."
+    )
 
 
 def test_size_batch_inside_the_measured_range_says_so(evaluated: Path, capsys) -> None:
@@ -111,10 +121,11 @@ def test_size_batch_inside_the_measured_range_says_so(evaluated: Path, capsys) -
         ]
     )
 
-    lines = capsys.readouterr().out.splitlines()
+    machine, *lines = capsys.readouterr().out.splitlines()
     assert code == 0
+    assert machine.startswith("Machine: for Intel Test")
     assert lines[0].startswith("largest batch: 5 for 64x64x64 within 2.50 GiB")
-    assert lines[-1] == "inside the measured range"
+    assert "inside the measured range" in lines
 
 
 def test_size_buy_rounds_up_to_a_purchasable_size(evaluated: Path, capsys) -> None:
@@ -135,7 +146,8 @@ def test_size_buy_rounds_up_to_a_purchasable_size(evaluated: Path, capsys) -> No
 
     out = capsys.readouterr().out
     assert code == 0
-    assert out.startswith("buy ") and " GB (binary GB = GiB) for 240x240x144 at batch 16" in out
+    assert out.splitlines()[1].startswith("buy ")
+    assert " GB (binary GB = GiB) for 240x240x144 at batch 16" in out
     assert "with 25% headroom" in out
 
 
@@ -187,13 +199,12 @@ def test_evaluate_with_too_few_runs_says_to_measure_more(tmp_path: Path, capsys)
     code = main(["evaluate", "--db", str(db)])
 
     assert code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith(
+        "error: unet3d on Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile "
+    )
     assert (
-        capsys.readouterr()
-        .err.splitlines()[-1]
-        .startswith(
-            "error: unet3d: only 1 distinct measured configuration(s) (1 ok run(s)); "
-            "the evaluation needs"
-        )
+        "): only 1 distinct measured configuration(s) (1 ok run(s)); the evaluation needs" in error
     )
 
 
@@ -216,8 +227,11 @@ def test_evaluate_skips_a_workload_with_too_few_runs_and_fits_the_others(db: Pat
     assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
 
     captured = capsys.readouterr()
-    assert "skipped alexnet: only 1 distinct measured configuration(s)" in captured.err
-    assert "unet3d: 24 ok run(s)" in captured.out
+    assert (
+        "skipped alexnet on Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile " in captured.err
+    )
+    assert "): only 1 distinct measured configuration(s)" in captured.err
+    assert "): 24 ok run(s)" in captured.out
 
 
 @pytest.fixture(scope="module")
@@ -241,8 +255,8 @@ def test_evaluate_fits_and_stores_each_workload_on_its_own_runs(
     assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
 
     out = capsys.readouterr().out
-    assert "alexnet: 25 ok run(s), 25 configuration(s)" in out
-    assert "unet3d: 24 ok run(s), 24 configuration(s)" in out
+    assert "alexnet on Intel Test" in out and "): 25 ok run(s), 25 configuration(s)" in out
+    assert "unet3d on Intel Test" in out and "): 24 ok run(s), 24 configuration(s)" in out
     for workload in ("alexnet", "unet3d"):
         names = [p.name for p in results.load_predictors(db, workload=workload)]
         assert names == ["refined", "least_squares"]
@@ -293,3 +307,96 @@ def test_size_answers_for_the_chosen_workload_with_its_own_knobs(
     )
     assert code == 2
     assert "the alexnet workload has no --levels" in capsys.readouterr().err
+
+
+# A second machine: an AVX2-only AMD EPYC on which every point peaks twice as high.
+AMD = {"cpu_vendor": "AMD", "cpu_model": "AMD EPYC 7B13", "cpu_isa": "avx2"}
+
+
+@pytest.fixture(scope="module")
+def two_machines(runs_template: Path, tmp_path_factory) -> Path:
+    """The Intel test runs plus the same grid measured on an AMD machine at twice the peak."""
+    path = tmp_path_factory.mktemp("machines") / "runs.duckdb"
+    shutil.copy(runs_template, path)
+    for row in build_runs(noise=0.01, seed=1).to_dict("records"):
+        row.update(AMD, peak_hwm_bytes=2 * row["peak_hwm_bytes"], run_id=None)
+        row.pop("run_id")
+        store.insert_run(path, build_record(**row))
+    return path
+
+
+def _keys(db: Path) -> dict[str, str]:
+    """Profile label -> key of the database's runs."""
+    found = profiles.profiles_in(store.load_runs(db))
+    return {profile.label: key for key, profile in found.items()}
+
+
+def test_evaluate_fits_each_machine_profile_on_its_own_runs(
+    two_machines: Path, tmp_path: Path, capsys
+) -> None:
+    db = Path(shutil.copy(two_machines, tmp_path / "runs.duckdb"))
+
+    assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
+
+    out = capsys.readouterr().out
+    keys = _keys(db)
+    amd, intel = (
+        keys["AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16"],
+        keys["Intel Test, AVX-512, 8 cores, TensorFlow 2.16"],
+    )
+    assert f"unet3d on AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16 (profile {amd})" in out
+    assert f"unet3d on Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile {intel})" in out
+    evaluations = results.load_evaluations(db)
+    assert sorted(evaluations["machine_profile"]) == sorted([amd, intel])
+    assert set(evaluations["n_runs"]) == {24}  # never the 48 of both machines together
+
+
+def test_size_answers_for_the_machine_asked_and_names_it(
+    two_machines: Path, tmp_path: Path, capsys
+) -> None:
+    db = Path(shutil.copy(two_machines, tmp_path / "runs.duckdb"))
+    assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
+    capsys.readouterr()
+    keys = _keys(db)
+    amd = keys["AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16"]
+    intel = keys["Intel Test, AVX-512, 8 cores, TensorFlow 2.16"]
+    question = ["size", "buy", "--db", str(db), "--image-size", "96", "--batch-size", "4"]
+    question += ["--model", "least_squares"]
+
+    answers = {}
+    for key in (amd, intel):
+        assert main([*question, "--machine", key[:4]]) == 0  # a unique prefix is enough
+        answers[key] = capsys.readouterr().out.splitlines()
+
+    assert answers[amd][0].startswith(
+        f"Machine: for AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16 (profile {amd}; as asked)"
+    )
+    assert answers[intel][0].startswith(
+        f"Machine: for Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile {intel}; as asked)"
+    )
+    assert answers[amd][1:] != answers[intel][1:]  # twice the peak: another answer
+
+
+def test_an_unknown_machine_lists_the_known_profiles(two_machines: Path, capsys) -> None:
+    code = main(
+        ["size", "batch", "--db", str(two_machines), "--image-size", "64"]
+        + ["--budget", "8GiB", "--machine", "zz"]
+    )
+
+    assert code == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: no machine profile 'zz'; the known profiles are: ")
+    for label, key in _keys(two_machines).items():
+        assert f"{key} ({label})" in error
+
+
+def test_runs_that_did_not_record_their_cpu_are_never_fitted_with_others(db: Path, capsys) -> None:
+    for row in build_runs(sides=(32, 48, 64)).to_dict("records"):
+        row.pop("run_id")
+        store.insert_run(db, build_record(**{**row, "cpu_model": "unknown", "cpu_vendor": None}))
+
+    assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
+
+    captured = capsys.readouterr()
+    assert "skipped unet3d on unknown machine (its runs did not record the CPU)" in captured.err
+    assert "): 24 ok run(s)" in captured.out

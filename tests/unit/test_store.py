@@ -11,7 +11,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from core import database, schema, store
+from core import database, profiles, schema, store
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord, Sample
 from core.schema import RESULT_TABLES
@@ -299,45 +299,97 @@ def test_a_run_of_a_workload_without_the_unet_columns_stores_them_as_null(db, ma
     assert store.load_runs(db, workload="unet3d").empty
 
 
+# Two different VMs that are both called "vm": what a hostname cannot tell apart.
+INTEL_VM = {
+    "hostname": "vm",
+    "cpu_vendor": "Intel",
+    "cpu_model": "Intel(R) Xeon(R) Processor @ 2.20GHz",
+    "cpu_isa": "avx512",
+    "cpu_cores": 2,
+    "usable_cores": 2,
+    "intra_op_threads": 2,
+}
+AMD_VM = INTEL_VM | {
+    "cpu_vendor": "AMD",
+    "cpu_model": "AMD EPYC 9B14 96-Core Processor",
+    "cpu_isa": "avx2",
+}
+
+
+def _profile_key(record: RunRecord) -> str:
+    return profiles.profile_of(record.row()).key
+
+
 def test_the_same_shape_in_two_workloads_is_two_points(db, make_record):
-    software = {name: getattr(make_record(), name) for name in store.SOFTWARE_COLUMNS}
-    unet = make_record()
+    unet = make_record(**INTEL_VM)
     other = make_record(
-        workload="alexnet", depth=None, base_filters=None, levels=None, upsampling=None
+        workload="alexnet", depth=None, base_filters=None, levels=None, upsampling=None, **INTEL_VM
     )
     store.insert_run(db, unet)
     store.insert_run(db, other)
 
-    counts = store.completed_points(db, "testhost", software)
+    counts = store.completed_points(db, _profile_key(unet))
     assert counts == {store.point_key(unet): 1, store.point_key(other): 1}
 
 
-def test_completed_points_count_only_this_host_software_and_finished_statuses(db, make_record):
-    software = {name: getattr(make_record(), name) for name in store.SOFTWARE_COLUMNS}
-    done = make_record()
+def test_completed_points_count_only_this_profile_and_finished_statuses(db, make_record):
+    done = make_record(**INTEL_VM)
+    here = _profile_key(done)
     store.insert_run(db, done)
-    store.insert_run(db, make_record(repeat=1, status="oom"))
-    store.insert_run(db, make_record(repeat=2, status="timeout"))
-    store.insert_run(db, make_record(hostname="other"))
-    store.insert_run(db, make_record(tensorflow_version="2.15.0"))
-    store.insert_run(db, make_record(depth=32))
+    store.insert_run(db, make_record(repeat=1, status="oom", **INTEL_VM))
+    store.insert_run(db, make_record(repeat=2, status="timeout", **INTEL_VM))
+    store.insert_run(db, make_record(**INTEL_VM | {"hostname": "elsewhere"}))  # same profile
+    store.insert_run(db, make_record(tensorflow_version="2.15.0", **INTEL_VM))
+    store.insert_run(db, make_record(depth=32, **INTEL_VM))
 
-    counts = store.completed_points(db, "testhost", software)
-    assert counts[store.point_key(done)] == 2
+    counts = store.completed_points(db, here)
+    assert counts[store.point_key(done)] == 3
     assert counts[store.point_key(make_record(depth=32))] == 1
-    assert sum(counts.values()) == 3
-    assert store.completed_points(db, "testhost", software, statuses=("timeout",)) == {
-        store.point_key(done): 1
-    }
+    assert sum(counts.values()) == 4
+    assert store.completed_points(db, here, statuses=("timeout",)) == {store.point_key(done): 1}
+    assert store.completed_points(db, here, statuses=()) == {}
 
 
-def test_completed_points_needs_exactly_the_four_software_versions(db):
-    with pytest.raises(StoreError, match="missing: numpy_version; unknown: cuda"):
-        store.completed_points(
-            db,
-            "testhost",
-            {"python_version": "3", "tensorflow_version": "2", "keras_version": "3", "cuda": "x"},
-        )
+def test_a_point_measured_on_one_vm_is_not_done_on_another_vm_of_the_same_name(db, make_record):
+    intel = make_record(**INTEL_VM)
+    store.insert_run(db, intel)
+
+    amd = _profile_key(make_record(**AMD_VM))
+    assert store.completed_points(db, amd) == {}
+    assert store.completed_points(db, _profile_key(intel)) == {store.point_key(intel): 1}
+    # Any fact of the profile counts: the same VM with oneDNN off is another profile.
+    assert (
+        store.completed_points(db, _profile_key(make_record(**INTEL_VM, onednn_enabled=False)))
+        == {}
+    )
+
+
+def test_runs_of_an_older_schema_never_count_for_a_machine_that_records_every_fact(db, make_record):
+    # Measured before schema 3: no vendor, instruction set, usable cores or threads.
+    older = make_record(
+        **INTEL_VM
+        | {"cpu_vendor": None, "cpu_isa": None, "usable_cores": None, "intra_op_threads": None}
+    )
+    store.insert_run(db, older)
+
+    assert store.completed_points(db, _profile_key(make_record(**INTEL_VM))) == {}
+    assert store.completed_points(db, _profile_key(older)) == {store.point_key(older): 1}
+
+
+def test_load_runs_keeps_only_the_runs_of_a_machine_profile(db, make_record):
+    store.insert_run(db, make_record(run_id="intel-1", status="ok", **INTEL_VM))
+    store.insert_run(db, make_record(run_id="amd-1", status="ok", **AMD_VM))
+    store.insert_run(db, make_record(run_id="intel-2", status="oom", **INTEL_VM))
+    intel = _profile_key(make_record(**INTEL_VM))
+
+    assert list(store.load_runs(db, machine=intel)["run_id"]) == ["intel-1", "intel-2"]
+    assert list(store.load_runs(db, machine=intel, status="oom")["run_id"]) == ["intel-2"]
+    assert list(store.load_runs(db, machine=_profile_key(make_record(**AMD_VM)))["run_id"]) == [
+        "amd-1"
+    ]
+    assert list(store.load_runs(db, hostname="vm")["run_id"]) == ["amd-1", "intel-1", "intel-2"]
+    nowhere = store.load_runs(db, machine="0000000000")
+    assert nowhere.empty and tuple(nowhere.columns) == RUN_COLUMNS
 
 
 def _hold_lock(db: Path, seconds: float) -> subprocess.Popen[str]:

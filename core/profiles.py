@@ -1,0 +1,257 @@
+"""Machine profiles: the facts about a machine that change a training run's peak memory.
+
+The same configuration peaks up to 2.9x higher on an AVX2-only AMD EPYC than on
+an AVX-512 Intel Xeon (oneDNN picks other kernels and scratch buffers), and
+turning oneDNN off doubled one point; restricting the process to 1-16 cores
+moved it by at most 5% (`../shared/DESIGN.md`). So runs are grouped, and models
+fitted, per *profile*: CPU vendor and model, the instruction-set level the
+kernels choose from, the CPUs and the cores the process may use, TensorFlow's
+intra-op threads, total RAM, the framework versions and oneDNN on/off — never
+by hostname (two different VMs are both called ``vm``).
+
+A profile is computed from a run's stored columns (`profile_of`), never stored
+itself, so it cannot drift from the facts. A fact a run did not record (runs
+measured before schema 3 have no instruction-set level, usable cores or
+intra-op threads) stays None and is shown as "unknown": such a run never joins
+a profile whose fact is known. The CPU vendor of an older run is read from the
+model name it stored ("Intel(R) Xeon(R) ..." is Intel), which is a reading of
+what it stored, not a guess.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import astuple, dataclass
+from typing import Any
+
+from core.errors import StoreError
+from core.units import GIB
+
+# The runs columns a profile is computed from (`core.records.RunRecord`).
+PROFILE_COLUMNS: tuple[str, ...] = (
+    "cpu_vendor",
+    "cpu_model",
+    "cpu_isa",
+    "cpu_cores",
+    "usable_cores",
+    "intra_op_threads",
+    "total_ram_bytes",
+    "tensorflow_version",
+    "keras_version",
+    "onednn_enabled",
+)
+
+# Instruction-set levels, best first, with the /proc/cpuinfo flag that marks each.
+# oneDNN dispatches on exactly these tiers (AMX tiles, AVX-512 with BF16, AVX-512, AVX2).
+ISA_LEVELS: tuple[tuple[str, str, str], ...] = (
+    ("amx", "amx_tile", "AMX"),
+    ("avx512_bf16", "avx512_bf16", "AVX-512 BF16"),
+    ("avx512", "avx512f", "AVX-512"),
+    ("avx2", "avx2", "AVX2"),
+)
+BELOW_AVX2 = "below_avx2"
+ISA_TITLES: dict[str, str] = {level: title for level, _, title in ISA_LEVELS} | {
+    BELOW_AVX2: "below AVX2"
+}
+# /proc/cpuinfo vendor_id values and the names shown for them.
+VENDOR_IDS: dict[str, str] = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
+# How many hex digits of the fact hash make a profile key (collisions among a few
+# hundred profiles are then vanishingly unlikely; a prefix of it selects one).
+KEY_LENGTH = 10
+UNKNOWN = "unknown"
+# Trademark marks and filler words that make a CPU model name long without telling anything.
+_MODEL_NOISE = re.compile(r"\((?:R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|\d+-Core\b|@.*$")
+
+
+def isa_level(flags: Iterable[str]) -> str:
+    """The best instruction-set level among ``flags`` (the ``flags`` line of /proc/cpuinfo)."""
+    present = set(flags)
+    for level, flag, _ in ISA_LEVELS:
+        if flag in present:
+            return level
+    return BELOW_AVX2
+
+
+def vendor_from_model(cpu_model: str | None) -> str | None:
+    """The vendor a CPU model name states ("Intel(R) Xeon(R) ..." -> "Intel"), or None."""
+    if not cpu_model:
+        return None
+    for vendor in VENDOR_IDS.values():
+        if re.search(rf"\b{vendor}\b", cpu_model, flags=re.IGNORECASE):
+            return vendor
+    return None
+
+
+def short_model(cpu_model: str | None) -> str | None:
+    """A CPU model name without trademark marks, core counts and clock ("Intel Xeon")."""
+    if not cpu_model or cpu_model == UNKNOWN:
+        return None
+    return " ".join(_MODEL_NOISE.sub(" ", cpu_model).split()) or None
+
+
+def _minor_version(version: str | None) -> str | None:
+    if not version:
+        return None
+    return ".".join(version.split(".")[:2])
+
+
+@dataclass(frozen=True)
+class MachineProfile:
+    """What a run's machine and framework were, as far as the run recorded it (None: unknown)."""
+
+    cpu_vendor: str | None
+    cpu_model: str | None
+    cpu_isa: str | None
+    cpu_cores: int | None
+    usable_cores: int | None
+    intra_op_threads: int | None
+    ram_gib: int | None  # total RAM rounded up to whole GiB (`whole_gib`)
+    tensorflow_version: str | None
+    keras_version: str | None
+    onednn_enabled: bool | None
+
+    @property
+    def key(self) -> str:
+        """A short stable id of these facts (hex), what ``--machine`` takes."""
+        text = json.dumps(astuple(self), separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
+
+    @property
+    def determined(self) -> bool:
+        """Whether the run said which CPU it ran on; without that it fits with no other run."""
+        return self.cpu_model is not None
+
+    @property
+    def cores(self) -> int | None:
+        """The cores the process could use, else (older runs) the machine's CPU count."""
+        return self.usable_cores if self.usable_cores is not None else self.cpu_cores
+
+    @property
+    def label(self) -> str:
+        """The profile in plain words: "Intel Xeon, AVX-512, 2 cores, TensorFlow 2.21"."""
+        if not self.determined:
+            return "unknown machine (its runs did not record the CPU)"
+        model = self.cpu_model or UNKNOWN
+        if self.cpu_vendor and not model.lower().startswith(self.cpu_vendor.lower()):
+            model = f"{self.cpu_vendor} {model}"
+        isa = ISA_TITLES.get(self.cpu_isa or "", "instruction set unknown")
+        cores = f"{self.cores} cores" if self.cores is not None else "cores unknown"
+        framework = f"TensorFlow {_minor_version(self.tensorflow_version) or UNKNOWN}"
+        parts = [model, isa, cores, framework]
+        if self.onednn_enabled is False:
+            parts.append("oneDNN off")
+        return ", ".join(parts)
+
+    def facts(self) -> dict[str, str]:
+        """Every fact in words, "unknown" where the runs did not record it (for tables)."""
+
+        def shown(value: Any) -> str:
+            return UNKNOWN if value is None else str(value)
+
+        onednn = None if self.onednn_enabled is None else ("on" if self.onednn_enabled else "off")
+        return {
+            "profile": self.key,
+            "machine": self.label,
+            "CPU vendor": shown(self.cpu_vendor),
+            "CPU model": shown(self.cpu_model),
+            "instruction set": ISA_TITLES.get(self.cpu_isa or "", UNKNOWN),
+            "CPUs": shown(self.cpu_cores),
+            "usable cores": shown(self.usable_cores),
+            "intra-op threads": shown(self.intra_op_threads),
+            "RAM (GiB)": shown(self.ram_gib),
+            "TensorFlow": shown(self.tensorflow_version),
+            "Keras": shown(self.keras_version),
+            "oneDNN": shown(onednn),
+        }
+
+
+def _value(row: Mapping[str, Any], name: str) -> Any:
+    value = row.get(name)
+    try:  # pandas gives NaN / NA / NaT for a NULL
+        if value is None or value != value:
+            return None
+    except (TypeError, ValueError):  # pd.NA refuses comparison
+        return None
+    return value
+
+
+def whole_gib(total_ram_bytes: int) -> int:
+    """Total RAM as the whole GiB it groups by: rounded *up*, never to the nearest.
+
+    The kernel reports a little less than the machine has (it reserves some), and
+    by an amount that varies a few MiB between boots and VMs of one kind: a 24 GiB
+    VM reads about 23.5 GiB. Rounding to the nearest GiB would put the boundary
+    right there and split one VM kind into two profiles; rounding up puts it at
+    whole GiB, which a reported total stays just under.
+    """
+    return math.ceil(total_ram_bytes / GIB)
+
+
+def profile_of(row: Mapping[str, Any]) -> MachineProfile:
+    """The profile of one run (a ``runs`` row or a dict with PROFILE_COLUMNS)."""
+    cpu_model = _value(row, "cpu_model")
+    model = short_model(str(cpu_model)) if cpu_model is not None else None
+    vendor = _value(row, "cpu_vendor") or vendor_from_model(model)
+    ram = _value(row, "total_ram_bytes")
+
+    def whole(name: str) -> int | None:
+        found = _value(row, name)
+        return None if found is None else int(found)
+
+    def text(name: str) -> str | None:
+        found = _value(row, name)
+        return None if found is None or found in ("", "not installed") else str(found)
+
+    onednn = _value(row, "onednn_enabled")
+    return MachineProfile(
+        cpu_vendor=vendor,
+        cpu_model=model,
+        cpu_isa=text("cpu_isa"),
+        cpu_cores=whole("cpu_cores"),
+        usable_cores=whole("usable_cores"),
+        intra_op_threads=whole("intra_op_threads"),
+        ram_gib=None if ram is None else whole_gib(int(ram)),
+        tensorflow_version=text("tensorflow_version"),
+        keras_version=text("keras_version"),
+        onednn_enabled=None if onednn is None else bool(onednn),
+    )
+
+
+def profile_keys(runs: Any) -> list[str]:
+    """The profile key of every row of a runs DataFrame, in order."""
+    columns = [name for name in PROFILE_COLUMNS if name in runs.columns]
+    return [profile_of(row).key for row in runs[columns].to_dict("records")]
+
+
+def profiles_in(runs: Any) -> dict[str, MachineProfile]:
+    """The distinct profiles of a runs DataFrame, by key, most runs first."""
+    columns = [name for name in PROFILE_COLUMNS if name in runs.columns]
+    counts: dict[str, int] = {}
+    found: dict[str, MachineProfile] = {}
+    for row in runs[columns].to_dict("records"):
+        profile = profile_of(row)
+        found.setdefault(profile.key, profile)
+        counts[profile.key] = counts.get(profile.key, 0) + 1
+    return {key: found[key] for key in sorted(found, key=lambda k: (-counts[k], k))}
+
+
+def resolve(text: str, known: Mapping[str, MachineProfile]) -> MachineProfile:
+    """The profile a ``--machine`` value names: a key or a unique prefix of one.
+
+    An unknown or ambiguous value is refused with every known profile listed.
+    """
+    wanted = text.strip().lower()
+    matches = [key for key in known if key.startswith(wanted)] if wanted else []
+    if len(matches) == 1:
+        return known[matches[0]]
+    listing = "; ".join(f"{key} ({profile.label})" for key, profile in known.items()) or "none"
+    if not matches:
+        raise StoreError(f"no machine profile {text!r}; the known profiles are: {listing}")
+    raise StoreError(
+        f"machine profile {text!r} is ambiguous: it starts {len(matches)} keys; "
+        f"give more of the key. The known profiles are: {listing}"
+    )

@@ -1,0 +1,127 @@
+"""Which machine profile an answer is for: the one asked for, else this machine's, else the bundled.
+
+Models are fitted per workload and machine profile (`core.profiles`), since the
+same configuration can peak 2.9x higher on another kind of CPU. A sizing answer
+therefore needs a profile, and says which: `choose_machine` resolves a
+``--machine`` value (a key or a unique prefix) or picks the default — the
+profile of the machine asking, when it has fitted models, else the first
+bundled profile of the workload, else the profile evaluated last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from core import profiles, store
+from core.machine import this_profile
+from core.profiles import MachineProfile
+from modeling.evaluation.protocol import MIN_POINTS
+from modeling.features import measured_frame
+from modeling.stored import bundle, tables
+
+# Why a profile was chosen, in the words an answer shows.
+ASKED = "as asked"
+THIS_MACHINE = "this machine"
+BUNDLED = "the bundled reference"
+LATEST = "the latest evaluation"
+
+
+@dataclass(frozen=True)
+class MachineChoice:
+    """The profile an answer is for and why it was chosen."""
+
+    key: str | None  # None: an evaluation from before profiles that mixed machines
+    profile: MachineProfile | None  # None when no run of it is in the database
+    reason: str
+    note: str = ""  # e.g. why this machine's own profile was not used
+
+    @property
+    def label(self) -> str:
+        if self.profile is not None:
+            return self.profile.label
+        return f"machine profile {self.key}" if self.key else "runs of several machines"
+
+    def sentence(self) -> str:
+        """The answer's machine: "for Intel Xeon, AVX-512, 2 cores, TensorFlow 2.21 (profile …)"."""
+        key = f"profile {self.key}; " if self.key else ""
+        return f"for {self.label} ({key}{self.reason})"
+
+
+def run_profiles(db_path: Path, workload: str) -> dict[str, MachineProfile]:
+    """The profiles with ok runs of ``workload`` in the database, most runs first."""
+    return profiles.profiles_in(store.load_runs(db_path, status="ok", workload=workload))
+
+
+def run_counts(db_path: Path, workload: str) -> dict[str, int]:
+    """Distinct measured configurations of ``workload`` per profile key (what evaluate counts)."""
+    runs = store.load_runs(db_path, status="ok", workload=workload)
+    if runs.empty:
+        return {}
+    frame = measured_frame(runs)
+    keys = dict(zip(runs["run_id"], profiles.profile_keys(runs), strict=True))
+    frame = frame.assign(machine=[keys[run_id] for run_id in frame.index])
+    point_columns = [c for c in frame.columns if c not in ("machine", "peak_bytes")]
+    return {
+        str(key): int(group[point_columns].drop_duplicates().shape[0])
+        for key, group in frame.groupby("machine")
+    }
+
+
+def fitted_machines(db_path: Path, workload: str) -> list[str | None]:
+    """Profiles with models for ``workload``: stored evaluations, newest first, then bundles."""
+    stored = tables.load_evaluations(db_path, workload)
+    keys: list[str | None] = []
+    for key in stored["machine_profile"]:
+        key = None if key is None or key != key else str(key)
+        if key not in keys:
+            keys.append(key)
+    for bundled in bundle.bundled_evaluations(workload):
+        if bundled.machine not in keys and bundle.applies(db_path, bundled.directory):
+            keys.append(bundled.machine)
+    return keys
+
+
+def choose_machine(db_path: Path, workload: str, requested: str | None = None) -> MachineChoice:
+    """The profile to answer for (see the module docstring).
+
+    ``requested`` is a key or a unique prefix of one among the profiles with runs of
+    ``workload``; anything else is refused with every known profile listed.
+    """
+    known = run_profiles(db_path, workload)
+    fitted = fitted_machines(db_path, workload)
+    if requested is not None:
+        chosen = profiles.resolve(requested, known)
+        return MachineChoice(chosen.key, chosen, ASKED)
+    here = this_profile()
+    if here.key in fitted:
+        return MachineChoice(here.key, known.get(here.key, here), THIS_MACHINE)
+    note = _why_not_here(here, known, db_path, workload)
+    bundled = [b.machine for b in bundle.bundled_evaluations(workload) if b.machine in fitted]
+    if bundled:
+        return MachineChoice(bundled[0], known.get(str(bundled[0])), BUNDLED, note)
+    if fitted:
+        key = fitted[0]
+        return MachineChoice(key, known.get(key) if key else None, LATEST, note)
+    raise tables.no_models_error(db_path, workload)
+
+
+def _why_not_here(
+    here: MachineProfile, known: dict[str, MachineProfile], db_path: Path, workload: str
+) -> str:
+    if here.key not in known:
+        return (
+            f"This machine ({here.label}, profile {here.key}) has no {workload} runs: "
+            f"`python -m profiling calibrate --workload {workload}` measures the few it needs."
+        )
+    count = run_counts(db_path, workload).get(here.key, 0)
+    if count < MIN_POINTS:
+        return (
+            f"This machine ({here.label}, profile {here.key}) has {count} measured "
+            f"configuration(s) of {workload}, fewer than the {MIN_POINTS} a fit needs: "
+            f"`python -m profiling calibrate --workload {workload}` measures the rest."
+        )
+    return (
+        f"This machine ({here.label}, profile {here.key}) has runs but no fitted models: "
+        f"`python -m modeling evaluate --workload {workload} --machine {here.key}` fits them."
+    )

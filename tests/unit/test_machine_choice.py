@@ -1,0 +1,140 @@
+"""Which machine profile a sizing answer is for (`modeling.machines.choose_machine`)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core import database, profiles, store
+from modeling import machines
+from modeling.cli import main
+from modeling.errors import NoModelsError
+from modeling.stored import bundle
+from profiling import exchange
+from tests.conftest import build_record, build_runs
+
+CHEAP = ["--models", "least_squares", "--seeds", "2", "--extrapolation-seeds", "1"]
+# This test machine and another one; every run of the second peaks 1.5x higher.
+HERE = {"cpu_vendor": "AMD", "cpu_model": "AMD EPYC", "cpu_isa": "avx512_bf16"}
+ELSEWHERE = {"cpu_vendor": "Intel", "cpu_model": "Intel Xeon Gold", "cpu_isa": "amx"}
+
+
+def _insert(db: Path, facts: dict, scale: float = 1.0) -> str:
+    """A sweep of synthetic runs measured on a machine with ``facts``; returns its profile key."""
+    for row in build_runs(noise=0.01).to_dict("records"):
+        row.pop("run_id")
+        row.update(facts, peak_hwm_bytes=int(row["peak_hwm_bytes"] * scale))
+        store.insert_run(db, build_record(**row))
+    return profiles.profile_of(build_record(**facts).row()).key
+
+
+@pytest.fixture(scope="module")
+def two_machines(tmp_path_factory) -> tuple[Path, str, str]:
+    """A database with both machines' runs, each evaluated on its own."""
+    db = tmp_path_factory.mktemp("machines") / "runs.duckdb"
+    database.ensure_database(db)
+    here, elsewhere = _insert(db, HERE), _insert(db, ELSEWHERE, scale=1.5)
+    assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
+    return db, here, elsewhere
+
+
+@pytest.fixture
+def this_machine(monkeypatch: pytest.MonkeyPatch):
+    """Pretend the machine running the test is HERE (whatever CPU CI has)."""
+    profile = profiles.profile_of(build_record(**HERE).row())
+    monkeypatch.setattr(machines, "this_profile", lambda: profile)
+    return profile
+
+
+def test_the_default_is_this_machine_when_it_has_models(two_machines, this_machine) -> None:
+    db, here, _ = two_machines
+
+    choice = machines.choose_machine(db, "unet3d")
+
+    assert (choice.key, choice.reason, choice.note) == (here, machines.THIS_MACHINE, "")
+    assert choice.sentence() == (
+        f"for AMD EPYC, AVX-512 BF16, 8 cores, TensorFlow 2.16 (profile {here}; this machine)"
+    )
+
+
+def test_another_machine_answers_when_asked_by_key_prefix(two_machines, this_machine) -> None:
+    db, _, elsewhere = two_machines
+
+    choice = machines.choose_machine(db, "unet3d", elsewhere[:3].upper())
+
+    assert choice.key == elsewhere
+    assert choice.label == "Intel Xeon Gold, AMX, 8 cores, TensorFlow 2.16"
+
+
+def test_without_models_for_this_machine_the_answer_says_why_and_what_to_run(
+    two_machines, this_machine, tmp_path: Path
+) -> None:
+    db = Path(shutil.copy(two_machines[0], tmp_path / "runs.duckdb"))
+    with database.transaction(db) as con:  # keep only the other machine's evaluation
+        con.execute("DELETE FROM evaluations WHERE machine_profile = ?", [this_machine.key])
+
+    choice = machines.choose_machine(db, "unet3d")
+
+    assert choice.key == two_machines[2]
+    assert choice.reason == machines.LATEST
+    assert choice.note == (
+        f"This machine ({this_machine.label}, profile {this_machine.key}) has runs but no "
+        f"fitted models: `python -m modeling evaluate --workload unet3d --machine "
+        f"{this_machine.key}` fits them."
+    )
+
+
+def test_a_machine_with_too_few_runs_is_told_to_calibrate(this_machine, tmp_path: Path) -> None:
+    db = tmp_path / "runs.duckdb"
+    database.ensure_database(db)
+    elsewhere = _insert(db, ELSEWHERE)
+    assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
+    for row in build_runs(sides=(32, 48), batches=(1, 2)).to_dict("records"):
+        row.pop("run_id")
+        store.insert_run(db, build_record(**{**row, **HERE}))
+
+    choice = machines.choose_machine(db, "unet3d")
+
+    assert choice.key == elsewhere
+    assert "has 4 measured configuration(s) of unet3d, fewer than the 10" in choice.note
+    assert "`python -m profiling calibrate --workload unet3d`" in choice.note
+
+
+def test_the_bundled_reference_answers_on_a_new_machine(tmp_path: Path, monkeypatch) -> None:
+    """The repository's database on a machine of a profile no bundled run has."""
+    monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "memplan.duckdb")
+    db = database.ensure_database(tmp_path / "memplan.duckdb")
+    newcomer = profiles.profile_of(build_record(cpu_model="Brand New CPU").row())
+    monkeypatch.setattr(machines, "this_profile", lambda: newcomer)
+    reference = bundle.bundled_evaluations("unet3d")[0]
+
+    choice = machines.choose_machine(db, "unet3d")
+
+    assert (choice.key, choice.reason) == (reference.machine, machines.BUNDLED)
+    assert choice.label.startswith("Intel Xeon, instruction set unknown, 2 cores")
+    assert "has no unet3d runs" in choice.note
+
+
+def test_no_models_anywhere_says_what_to_run(tmp_path: Path) -> None:
+    db = tmp_path / "empty.duckdb"
+    database.ensure_database(db)
+
+    with pytest.raises(NoModelsError, match="run `python -m modeling evaluate --db "):
+        machines.choose_machine(db, "unet3d")
+
+
+def test_imported_runs_keep_the_profile_of_the_machine_that_measured_them(
+    two_machines, tmp_path: Path
+) -> None:
+    db, _, elsewhere = two_machines
+    exported = tmp_path / "runs.parquet"
+    copy = tmp_path / "copy.duckdb"
+    database.ensure_database(copy)
+
+    exchange.export_runs(db, exported)
+    exchange.import_runs(copy, exported)
+
+    assert elsewhere in profiles.profiles_in(store.load_runs(copy))
+    assert set(profiles.profile_keys(store.load_runs(copy))) == set(
+        profiles.profile_keys(store.load_runs(db))
+    )

@@ -1,0 +1,316 @@
+"""Machine profiles (`core.profiles`): which runs were measured on the same kind of machine.
+
+A profile is computed from the columns a run stored; these tests are examples of
+reading one from a runs row, showing it, keying it and naming it on the command line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core import profiles
+from core.errors import StoreError
+from core.units import GIB
+
+MIB = 2**20
+# The reference VM: a 2-core AVX-512 Xeon whose kernel reports 23.5 GiB of its 24.
+XEON: dict[str, Any] = {
+    "cpu_vendor": "Intel",
+    "cpu_model": "Intel(R) Xeon(R) Processor",
+    "cpu_isa": "avx512",
+    "cpu_cores": 2,
+    "usable_cores": 2,
+    "intra_op_threads": 2,
+    "total_ram_bytes": 25_276_514_304,
+    "tensorflow_version": "2.21.0",
+    "keras_version": "3.15.1",
+    "onednn_enabled": True,
+}
+# The same VM kind with an AVX2-only AMD EPYC: the same name, ``vm``, but not the same machine.
+EPYC = XEON | {
+    "cpu_vendor": "AMD",
+    "cpu_model": "AMD EPYC 9B14 96-Core Processor",
+    "cpu_isa": "avx2",
+}
+# What a run measured before schema 3 stored: no vendor, ISA, usable cores or threads.
+OLDER = XEON | {"cpu_vendor": None, "cpu_isa": None, "usable_cores": None, "intra_op_threads": None}
+
+
+# --- facts read from /proc/cpuinfo and model names ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "level"),
+    [
+        (["sse4_2", "avx", "avx2", "avx512f", "avx512_bf16", "amx_tile"], "amx"),
+        (["avx2", "avx512f", "avx512_bf16"], "avx512_bf16"),
+        (["avx2", "avx512f", "avx512dq"], "avx512"),
+        (["sse4_2", "avx", "avx2", "fma"], "avx2"),
+        (["sse4_2", "avx"], "below_avx2"),
+        ([], "below_avx2"),
+    ],
+)
+def test_the_isa_level_is_the_best_tier_onednn_dispatches_on(flags: list[str], level: str) -> None:
+    assert profiles.isa_level(flags) == level
+    assert profiles.isa_level(iter(flags)) == level  # any iterable, e.g. a split flags line
+
+
+@pytest.mark.parametrize(
+    ("model", "vendor"),
+    [
+        ("Intel(R) Xeon(R) Processor", "Intel"),
+        ("Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz", "Intel"),
+        ("AMD EPYC 9B14 96-Core Processor", "AMD"),
+        ("amd ryzen 9 7950x", "AMD"),
+        ("Test CPU", None),  # names no vendor: stays unknown, is not guessed
+        ("Intellect 9000", None),  # a word merely containing a vendor's letters is not one
+        ("", None),
+        (None, None),
+    ],
+)
+def test_the_vendor_is_what_the_model_name_states(model: str | None, vendor: str | None) -> None:
+    assert profiles.vendor_from_model(model) == vendor
+
+
+@pytest.mark.parametrize(
+    ("model", "short"),
+    [
+        ("Intel(R) Xeon(R) Processor", "Intel Xeon"),
+        ("Intel(R) Xeon(R) CPU @ 2.20GHz", "Intel Xeon"),
+        ("AMD EPYC 9B14 96-Core Processor", "AMD EPYC 9B14"),
+        ("Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz", "Intel Core i7-8650U"),
+        ("unknown", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_a_short_model_drops_trademarks_core_counts_and_clock(
+    model: str | None, short: str | None
+) -> None:
+    assert profiles.short_model(model) == short
+
+
+# --- a run's profile --------------------------------------------------------------------
+
+
+def test_the_profile_of_a_run_reads_its_stored_columns() -> None:
+    profile = profiles.profile_of(XEON | {"hostname": "vm", "run_id": "anything else is ignored"})
+
+    assert profile == profiles.MachineProfile(
+        cpu_vendor="Intel",
+        cpu_model="Intel Xeon",
+        cpu_isa="avx512",
+        cpu_cores=2,
+        usable_cores=2,
+        intra_op_threads=2,
+        ram_gib=24,
+        tensorflow_version="2.21.0",
+        keras_version="3.15.1",
+        onednn_enabled=True,
+    )
+    assert profile.determined and profile.cores == 2
+
+
+def test_a_label_says_the_profile_in_plain_words() -> None:
+    assert profiles.profile_of(XEON).label == "Intel Xeon, AVX-512, 2 cores, TensorFlow 2.21"
+    assert profiles.profile_of(EPYC).label == "AMD EPYC 9B14, AVX2, 2 cores, TensorFlow 2.21"
+    assert profiles.profile_of(XEON | {"onednn_enabled": False}).label == (
+        "Intel Xeon, AVX-512, 2 cores, TensorFlow 2.21, oneDNN off"
+    )
+    # A vendor the model name does not start with is put in front of it.
+    assert profiles.profile_of(XEON | {"cpu_model": "Xeon Gold"}).label.startswith(
+        "Intel Xeon Gold, "
+    )
+
+
+def test_an_older_run_shows_what_it_did_not_record_as_unknown() -> None:
+    profile = profiles.profile_of(OLDER)
+
+    # The vendor is read from the model name the run stored; the ISA is not guessed.
+    assert (profile.cpu_vendor, profile.cpu_isa, profile.usable_cores) == ("Intel", None, None)
+    assert profile.cores == 2  # the machine's CPU count stands in for the usable cores
+    assert profile.label == "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
+    facts = profile.facts()
+    assert (
+        facts["instruction set"]
+        == facts["usable cores"]
+        == facts["intra-op threads"]
+        == ("unknown")
+    )
+    assert (facts["CPU vendor"], facts["oneDNN"], facts["RAM (GiB)"]) == ("Intel", "on", "24")
+    assert facts["profile"] == profile.key and facts["machine"] == profile.label
+
+
+def test_the_key_is_stable_and_differs_when_any_fact_differs() -> None:
+    key = profiles.profile_of(XEON).key
+
+    assert key == profiles.profile_of(dict(XEON)).key  # the same facts, the same key
+    assert len(key) == profiles.KEY_LENGTH and int(key, 16) >= 0  # short hex
+    changed = {
+        "cpu_vendor": "AMD",
+        "cpu_model": "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz",
+        "cpu_isa": "amx",
+        "cpu_cores": 4,
+        "usable_cores": 1,
+        "intra_op_threads": 1,
+        "total_ram_bytes": 64 * GIB,
+        "tensorflow_version": "2.20.0",
+        "keras_version": "3.11.0",
+        "onednn_enabled": False,
+    }
+    assert set(changed) == set(profiles.PROFILE_COLUMNS)
+    keys = {name: profiles.profile_of(XEON | {name: value}).key for name, value in changed.items()}
+    assert key not in keys.values()
+    assert len(set(keys.values())) == len(changed)
+    # Facts that are not part of a profile change nothing.
+    assert profiles.profile_of(XEON | {"hostname": "other", "numpy_version": "1.0"}).key == key
+
+
+def test_a_fact_a_run_did_not_record_never_matches_a_recorded_one() -> None:
+    assert profiles.profile_of(OLDER).key != profiles.profile_of(XEON).key
+    assert profiles.profile_of(XEON | {"cpu_isa": None}).key != profiles.profile_of(XEON).key
+
+
+@pytest.mark.parametrize("apart_mib", [1, 4, 40])
+def test_ram_is_grouped_by_gib_so_vms_of_one_size_a_few_mib_apart_share_a_profile(
+    apart_mib: int,
+) -> None:
+    # The same 24 GiB VM kind reports 23.5 GiB give or take what its kernel reserves.
+    around = int(23.5 * GIB)
+    below = profiles.profile_of(XEON | {"total_ram_bytes": around - apart_mib * MIB})
+    above = profiles.profile_of(XEON | {"total_ram_bytes": around + apart_mib * MIB})
+
+    assert below.key == above.key
+    assert below.ram_gib == above.ram_gib == 24
+
+
+@pytest.mark.parametrize(
+    ("total_ram_bytes", "gib"),
+    [
+        (25_276_514_304, 24),  # the reference VM: 23.54 GiB of 24
+        (16 * GIB - 300 * MIB, 16),
+        (32 * GIB, 32),  # a total of exactly whole GiB stays that size
+        (32 * GIB + MIB, 33),
+    ],
+)
+def test_ram_groups_by_the_whole_gib_the_reported_total_is_just_under(
+    total_ram_bytes: int, gib: int
+) -> None:
+    assert profiles.whole_gib(total_ram_bytes) == gib
+    assert profiles.profile_of(XEON | {"total_ram_bytes": total_ram_bytes}).ram_gib == gib
+
+
+@pytest.mark.parametrize("missing", [None, float("nan"), np.nan, pd.NA, pd.NaT])
+def test_a_null_from_pandas_reads_as_unknown(missing: Any) -> None:
+    row = XEON | {"cpu_vendor": missing, "cpu_isa": missing, "usable_cores": missing}
+
+    profile = profiles.profile_of(row)
+
+    assert (profile.cpu_isa, profile.usable_cores) == (None, None)
+    assert profile.cpu_vendor == "Intel"  # read from the model name instead
+    assert profile.key == profiles.profile_of(XEON | {"cpu_isa": None, "usable_cores": None}).key
+
+
+def test_values_from_a_dataframe_give_the_same_key_as_plain_python_values() -> None:
+    # A runs frame has NumPy scalars, floats for integer columns with NULLs, and NaN.
+    runs = pd.DataFrame([XEON, OLDER])
+    assert runs["usable_cores"].dtype == float
+
+    assert profiles.profile_keys(runs) == [
+        profiles.profile_of(XEON).key,
+        profiles.profile_of(OLDER).key,
+    ]
+
+
+def test_versions_that_are_empty_or_not_installed_are_unknown() -> None:
+    for missing in ("", "not installed"):
+        profile = profiles.profile_of(XEON | {"tensorflow_version": missing})
+        assert profile.tensorflow_version is None
+        assert profile.label.endswith("TensorFlow unknown")
+
+
+def test_a_run_that_did_not_record_its_cpu_is_not_determined() -> None:
+    profile = profiles.profile_of(OLDER | {"cpu_model": "unknown"})
+
+    assert not profile.determined
+    assert profile.cpu_model is None and profile.cpu_vendor is None
+    assert profile.label == "unknown machine (its runs did not record the CPU)"
+
+
+# --- profiles of a runs table and the --machine option ----------------------------------
+
+
+def test_the_profiles_of_a_runs_table_come_most_runs_first() -> None:
+    runs = pd.DataFrame([XEON, EPYC, EPYC, XEON | {"hostname": "x"}, EPYC])
+
+    found = profiles.profiles_in(runs)
+
+    epyc, xeon = profiles.profile_of(EPYC), profiles.profile_of(XEON)
+    assert found == {epyc.key: epyc, xeon.key: xeon}
+    assert list(found) == [epyc.key, xeon.key]  # 3 runs before 2
+    assert profiles.profile_keys(runs) == [xeon.key, epyc.key, epyc.key, xeon.key, epyc.key]
+    assert profiles.profiles_in(runs.iloc[0:0]) == {}
+
+
+def test_a_runs_table_without_some_profile_columns_reads_them_as_unknown() -> None:
+    runs = pd.DataFrame([{"run_id": "r", "cpu_model": "AMD EPYC 7B13", "cpu_cores": 8}])
+
+    (profile,) = profiles.profiles_in(runs).values()
+
+    assert (profile.cpu_vendor, profile.cpu_model, profile.cores) == ("AMD", "AMD EPYC 7B13", 8)
+    assert profile.tensorflow_version is None
+
+
+def _known() -> dict[str, profiles.MachineProfile]:
+    return profiles.profiles_in(pd.DataFrame([XEON, EPYC]))
+
+
+def test_resolve_takes_a_key_or_any_unique_prefix_of_one() -> None:
+    known = _known()
+    xeon = profiles.profile_of(XEON)
+
+    assert profiles.resolve(xeon.key, known) == xeon
+    assert profiles.resolve(f"  {xeon.key.upper()} ", known) == xeon  # as typed
+    shortest = next(
+        n
+        for n in range(1, profiles.KEY_LENGTH + 1)
+        if sum(key.startswith(xeon.key[:n]) for key in known) == 1
+    )
+    assert profiles.resolve(xeon.key[:shortest], known) == xeon
+
+
+def test_resolve_refuses_an_unknown_profile_listing_the_known_ones() -> None:
+    known = _known()
+    unknown = next(c for c in "0123456789abcdef" if not any(k.startswith(c) for k in known))
+
+    with pytest.raises(StoreError) as refused:
+        profiles.resolve(unknown, known)
+
+    message = str(refused.value)
+    assert message.startswith(f"no machine profile {unknown!r}; the known profiles are: ")
+    for key, profile in known.items():
+        assert f"{key} ({profile.label})" in message
+    with pytest.raises(StoreError, match="no machine profile ''"):
+        profiles.resolve("", known)
+    with pytest.raises(StoreError, match="the known profiles are: none"):
+        profiles.resolve("abc", {})
+
+
+def test_resolve_refuses_an_ambiguous_prefix() -> None:
+    # Two profiles whose keys start alike (found by varying the cores).
+    candidates = [profiles.profile_of(XEON | {"cpu_cores": n}) for n in range(1, 64)]
+    first = candidates[0]
+    twin = next(p for p in candidates[1:] if p.key[0] == first.key[0])
+    known = {first.key: first, twin.key: twin}
+
+    with pytest.raises(StoreError) as refused:
+        profiles.resolve(first.key[0], known)
+
+    assert str(refused.value).startswith(
+        f"machine profile {first.key[0]!r} is ambiguous: it starts 2 keys; give more of the key."
+    )
+    assert first.key in str(refused.value) and twin.key in str(refused.value)
