@@ -1,7 +1,11 @@
 """What the pages read, cached: runs, timelines, sweeps, stored models and scores.
 
-Models, scores and held-out predictions are per workload: each workload has its
-own latest evaluation (``python -m modeling evaluate --workload NAME``).
+Models, scores and held-out predictions are per workload and machine profile
+(`core.profiles`): each pair has its own latest evaluation (``python -m
+modeling evaluate --workload NAME --machine KEY``). ``machine`` None reads the
+latest evaluation of the workload whatever its profile (one from before
+profiles, fitted on several machines' runs). Every run carries its profile key
+(``machine_profile``), so a page keeps one profile's runs without reading again.
 
 Every loader takes the database's *version* — the size and modification time
 of the file and of its write-ahead log, read with ``os.stat`` — as a cache
@@ -31,10 +35,12 @@ import streamlit as st
 from core import store
 from core.database import default_db_path, ensure_database
 from core.errors import StoreError
+from modeling import machines as machine_choices
 from modeling.errors import ModelingError, NoModelsError
+from modeling.machines import MachineChoice
 from modeling.stored import bundle, readonly
 from modeling.stored.predictor import Predictor
-from presentation import text
+from presentation import machines, text
 
 # Set to 1/true/yes to hide everything that writes (sweep launcher, import) and
 # write nothing at all: a dashboard shared with a whole team.
@@ -108,8 +114,8 @@ def version(db_path: Path) -> Version:
 @_stops_on_store_error
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS)
 def runs(db_path: Path, db_version: Version) -> pd.DataFrame:
-    """Every stored run (`core.store.load_runs`)."""
-    return store.load_runs(db_path)
+    """Every stored run (`core.store.load_runs`), with its profile key in ``machine_profile``."""
+    return machines.with_profiles(store.load_runs(db_path))
 
 
 @_stops_on_store_error
@@ -127,48 +133,76 @@ def samples(db_path: Path, run_ids: tuple[str, ...], db_version: Version) -> pd.
 
 
 @_stops_on_store_error
-@st.cache_resource(show_spinner=False, max_entries=MAX_VERSIONS * 4)
+@st.cache_resource(show_spinner=False, max_entries=MAX_VERSIONS * 8)
 def _stored_models(
-    db_path: Path, db_version: Version, workload: str
+    db_path: Path, db_version: Version, workload: str, machine: str | None
 ) -> tuple[list[Predictor], str | None]:
     """The models (`modeling.stored.bundle.load_predictors`) and why they were refused, if so."""
     try:
-        return bundle.load_predictors(db_path, workload=workload), None
+        return bundle.load_predictors(db_path, workload=workload, machine=machine), None
     except NoModelsError:
         return [], None
     except ModelingError as error:  # a row not stored as data: refused, nothing of it ran
         return [], str(error)
 
 
-def predictors(db_path: Path, db_version: Version, workload: str) -> list[Predictor]:
-    """``workload``'s latest evaluation's fitted models; empty when none was stored yet.
+def predictors(
+    db_path: Path, db_version: Version, workload: str, machine: str | None = None
+) -> list[Predictor]:
+    """The latest fitted models of ``workload`` on ``machine``; empty when none was stored yet.
 
     The database's, or the bundled ones of its runs; empty too when they were
     refused (`refused_models` says why).
     """
-    return _stored_models(db_path, db_version, workload)[0]
+    return _stored_models(db_path, db_version, workload, machine)[0]
 
 
-def refused_models(db_path: Path, db_version: Version, workload: str) -> str | None:
-    """Why ``workload``'s stored models could not be loaded; None when they could (or none)."""
-    return _stored_models(db_path, db_version, workload)[1]
+def refused_models(
+    db_path: Path, db_version: Version, workload: str, machine: str | None = None
+) -> str | None:
+    """Why the models of ``workload`` on ``machine`` could not be loaded; None if they could."""
+    return _stored_models(db_path, db_version, workload, machine)[1]
 
 
 @_stops_on_store_error
-@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
-def scores(db_path: Path, db_version: Version, workload: str) -> pd.DataFrame:
-    """``workload``'s latest evaluation's scores; empty when none was stored yet."""
+@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 8)
+def scores(
+    db_path: Path, db_version: Version, workload: str, machine: str | None = None
+) -> pd.DataFrame:
+    """The latest scores of ``workload`` on ``machine``; empty when none was stored yet."""
     try:
-        return bundle.load_scores(db_path, workload=workload)
+        return bundle.load_scores(db_path, workload=workload, machine=machine)
+    except NoModelsError:
+        return pd.DataFrame()
+
+
+@_stops_on_store_error
+@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 8)
+def held_out_predictions(
+    db_path: Path, db_version: Version, workload: str, machine: str | None = None
+) -> pd.DataFrame:
+    """The latest held-out predictions of ``workload`` on ``machine``; empty when none yet."""
+    try:
+        return bundle.load_predictions(db_path, workload=workload, machine=machine)
     except NoModelsError:
         return pd.DataFrame()
 
 
 @_stops_on_store_error
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
-def held_out_predictions(db_path: Path, db_version: Version, workload: str) -> pd.DataFrame:
-    """``workload``'s latest evaluation's held-out predictions; empty when none was stored yet."""
+def fitted_default(db_path: Path, db_version: Version, workload: str) -> MachineChoice | None:
+    """The profile `modeling.machines.choose_machine` answers for; None when none has models.
+
+    None too when the bundled evaluations cannot be read: the models' loaders say why.
+    """
     try:
-        return bundle.load_predictions(db_path, workload=workload)
-    except NoModelsError:
-        return pd.DataFrame()
+        return machine_choices.choose_machine(db_path, workload)
+    except ModelingError:  # NoModelsError among them
+        return None
+
+
+@_stops_on_store_error
+@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
+def run_counts(db_path: Path, db_version: Version, workload: str) -> dict[str, int]:
+    """Distinct measured configurations of ``workload`` per profile key (what a fit counts)."""
+    return machine_choices.run_counts(db_path, workload)

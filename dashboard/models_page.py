@@ -1,15 +1,19 @@
 """The Models page: measured peaks against the analytical models, symbolic regression and baselines.
 
-One workload at a time (the selector on top): its runs, its latest evaluation's
-models. From top to bottom: peak memory against image size (measured dots over each
-chosen model's curves, one per batch size); predicted against measured and the
+One workload and one machine profile at a time (the selectors on top,
+`dashboard.machine_panel`; kept in the URL): that profile's runs, its latest
+evaluation's models — the same configuration can peak 2.9x higher on another
+kind of CPU, so nothing of another profile is drawn. From top to bottom: peak
+memory against image size (measured dots over each chosen model's curves, one
+per batch size); predicted against measured and the
 residuals, from the held-out predictions of the latest evaluation; the error
 table and the symbolic-regression formula; and, beside them, the measurement
 floor that bounds how finely any model can be judged.
 
-Without a stored evaluation of the workload the page says how to make one
-(``python -m modeling evaluate --workload NAME``), and still shows the measured
-points and the two analytical models, which need no fitting.
+Without a stored evaluation of the workload on that profile the page says what
+the profile lacks and how to get it (a sweep this machine can launch, or
+``python -m modeling evaluate --workload NAME --machine KEY``), and still shows
+the measured points and the two analytical models, which need no fitting.
 Everything is read through `dashboard.data`'s cached loaders and cached here
 per database version; a rerun predicts a few hundred configurations at most.
 """
@@ -23,11 +27,11 @@ import pandas as pd
 import streamlit as st
 
 from core import workloads
-from dashboard import data
+from dashboard import data, machine_panel, query_state
 from modeling.stored.predictor import Predictor
-from presentation import charts, curves, workload_labels
+from presentation import charts, curves, machines, workload_labels
 from presentation.report import PAPER_SR_MAPE_PCT
-from presentation.text import code, plain
+from presentation.text import plain
 from profiling import floor
 
 WORKLOAD_KEY = "models_workload"
@@ -43,20 +47,26 @@ RESIDUALS_AGAINST = {"Image side": "side", "Measured peak": "measured_gib"}
 Models = list[Predictor] | list[curves.ClosedFormModel]
 
 
-def runs_of(db: Path, version: data.Version, workload: str) -> pd.DataFrame:
-    return workload_labels.runs_of(data.runs(db, version), workload)
+def loader_key(option: str) -> str | None:
+    """What the loaders take for a selector option: a profile key, None for `machines.MIXED`."""
+    return None if option == machines.MIXED else option
 
 
-def models_of(db: Path, version: data.Version, workload: str) -> Models:
-    """The workload's stored models, or the two analytical ones when none is stored."""
-    return data.predictors(db, version, workload) or curves.closed_form_models(
-        runs_of(db, version, workload)
+def runs_of(db: Path, version: data.Version, workload: str, option: str) -> pd.DataFrame:
+    """The runs of ``workload`` on the machine profile ``option``."""
+    return machines.runs_on(workload_labels.runs_of(data.runs(db, version), workload), option)
+
+
+def models_of(db: Path, version: data.Version, workload: str, option: str) -> Models:
+    """The profile's stored models, or the two analytical ones when none is stored."""
+    return data.predictors(db, version, workload, loader_key(option)) or (
+        curves.closed_form_models(runs_of(db, version, workload, option))
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 4)
-def measured(db: Path, version: data.Version, workload: str) -> pd.DataFrame:
-    return curves.measured_points(runs_of(db, version, workload))
+@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 8)
+def measured(db: Path, version: data.Version, workload: str, option: str) -> pd.DataFrame:
+    return curves.measured_points(runs_of(db, version, workload, option))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -64,28 +74,33 @@ def curve_frame(
     db: Path,
     version: data.Version,
     workload: str,
+    option: str,
     names: tuple[str, ...],
     sides: tuple[int, ...],
     batches: tuple[int, ...],
     knobs: tuple[tuple[str, object], ...],
 ) -> pd.DataFrame:
-    chosen = [model for model in models_of(db, version, workload) if model.name in names]
+    models = models_of(db, version, workload, option)
+    chosen = [model for model in models if model.name in names]
     return curves.predicted_curves(chosen, sides, batches, dict(knobs), workload)
 
 
-@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 4)
-def out_of_sample(db: Path, version: data.Version, workload: str) -> pd.DataFrame:
+@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 8)
+def out_of_sample(db: Path, version: data.Version, workload: str, option: str) -> pd.DataFrame:
     """Held-out predictions of the latest evaluation, or the analytical models at every point."""
-    points = measured(db, version, workload)
-    models = models_of(db, version, workload)
-    stored = data.held_out_predictions(db, version, workload)
+    points = measured(db, version, workload, option)
+    models = models_of(db, version, workload, option)
+    stored = data.held_out_predictions(db, version, workload, loader_key(option))
     if stored.empty:
         return curves.predictions_at_points(models, points)
     titles = {model.name: model.title for model in models}
     return curves.held_out_points(stored, points, titles, curves.RANDOM_SPLIT)
 
 
-def choose_workload() -> str:
+def choose_workload(linked: str) -> str:
+    """The workload selector, started at the link's workload in a new session."""
+    if st.session_state.get(WORKLOAD_KEY) not in workload_labels.names():
+        st.session_state[WORKLOAD_KEY] = linked
     return st.selectbox(
         "Workload",
         workload_labels.names(),
@@ -111,6 +126,7 @@ def peak_chart(
     db: Path,
     version: data.Version,
     workload: str,
+    picked: machine_panel.Picked,
     points: pd.DataFrame,
     names: list[str],
     log: bool,
@@ -131,22 +147,31 @@ def peak_chart(
     )
     batches = tuple(sorted(int(b) for b in mine["batch_size"].unique())) or DEFAULT_BATCHES
     sides = tuple(side for side in offered if side <= largest)
-    frame = curve_frame(db, version, workload, tuple(names), sides, batches, tuple(knobs.items()))
+    frame = curve_frame(
+        db, version, workload, picked.option, tuple(names), sides, batches, tuple(knobs.items())
+    )
     st.altair_chart(charts.peak_vs_size(mine, frame, log=log, dims=module.DIMS), width="stretch")
     solid, elements = workload_labels.SOLIDS[module.DIMS], workload_labels.ELEMENTS[module.DIMS]
     network = curves.network_label(knobs, workload)
     st.caption(
         f"Dots: {len(mine)} measured runs (kernel high-water mark), {module.TITLE}"
-        f"{', ' + plain(network) if network else ''}. Lines: each model's prediction for "
+        f"{', ' + plain(network) if network else ''}, on {plain(picked.choice.label)}. "
+        "Lines: each model's prediction for "
         f"{solid}s, one colour per batch size, one dash per model (click a model in the legend "
         f"to pick it out). Non-{solid} runs sit at the side of the {solid} with as many {elements}."
     )
 
 
 def out_of_sample_charts(
-    db: Path, version: data.Version, workload: str, names: list[str], log: bool, evaluated: bool
+    db: Path,
+    version: data.Version,
+    workload: str,
+    option: str,
+    names: list[str],
+    log: bool,
+    evaluated: bool,
 ) -> None:
-    points = out_of_sample(db, version, workload)
+    points = out_of_sample(db, version, workload, option)
     points = points[points["model"].isin(names)]
     if points.empty:
         st.info("No held-out predictions for the chosen models.")
@@ -232,18 +257,18 @@ def formula(models: Models, workload: str) -> None:
                     st.code(model.formula or "", language=None)
 
 
-@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 4)
+@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 8)
 def floor_figures(
-    db: Path, version: data.Version, workload: str
+    db: Path, version: data.Version, workload: str, option: str
 ) -> tuple[floor.SamplingGap | None, list[floor.RepeatSpread]]:
-    """The measurement floor of the workload's runs (~1 s for 10,000 runs: once per version)."""
-    runs = runs_of(db, version, workload)
+    """The measurement floor of the profile's runs (~1 s for 10,000 runs: once per version)."""
+    runs = runs_of(db, version, workload, option)
     return floor.sampling_gap(runs), floor.repeat_spreads(runs)
 
 
-def measurement_floor(db: Path, version: data.Version, workload: str) -> None:
+def measurement_floor(db: Path, version: data.Version, workload: str, option: str) -> None:
     st.subheader("Measurement floor")
-    gap, spreads = floor_figures(db, version, workload)
+    gap, spreads = floor_figures(db, version, workload, option)
     if gap is None:
         st.caption("No measured run yet.")
         return
@@ -287,33 +312,49 @@ def render() -> None:
     st.title("Models")
     st.caption(
         "Measured peak memory against the paper's analytical model, memplan's refined "
-        "analytical model, symbolic regression and the machine-learning baselines."
+        "analytical model, symbolic regression and the machine-learning baselines, "
+        "for one machine profile at a time."
     )
     db = data.database()
     version = data.version(db)
-    workload = choose_workload()
-    scores = data.scores(db, version, workload)
-    evaluated = bool(data.predictors(db, version, workload))
-    refused = data.refused_models(db, version, workload)
+    params = query_state.current()
+    linked, problems = query_state.workload_from(params)
+    workload_col, machine_col = st.columns([1, 2])
+    with workload_col:
+        workload = choose_workload(linked)
+    with machine_col:
+        link = params if workload == linked else {}
+        picked, machine_problems = machine_panel.choose(
+            db, version, workload, f"models_{workload}_machine", link
+        )
+    for problem in problems + machine_problems:
+        st.warning(query_state.plain(problem))
+    query_state.write_view(workload, picked.option)
+    machine_panel.note(picked)
+    option, machine = picked.option, picked.machine
+
+    scores = data.scores(db, version, workload, machine)
+    evaluated = bool(data.predictors(db, version, workload, machine))
+    refused = data.refused_models(db, version, workload, machine)
     if refused:
         st.error(plain(refused))
-    models = models_of(db, version, workload)
-    points = measured(db, version, workload)
+    models = models_of(db, version, workload, option)
+    points = measured(db, version, workload, option)
     title, command = workload_labels.title(workload), workload_labels.evaluate_command(workload)
     if not evaluated:
-        measured_runs = f"{len(points)} measured run(s) but no" if len(points) else "no"
-        st.info(
-            f"This database has {measured_runs} stored evaluation of the {title}, so only "
-            f"the analytical models are shown. Run {code(f'{command} --db {db}')} to fit and score "
-            "symbolic regression and the baselines; they appear here when it "
-            "finishes."
-        )
-    if points.empty:
-        st.info(
-            f"No measured run of the {title} yet: launch a sweep from the sidebar or run "
-            f"`python -m profiling sweep --workload {workload}`. The analytical curves need "
-            "none."
-        )
+        words = plain(picked.words)
+        if points.empty:
+            st.info(
+                f"No measured run of the {title} yet {words}, so no fitted models: only the "
+                "analytical models are shown, which need none."
+            )
+        else:
+            st.info(
+                f"Only the analytical models are shown: this database has {len(points)} "
+                f"measured run(s) of the {title} {words}, but no stored evaluation of them. "
+                "Symbolic regression and the baselines appear here once they are fitted."
+            )
+        machine_panel.shortfall(db, version, workload, picked)
 
     names = [model.name for model in models]
     titles = {model.name: model.title for model in models}
@@ -327,20 +368,21 @@ def render() -> None:
     log = axes_col.radio("Axes", ["Linear", "Log"], horizontal=True) == "Log"
 
     st.subheader("Peak memory against image size")
-    peak_chart(db, version, workload, points, chosen, log)
+    peak_chart(db, version, workload, picked, points, chosen, log)
     if not points.empty:
-        out_of_sample_charts(db, version, workload, chosen, log, evaluated)
+        out_of_sample_charts(db, version, workload, option, chosen, log, evaluated)
 
     errors_col, floor_col = st.columns([3, 1], gap="large")
     with errors_col:
         st.subheader("Errors")
         if scores.empty:
-            st.caption(f"No scores yet: `{command}` computes them.")
+            flag = f" --machine {machine}" if machine else ""
+            st.caption(f"No scores yet: `{command}{flag}` computes them.")
         else:
             error_table(scores, models)
         formula(models, workload)
     with floor_col:
-        measurement_floor(db, version, workload)
+        measurement_floor(db, version, workload, option)
 
 
 render()

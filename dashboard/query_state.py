@@ -1,12 +1,13 @@
 """The Sizing page's inputs in the URL's query parameters, so a link reproduces the view.
 
-A procurement team sends ``...?workload=unet3d&image=240x240x144&batch=16&budget=1024``;
-whoever opens it sees the same question. Parameters:
+A procurement team sends ``...?workload=unet3d&machine=9b59349f74&image=240x240x144&batch=16``;
+whoever opens it sees the same question, answered for the same machine. Parameters:
 
 =========  ==============================================  ======================
 name       value                                           example
 =========  ==============================================  ======================
 workload   a workload's name (`core.workloads`)            unet3d, alexnet
+machine    a machine profile's key, or a unique prefix     9b59349f74, 9b59
 image      one side (a cube or a square), or every side    128, 240x240x144, 224
 batch      batch size                                      16
 filters    base filters (U-Net)                            16
@@ -19,11 +20,15 @@ model      a stored model's name (of that workload)        symbolic
 
 A link without ``workload`` is the default workload's (links from before there
 were several). `workload_from` reads the workload first, since it decides what
-the page offers; `from_params` then validates the rest against that: a missing
-value takes the default; a value that is not offered (hand-edited, truncated,
-from a link older than the models, or a knob the workload does not have) takes
-the default too, and the page is told which, in words. `to_params` writes a
-state back. `read` and `write` do both with ``st.query_params``.
+the page offers; then `machine_from` the machine profile among those offered for
+that workload (without one: the page's default, this machine when it has
+models), since it decides the models; `from_params` then validates the rest
+against both: a missing value takes the default; a value that is not offered
+(hand-edited, truncated, from a link older than the models, or a knob the
+workload does not have) takes the default too, and the page is told which, in
+words. `to_params` writes a state back. `read` and `write` do both with
+``st.query_params``; the Models page keeps its workload and machine there too
+(`write_view`).
 
 The sentences quote what the link said: show them with `plain`, never as Markdown.
 """
@@ -54,15 +59,18 @@ __all__ = [
     "SizingState",
     "from_params",
     "image_label",
+    "machine_from",
     "plain",
     "to_params",
     "workload_from",
     "read",
     "write",
+    "write_view",
 ]
 
-WORKLOAD, IMAGE, BATCH, BUDGET, HEADROOM, MODEL = (
+WORKLOAD, MACHINE, IMAGE, BATCH, BUDGET, HEADROOM, MODEL = (
     "workload",
+    "machine",
     "image",
     "batch",
     "budget",
@@ -70,7 +78,18 @@ WORKLOAD, IMAGE, BATCH, BUDGET, HEADROOM, MODEL = (
     "model",
 )
 KNOB_PARAMS: dict[str, str] = {offer.param: offer.knob for offer in KNOB_OFFERS.values()}
-PARAMETERS: tuple[str, ...] = (WORKLOAD, IMAGE, BATCH, *KNOB_PARAMS, BUDGET, HEADROOM, MODEL)
+PARAMETERS: tuple[str, ...] = (
+    WORKLOAD,
+    MACHINE,
+    IMAGE,
+    BATCH,
+    *KNOB_PARAMS,
+    BUDGET,
+    HEADROOM,
+    MODEL,
+)
+# What the Models page keeps in the URL.
+VIEW_PARAMETERS: tuple[str, ...] = (WORKLOAD, MACHINE)
 
 Params = Mapping[str, str | list[str]]
 
@@ -85,6 +104,7 @@ def to_params(state: SizingState) -> dict[str, str]:
     shape = state.image_shape
     params = {
         WORKLOAD: state.workload,
+        **({MACHINE: state.machine} if state.machine is not None else {}),
         IMAGE: str(shape[0]) if state.one_side else "x".join(map(str, shape)),
         BATCH: str(state.batch_size),
         **{KNOB_OFFERS[knob].param: str(value) for knob, value in state.knobs},
@@ -120,6 +140,28 @@ def workload_from(params: Params) -> tuple[str, list[str]]:
         return text, []
     reason = f"the workloads are {_listed(list(workloads.WORKLOADS))}"
     return DEFAULT_WORKLOAD, [_ignored(WORKLOAD, text, reason, DEFAULT_WORKLOAD)]
+
+
+def machine_from(params: Params, offered: Sequence[str], default: str) -> tuple[str, list[str]]:
+    """The machine profile a link asks for, and a sentence if it is not among ``offered``.
+
+    offered : the option keys the page offers this workload (profile keys,
+    `presentation.machines.MIXED`); a unique prefix of one names it, as
+    ``--machine`` does. Without the parameter: ``default``.
+    """
+    if MACHINE not in params:
+        return default, []
+    text = _one(params[MACHINE])
+    wanted = text.strip().lower()
+    matches = [key for key in offered if wanted and key.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0], []
+    reason = (
+        f"it starts {len(matches)} profiles' keys; give more of it"
+        if matches
+        else f"the machine profiles of this workload are {_listed(list(offered))}"
+    )
+    return default, [_ignored(MACHINE, text, reason, default)]
 
 
 def _image(text: str, choices: SizingChoices) -> dict[str, Any]:
@@ -190,8 +232,9 @@ def from_params(
     """The state a link asks for, and one sentence per value it could not take.
 
     Each missing or invalid parameter takes its value from ``default``;
-    parameters this page does not know are left alone. The workload is
-    `workload_from`'s business: ``choices`` and ``default`` are already its.
+    parameters this page does not know are left alone. The workload and the
+    machine are `workload_from`'s and `machine_from`'s business: ``choices`` and
+    ``default`` are already theirs.
     """
     state, problems = default, []
     readers = {
@@ -238,12 +281,21 @@ def read(choices: SizingChoices, default: SizingState) -> tuple[SizingState, lis
     return from_params(current(), choices, default)
 
 
-def write(state: SizingState) -> None:
-    """Put ``state`` in this session's URL, replacing the page's parameters (others stay)."""
-    wanted = to_params(state)
+def _replace(wanted: dict[str, str], owned: Sequence[str]) -> None:
+    """Put ``wanted`` in this session's URL in place of the ``owned`` parameters (others stay)."""
     current_params = current()
-    stale = [name for name in PARAMETERS if name in current_params and name not in wanted]
+    stale = [name for name in owned if name in current_params and name not in wanted]
     if not stale and all(current_params.get(name) == value for name, value in wanted.items()):
         return
-    kept = {name: value for name, value in current_params.items() if name not in PARAMETERS}
+    kept = {name: value for name, value in current_params.items() if name not in owned}
     st.query_params.from_dict(kept | wanted)
+
+
+def write(state: SizingState) -> None:
+    """Put ``state`` in this session's URL, replacing the page's parameters (others stay)."""
+    _replace(to_params(state), PARAMETERS)
+
+
+def write_view(workload: str, machine: str) -> None:
+    """Put the Models page's workload and machine in this session's URL (others stay)."""
+    _replace({WORKLOAD: workload, MACHINE: machine}, VIEW_PARAMETERS)

@@ -7,6 +7,9 @@ writing to the database shows here and can be cancelled, whoever started it (a
 CLI sweep too); none can be launched meanwhile. When a point finishes, the
 whole page reruns, and its charts read the new runs. A read-only
 dashboard (``MEMPLAN_READ_ONLY``) shows neither section.
+
+The Models and Sizing pages launch through the same machinery (`launch_grid`):
+the sweep that gives this machine's profile enough runs for models of its own.
 """
 
 from __future__ import annotations
@@ -99,17 +102,59 @@ def render() -> None:
         _import_form(db)
 
 
-def refit_command(choice: str, db: Path, workload: str | None = None) -> list[str] | None:
+def refit_command(
+    choice: str, db: Path, workload: str | None = None, machine: str | None = None
+) -> list[str] | None:
     """The command that refits the models on ``db`` after the sweep, for a refit choice.
 
     workload : refit only that workload's models (the one swept); None: every workload's.
+    machine : refit only that machine profile's models; None: every profile's.
     """
     if choice == REFIT_NO:
         return None
     command = [sys.executable, "-m", "modeling", "evaluate", "--db", str(db)]
     if workload is not None:
         command += ["--workload", workload]
+    if machine is not None:
+        command += ["--machine", machine]
     return command + ["--quick"] if choice == REFIT_QUICK else command
+
+
+def sweep_running(db: Path) -> bool:
+    """Whether a sweep writes to ``db`` now (launched here or not): nothing else may start."""
+    return _job_status(db).running
+
+
+def launch_grid(
+    db: Path,
+    workload: str,
+    image_sizes: tuple[int, ...],
+    batch_sizes: tuple[int, ...],
+    machine: str,
+) -> None:
+    """Launch a sweep of every side x batch of ``workload``'s default network, then fit it.
+
+    What a page's "Launch" button starts: the sweep a machine profile lacks,
+    then the full evaluation of that profile's runs. A refused launch (a sweep
+    already runs, a grid over the memory limit) is an error on the page;
+    otherwise the page reruns and the sidebar shows the job.
+    """
+    filters = workload_labels.knob_defaults(workload).get("base_filters")
+    limit_bytes = default_memory_limit_bytes()
+    try:
+        request = requests.parse_request(
+            " ".join(map(str, image_sizes)),
+            " ".join(map(str, batch_sizes)),
+            "" if filters is None else str(filters),
+            DEFAULT_STEPS,
+            requests.memory_limit_text(limit_bytes) if limit_bytes > 0 else "",
+            workload=workload,
+        )
+        launcher.launch(db, request, refit_command(REFIT_FULL, db, workload, machine))
+    except MemplanError as error:
+        st.error(text.plain(error))
+        return
+    st.rerun()
 
 
 def _job_status(db: Path) -> jobstatus.JobStatus:

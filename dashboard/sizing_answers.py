@@ -1,9 +1,10 @@
 """The Sizing page's "What fits" answers: largest image, largest batch, memory to buy.
 
-Each is one `modeling.sizing` answer for the chosen model, cached on exactly what
-the question depends on, shown with its caption, the model and bound it rests on,
-and its warning in words. Stored text (a model's name, a bound's source) is shown
-as text (`presentation.text.plain`).
+Each is one `modeling.sizing` answer for the chosen model of the chosen machine
+profile, cached on exactly what the question depends on, shown with its caption,
+the model, bound and machine it rests on, and its warning in words. Stored text
+(a model's name, a bound's source, a CPU's name) is shown as text
+(`presentation.text.plain`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import data
+from dashboard.machine_panel import Picked
 from modeling import sizing
 from modeling.errors import ModelingError
 from presentation import sizing_view, workload_labels
@@ -33,16 +35,19 @@ def answer(
     db_path: Path,
     db_version: data.Version,
     workload: str,
+    machine: str | None,
     model_name: str,
     question: str,
     **arguments: object,
 ) -> object:
-    """One `modeling.sizing` answer for ``workload``, or the `ModelingError` message.
+    """One `modeling.sizing` answer for ``workload`` on ``machine``, or the `ModelingError`
+    message.
 
     Cached on exactly what the question depends on: moving the batch slider does
     not rescan every batch size for the largest batch.
     """
-    model = next(p for p in data.predictors(db_path, db_version, workload) if p.name == model_name)
+    models = data.predictors(db_path, db_version, workload, machine)
+    model = next(p for p in models if p.name == model_name)
     try:
         return QUESTIONS[question](model, workload=workload, **arguments)
     except ModelingError as error:
@@ -50,23 +55,35 @@ def answer(
 
 
 def show_answer(
-    found: Any, label: str, value: Callable[[Any], str], caption: Callable[[Any], str]
+    found: Any,
+    label: str,
+    value: Callable[[Any], str],
+    caption: Callable[[Any], str],
+    machine: str,
 ) -> None:
-    """One sizing answer: the value, what it needs, the model and bound, any warning."""
+    """One sizing answer: the value, what it needs, the model, bound and machine, any warning.
+
+    machine : whose models answer, in words (`Picked.words`, not escaped).
+    """
     if isinstance(found, str):
         st.error(plain(found))
         return
     st.metric(label, value(found))
     st.caption(caption(found))
-    st.caption(f"Model {plain(found.basis.model)}; bound: {plain(found.basis.bound)}.")
+    st.caption(
+        f"Model {plain(found.basis.model)}; bound: {plain(found.basis.bound)}; {plain(machine)}."
+    )
     if found.basis.warning:
         st.warning(plain(found.basis.warning))
 
 
-def render(db: Path, version: data.Version, state: SizingState, usable: int) -> None:
+def render(
+    db: Path, version: data.Version, state: SizingState, usable: int, picked: Picked
+) -> None:
     """Largest image at this batch, largest batch at this image, memory to buy."""
     image_col, batch_col, buy_col = st.columns(3)
     workload, knobs, dims = state.workload, dict(state.knobs), len(state.image_shape)
+    machine, words = picked.machine, picked.words
     solid = workload_labels.SOLIDS[dims]
     with image_col:
         show_answer(
@@ -74,6 +91,7 @@ def render(db: Path, version: data.Version, state: SizingState, usable: int) -> 
                 db,
                 version,
                 workload,
+                machine,
                 state.model,
                 "image",
                 budget_bytes=usable,
@@ -83,6 +101,7 @@ def render(db: Path, version: data.Version, state: SizingState, usable: int) -> 
             f"Largest {solid} at batch {state.batch_size}",
             lambda found: workload_labels.power(found.side, dims),
             lambda found: sizing_view.image_caption(found, dims),
+            words,
         )
     with batch_col:
         show_answer(
@@ -90,6 +109,7 @@ def render(db: Path, version: data.Version, state: SizingState, usable: int) -> 
                 db,
                 version,
                 workload,
+                machine,
                 state.model,
                 "batch",
                 budget_bytes=usable,
@@ -99,6 +119,7 @@ def render(db: Path, version: data.Version, state: SizingState, usable: int) -> 
             f"Largest batch at {state.image_label}",
             lambda found: str(found.batch_size),
             sizing_view.batch_caption,
+            words,
         )
     with buy_col:
         show_answer(
@@ -106,6 +127,7 @@ def render(db: Path, version: data.Version, state: SizingState, usable: int) -> 
                 db,
                 version,
                 workload,
+                machine,
                 state.model,
                 "buy",
                 image_shape=state.image_shape,
@@ -116,4 +138,5 @@ def render(db: Path, version: data.Version, state: SizingState, usable: int) -> 
             "Memory to buy",
             lambda found: f"{found.memory_gb} GB",
             sizing_view.memory_caption,
+            words,
         )

@@ -1,13 +1,16 @@
 """The Sizing page: will this configuration fit, and what is the largest that does?
 
-The workload first (the 3D U-Net or the AlexNet-style 2D CNN), then inputs on
+The workload first (the 3D U-Net or the AlexNet-style 2D CNN) and the machine
+whose models answer (`dashboard.machine_panel`: this machine by default when it
+has models; every answer names the machine in words), then inputs on
 the left (image shape, batch, that network's knobs, budget, headroom, model),
 answers on the right: the chosen model's predicted peak and upper bound with a
 fits / does-not-fit verdict, every model's prediction, the three sizing answers
 of `modeling.sizing` (`dashboard.sizing_answers`), and the refined analytical
 breakdown. The inputs live in the URL (`dashboard.query_state`), so a link
 reproduces the view; what the page offers and its captions come from
-`presentation.sizing_view`.
+`presentation.sizing_view`. A machine without models gets what it lacks and
+the sweep that gives it some, instead of answers.
 
 A rerun only predicts a handful of configurations with the cached stored models;
 the sizing scans are cached per question.
@@ -25,10 +28,10 @@ from core import workloads
 from core.analytical import refined_breakdown
 from core.units import GIB
 from core.workloads.base import WorkloadConfig
-from dashboard import data, query_state, sizing_answers
-from presentation import charts, curves, sizing_view, workload_labels
+from dashboard import data, machine_panel, query_state, sizing_answers
+from presentation import charts, curves, machines, sizing_view, workload_labels
 from presentation.sizing_view import SizingChoices, SizingState, gib
-from presentation.text import code, plain
+from presentation.text import plain
 
 # The shape radio's two modes, per number of image dimensions.
 SHAPE_MODES = {3: ("Cube", "D × H × W"), 2: ("Square", "H × W")}
@@ -163,6 +166,7 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
         budget_gib=float(budget),
         headroom_pct=float(headroom),
         model=model,
+        machine=start.machine,
     )
 
 
@@ -171,6 +175,7 @@ def predictions(
     db_path: Path,
     db_version: data.Version,
     workload: str,
+    machine: str | None,
     image_shape: tuple[int, ...],
     knobs: tuple[tuple[str, object], ...],
     batch_sizes: tuple[int, ...],
@@ -181,11 +186,15 @@ def predictions(
     """
     config = workloads.get(workload).Config
     configs = [config(image_shape, batch, **dict(knobs)) for batch in batch_sizes]
-    return sizing_view.config_predictions(data.predictors(db_path, db_version, workload), configs)
+    models = data.predictors(db_path, db_version, workload, machine)
+    return sizing_view.config_predictions(models, configs)
 
 
-def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int) -> None:
-    """The chosen model's prediction, bound, and whether it fits the budget."""
+def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int, machine: str) -> None:
+    """The chosen model's prediction, bound, and whether it fits the budget.
+
+    machine : whose models answer, in words (`machine_panel.Picked.words`, not escaped).
+    """
     upper, budget_bytes = chosen["upper_bytes"], state.budget_gib * GIB
     predicted_col, upper_col, verdict_col = st.columns(3)
     predicted_col.metric(
@@ -215,7 +224,7 @@ def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int) -> None:
     sentence = (
         f"{state.image_label} at batch {state.batch_size} needs up to {gib(upper)}, "
         f"{gib(needed)} with {state.headroom_pct:g}% headroom, of the {state.budget_gib:g} GiB "
-        f"budget ({plain(chosen['title'])})."
+        f"budget ({plain(chosen['title'])}), {plain(machine)}."
     )
     if fits:
         st.success(f"**Fits**: {sentence}")
@@ -301,21 +310,32 @@ def render() -> None:
     version = data.version(db)
     params = query_state.current()
     linked, problems = query_state.workload_from(params)
-    workload = choose_workload(linked)
-    predictors = data.predictors(db, version, workload)
-    refused = data.refused_models(db, version, workload)
+    workload_col, machine_col = st.columns([1, 2])
+    with workload_col:
+        workload = choose_workload(linked)
+    # A link's other values are its workload's: after switching workloads they do not apply.
+    link = params if workload == linked else {}
+    with machine_col:
+        picked, machine_problems = machine_panel.choose(
+            db, version, workload, key(workload, "machine"), link, persist=PERSIST
+        )
+    machine = picked.machine
+    predictors = data.predictors(db, version, workload, machine)
+    refused = data.refused_models(db, version, workload, machine)
     if refused:
         st.error(plain(refused))
-    runs = workload_labels.runs_of(data.runs(db, version), workload)
+    runs = machines.runs_on(
+        workload_labels.runs_of(data.runs(db, version), workload), picked.option
+    )
     titles = {p.name: p.title for p in predictors}
     choices = sizing_view.choices_for(workload, list(titles), runs)
-    default = sizing_view.default_state(choices, data.scores(db, version, workload))
-    # A link's other values are its workload's: after switching workloads they do not apply.
-    start, more = (
-        query_state.from_params(params, choices, default) if workload == linked else (default, [])
-    )
-    for problem in problems + more:
+    scores = data.scores(db, version, workload, machine)
+    default = sizing_view.default_state(choices, scores, picked.option)
+    # Nor are they another machine's: its models, its runs' knobs.
+    start, more = query_state.from_params(link if picked.as_linked else {}, choices, default)
+    for problem in problems + machine_problems + more:
         st.warning(query_state.plain(problem))
+    machine_panel.note(picked)
 
     question, answers = st.columns([1, 2], gap="large")
     with question:
@@ -326,30 +346,29 @@ def render() -> None:
     with answers:
         if not predictors:
             st.info(
-                f"No fitted {workload_labels.title(workload)} models in this database yet: "
-                f"run `{workload_labels.evaluate_command(workload)}` (add "
-                f"{code(f'--db {db}')} for this one) to get predictions, bounds and sizing "
-                "answers. Meanwhile, the "
-                "refined closed-form estimate:"
+                f"No fitted {workload_labels.title(workload)} models yet "
+                f"{plain(picked.words)}: no predictions, bounds or sizing answers. Meanwhile, "
+                "the refined closed-form estimate below."
             )
+            machine_panel.shortfall(db, version, workload, picked)
             st.subheader("Refined analytical breakdown")
             breakdown(state.config, runs, None)
             return
         every_batch = predictions(
-            db, version, workload, state.image_shape, state.knobs, choices.batch_sizes
+            db, version, workload, machine, state.image_shape, state.knobs, choices.batch_sizes
         )
         table = every_batch[every_batch["batch_size"] == state.batch_size]
         chosen = table.set_index("model").loc[state.model]
         st.subheader(f"{state.image_label} at batch {state.batch_size}")
-        verdict(chosen, state, usable)
+        verdict(chosen, state, usable, picked.words)
         with st.expander("Every model's prediction and upper bound", expanded=True):
             every_model(table, state, usable)
     st.subheader("What fits")
     st.caption(
         f"Answers use what training may use of the budget: {state.budget_gib:g} GiB less "
-        f"{state.headroom_pct:g}% headroom = {gib(usable)}."
+        f"{state.headroom_pct:g}% headroom = {gib(usable)}; {plain(picked.words)}."
     )
-    sizing_answers.render(db, version, state, usable)
+    sizing_answers.render(db, version, state, usable, picked)
     st.subheader("Refined analytical breakdown")
     breakdown(state.config, runs, chosen["predicted_bytes"])
 

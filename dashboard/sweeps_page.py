@@ -1,9 +1,12 @@
 """The Sweeps page: what was measured, on which machine, and how memory moved during a run.
 
 Filters narrow every section below them (the workload first: the 3D U-Net, the
-AlexNet-style 2D CNN): the runs table (and its CSV), one run's memory timeline,
-machines side by side, then the sweeps themselves. The
-frames come from `presentation.browse`, the charts from `presentation.charts_sweeps`.
+AlexNet-style 2D CNN; then the machine profile): the runs table (and its CSV),
+one run's memory timeline, the machines (one row per profile, never per host
+name: `core.profiles`) and their peaks at one batch size, every configuration
+measured on two or more machines side by side, then the sweeps themselves. The
+frames come from `presentation.browse` and `presentation.machines`, the charts
+from `presentation.charts_sweeps`.
 """
 
 from __future__ import annotations
@@ -11,11 +14,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.machine import this_profile
+from core.workloads import DEFAULT_WORKLOAD
 from dashboard import data
-from presentation import browse, charts_sweeps, workload_labels
+from presentation import browse, charts_sweeps, machines, workload_labels
+from presentation.text import code, plain
 
 FILTER_ROWS = (
-    ("Workload", "Sweep", "Host", "Status"),
+    ("Workload", "Machine", "Sweep", "Host", "Status"),
     ("Image size", "Batch size", "Base filters", "Precision"),
 )
 
@@ -34,6 +40,15 @@ if runs.empty:
     )
     st.stop()
 
+here = this_profile()
+machine_names = machines.names(machines.profiles_of(runs))
+
+
+def machine_option(key: str) -> str:
+    """A profile as the Machine filter offers it: its label, then its key."""
+    return f"{machine_names.get(key, key)} · {key}"
+
+
 chosen: dict[str, list] = {}
 for labels in FILTER_ROWS:
     for label, column in zip(labels, st.columns(len(labels)), strict=True):
@@ -44,7 +59,10 @@ for labels in FILTER_ROWS:
         if key in st.session_state:  # a value the workloads chosen now never measured goes
             st.session_state[key] = [value for value in st.session_state[key] if value in options]
         # Workloads by name, as the runs table shows them (their titles are too long here).
-        chosen[field] = column.multiselect(label, options, placeholder="all", key=key)
+        shown_as = machine_option if field == browse.MACHINE else str
+        chosen[field] = column.multiselect(
+            label, options, placeholder="all", key=key, format_func=shown_as
+        )
 shown = browse.filter_runs(runs, chosen)
 
 st.subheader("Runs")
@@ -93,20 +111,66 @@ else:
         )
 
 st.subheader("Machines")
-st.dataframe(browse.machines(shown), hide_index=True)
+st.caption(
+    "One row per machine profile: the facts that change a run's peak (CPU, instruction set, "
+    "cores, threads, RAM, framework versions, oneDNN), never the host name. *unknown*: a fact "
+    "its runs did not record (runs measured before memplan recorded it)."
+)
+st.dataframe(machines.profiles_table(shown, here.key), hide_index=True)
 ok_batches = sorted(shown.loc[shown["status"] == browse.OK, "batch_size"].unique().tolist())
 if ok_batches:
     batch = st.selectbox("Batch size to compare", ok_batches, key="sweeps_compare_batch")
-    peaks = browse.host_peaks(shown, batch)
+    peaks = browse.batch_peaks(shown, batch, machine_names)
     shown_workloads = shown.loc[shown["batch_size"] == batch, browse.WORKLOAD].unique()
     side_title = (
         workload_labels.side_title(workload_labels.dims(shown_workloads[0]))
         if len(shown_workloads) == 1
         else charts_sweeps.SIDE_TITLE
     )
-    st.altair_chart(charts_sweeps.peaks_by_host(peaks, side_title), width="stretch")
+    st.altair_chart(charts_sweeps.peaks_by_machine(peaks, side_title), width="stretch")
 else:
     st.info("No measured (ok) run among those shown to compare machines on.")
+
+st.subheader("Machines compared")
+compared = machines.compared(shown)
+if compared.empty:
+    workloads_shown = chosen.get(browse.WORKLOAD) or [DEFAULT_WORKLOAD]
+    st.info(
+        "No configuration among the runs shown was measured on two machine profiles yet. "
+        "To compare this machine with the reference, calibrate it: "
+        f"{code(f'python -m profiling calibrate --workload {workloads_shown[0]}')} measures "
+        "the calibration grid here (on the Models page, choosing this machine offers to "
+        "launch it); runs measured on another machine can be imported from the sidebar."
+    )
+else:
+    compared_keys = list(dict.fromkeys(compared[machines.PROFILE_COLUMN]))
+    reference = st.selectbox(
+        "Ratios against",
+        compared_keys,
+        key="sweeps_reference_machine",
+        format_func=machine_option,
+        help="The reference machine: every other machine's peak is divided by its peak.",
+    )
+    if reference != compared_keys[0]:
+        compared = machines.compared(shown, reference)
+    configurations = compared["configuration"].nunique()
+    st.caption(
+        f"{configurations} configuration(s) measured ok on two or more machine profiles: the "
+        "median kernel high-water mark of each machine's runs (GiB), and how many times the "
+        f"reference's ({plain(machine_names.get(reference, reference))}) it is."
+    )
+    table = machines.side_by_side(compared)
+    number = st.column_config.NumberColumn
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_config={
+            name: number(format="%.3f" if name.endswith("(GiB)") else "%.2fx")
+            for name in table.columns
+            if name.endswith(("(GiB)", "x reference"))
+        },
+    )
+    st.altair_chart(charts_sweeps.machines_compared(compared), width="stretch")
 
 st.subheader("Sweeps")
 sweeps = data.sweeps(db, version)

@@ -1,10 +1,14 @@
-"""What browsing the stored runs shows, as plain frames: filters, tables, timelines, machines.
+"""What browsing the stored runs shows, as plain frames: filters, tables, timelines, peaks.
 
 The Sweeps page draws these; nothing here needs Streamlit, so each is tested
 with plain pytest. Runs of every workload sit side by side: a 3D image is
 labelled by every side (``64×64×64``), a 2D one as its workload writes it
 (``224`` for a square, ``227x200`` otherwise). Storage is in bytes; every
 frame made for reading is in GiB, with the unit in the column name.
+
+Machines are told apart by their profile (`core.profiles`), never by host
+name: a frame with the ``machine_profile`` column (`presentation.machines.with_profiles`)
+can be filtered and compared by it; `presentation.machines` tabulates them.
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ from presentation import workload_labels
 OK = "ok"
 IMAGE = "image"  # the derived "D×H×W" (or 2D "224", "227x200") column
 WORKLOAD = workload_labels.WORKLOAD_COLUMN
+MACHINE = "machine_profile"  # a run's profile key (`presentation.machines.with_profiles`)
 # Filter label on the page -> runs column; an empty choice means "all".
 FILTERS: dict[str, str] = {
     "Workload": WORKLOAD,
+    "Machine": MACHINE,
     "Sweep": "sweep_id",
     "Host": "hostname",
     "Status": "status",
@@ -55,6 +61,7 @@ RUNS_TABLE: dict[str, str] = {
     "memory_limit_bytes": "memory limit (GiB)",
     "wall_s": "wall time (s)",
     "hostname": "host",
+    MACHINE: "machine profile",
     "created_at": "created (UTC)",
     "message": "message",
 }
@@ -119,6 +126,9 @@ def filter_options(runs: pd.DataFrame, column: str) -> list[Any]:
         return [name for name in workload_labels.names() if name in present] + sorted(
             present - set(workload_labels.names())
         )
+    if column == MACHINE:  # most runs first, as the machines table lists them
+        counts = runs[MACHINE].dropna().value_counts()
+        return sorted(counts.index, key=lambda key: (-counts[key], key))
     values = runs[column].dropna().unique().tolist()
     return sorted(values, key=lambda value: (isinstance(value, str), value))
 
@@ -137,8 +147,12 @@ def _gib(values: pd.Series) -> pd.Series:
 
 
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs as the page lists them: short ids, memory in GiB, newest first."""
-    table = runs.sort_values(["created_at", "run_id"], ascending=False)[list(RUNS_TABLE)].copy()
+    """The runs as the page lists them: short ids, memory in GiB, newest first.
+
+    The machine profile is listed when ``runs`` has it.
+    """
+    columns = [column for column in RUNS_TABLE if column != MACHINE or MACHINE in runs]
+    table = runs.sort_values(["created_at", "run_id"], ascending=False)[columns].copy()
     for column in table.columns:
         if column.endswith("_bytes"):
             table[column] = _gib(table[column])
@@ -211,47 +225,23 @@ def step_ends(run: Mapping[str, Any], samples: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def machines(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per host: what it is, what it ran, and how many of its runs were measured."""
-    if runs.empty:
-        return pd.DataFrame()
-    grouped = runs.groupby("hostname", sort=True)
-
-    def joined(values: pd.Series) -> str:
-        return ", ".join(sorted(set(map(str, values.dropna()))))
-
-    return (
-        pd.DataFrame(
-            {
-                "CPU": grouped["cpu_model"].agg(joined),
-                "cores": grouped["cpu_cores"].max(),
-                "RAM (GiB)": (grouped["total_ram_bytes"].max() / GIB).round(1),
-                "TensorFlow": grouped["tensorflow_version"].agg(joined),
-                "oneDNN": grouped["onednn_enabled"].agg(
-                    lambda v: joined(v.map({True: "on", False: "off"}))
-                ),
-                "runs": grouped.size(),
-                "ok runs": grouped["status"].agg(lambda s: int((s == OK).sum())),
-            }
-        )
-        .rename_axis("host")
-        .reset_index()
-    )
-
-
 def network_label(run: Mapping[str, Any]) -> str:
     """``16 filters, float32`` (a U-Net), ``1000 classes, float32`` (an AlexNet)."""
     return workload_labels.short_network(run)
 
 
-def host_peaks(runs: pd.DataFrame, batch_size: int) -> pd.DataFrame:
-    """Measured peaks at one batch size, for comparing hosts.
+def batch_peaks(
+    runs: pd.DataFrame, batch_size: int, machine_names: Mapping[str, str] | None = None
+) -> pd.DataFrame:
+    """Measured peaks at one batch size, for comparing machines.
 
-    Columns: host, network, image, side (the side of the cube or square with as
-    many voxels or pixels), peak_gib (kernel high-water mark), run. With several
-    workloads among ``runs``, each network is prefixed with its workload's name.
+    Columns: machine (its profile's name in ``machine_names``, else its key;
+    "unknown" without the ``machine_profile`` column), host, network, image,
+    side (the side of the cube or square with as many voxels or pixels),
+    peak_gib (kernel high-water mark), run. With several workloads among
+    ``runs``, each network is prefixed with its workload's name.
     """
-    columns = ["host", "network", IMAGE, "side", "peak_gib", "run"]
+    columns = ["machine", "host", "network", IMAGE, "side", "peak_gib", "run"]
     ok = runs[(runs["status"] == OK) & (runs["batch_size"] == batch_size)]
     ok = ok[ok["peak_hwm_bytes"].notna()]
     if ok.empty:
@@ -260,9 +250,12 @@ def host_peaks(runs: pd.DataFrame, batch_size: int) -> pd.DataFrame:
     dims = np.where(ok["depth"].isna(), 2, 3) if "depth" in ok else 3
     rows = ok.to_dict("records")
     several = ok[WORKLOAD].nunique() > 1
+    keys = ok[MACHINE] if MACHINE in ok else pd.Series("unknown", index=ok.index)
+    named = dict(machine_names or {})
     return (
         pd.DataFrame(
             {
+                "machine": [named.get(key, key) for key in keys],
                 "host": ok["hostname"],
                 "network": [
                     f"{row[WORKLOAD]}: {network_label(row)}" if several else network_label(row)
@@ -274,7 +267,7 @@ def host_peaks(runs: pd.DataFrame, batch_size: int) -> pd.DataFrame:
                 "run": ok["run_id"].str[:8],
             }
         )
-        .sort_values(["host", "network", "side"])
+        .sort_values(["machine", "network", "side"])
         .reset_index(drop=True)
     )
 

@@ -15,6 +15,12 @@ RSS_TITLE = "resident memory (GiB)"
 # Any workload's: 3D images at their cube's side, 2D ones at their square's.
 SIDE_TITLE = "image side (of the cube or square with as many voxels or pixels)"
 PEAK_TITLE = "peak memory, kernel high-water mark (GiB)"
+COMPARED_TITLE = "median peak, kernel high-water mark (GiB)"
+# Machines compared: one row per configuration, its label in full.
+CONFIGURATION_ROW_PX = 22
+CONFIGURATION_LABEL_PX = 360
+# A profile's label is long ("AMD EPYC, AVX2, 2 cores, TensorFlow 2.21"): below the chart, whole.
+LONG_LEGEND = alt.Legend(orient="bottom", direction="vertical", labelLimit=0)
 # One colour and dash per mark, the same on every run's chart; the dashes differ so
 # two marks at the same height (a sampled peak equal to the high-water mark) both show.
 MARK_COLOURS = {
@@ -93,23 +99,27 @@ def memory_timeline(
     return alt.layer(*layers).properties(height=CHART_HEIGHT_PX)
 
 
-def peaks_by_host(points: pd.DataFrame, side_title: str = SIDE_TITLE) -> alt.LayerChart:
-    """Measured peak against image side, one colour per host: machines side by side.
+def peaks_by_machine(points: pd.DataFrame, side_title: str = SIDE_TITLE) -> alt.LayerChart:
+    """Measured peak against image side, one colour per machine profile: machines side by side.
 
-    points : `presentation.browse.host_peaks` (``host, network, image, side, peak_gib, run``).
-    A line joins each host's runs of one network (base filters or classes, precision).
+    points : `presentation.browse.batch_peaks` (``machine, host, network, image, side,
+    peak_gib, run``). A line joins each machine's runs of one network (base
+    filters or classes, precision).
     side_title : the side axis's title (`SIDE_TITLE` when the workloads' images differ).
     """
-    host = alt.Color("host:N", title="host")
+    machine = alt.Color("machine:N", title="machine", legend=LONG_LEGEND)
     x = alt.X("side:Q", title=side_title, scale=alt.Scale(zero=False))
     y = alt.Y("peak_gib:Q", title=PEAK_TITLE, scale=alt.Scale(zero=False))
     lines = (
         alt.Chart(points)
         .mark_line(opacity=0.5)
         .encode(
-            x=x, y=alt.Y("median(peak_gib):Q", title=PEAK_TITLE), color=host, detail="network:N"
+            x=x,
+            y=alt.Y("median(peak_gib):Q", title=PEAK_TITLE),
+            color=machine,
+            detail="network:N",
         )
-        .properties(name="median_by_host")
+        .properties(name="median_by_machine")
     )
     dots = (
         alt.Chart(points)
@@ -117,9 +127,10 @@ def peaks_by_host(points: pd.DataFrame, side_title: str = SIDE_TITLE) -> alt.Lay
         .encode(
             x=x,
             y=y,
-            color=host,
+            color=machine,
             shape=alt.Shape("network:N", title="network"),
             tooltip=[
+                "machine:N",
                 "host:N",
                 "network:N",
                 "image:N",
@@ -130,3 +141,53 @@ def peaks_by_host(points: pd.DataFrame, side_title: str = SIDE_TITLE) -> alt.Lay
         .properties(name="measured")
     )
     return alt.layer(lines, dots).properties(height=CHART_HEIGHT_PX)
+
+
+def machines_compared(frame: pd.DataFrame) -> alt.LayerChart:
+    """Each configuration measured on several machine profiles: their median peaks, side by side.
+
+    frame : `presentation.machines.compared` (``configuration, machine, peak_gib,
+    ratio, runs, ...``). One row per configuration (in the frame's order), one dot
+    per profile, coloured by profile and named by its label in the legend; a rule
+    joins each configuration's lowest and highest peak, so the gap between the
+    machines reads at a glance. The chart grows with the configurations.
+    """
+    order = list(dict.fromkeys(frame["configuration"]))
+    machines = list(dict.fromkeys(frame["machine"]))  # the reference first
+    y = alt.Y(
+        "configuration:N",
+        title=None,
+        sort=order,
+        axis=alt.Axis(labelLimit=CONFIGURATION_LABEL_PX),
+    )
+    spread = (
+        alt.Chart(frame)
+        .mark_rule(color="#999999", strokeWidth=2)
+        .encode(
+            y=y,
+            x=alt.X("min(peak_gib):Q", title=COMPARED_TITLE),
+            x2="max(peak_gib):Q",
+        )
+        .properties(name="spread")
+    )
+    peaks = (
+        alt.Chart(frame)
+        .mark_point(filled=True, size=90, opacity=0.9)
+        .encode(
+            y=y,
+            x=alt.X("peak_gib:Q", title=COMPARED_TITLE),
+            # A shape as well as a colour: the theme's first two colours are both blue.
+            color=alt.Color("machine:N", title="machine", sort=machines, legend=LONG_LEGEND),
+            shape=alt.Shape("machine:N", title="machine", sort=machines, legend=LONG_LEGEND),
+            tooltip=[
+                alt.Tooltip("configuration:N"),
+                alt.Tooltip("machine:N"),
+                alt.Tooltip("machine_profile:N", title="profile"),
+                alt.Tooltip("runs:Q", title="runs"),
+                alt.Tooltip("peak_gib:Q", title="median peak (GiB)", format=".3f"),
+                alt.Tooltip("ratio:Q", title="x reference", format=".2f"),
+            ],
+        )
+        .properties(name="peaks")
+    )
+    return alt.layer(spread, peaks).properties(height=alt.Step(CONFIGURATION_ROW_PX))

@@ -4,7 +4,7 @@
   cube sides, batch sizes, the knobs it lets the user set and their values,
   the stored models; `choices_for` builds it from the models and the runs;
 * `SizingState` — one question: workload, image, batch, knobs, budget,
-  headroom, model; `default_state` is the question a page opens on;
+  headroom, model, machine profile; `default_state` is the question a page opens on;
 * `config_predictions` — every model's point prediction and upper bound for
   configurations, the bound raised to the closed-form floor as
   `modeling.sizing` does;
@@ -133,6 +133,9 @@ class SizingState:
     budget_gib: float
     headroom_pct: float
     model: str | None  # None when no model is stored
+    # The machine profile the models are of (`core.profiles`; `presentation.machines.MIXED`
+    # for an evaluation of several machines' runs); None: not chosen (a link from before).
+    machine: str | None = None
 
     def knob(self, name: str) -> Any:
         return dict(self.knobs)[name]
@@ -173,9 +176,12 @@ def _nearest(sides: Sequence[int], side: int) -> int:
     return min(sides, key=lambda candidate: (abs(candidate - side), candidate))
 
 
-def default_state(choices: SizingChoices, scores: pd.DataFrame) -> SizingState:
+def default_state(
+    choices: SizingChoices, scores: pd.DataFrame, machine: str | None = None
+) -> SizingState:
     """The question the page opens on: the workload's usual image and batch, its reference
-    network, and the stored model with the smallest worst-case extrapolation error."""
+    network, and the stored model with the smallest worst-case extrapolation error
+    (of ``machine``'s evaluation, whose ``scores`` these are)."""
     workload = choices.workload
     best = best_model_name(scores) if not scores.empty else None
     names = choices.models
@@ -190,6 +196,7 @@ def default_state(choices: SizingChoices, scores: pd.DataFrame) -> SizingState:
         budget_gib=DEFAULT_BUDGET_GIB,
         headroom_pct=sizing.DEFAULT_HEADROOM * 100,
         model=best if best in names else (names[0] if names else None),
+        machine=machine,
     )
 
 

@@ -1,7 +1,9 @@
 """Fixtures for the dashboard tests: a real DuckDB file with the bundled runs and models.
 
 The AlexNet databases add synthetic AlexNet runs (`tests.app.helpers.add_alexnet_runs`)
-to the bundled U-Net runs, with or without an AlexNet evaluation of their own.
+to the bundled U-Net runs, with or without an AlexNet evaluation of their own; the
+two-machine one measures them on a second machine profile too (`OTHER_MACHINE`, its
+peaks `OTHER_MACHINE_SCALE` times higher), each profile with its own evaluation.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ import pytest
 from core import database
 from modeling.stored import bundle
 from profiling import exchange
-from tests.app.helpers import add_alexnet_runs, evaluate_alexnet
+from tests.app.helpers import (
+    OTHER_MACHINE,
+    OTHER_MACHINE_SCALE,
+    add_alexnet_runs,
+    evaluate_alexnet,
+)
 
 
 @pytest.fixture(scope="session")
@@ -76,3 +83,23 @@ def alexnet_runs_db(
 def alexnet_db(alexnet_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private copy of the AlexNet runs and their evaluation, made the dashboard's."""
     return _private_copy(alexnet_template, tmp_path, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def two_machines_template(
+    alexnet_runs_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The AlexNet runs, the same again on `OTHER_MACHINE`, and an evaluation of each."""
+    path = tmp_path_factory.mktemp("two_machines") / "two_machines.duckdb"
+    path.write_bytes(alexnet_runs_template.read_bytes())
+    add_alexnet_runs(path, scale=OTHER_MACHINE_SCALE, **OTHER_MACHINE)
+    evaluate_alexnet(path)
+    return path
+
+
+@pytest.fixture
+def two_machines_db(
+    two_machines_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A private copy of the two machines' AlexNet runs and models, made the dashboard's."""
+    return _private_copy(two_machines_template, tmp_path, monkeypatch)

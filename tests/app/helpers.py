@@ -1,4 +1,5 @@
-"""Helpers for the page tests: charts as frames, databases without models, AlexNet runs."""
+"""Helpers for the page tests: charts as frames, databases without models, AlexNet runs,
+and AlexNet runs of a second machine profile."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from core import database, store
 from core.analytical import refined_breakdown
+from core.profiles import profile_of
 from core.workloads.alexnet import AlexNetConfig
 from modeling import cli as modeling_cli
 from presentation.text import WORD_JOINER
@@ -92,6 +94,19 @@ ALEXNET_HOST = "alexnet-host"
 ALEXNET_SAMPLES = 20  # timeline samples per measured run
 # What the refined closed form misses on the reference machine, and its framework.
 RUNTIME_BYTES, FRAMEWORK_BYTES = 200 * 2**20, 700 * 2**20
+# A second kind of machine: an AMD EPYC with AVX2 only, where the same AlexNet peaks
+# `OTHER_MACHINE_SCALE` times higher (the synthetic runs' first machine is build_record's
+# "Test CPU", an Intel with AVX-512).
+OTHER_MACHINE = {
+    "cpu_vendor": "AMD",
+    "cpu_model": "AMD EPYC 7B13",
+    "cpu_isa": "avx2",
+    "cpu_cores": 2,
+    "usable_cores": 2,
+    "intra_op_threads": 2,
+    "hostname": "vm",
+}
+OTHER_MACHINE_SCALE = 2.5
 ALEXNET_COLUMNS = {
     "workload": "alexnet",
     "depth": None,
@@ -103,11 +118,18 @@ ALEXNET_COLUMNS = {
 }
 
 
-def alexnet_record(height: int, width: int, batch: int, noise: float = 0.0, **overrides: Any):
-    """A measured AlexNet run: the refined closed form plus a constant, as a real one reads."""
+def alexnet_record(
+    height: int, width: int, batch: int, noise: float = 0.0, scale: float = 1.0, **overrides: Any
+):
+    """A measured AlexNet run: the refined closed form plus a constant, as a real one reads.
+
+    scale : how many times that peak this run's machine reaches (`OTHER_MACHINE_SCALE`).
+    """
     config = AlexNetConfig((height, width), batch)
     peak = int(
-        (refined_breakdown(config, FRAMEWORK_BYTES).total_bytes + RUNTIME_BYTES) * (1 + noise)
+        (refined_breakdown(config, FRAMEWORK_BYTES).total_bytes + RUNTIME_BYTES)
+        * (1 + noise)
+        * scale
     )
     values = ALEXNET_COLUMNS | {
         "height": height,
@@ -122,22 +144,32 @@ def alexnet_record(height: int, width: int, batch: int, noise: float = 0.0, **ov
     return build_record(**(values | overrides))
 
 
-def add_alexnet_runs(path: Path, seed: int = 0) -> int:
+def add_alexnet_runs(path: Path, seed: int = 0, scale: float = 1.0, **machine: Any) -> int:
     """Store synthetic AlexNet runs in ``path`` through the real store; returns how many.
 
     Every square side x batch, one oblong image and one point that ran out of memory:
     nothing here is a measurement, only realistic numbers for the pages to show.
+    ``machine`` overrides the machine columns (`OTHER_MACHINE`), ``scale`` its peaks.
     """
     rng = np.random.default_rng(seed)
     records = [
-        alexnet_record(side, side, batch, noise=0.01 * rng.standard_normal())
+        alexnet_record(
+            side, side, batch, noise=0.01 * rng.standard_normal(), scale=scale, **machine
+        )
         for side in ALEXNET_SIDES
         for batch in ALEXNET_BATCHES
     ]
-    records.append(alexnet_record(*ALEXNET_OBLONG, 4))
+    records.append(alexnet_record(*ALEXNET_OBLONG, 4, scale=scale, **machine))
     records.append(
         alexnet_record(
-            224, 224, 64, status="oom", peak_hwm_bytes=None, peak_sampled_bytes=None, timeline=0
+            224,
+            224,
+            64,
+            status="oom",
+            peak_hwm_bytes=None,
+            peak_sampled_bytes=None,
+            timeline=0,
+            **machine,
         )
     )
     for record in records:
@@ -145,8 +177,21 @@ def add_alexnet_runs(path: Path, seed: int = 0) -> int:
     return len(records)
 
 
+def profile_key(**machine: Any) -> str:
+    """The machine profile key of a synthetic run with these machine columns."""
+    return profile_of(build_record(**machine).row()).key
+
+
+def profile_label(**machine: Any) -> str:
+    """How the pages name the machine profile of a synthetic run with these machine columns."""
+    return profile_of(build_record(**machine).row()).label
+
+
 def evaluate_alexnet(path: Path) -> None:
-    """Fit and store AlexNet models on ``path``'s AlexNet runs, with smoke-test settings."""
+    """Fit and store AlexNet models on ``path``'s AlexNet runs, with smoke-test settings.
+
+    Each machine profile with enough runs gets its own evaluation.
+    """
     code = modeling_cli.main(
         [
             "evaluate",

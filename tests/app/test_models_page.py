@@ -1,4 +1,5 @@
-"""The Models page on a real database: curves, held-out predictions, errors, measurement floor."""
+"""The Models page on a real database: curves, held-out predictions, errors, measurement floor,
+for one machine profile at a time."""
 
 from __future__ import annotations
 
@@ -8,15 +9,24 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import database, store
+from core.machine import this_profile
+from modeling.evaluation.splits import point_ids
+from modeling.features import measured_frame
+from modeling.machines import choose_machine
 from modeling.stored import tables as results
-from profiling import floor
+from profiling import floor, launcher
 from tests.app.helpers import (
     ALEXNET_BATCHES,
     ALEXNET_SIDES,
+    OTHER_MACHINE,
+    alexnet_record,
     charts,
     database_without_evaluation,
     layers,
     open_page,
+    profile_key,
+    profile_label,
+    shown,
     widget,
 )
 
@@ -45,6 +55,17 @@ def peak_chart(at: AppTest) -> dict:
     return layers(charts(at)[0])
 
 
+def machine_note(at: AppTest) -> list[str]:
+    """The note saying why the page does not open on this machine (it has no models)."""
+    return [shown(info.value) for info in at.info if shown(info.value).startswith("This machine (")]
+
+
+def other_infos(at: AppTest) -> list[str]:
+    """Every info but the machine note."""
+    notes = machine_note(at)
+    return [shown(info.value) for info in at.info if shown(info.value) not in notes]
+
+
 def test_the_page_offers_the_models_and_the_axes(reference_db: Path) -> None:
     at = models_page()
 
@@ -53,7 +74,7 @@ def test_the_page_offers_the_models_and_the_axes(reference_db: Path) -> None:
     assert models.value == ["paper", "refined", "symbolic"]
     axes = widget(at.radio, "Axes")
     assert (axes.options, axes.value) == (["Linear", "Log"], "Linear")
-    assert not at.info  # an evaluation is stored: no hint
+    assert not other_infos(at)  # an evaluation is stored: no hint
 
 
 def test_measured_points_sit_over_one_curve_per_model_and_batch_size(reference_db: Path) -> None:
@@ -139,7 +160,16 @@ def test_without_an_evaluation_the_page_says_how_and_still_draws_the_analytical_
     monkeypatch.setenv(database.DB_ENV_VAR, str(db))
     at = models_page()
 
-    assert "python -m modeling evaluate" in at.info[0].value
+    # No profile has models: the page opens on the one with the most runs, the bundled.
+    key = widget(at.main.selectbox, "Machine").value
+    assert shown(at.info[0].value).startswith("Only the analytical models are shown: this ")
+    configurations = point_ids(measured_frame(store.load_runs(db))).nunique()
+    assert f"has {configurations} distinct measured configurations of the 3D U-Net" in shown(
+        at.warning[0].value
+    )
+    assert at.code[0].value == (
+        f"python -m modeling evaluate --workload unet3d --machine {key} --db {db}"
+    )
     models = widget(at.multiselect, "Models")
     assert models.value == ["paper", "refined"]
     chart = peak_chart(at)
@@ -162,6 +192,12 @@ def test_a_database_without_runs_still_draws_the_analytical_curves(
     chart = peak_chart(at)
     assert chart["measured"]["rows"].empty
     assert set(chart["predicted"]["rows"]["batch_size"]) == REFERENCE_BATCHES
+    # Without runs anywhere, the page opens on this machine and says how to measure it.
+    assert widget(at.main.selectbox, "Machine").value == this_profile().key
+    assert at.code[0].value.startswith(
+        "python -m profiling sweep --workload unet3d --image-sizes 32 48 64 80 96 --batch-sizes 1 2"
+    )
+    assert [button.label for button in at.main.button] == ["Launch this sweep"]
 
 
 # --- the AlexNet --------------------------------------------------------------------------
@@ -184,17 +220,21 @@ def test_alexnet_runs_without_an_evaluation_get_the_command_and_the_analytical_c
 ) -> None:
     at = models_page()
     # The U-Net first: its bundled evaluation, its 46 runs' measured points only.
-    assert not at.info
+    assert not other_infos(at)
     assert len(peak_chart(at)["measured"]["rows"]) == REFERENCE_OK_RUNS
     widget(at.main.selectbox, "Workload").set_value("alexnet").run()
 
     (info,) = at.info
     ok = ok_alexnet_runs(alexnet_runs_db)
-    assert info.value.startswith(
-        f"This database has {len(ok)} measured run(s) but no stored evaluation of the "
-        "AlexNet-style 2D CNN (Torres et al. 2021)"
+    assert shown(info.value).startswith(
+        f"Only the analytical models are shown: this database has {len(ok)} measured run(s) "
+        f"of the AlexNet-style 2D CNN (Torres et al. 2021) for {profile_label()} — the most runs,"
     )
-    assert "python -m modeling evaluate --workload alexnet" in info.value
+    key = profile_key()
+    assert widget(at.main.selectbox, "Machine").value == key
+    assert at.code[0].value.startswith(
+        f"python -m modeling evaluate --workload alexnet --machine {key}"
+    )
     assert widget(at.multiselect, "Models").value == ["paper", "refined"]
     chart = peak_chart(at)
     measured = chart["measured"]["rows"]
@@ -218,7 +258,7 @@ def test_alexnet_with_its_own_evaluation_shows_its_models_scores_and_held_out_po
 ) -> None:
     at = alexnet_page()
 
-    assert not at.info
+    assert not other_infos(at)
     stored = results.load_predictors(alexnet_db, workload="alexnet")
     assert widget(at.multiselect, "Models").options == [p.title for p in stored]
     assert widget(at.multiselect, "Models").value == ["paper", "refined", "symbolic"]
@@ -243,3 +283,102 @@ def test_the_u_net_view_is_unchanged_by_alexnet_runs_beside_it(alexnet_db: Path)
     assert widget(at.multiselect, "Models").options == [
         p.title for p in results.load_predictors(alexnet_db)
     ]
+
+
+# --- machine profiles ---------------------------------------------------------------------
+
+
+def test_the_page_opens_on_the_bundled_machine_and_says_why_not_this_one(reference_db: Path):
+    at = models_page()
+
+    machine = widget(at.main.selectbox, "Machine")
+    here = this_profile()
+    bundled = choose_machine(reference_db, "unet3d")
+    assert machine.value == bundled.key
+    assert machine.options == [
+        f"{bundled.label} · {bundled.key}",
+        f"{here.label} · {here.key} — this machine",
+    ]
+    captions = [shown(caption.value) for caption in at.caption]
+    assert f"Profile `{bundled.key}` · the bundled reference" in captions
+    (note,) = machine_note(at)
+    assert note == shown(bundled.note)
+    assert "python -m profiling calibrate --workload unet3d" in note
+    assert dict(at.query_params) == {"workload": "unet3d", "machine": bundled.key}
+
+
+def test_this_machine_without_runs_says_what_it_lacks_and_launches_the_sweep(
+    reference_db: Path, monkeypatch: pytest.MonkeyPatch
+):
+    launched = []
+    monkeypatch.setattr(
+        launcher, "launch", lambda db, request, refit=None: launched.append((request, refit))
+    )
+    at = models_page()
+    here = this_profile()
+    widget(at.main.selectbox, "Machine").set_value(here.key).run()
+
+    assert not at.exception
+    assert at.query_params["machine"] == here.key
+    # Nothing of the bundled machine is drawn: no measured point, only the analytical models.
+    assert peak_chart(at)["measured"]["rows"].empty
+    assert widget(at.multiselect, "Models").value == ["paper", "refined"]
+    assert not machine_note(at)
+    (lacks,) = [shown(w.value) for w in at.warning]
+    assert lacks.startswith(
+        f"{here.label} (profile {here.key}) has no measured run of the 3D U-Net (IntelAI/unet), "
+        "so no models of its own: a fit needs at least 10 distinct measured configurations. "
+        "The smallest sweep that fixes it measures 10 new point(s)"
+    )
+    assert at.code[0].value == (
+        "python -m profiling sweep --workload unet3d --image-sizes 32 48 64 80 96 "
+        f"--batch-sizes 1 2 --db {reference_db}"
+    )
+
+    widget(at.main.button, "Launch this sweep").click().run()
+    [(request, refit)] = launched
+    assert [shape[0] for shape in request.grid.image_sizes] == [32, 48, 64, 80, 96]
+    assert list(request.grid.batch_sizes) == [1, 2]
+    assert refit[-6:] == ["--db", str(reference_db), "--workload", "unet3d", "--machine", here.key]
+
+
+def test_another_machines_runs_are_drawn_alone_and_must_be_measured_there(alexnet_db: Path):
+    for side in ALEXNET_SIDES[:2]:
+        for batch in ALEXNET_BATCHES[:2]:
+            store.insert_run(alexnet_db, alexnet_record(side, side, batch, **OTHER_MACHINE))
+    other = profile_key(**OTHER_MACHINE)
+    at = alexnet_page()
+    assert len(widget(at.main.selectbox, "Machine").options) == 3  # two with runs, and here
+    widget(at.main.selectbox, "Machine").set_value(other).run()
+
+    assert len(peak_chart(at)["measured"]["rows"]) == 4  # its own runs only
+    assert widget(at.multiselect, "Models").value == ["paper", "refined"]
+    (lacks,) = [shown(w.value) for w in at.warning]
+    assert lacks.startswith(
+        f"AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.16 (profile {other}) has 4 distinct "
+        "measured configuration(s) of the AlexNet-style 2D CNN (Torres et al. 2021); a fit "
+        "needs at least 10, so 6 more are missing."
+    )
+    assert "must be measured on that machine (AMD EPYC 7B13" in lacks
+    assert at.code[0].value == (
+        "python -m profiling sweep --workload alexnet --image-sizes 96 128 160 192 224 "
+        "--batch-sizes 1 2"
+    )
+    assert not at.main.button  # not this machine: nothing to launch here
+
+    widget(at.main.selectbox, "Machine").set_value(profile_key()).run()
+    assert len(peak_chart(at)["measured"]["rows"]) == len(ok_alexnet_runs(alexnet_db)) - 4
+    assert "symbolic" in widget(at.multiselect, "Models").value
+
+
+def test_a_link_opens_the_machine_it_names(alexnet_db: Path):
+    key = profile_key()
+    at = open_page(PAGE, workload="alexnet", machine=key[:4])
+
+    assert widget(at.main.selectbox, "Workload").value == "alexnet"
+    assert widget(at.main.selectbox, "Machine").value == key
+    assert at.query_params["machine"] == key
+
+    at = open_page(PAGE, workload="alexnet", machine="<b>nope</b>")
+    (warning,) = [shown(w.value) for w in at.warning if "ignored" in w.value]
+    assert warning.startswith("The link's machine='<b>nope</b>' was ignored")

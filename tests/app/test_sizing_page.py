@@ -1,4 +1,5 @@
-"""The Sizing page on a real database: inputs, verdict, sizing answers, breakdown, shareable URL."""
+"""The Sizing page on a real database: inputs, verdict, sizing answers, breakdown, shareable URL,
+answered for one machine profile, named in every answer."""
 
 from __future__ import annotations
 
@@ -8,19 +9,30 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import database
+from core.machine import this_profile
+from modeling.machines import choose_machine
 from modeling.stored import tables as results
+from profiling import launcher
 from tests.app.helpers import (
     ALEXNET_SIDES,
+    OTHER_MACHINE,
+    OTHER_MACHINE_SCALE,
     charts,
     database_without_evaluation,
     open_page,
+    profile_key,
+    profile_label,
     shown,
     widget,
 )
 
 PAGE = "dashboard/sizing_page.py"
+# The bundled U-Net runs' machine profile: the page opens on it here (this machine has none).
+BUNDLED_MACHINE = "9b59349f74"
+BUNDLED_LABEL = "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
 DEFAULT_PARAMS = {
     "workload": "unet3d",
+    "machine": BUNDLED_MACHINE,
     "image": "128",
     "batch": "4",
     "filters": "16",
@@ -52,6 +64,12 @@ def link_warnings(at: AppTest) -> list[str]:
 
 def labels(widgets) -> list[str]:
     return [w.label for w in widgets]
+
+
+def machine_note(at: AppTest) -> str:
+    """Why the page does not open on this machine: it has no U-Net models."""
+    [note] = [i.value for i in at.info if shown(i.value).startswith("This machine (")]
+    return note
 
 
 def test_the_inputs_carry_the_contract_labels_and_only_valid_sizes(reference_db: Path) -> None:
@@ -96,6 +114,7 @@ def test_the_verdict_says_whether_the_bound_fits_the_budget(reference_db: Path) 
     at = sizing_page()
     assert metric(at, "Verdict") == "Fits"
     assert at.success[0].value.startswith("**Fits**: 128^3 at batch 4 needs up to")
+    assert shown(at.success[0].value).endswith(f"for {BUNDLED_LABEL} — the bundled reference.")
 
     widget(at.number_input, "Memory budget (GiB)").set_value(8.0).run()
     assert metric(at, "Verdict") == "Does not fit"
@@ -108,8 +127,13 @@ def test_the_sizing_answers_name_their_model_and_bound(reference_db: Path) -> No
     assert metric(at, "Largest cube at batch 4").endswith("^3")
     assert metric(at, "Largest batch at 128^3").isdigit()
     assert metric(at, "Memory to buy").endswith(" GB")
-    captions = " ".join(shown(caption.value) for caption in at.caption)
-    assert "Model refined; bound: 90% split-conformal upper bound" in captions
+    captions = [shown(caption.value) for caption in at.caption]
+    answers = [caption for caption in captions if caption.startswith("Model refined; bound: ")]
+    assert len(answers) == 3
+    assert all(
+        answer.endswith(f"; for {BUNDLED_LABEL} — the bundled reference.") for answer in answers
+    )
+    assert "90% split-conformal upper bound" in " ".join(answers)
     # The largest cube at 256 GiB lies far beyond the measured 144^3: said plainly.
     assert any("extrapolates beyond the measured runs" in w.value for w in at.warning)
 
@@ -209,7 +233,12 @@ def test_without_stored_models_the_page_says_how_to_get_them(
     monkeypatch.setenv(database.DB_ENV_VAR, str(db))
     at = sizing_page(model="symbolic")
 
-    assert "python -m modeling evaluate --workload unet3d" in at.info[0].value
+    assert shown(at.info[0].value).startswith(
+        f"No fitted 3D U-Net (IntelAI/unet) models yet for {BUNDLED_LABEL} — the most runs:"
+    )
+    assert at.code[0].value == (
+        f"python -m modeling evaluate --workload unet3d --machine {BUNDLED_MACHINE} --db {db}"
+    )
     assert widget(at.selectbox, "Model").disabled
     assert not [m for m in at.metric if m.label == "Predicted peak"]
     assert any(chart.get("name") == "breakdown" for chart in charts(at))
@@ -231,7 +260,7 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
     side = widget(at.select_slider, "Image side")
     assert (side.value, side.options[0], side.options[-1]) == (224, "67", "1024")
     assert widget(at.select_slider, "Batch size").value == 32
-    assert labels(at.main.selectbox) == ["Workload", "Classes", "Precision", "Model"]
+    assert labels(at.main.selectbox) == ["Workload", "Machine", "Classes", "Precision", "Model"]
     assert widget(at.selectbox, "Classes").value == 1000
     stored = {p.name for p in results.load_predictors(alexnet_db, workload="alexnet")}
     assert set(widget(at.selectbox, "Model").options) == {
@@ -245,6 +274,7 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
     (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
     assert "optimizer (SGD momentum)" in breakdown["rows"]["term"].tolist()
     assert dict(at.query_params) == ALEXNET_LINK | {
+        "machine": profile_key(),
         "classes": "1000",
         "precision": "float32",
         "budget": "256",
@@ -317,11 +347,87 @@ def test_alexnet_runs_without_an_evaluation_get_the_command_that_makes_one(
 
     (info,) = at.info
     assert "No fitted AlexNet-style 2D CNN (Torres et al. 2021) models" in info.value
-    assert "python -m modeling evaluate --workload alexnet" in info.value
+    evaluate = f"python -m modeling evaluate --workload alexnet --machine {profile_key()}"
+    assert at.code[0].value.startswith(evaluate)
     assert widget(at.selectbox, "Model").disabled
     assert not [m for m in at.metric if m.label == "Predicted peak"]
     (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
     assert "optimizer (SGD momentum)" in breakdown["rows"]["term"].tolist()
     # The U-Net keeps its bundled models.
     widget(at.main.selectbox, "Workload").set_value("unet3d").run()
-    assert not at.info and gib(metric(at, "Predicted peak")) > 0
+    assert [shown(i.value) for i in at.info] == [shown(machine_note(at))]
+    assert gib(metric(at, "Predicted peak")) > 0
+
+
+# --- machine profiles ---------------------------------------------------------------------
+
+
+def test_the_page_answers_for_the_bundled_machine_and_says_why_not_this_one(
+    reference_db: Path,
+) -> None:
+    at = sizing_page()
+
+    bundled = choose_machine(reference_db, "unet3d")
+    assert (bundled.key, bundled.label) == (BUNDLED_MACHINE, BUNDLED_LABEL)
+    machine = widget(at.main.selectbox, "Machine")
+    assert machine.value == BUNDLED_MACHINE
+    assert machine.options[1].endswith(f"{this_profile().key} — this machine")
+    assert shown(machine_note(at)) == shown(bundled.note)
+    assert at.query_params["machine"] == BUNDLED_MACHINE
+
+
+def test_a_link_names_its_machine_by_a_prefix_and_an_unknown_one_falls_back(
+    reference_db: Path,
+) -> None:
+    at = sizing_page(machine=BUNDLED_MACHINE[:4], batch="8")
+    assert widget(at.main.selectbox, "Machine").value == BUNDLED_MACHINE
+    assert not link_warnings(at)
+
+    at = sizing_page(machine="ffff", batch="8")
+    (warning,) = link_warnings(at)
+    assert warning.startswith("The link's machine='ffff' was ignored: the machine profiles")
+    assert warning.endswith(f"Showing machine={BUNDLED_MACHINE} instead.")
+    assert widget(at.select_slider, "Batch size").value == 8  # the rest of the link applies
+    assert at.query_params["machine"] == BUNDLED_MACHINE
+
+
+def test_this_machine_without_models_gets_the_sweep_that_gives_it_some(
+    reference_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched = []
+    monkeypatch.setattr(
+        launcher, "launch", lambda db, request, refit=None: launched.append((request, refit))
+    )
+    at = sizing_page()
+    here = this_profile()
+    widget(at.main.selectbox, "Machine").set_value(here.key).run()
+
+    assert not at.exception
+    # The link's model was the bundled machine's: switching machines drops it, quietly.
+    assert not link_warnings(at)
+    assert at.query_params["machine"] == here.key and "model" not in at.query_params
+    assert shown(at.info[0].value).startswith(
+        f"No fitted 3D U-Net (IntelAI/unet) models yet for {here.label} — this machine:"
+    )
+    assert not [m for m in at.metric if m.label == "Predicted peak"]
+    (lacks,) = [shown(w.value) for w in at.warning]
+    assert lacks.startswith(f"{here.label} (profile {here.key}) has no measured run")
+    assert at.code[0].value.startswith("python -m profiling sweep --workload unet3d")
+
+    widget(at.main.button, "Launch this sweep").click().run()
+    [(request, refit)] = launched
+    assert request.points == 10 and refit[-2:] == ["--machine", here.key]
+
+
+def test_each_machine_answers_with_its_own_models(two_machines_db: Path) -> None:
+    # The same AlexNet runs, measured on a second kind of machine that peaks 2.5x higher.
+    peaks = {}
+    for machine in ({}, OTHER_MACHINE):
+        key = profile_key(**machine)
+        at = sizing_page(**ALEXNET_LINK, machine=key, model="least_squares")
+        assert widget(at.main.selectbox, "Machine").value == key
+        assert f"for {profile_label(**machine)} — " in shown(at.success[0].value)
+        peaks[key] = gib(metric(at, "Predicted peak"))
+
+    first, other = peaks.values()
+    assert other == pytest.approx(first * OTHER_MACHINE_SCALE, rel=0.01)

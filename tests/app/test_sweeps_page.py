@@ -1,4 +1,5 @@
-"""The Sweeps page on the 46 bundled runs: filters, the runs table, timelines, machines, sweeps."""
+"""The Sweeps page on the 46 bundled runs: filters, the runs table, timelines, machines, sweeps;
+and machines compared, on AlexNet runs measured on two machine profiles."""
 
 from __future__ import annotations
 
@@ -9,9 +10,17 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import database, store
+from core import database, profiles, store
 from profiling import sweeplock
-from tests.app.helpers import ALEXNET_HOST, ALEXNET_SAMPLES
+from tests.app.helpers import (
+    ALEXNET_HOST,
+    ALEXNET_SAMPLES,
+    OTHER_MACHINE,
+    OTHER_MACHINE_SCALE,
+    profile_key,
+    profile_label,
+    shown,
+)
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 GIB = 2**30
@@ -49,6 +58,7 @@ def test_the_page_offers_filters_a_table_a_download_and_a_run_picker(reference_d
     assert not at.exception
     assert [m.label for m in at.main.multiselect] == [
         "Workload",
+        "Machine",
         "Sweep",
         "Host",
         "Status",
@@ -107,14 +117,27 @@ def test_a_runs_timeline_is_drawn_with_its_peaks_and_steps_marked(reference_db, 
     assert len(rows_of(timeline, "steps")) == run["steps"]
 
 
-def test_machines_are_compared_at_a_chosen_batch(reference_db, runs):
+def test_machines_are_listed_by_profile_and_compared_at_a_chosen_batch(reference_db, runs):
     at = sweeps_page()
     machines = at.main.dataframe[1].value
-    assert list(machines["host"]) == sorted(runs["hostname"].unique())
-    assert {"CPU", "cores", "RAM (GiB)", "TensorFlow", "runs"} <= set(machines.columns)
+    [key] = profiles.profiles_in(runs)
+    assert list(machines["profile"]) == [key]
+    [row] = machines.to_dict("records")
+    assert row["machine"] == "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
+    # The bundled runs are older than the instruction set, usable cores and threads columns.
+    assert (row["instruction set"], row["usable cores"], row["intra-op threads"]) == (
+        "unknown",
+        "unknown",
+        "unknown",
+    )
+    assert (row["CPUs"], row["RAM (GiB)"], row["TensorFlow"]) == ("2", "24", "2.21.0")
+    assert (row["runs"], row["ok runs"], row["this machine"]) == (46, 39, False)
+    assert at.main.multiselect(key="sweeps_machine_profile").options == [
+        f"{row['machine']} · {key}"
+    ]
     at = at.main.selectbox(key="sweeps_compare_batch").set_value(2).run()
     comparison = charts(at)[1]
-    assert layers(comparison)["measured"]["encoding"]["color"]["field"] == "host"
+    assert layers(comparison)["measured"]["encoding"]["color"]["field"] == "machine"
     points = rows_of(comparison, "measured")
     ok_at_2 = runs[(runs["status"] == "ok") & (runs["batch_size"] == 2)]
     assert len(points) == len(ok_at_2)
@@ -211,3 +234,49 @@ def test_machines_compare_alexnet_peaks_at_the_side_of_their_square(alexnet_runs
     assert {p["host"] for p in points} == {ALEXNET_HOST}
     assert {p["network"] for p in points} == {"1000 classes, float32"}
     assert max(p["side"] for p in points) == 224.0
+
+
+# --- machines compared --------------------------------------------------------------------
+
+
+def test_one_machine_has_nothing_to_compare_and_the_page_says_how_to_get_another(reference_db):
+    at = sweeps_page()
+    [info] = [shown(i.value) for i in at.main.info if "two machine profiles" in i.value]
+    assert info.startswith(
+        "No configuration among the runs shown was measured on two machine profiles yet."
+    )
+    assert "python -m profiling calibrate --workload unet3d" in info
+
+
+def test_the_same_configurations_on_two_machines_are_compared_side_by_side(two_machines_db):
+    first, other = profile_label(), profile_label(**OTHER_MACHINE)
+    other_key = profile_key(**OTHER_MACHINE)
+    at = sweeps_page()
+    at = at.main.multiselect(key="sweeps_workload").set_value(["alexnet"]).run()
+
+    machines = at.main.dataframe[1].value
+    assert set(machines["profile"]) == {profile_key(), other_key}
+    assert set(machines["hosts"]) == {ALEXNET_HOST, "vm"}
+    reference = at.main.selectbox(key="sweeps_reference_machine")
+    assert len(reference.options) == 2
+    at = reference.set_value(profile_key()).run()
+    table = at.main.dataframe[2].value
+    # Every square x batch and the oblong image, measured ok on both: not the oom point.
+    assert len(table) == 21
+    assert list(table.columns[-3:]) == [
+        f"{first}: peak (GiB)",
+        f"{other}: peak (GiB)",
+        f"{other}: x reference",
+    ]
+    assert table[f"{other}: x reference"].tolist() == pytest.approx([2.5] * 21, abs=0.01)
+    chart = charts(at)[2]
+    assert set(layers(chart)) == {"spread", "peaks"}
+    drawn = rows_of(chart, "peaks")
+    assert {row["machine"] for row in drawn} == {first, other}
+    assert len(drawn) == 42
+
+    at = at.main.selectbox(key="sweeps_reference_machine").set_value(other_key).run()
+    table = at.main.dataframe[2].value
+    assert table[f"{first}: x reference"].tolist() == pytest.approx(
+        [1 / OTHER_MACHINE_SCALE] * 21, abs=0.01
+    )

@@ -1,4 +1,7 @@
-"""Browsing stored runs: filters, the runs table and its CSV, timelines, machines, sweeps."""
+"""Browsing stored runs: filters, the runs table and its CSV, timelines, peaks by machine, sweeps.
+
+The machines table and machines compared are `tests/unit/test_machines_view.py`'s.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import pytest
 
 from core import store
 from core.errors import DataFileError
-from presentation import browse, charts_sweeps
+from presentation import browse, charts_sweeps, machines
 from profiling import exchange
 from profiling.uploads import Upload, import_uploads
 from tests.conftest import build_record
@@ -163,22 +166,47 @@ def test_a_run_that_did_not_finish_its_steps_gets_no_step_marks(overrides):
     assert browse.step_ends(record.row(), samples).empty
 
 
-def test_machines_are_compared_side_by_side(runs):
-    table = browse.machines(runs).set_index("host")
-    assert table.loc["big", "cores"] == 64 and table.loc["big", "RAM (GiB)"] == 512
-    assert table.loc["big", "TensorFlow"] == "2.21.0"
-    assert (table.loc["big", "runs"], table.loc["big", "ok runs"]) == (2, 1)
-    assert (table.loc["small", "runs"], table.loc["small", "ok runs"]) == (2, 2)
+def test_runs_can_be_filtered_by_machine_profile_most_runs_first(runs):
+    profiled = machines.with_profiles(runs)
+    big, small = profiled["machine_profile"].iloc[[2, 0]]
+    extra = machines.with_profiles(
+        runs_frame(
+            build_record(
+                hostname="big2",
+                total_ram_bytes=512 * GIB,
+                cpu_cores=64,
+                tensorflow_version="2.21.0",
+            )
+        )
+    )
+    both = pd.concat([profiled, extra], ignore_index=True)
 
-
-def test_host_peaks_hold_the_measured_runs_at_one_batch(runs):
-    points = browse.host_peaks(runs, batch_size=1)
-    assert points[["host", "image", "side", "peak_gib"]].values.tolist() == [
-        ["big", "32×32×32", 32.0, 1.5],
-        ["small", "32×32×32", 32.0, 2.0],
-        ["small", "64×64×64", 64.0, 3.0],
+    assert big != small
+    assert browse.filter_options(both, browse.MACHINE) == [big, small]  # 3 runs, then 2
+    assert browse.filter_runs(both, {browse.MACHINE: [big]})["hostname"].tolist() == [
+        "big",
+        "big",
+        "big2",
     ]
-    assert browse.host_peaks(runs, batch_size=2).empty  # its only run ran out of memory
+    table = browse.runs_table(profiled)
+    assert table["machine profile"].tolist() == [big, big, small, small]
+    assert "machine profile" not in browse.runs_table(runs).columns
+
+
+def test_peaks_at_one_batch_name_their_machine_and_host(runs):
+    profiled = machines.with_profiles(runs)
+    names = {key: f"machine {key[:3]}" for key in profiled["machine_profile"]}
+    points = browse.batch_peaks(profiled, batch_size=1, machine_names=names)
+    big, small = (names[key] for key in profiled["machine_profile"].iloc[[2, 0]])
+    assert points.set_index("run")[["machine", "host", "image", "side", "peak_gib"]].loc[
+        ["dddddddd", "aaaaaaaa", "bbbbbbbb"]
+    ].values.tolist() == [
+        [big, "big", "32×32×32", 32.0, 1.5],
+        [small, "small", "32×32×32", 32.0, 2.0],
+        [small, "small", "64×64×64", 64.0, 3.0],
+    ]
+    assert browse.batch_peaks(runs, batch_size=2).empty  # its only run ran out of memory
+    assert set(browse.batch_peaks(runs, batch_size=1)["machine"]) == {"unknown"}
 
 
 def test_the_sweeps_table_shows_progress_and_a_short_grid(tmp_path: Path):
@@ -269,13 +297,13 @@ def test_an_alexnet_run_is_named_by_its_classes_not_by_filters(mixed):
     assert table["base filters"].isna().tolist() == [True, True, False]
 
 
-def test_host_peaks_of_several_workloads_name_the_workload_and_use_the_square_side(mixed):
-    points = browse.host_peaks(mixed, batch_size=1).set_index("run")
+def test_peaks_of_several_workloads_name_the_workload_and_use_the_square_side(mixed):
+    points = browse.batch_peaks(mixed, batch_size=1).set_index("run")
     assert points.loc["ssssssss", "side"] == 224.0
     assert points.loc["oooooooo", "side"] == pytest.approx((227 * 200) ** 0.5, abs=0.05)
     assert points.loc["uuuuuuuu", "side"] == 32.0
     assert points.loc["ssssssss", "network"] == "alexnet: 1000 classes, float32"
-    only_alexnet = browse.host_peaks(browse.filter_runs(mixed, {"workload": ["alexnet"]}), 1)
+    only_alexnet = browse.batch_peaks(browse.filter_runs(mixed, {"workload": ["alexnet"]}), 1)
     assert set(only_alexnet["network"]) == {"1000 classes, float32", "10 classes, float32"}
 
 
@@ -332,15 +360,17 @@ def test_a_timeline_without_steps_has_no_step_layer():
     assert list(layers(chart)) == ["timeline", "peaks"]
 
 
-def test_the_machines_chart_colours_the_peaks_by_host(runs):
-    chart = charts_sweeps.peaks_by_host(browse.host_peaks(runs, batch_size=1))
+def test_the_peaks_chart_colours_the_peaks_by_machine(runs):
+    peaks = browse.batch_peaks(machines.with_profiles(runs), batch_size=1)
+    chart = charts_sweeps.peaks_by_machine(peaks)
     drawn = layers(chart)
-    assert drawn["measured"]["encoding"]["color"]["field"] == "host"
+    assert drawn["measured"]["encoding"]["color"]["field"] == "machine"
     assert drawn["measured"]["encoding"]["x"]["field"] == "side"
     spec = chart.to_dict()
     # Both layers share the chart's one data set.
     points = spec["datasets"][spec["data"]["name"]]
     assert {p["host"] for p in points} == {"big", "small"}
+    assert len({p["machine"] for p in points}) == 2
 
 
 # --- uploads ---------------------------------------------------------------------------

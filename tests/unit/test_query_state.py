@@ -7,6 +7,7 @@ from dashboard.query_state import (
     SizingState,
     from_params,
     image_label,
+    machine_from,
     plain,
     to_params,
     workload_from,
@@ -67,11 +68,13 @@ def test_a_state_survives_the_round_trip_through_the_url() -> None:
         budget_gib=1024.0,
         headroom_pct=12.5,
         model="refined",
+        machine="9b59349f74",
     )
     params = to_params(state)
 
     assert params == {
         "workload": "unet3d",
+        "machine": "9b59349f74",
         "image": "240x240x144",
         "batch": "16",
         "filters": "32",
@@ -81,7 +84,10 @@ def test_a_state_survives_the_round_trip_through_the_url() -> None:
         "model": "refined",
     }
     assert workload_from(params) == ("unet3d", [])
-    assert from_params(params, CHOICES, DEFAULT) == (state, [])
+    assert machine_from(params, MACHINES, "b42ae893fe") == ("9b59349f74", [])
+    # The machine is machine_from's: from_params keeps the default's.
+    linked = SizingState(**{**DEFAULT.__dict__, "machine": "9b59349f74"})
+    assert from_params(params, CHOICES, linked) == (state, [])
 
 
 def test_an_alexnet_state_has_a_square_image_and_its_own_knobs() -> None:
@@ -105,6 +111,40 @@ def test_an_alexnet_state_has_a_square_image_and_its_own_knobs() -> None:
     assert from_params(params, ALEXNET_CHOICES, ALEXNET_DEFAULT) == (state, [])
     assert image_label(ALEXNET_DEFAULT) == "224^2"
     assert state.config.image_shape == (227, 200) and state.config.classes == 100
+
+
+MACHINES = ["9b59349f74", "b42ae893fe", "b4f0000000"]
+
+
+def test_a_link_names_its_machine_by_its_key_or_a_unique_prefix() -> None:
+    assert machine_from({}, MACHINES, "9b59349f74") == ("9b59349f74", [])
+    assert machine_from({"machine": "B42A"}, MACHINES, "9b59349f74") == ("b42ae893fe", [])
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (
+            "ffff",
+            "the machine profiles of this workload are 9b59349f74, b42ae893fe, b4f0000000",
+        ),
+        ("b4", "it starts 2 profiles' keys; give more of it"),
+        ("", "the machine profiles of this workload are"),
+    ],
+)
+def test_a_machine_the_page_does_not_offer_falls_back_to_the_default(
+    value: str, reason: str
+) -> None:
+    machine, problems = machine_from({"machine": value}, MACHINES, "9b59349f74")
+
+    assert machine == "9b59349f74"
+    (problem,) = problems
+    assert problem.startswith(f"The link's machine={value!r} was ignored: {reason}")
+    assert problem.endswith("Showing machine=9b59349f74 instead.")
+
+
+def test_a_state_without_a_machine_writes_none() -> None:
+    assert "machine" not in to_params(DEFAULT)
 
 
 def test_a_link_without_a_workload_is_the_default_one_and_an_unknown_one_falls_back() -> None:

@@ -1,0 +1,196 @@
+"""For which machine? The selector of the Models and Sizing pages, and the panel of a profile
+without models.
+
+Models are fitted per workload and machine profile (`core.profiles`): the same
+configuration can peak 2.9x higher on another kind of CPU, so both pages answer
+for one profile, chosen beside the workload. It opens on
+`modeling.machines.choose_machine`'s default (this machine when it has models,
+else the bundled reference, else the latest evaluation) and says why this
+machine's own profile was not used (`MachineChoice.note`). This machine is
+always offered, runs or not.
+
+A profile without models gets a panel (`shortfall`): how many configurations
+it has, how many a fit needs, the smallest sweep that gives it enough as a
+command to copy, and — on this machine, in a dashboard that may write — a
+button that launches that sweep and then fits the profile's models through the
+sidebar's launcher (`dashboard.sidebar.launch_grid`). Another machine's runs
+can only be measured there: the panel says so instead of offering the button.
+
+What to offer and say is `presentation.machines`; this draws it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from core.errors import MemplanError
+from core.machine import this_profile
+from core.profiles import MachineProfile
+from dashboard import data, query_state, sidebar
+from modeling.machines import MachineChoice
+from presentation import machines, workload_labels
+from presentation.text import code, plain
+from profiling import calibration
+
+MACHINE_HELP = (
+    "Models are fitted per machine profile (CPU, instruction set, cores, RAM, framework "
+    "versions): the same configuration can peak 2.9x higher on another kind of CPU. The "
+    "default is this machine when it has models, else the bundled reference."
+)
+
+
+@dataclass(frozen=True)
+class Picked:
+    """The machine a page answers for: the option chosen, its `MachineChoice`, the default's."""
+
+    option: str  # a profile key, or `presentation.machines.MIXED`
+    choice: MachineChoice
+    default: MachineChoice
+    here: MachineProfile
+    linked: str  # the option the link asks for (the default without one)
+
+    @property
+    def machine(self) -> str | None:
+        """What the loaders take: the profile key (None: the latest evaluation, any profile)."""
+        return None if self.option == machines.MIXED else self.option
+
+    @property
+    def words(self) -> str:
+        """``for AMD EPYC, ..., TensorFlow 2.21 — this machine``: plain words, not escaped."""
+        return machines.answer_words(self.choice)
+
+    @property
+    def is_default(self) -> bool:
+        return self.option == machines.option_key(self.default)
+
+    @property
+    def as_linked(self) -> bool:
+        """Whether the link's other values are this machine's: it was not switched since."""
+        return self.option == self.linked
+
+
+def _known(db: Path, version: data.Version, workload: str) -> dict[str, MachineProfile]:
+    """The profiles with runs of ``workload``, most runs first."""
+    return machines.profiles_of(workload_labels.runs_of(data.runs(db, version), workload))
+
+
+def choose(
+    db: Path,
+    version: data.Version,
+    workload: str,
+    key: str,
+    params: query_state.Params,
+    persist: str | None = None,
+) -> tuple[Picked, list[str]]:
+    """The machine selector (started from the link's ``machine`` in ``params``, else the
+    default), its key and reason in small print; returns what it says and the link's problems.
+    """
+    here = this_profile()
+    known = _known(db, version, workload)
+    default = machines.default_choice(data.fitted_default(db, version, workload), known, here)
+    options = machines.offered(known, here, default)
+    linked, problems = query_state.machine_from(params, list(options), machines.option_key(default))
+    if key not in st.session_state or st.session_state[key] not in options:
+        st.session_state[key] = linked
+    option = st.selectbox(
+        "Machine",
+        list(options),
+        key=key,
+        format_func=lambda name: machines.option_label(name, options, here.key),
+        help=MACHINE_HELP,
+        persist_state=persist,
+    )
+    choice = machines.choice_for(option, default, options, here)
+    picked = Picked(option, choice, default, here, linked)
+    reason = machines.REASON_WORDS.get(picked.choice.reason, picked.choice.reason)
+    shown_key = "" if option == machines.MIXED else f"Profile {code(option)} · "
+    st.caption(shown_key + plain(reason))
+    return picked, problems
+
+
+def note(picked: Picked) -> None:
+    """Why the default is not this machine (`MachineChoice.note`), while the default is shown."""
+    if picked.is_default and picked.default.note:
+        st.info(machines.markdown(picked.default.note), icon=":material/computer:")
+
+
+@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 4)
+def _calibration_missing(
+    db: Path, version: data.Version, workload: str, key: str
+) -> tuple[list[tuple[str, int]] | None, float | None]:
+    """The calibration grid's points profile ``key`` lacks, and the grid's minutes; None
+    without a calibration of ``workload`` (or with an unreadable one)."""
+    try:
+        found = calibration.calibration_for(workload)
+        if found is None:
+            return None, None
+        return calibration.missing_points(db, found, key), found.minutes
+    except MemplanError:
+        return None, None
+
+
+def _reference_points(
+    runs: pd.DataFrame, workload: str, key: str, default: MachineChoice
+) -> set[tuple[int, int]]:
+    """The default-network points of the reference machine: the default's, else the most runs'."""
+    others = runs[runs[machines.PROFILE_COLUMN] != key]
+    if others.empty:
+        return set()
+    counts = others[machines.PROFILE_COLUMN].value_counts()
+    reference = default.key if default.key in counts.index else counts.index[0]
+    return machines.default_network_points(machines.runs_on(others, reference), workload)
+
+
+def shortfall(db: Path, version: data.Version, workload: str, picked: Picked) -> bool:
+    """When the chosen profile has no models: what it lacks and how to fix it. True if drawn."""
+    key = picked.machine
+    if key is None or data.predictors(db, version, workload, key):
+        return False
+    runs = workload_labels.runs_of(data.runs(db, version), workload)
+    here = key == picked.here.key
+    missing, minutes = _calibration_missing(db, version, workload, key)
+    found = machines.shortfall(
+        workload,
+        key,
+        picked.choice.label,
+        data.run_counts(db, version, workload).get(key, 0),
+        here=here,
+        measured=machines.default_network_points(machines.runs_on(runs, key), workload),
+        calibration_missing=missing,
+        calibration_minutes=minutes,
+        reference=_reference_points(runs, workload, key, picked.default),
+    )
+    st.warning(machines.markdown(found.message()), icon=":material/build:")
+    if found.sweep is None:
+        st.code(found.evaluate_command(db), language="bash", wrap_lines=True)
+        return True
+    st.code(found.sweep.command(db if here else None), language="bash", wrap_lines=True)
+    if not here:
+        return True  # the message says where it must run instead
+    if data.read_only():
+        st.caption("This dashboard is read-only: run the command on this machine instead.")
+    else:
+        _launch_button(db, workload, key, found.sweep)
+    return True
+
+
+def _launch_button(db: Path, workload: str, key: str, sweep: machines.Sweep) -> None:
+    running = sidebar.sweep_running(db)
+    help_text = (
+        "A sweep is running on this database (see the sidebar); one at a time."
+        if running
+        else f"Measures the {sweep.points} points here (those measured already are "
+        "skipped), then fits this machine's models; the sidebar shows its progress."
+    )
+    if st.button(
+        "Launch this sweep",
+        key=f"launch_profile_{workload}_{key}",
+        type="primary",
+        disabled=running,
+        help=help_text,
+    ):
+        sidebar.launch_grid(db, workload, sweep.image_sizes, sweep.batch_sizes, key)
