@@ -47,10 +47,12 @@ DEFAULT_DB_NAME = "memplan.duckdb"
 BUNDLED_RUNS = DATA_DIR / "reference_runs.parquet"
 BUNDLED_SAMPLES = DATA_DIR / "reference_samples.parquet"
 # Every bundled export (runs, timelines) a fresh default database starts with:
-# the U-Net reference sweep and the AlexNet sweep (data/REFERENCE.md).
+# the U-Net reference sweep (an Intel Xeon), the AlexNet sweep, and the U-Net
+# grid again on a second machine profile, an AMD EPYC (data/REFERENCE.md).
 BUNDLED_EXPORTS: tuple[tuple[Path, Path], ...] = (
     (BUNDLED_RUNS, BUNDLED_SAMPLES),
     (DATA_DIR / "alexnet_runs.parquet", DATA_DIR / "alexnet_samples.parquet"),
+    (DATA_DIR / "unet3d_amd_runs.parquet", DATA_DIR / "unet3d_amd_samples.parquet"),
 )
 
 # The repository's own database: the only new file filled with the bundled runs.

@@ -25,8 +25,8 @@ from core.errors import MemplanError
 from core.workloads import DEFAULT_WORKLOAD
 from dashboard import data
 from presentation import text, workload_labels
+from profiling import calibration, joblog, jobstatus, launcher, requests, uploads
 from profiling import job as jobs
-from profiling import joblog, jobstatus, launcher, requests, uploads
 from profiling.runner import DEFAULT_STEPS
 from profiling.sweep import default_memory_limit_bytes
 
@@ -135,7 +135,8 @@ def launch_grid(
     """Launch a sweep of every side x batch of ``workload``'s default network, then fit it.
 
     What a page's "Launch" button starts: the sweep a machine profile lacks,
-    then the full evaluation of that profile's runs. A refused launch (a sweep
+    then the fit a calibration runs (`profiling.calibration.fit_command`: minutes,
+    with the bounds the answers need). A refused launch (a sweep
     already runs, a grid over the memory limit) is an error on the page;
     otherwise the page reruns and the sidebar shows the job.
     """
@@ -150,7 +151,7 @@ def launch_grid(
             requests.memory_limit_text(limit_bytes) if limit_bytes > 0 else "",
             workload=workload,
         )
-        launcher.launch(db, request, refit_command(REFIT_FULL, db, workload, machine))
+        launcher.launch(db, request, calibration.fit_command(workload, machine, db))
     except MemplanError as error:
         st.error(text.plain(error))
         return

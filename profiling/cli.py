@@ -1,4 +1,4 @@
-"""``python -m profiling``: measure, list, show, export and import runs.
+"""``python -m profiling``: measure, calibrate, list, show, export and import runs.
 
 Library first, thin CLI: each subcommand parses its flags, calls one function
 of `profiling`, and prints the result. Every `MemplanError` becomes one line on
@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import shlex
 import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 
-from core import store, workloads
+from core import profiles, store, workloads
 from core.commands import (
     SIZE_HELP,
     add_commands,
@@ -30,12 +32,23 @@ from core.commands import (
     seed,
 )
 from core.errors import ConfigError
+from core.machine import this_profile
 from core.plausibility import MAX_SEED
 from core.records import STATUSES
 from core.settings import read_settings_file
 from core.units import check_memory_limit, format_gib, parse_bytes
+from presentation import machines as machines_view
+from presentation.report import markdown_table
 from presentation.summary import PEAK_COLUMNS, peak_table, to_markdown
 from profiling import exchange, pending
+from profiling.calibration import (
+    CALIBRATION_FILE,
+    Calibration,
+    calibration_for,
+    fit_command,
+    missing_points,
+    profile_table,
+)
 from profiling.runner import (
     DEFAULT_SAMPLE_INTERVAL_S,
     DEFAULT_STEPS,
@@ -51,6 +64,10 @@ from profiling.sweep import (
 )
 
 INTERRUPTED_EXIT_CODE = 130
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# The budget and batch of the sizing command `calibrate` ends with (an example to edit).
+EXAMPLE_BUDGET = "64GiB"
+EXAMPLE_BATCH = 2
 # Columns `list` prints; `--all-columns` prints every stored one.
 LIST_COLUMNS = [
     "run_id",
@@ -311,21 +328,45 @@ def _prepare_summary(parser: argparse.ArgumentParser) -> None:
         help="kernel high-water mark (default) or the sampled peak",
     )
     _add_workload_filter(parser)
+    _add_machine_filter(parser)
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
     add_db_option(parser)
+
+
+def _add_machine_filter(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--machine",
+        help="only runs of this machine profile: a key or a unique prefix (see `machines`)",
+    )
+
+
+def _runs_of_machine(runs: pd.DataFrame, requested: str | None) -> pd.DataFrame:
+    """``runs`` of the profile ``requested`` names (all when None); refuses an unknown one."""
+    if requested is None:
+        return runs
+    wanted = profiles.resolve(requested, profiles.profiles_in(runs)).key
+    return runs[[key == wanted for key in profiles.profile_keys(runs)]]
 
 
 def _summary(args: argparse.Namespace) -> int:
     runs = store.load_runs(
         open_db(args), sweep_id=args.sweep, hostname=args.host, workload=args.workload
     )
-    table = peak_table(runs, args.metric)
-    if table.empty:
+    runs = _runs_of_machine(runs, args.machine)
+    if runs.empty:
         print("no runs match")
         return 0
-    print(to_markdown(table) if args.markdown else table.to_string())
+    found = profiles.profiles_in(runs)
+    keys = profiles.profile_keys(runs)
+    # A median over two machines' runs would be no machine's peak: one table per profile.
+    for key, profile in found.items():
+        table = peak_table(runs[[k == key for k in keys]], args.metric)
+        if len(found) > 1:
+            print(f"{'## ' if args.markdown else ''}{profile.label} (profile {key})\n")
+        print(to_markdown(table) if args.markdown else table.to_string())
+        print()
     print(
-        f"\nPeak {args.metric} in GiB (median over repeats, xN = N runs); other cells "
+        f"Peak {args.metric} in GiB (median over repeats, xN = N runs); other cells "
         "show why a point has no measurement."
     )
     return 0
@@ -366,9 +407,185 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- calibrate / machines ----------------------------------------------------------------
+
+
+def _prepare_calibrate(parser: argparse.ArgumentParser) -> None:
+    add_workload_option(parser)
+    parser.add_argument(
+        "--calibration-file",
+        type=Path,
+        default=CALIBRATION_FILE,
+        help=f"the calibration grids (default {CALIBRATION_FILE.relative_to(REPO_ROOT)})",
+    )
+    parser.add_argument(
+        "--no-fit",
+        dest="fit",
+        action="store_false",
+        help="only measure the grid; fit this machine's models later",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_measure_options(parser)
+
+
+def _no_calibration(workload: str, path: Path) -> ConfigError:
+    return ConfigError(
+        f"no calibration grid for workload {workload!r} in {path}. Choose one from runs of two "
+        f"machine profiles with `python -m benchmarks.calibration --workload {workload} "
+        "--other RUNS_FILE_OR_DB --write`, or measure a grid of your own with "
+        f"`python -m profiling sweep --workload {workload} ...` and fit it with "
+        f"`python -m modeling evaluate --workload {workload} --machine KEY`"
+    )
+
+
+def _describe(calibration: Calibration) -> str:
+    sizes = " ".join(map(str, calibration.image_sizes))
+    batches = " ".join(map(str, calibration.batch_sizes))
+    took = f", {calibration.minutes:g} min there" if calibration.minutes is not None else ""
+    return (
+        f"{calibration.points} points (sides {sizes} x batches {batches}); chosen on "
+        f"{calibration.chosen_on} ({calibration.model} {calibration.chosen_mape_pct:g}% MAPE), "
+        f"checked on {calibration.checked_on} ({calibration.checked_mape_pct:g}%{took})"
+    )
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    calibration = calibration_for(args.workload, args.calibration_file)
+    if calibration is None:
+        raise _no_calibration(args.workload, args.calibration_file)
+    settings = _settings(args)
+    db_path = open_db(args)
+    here = this_profile()
+    started = time.perf_counter()
+    print(f"This machine: {here.label} (profile {here.key})")
+    print(f"Calibration grid of {args.workload}: {_describe(calibration)}")
+    missing = missing_points(db_path, calibration, here.key)
+    print(f"{len(missing)} of {calibration.points} point(s) to measure here", flush=True)
+    if missing:
+        command = shlex.join(["python", "-m", "profiling", *sys.argv[1:]])
+        try:
+            summary = run_sweep(
+                db_path,
+                calibration.grid(),
+                settings,
+                command=command,
+                show_progress=not args.quiet,
+            )
+        except KeyboardInterrupt:
+            print(
+                "interrupted: run the same command to measure the rest "
+                f"(a measured point not yet stored waits in {pending.pending_dir(db_path)})",
+                file=sys.stderr,
+            )
+            return INTERRUPTED_EXIT_CODE
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts.items()))
+        print(f"measured: {counts or 'nothing new'} (sweep {summary.sweep_id}, in {db_path})")
+        still = missing_points(db_path, calibration, here.key)
+        if still:
+            listed = ", ".join(f"{size} batch {batch}" for size, batch in still)
+            print(
+                f"{len(still)} point(s) still have no ok run here ({listed}); "
+                f"`python -m profiling list --status skipped --db {db_path}` says why",
+                file=sys.stderr,
+            )
+    print(f"measuring took {(time.perf_counter() - started) / 60:.1f} min", flush=True)
+    if args.fit:
+        fitting = fit_command(args.workload, here.key, db_path)
+        print(f"fitting: {shlex.join(['python', *fitting[1:]])}", flush=True)
+        fit_started = time.perf_counter()
+        # A subprocess, not an import: profiling never imports modeling (tests/unit/test_layers).
+        code = subprocess.run(fitting, cwd=REPO_ROOT, check=False).returncode
+        if code != 0:
+            print(f"error: fitting failed (exit code {code}); see above", file=sys.stderr)
+            return code
+        print(f"fitting took {(time.perf_counter() - fit_started) / 60:.1f} min")
+    print(f"\nMachine profile: {here.label}, key {here.key}")
+    db_flag = f" --db {db_path}" if args.db else ""
+    sizing = (
+        f"python -m modeling size image --workload {args.workload} --budget {EXAMPLE_BUDGET} "
+        f"--batch-size {EXAMPLE_BATCH} --machine {here.key}{db_flag}"
+    )
+    if args.fit:
+        print(f"Size for this machine: {sizing}")
+    else:
+        fit = shlex.join(["python", *fit_command(args.workload, here.key, db_path)[1:]])
+        print(f"Fit its models with `{fit}`, then size with: {sizing}")
+    return 0
+
+
+def _prepare_machines(parser: argparse.ArgumentParser) -> None:
+    _add_workload_filter(parser)
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="instead, every configuration measured on two or more profiles, side by side",
+    )
+    parser.add_argument(
+        "--reference",
+        help="with --compare: the profile the ratios are against (default: most runs)",
+    )
+    parser.add_argument("--markdown", action="store_true", help="with --compare: Markdown")
+    add_db_option(parser)
+
+
+def _compare_machines(args: argparse.Namespace) -> int:
+    runs = store.load_runs(open_db(args), workload=args.workload)
+    reference = None
+    if args.reference:
+        reference = profiles.resolve(args.reference, profiles.profiles_in(runs)).key
+    frame = machines_view.compared(runs, reference)
+    if frame.empty:
+        print(
+            "no configuration was measured on two machine profiles; "
+            "`python -m profiling calibrate` on another machine measures one"
+        )
+        return 0
+    table = machines_view.side_by_side(frame)
+    print(markdown_table(table, decimals=3) if args.markdown else table.to_string(index=False))
+    others = frame[~frame["reference"]]
+    for machine, group in others.groupby("machine", sort=False):
+        ratios = group["ratio"].dropna()
+        print(
+            f"\n{machine} over {frame.loc[frame['reference'], 'machine'].iloc[0]}: "
+            f"{len(ratios)} configuration(s), ratio median {ratios.median():.3f}, "
+            f"min {ratios.min():.3f}, max {ratios.max():.3f}"
+        )
+    print("\nPeak: median kernel high-water mark (GiB) of the ok runs on each profile.")
+    return 0
+
+
+def _machines(args: argparse.Namespace) -> int:
+    if args.compare:
+        return _compare_machines(args)
+    db_path = open_db(args)
+    here = this_profile()
+    table = profile_table(db_path, here.key, args.workload)
+    if table.empty:
+        print("no runs match")
+    else:
+        print(table.to_string(index=False))
+    if here.key not in set(table["profile"]):
+        workload = args.workload or workloads.DEFAULT_WORKLOAD
+        print(
+            f"\nThis machine ({here.label}, profile {here.key}) has no runs here; "
+            f"`python -m profiling calibrate --workload {workload}` measures the few it needs."
+        )
+    print(
+        "\nruns: every status; ok and configurations: ok runs only; fitted: an evaluation of "
+        "that workload on that profile is stored in this database."
+    )
+    return 0
+
+
 COMMANDS = {
     "run": (_prepare_run, _run, "profile one configuration in a fresh process"),
     "sweep": (_prepare_sweep, _sweep, "profile a grid of configurations, resumably"),
+    "calibrate": (
+        _prepare_calibrate,
+        _calibrate,
+        "measure the calibration grid on this machine and fit its models",
+    ),
+    "machines": (_prepare_machines, _machines, "list the machine profiles of the stored runs"),
     "list": (_prepare_list, _list, "list stored runs"),
     "show": (_prepare_show, _show, "show one run in full"),
     "summary": (_prepare_summary, _summary, "peak memory by image size and batch size"),

@@ -1,30 +1,34 @@
-"""The bundled evaluation: fitted models and scores shipped beside the bundled reference runs.
+"""The bundled evaluations: fitted models and scores shipped beside the bundled runs.
 
-A fresh checkout's default database is built from `data/reference_runs.parquet`
-(`core.database.ensure_database`); the models the dashboard and
+A fresh checkout's default database is built from the bundled runs
+(`core.database.BUNDLED_EXPORTS`); the models the dashboard and
 ``python -m modeling size`` predict with come from a full
-``python -m modeling evaluate`` of those same runs, which takes ~17 minutes on
-a 2-core machine. Rather than make every new user wait for it, the results of
-one such evaluation are exported to `data/reference_results/` (one Parquet file
-per results table) and copied into the default database the first time it is
-read, but only while that database still holds exactly the runs of that
-workload they were fit on (same data fingerprint): a database with other runs
-needs its own evaluation.
+``python -m modeling evaluate`` of those same runs, which takes 9-17 minutes
+per workload and machine profile on a 2-core machine. Rather than make every
+new user wait for it, the results of one such evaluation per workload and
+profile are exported (one Parquet file per results table:
+`data/reference_results/`, `data/alexnet_results/`,
+`data/unet3d_amd_results/`) and copied into the default database the first
+time it is read, but only while that database still holds exactly the runs of
+that workload and profile they were fit on (same data fingerprint): more runs
+of that machine need their own evaluation; runs of another machine do not
+affect it.
 
     python -m modeling export-results data/reference_results --db results.duckdb
 
 An export is stamped with its schema version like a runs export (Parquet
 metadata ``memplan_schema_version``, `core.datafiles`). One without it is from
-schema 1, as `data/reference_results/` is: its evaluation has no ``workload``
-and is a ``unet3d`` one. Installing brings it to the current schema; a newer
-export is refused, naming both versions. Its models are stored as data
-(`modeling.stored.codec`; `scripts/convert_bundled_models.py` converted the
-pickles they once were).
+schema 1: its evaluation has no ``workload`` and is a ``unet3d`` one; one from
+before schema 3 names no machine profile, which installing reads from the runs
+its predictions name (`core.schema.fill_evaluation_profiles`). Installing
+brings it to the current schema; a newer export is refused, naming both
+versions. Its models are stored as data (`modeling.stored.codec`;
+`scripts/convert_bundled_models.py` converted the pickles they once were).
 
 Reading never needs the install: `load_predictors`, `load_scores` and
 `load_predictions` answer from the database's latest evaluation of a workload
-and, when it has none but holds exactly the runs a bundle was fit on, from
-that bundle's files read into memory. Read-only mode
+and profile and, when it has none but holds exactly the runs a bundle was fit
+on, from that bundle's files read into memory. Read-only mode
 (`modeling.stored.readonly`) and ``python -m modeling size`` use only those,
 so they never write.
 """
@@ -55,10 +59,13 @@ from modeling.stored.tables import (
 )
 
 BUNDLED_RESULTS_DIR = database.DATA_DIR / "reference_results"
-# One bundled evaluation per workload with bundled runs (`core.database.BUNDLED_EXPORTS`).
+# One bundled evaluation per workload and machine profile with bundled runs
+# (`core.database.BUNDLED_EXPORTS`). The first of a workload is its "bundled
+# reference", what sizing answers for on a machine without models of its own.
 BUNDLED_RESULTS_DIRS: tuple[Path, ...] = (
     BUNDLED_RESULTS_DIR,
     database.DATA_DIR / "alexnet_results",
+    database.DATA_DIR / "unet3d_amd_results",
 )
 
 

@@ -15,6 +15,7 @@ from modeling.features import measured_frame
 from modeling.machines import choose_machine
 from modeling.stored import tables as results
 from profiling import floor, launcher
+from profiling.calibration import calibration_for, fit_command
 from tests.app.helpers import (
     ALEXNET_BATCHES,
     ALEXNET_SIDES,
@@ -45,6 +46,10 @@ ALL_MODELS = [
 ]
 REFERENCE_BATCHES = {1, 2, 4, 8, 16}
 REFERENCE_OK_RUNS = 39  # of the 46 bundled runs, seven were skipped
+
+# A machine without runs is offered the bundled calibration grid (data/calibration.json).
+CALIBRATION = calibration_for("unet3d")
+CALIBRATION_SWEEP = CALIBRATION.sweep_command()
 
 
 def models_page() -> AppTest:
@@ -194,9 +199,7 @@ def test_a_database_without_runs_still_draws_the_analytical_curves(
     assert set(chart["predicted"]["rows"]["batch_size"]) == REFERENCE_BATCHES
     # Without runs anywhere, the page opens on this machine and says how to measure it.
     assert widget(at.main.selectbox, "Machine").value == this_profile().key
-    assert at.code[0].value.startswith(
-        "python -m profiling sweep --workload unet3d --image-sizes 32 48 64 80 96 --batch-sizes 1 2"
-    )
+    assert at.code[0].value.startswith(CALIBRATION_SWEEP)
     assert [button.label for button in at.main.button] == ["Launch this sweep"]
 
 
@@ -328,18 +331,16 @@ def test_this_machine_without_runs_says_what_it_lacks_and_launches_the_sweep(
     assert lacks.startswith(
         f"{here.label} (profile {here.key}) has no measured run of the 3D U-Net (IntelAI/unet), "
         "so no models of its own: a fit needs at least 10 distinct measured configurations. "
-        "The smallest sweep that fixes it measures 10 new point(s)"
+        f"The smallest sweep that fixes it measures {CALIBRATION.points} new point(s)"
     )
-    assert at.code[0].value == (
-        "python -m profiling sweep --workload unet3d --image-sizes 32 48 64 80 96 "
-        f"--batch-sizes 1 2 --db {reference_db}"
-    )
+    assert at.code[0].value == f"{CALIBRATION_SWEEP} --db {reference_db}"
 
     widget(at.main.button, "Launch this sweep").click().run()
     [(request, refit)] = launched
-    assert [shape[0] for shape in request.grid.image_sizes] == [32, 48, 64, 80, 96]
-    assert list(request.grid.batch_sizes) == [1, 2]
-    assert refit[-6:] == ["--db", str(reference_db), "--workload", "unet3d", "--machine", here.key]
+    assert [shape[0] for shape in request.grid.image_sizes] == list(CALIBRATION.image_sizes)
+    assert tuple(request.grid.batch_sizes) == CALIBRATION.batch_sizes
+    # Then this machine's models are fitted the way `python -m profiling calibrate` fits them.
+    assert refit == fit_command("unet3d", here.key, reference_db)
 
 
 def test_another_machines_runs_are_drawn_alone_and_must_be_measured_there(alexnet_db: Path):

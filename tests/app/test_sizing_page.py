@@ -13,6 +13,7 @@ from core.machine import this_profile
 from modeling.machines import choose_machine
 from modeling.stored import tables as results
 from profiling import launcher
+from profiling.calibration import calibration_for, fit_command
 from tests.app.helpers import (
     ALEXNET_SIDES,
     OTHER_MACHINE,
@@ -416,7 +417,8 @@ def test_this_machine_without_models_gets_the_sweep_that_gives_it_some(
 
     widget(at.main.button, "Launch this sweep").click().run()
     [(request, refit)] = launched
-    assert request.points == 10 and refit[-2:] == ["--machine", here.key]
+    assert request.points == calibration_for("unet3d").points
+    assert refit == fit_command("unet3d", here.key, reference_db)
 
 
 def test_each_machine_answers_with_its_own_models(two_machines_db: Path) -> None:

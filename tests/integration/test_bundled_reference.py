@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from core import database, store
+from core import database, profiles, store
 from profiling import exchange
 
 SIZES = list(range(32, 145, 16))
@@ -40,11 +40,30 @@ def test_the_bundled_export_imports_cleanly_and_covers_the_whole_grid(tmp_path):
 def test_a_fresh_default_database_holds_every_bundled_export(tmp_path, monkeypatch):
     monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "memplan.duckdb")
     db = database.ensure_database(database.default_db_path())
-    for workload, (runs_file, _samples) in zip(
-        ("unet3d", "alexnet"), database.BUNDLED_EXPORTS, strict=True
-    ):
+    stored = store.load_runs(db)
+    for runs_file, _samples in database.BUNDLED_EXPORTS:
         bundled = pd.read_parquet(runs_file)
-        assert len(store.load_runs(db, workload=workload)) == len(bundled)
+        assert set(bundled["run_id"]) <= set(stored["run_id"])
+    assert len(stored) == sum(len(pd.read_parquet(f)) for f, _ in database.BUNDLED_EXPORTS)
+
+
+def test_two_machine_profiles_of_the_u_net_ship_and_share_their_grid(tmp_path, monkeypatch):
+    """The reference grid measured on the Intel Xeon and again on this development machine."""
+    monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "memplan.duckdb")
+    db = database.ensure_database(database.default_db_path())
+    runs = store.load_runs(db, workload="unet3d", status="ok")
+    runs["machine"] = profiles.profile_keys(runs)
+
+    found = profiles.profiles_in(runs)
+    assert [profile.cpu_vendor for profile in found.values()] == ["AMD", "Intel"]
+    amd, intel = found
+    assert found[amd].label == "AMD EPYC, AVX-512 BF16, 2 cores, TensorFlow 2.21"
+    assert found[intel].label == "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
+    points = {
+        key: set(zip(group["depth"], group["batch_size"], strict=True))
+        for key, group in runs.groupby("machine")
+    }
+    assert len(points[intel]) == 33 and points[intel] <= points[amd]
 
 
 def test_the_bundled_alexnet_sweep_covers_its_grid_on_one_machine(tmp_path):

@@ -1,0 +1,71 @@
+"""``python -m profiling calibrate`` end to end: a real TensorFlow child on a one-point grid.
+
+The calibration file names one point (a 32^3 cube at batch 1, ~15 s of
+TensorFlow), so the test stays cheap; ``--no-fit`` skips the model fitting,
+which needs ten points. The runs must land under this machine's profile, and a
+second call must find nothing left to measure.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core import profiles, store
+from core.machine import this_profile
+
+pytestmark = pytest.mark.tensorflow
+
+REPO = Path(__file__).resolve().parents[2]
+ONE_POINT = {
+    "image_sizes": [32],
+    "batch_sizes": [1],
+    "target_mape_pct": 5.0,
+    "model": "least_squares",
+    "chosen_on": "a test",
+    "chosen_mape_pct": 0.0,
+    "checked_on": "a test",
+    "checked_mape_pct": 0.0,
+    "minutes": None,
+    "command": "written by tests/integration/test_calibrate_cli.py",
+}
+
+
+def calibrate(grids: Path, db: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "profiling", "calibrate", "--calibration-file", str(grids)]
+        + ["--db", str(db), "--no-fit", "--quiet"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_calibrate_measures_the_grid_under_this_profile_once(tmp_path):
+    grids = tmp_path / "calibration.json"
+    grids.write_text(json.dumps({"unet3d": ONE_POINT}))
+    db = tmp_path / "calib.duckdb"
+    here = this_profile()
+
+    first = calibrate(grids, db)
+
+    assert first.returncode == 0, first.stderr
+    assert "1 of 1 point(s) to measure here" in first.stdout
+    assert "measured: 1 ok" in first.stdout
+    runs = store.load_runs(db)
+    assert runs[["depth", "batch_size", "status"]].values.tolist() == [[32, 1, "ok"]]
+    assert profiles.profile_keys(runs) == [here.key]
+    assert f"Machine profile: {here.label}, key {here.key}" in first.stdout
+
+    second = calibrate(grids, db)
+
+    assert second.returncode == 0, second.stderr
+    assert "0 of 1 point(s) to measure here" in second.stdout
+    assert "measured:" not in second.stdout
+    assert len(store.load_runs(db)) == 1
