@@ -35,6 +35,7 @@ from modeling.evaluation.protocol import (
 )
 from modeling.evaluation.splits import EXTRAPOLATION, RANDOM, make_split
 from modeling.features import measured_frame
+from modeling.stored import bundle
 from modeling.stored.tables import store_results
 from presentation.report import PAPER_SR_MAPE_PCT, bounds_table, formulas_table, markdown_table
 
@@ -96,6 +97,12 @@ def targets_section(evaluation: Evaluation) -> str:
     return "\n".join(lines)
 
 
+def _default_machine(workload: str, known: dict[str, profiles.MachineProfile]) -> str:
+    """The workload's bundled reference profile when its runs are here, else the most runs."""
+    bundled = [b.machine for b in bundle.bundled_evaluations(workload) if b.machine in known]
+    return bundled[0] if bundled else next(iter(known))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, default=None)
@@ -103,8 +110,8 @@ def main() -> None:
     parser.add_argument(
         "--machine",
         default=None,
-        help="the machine profile whose runs to use (key or prefix; default: the one with the "
-        "most runs of the workload): a model is never fitted on two machines' runs",
+        help="the machine profile whose runs to use (key or prefix; default: the bundled "
+        "reference's, else the one with the most runs): a model never fits two machines' runs",
     )
     parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS)
     parser.add_argument("--extrapolation-seeds", type=int, default=DEFAULT_EXTRAPOLATION_SEEDS)
@@ -119,7 +126,11 @@ def main() -> None:
     known = profiles.profiles_in(runs)
     if not known:
         raise SystemExit(f"{db_path} has no ok {args.workload} runs")
-    machine_key = profiles.resolve(args.machine, known).key if args.machine else next(iter(known))
+    machine_key = (
+        profiles.resolve(args.machine, known).key
+        if args.machine
+        else _default_machine(args.workload, known)
+    )
     runs = runs[[key == machine_key for key in profiles.profile_keys(runs)]]
     frame = measured_frame(runs)
     specs: tuple[ModelSpec, ...] = pick(catalogue(quick=args.quick), args.models)
