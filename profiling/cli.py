@@ -201,7 +201,7 @@ def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
         "--no-resume",
         dest="resume",
         action="store_false",
-        help="measure again points this host already measured with this software",
+        help="measure again points this machine profile already measured (see `machines`)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_measure_options(parser)
@@ -572,7 +572,9 @@ def _machines(args: argparse.Namespace) -> int:
         )
     print(
         "\nruns: every status; ok and configurations: ok runs only; fitted: an evaluation of "
-        "that workload on that profile is stored in this database."
+        "that workload on that profile is stored in this database (the bundled evaluations "
+        "are stored on the dashboard's first start; `python -m modeling size --machine KEY` "
+        "reads them either way)."
     )
     return 0
 

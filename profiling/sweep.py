@@ -4,8 +4,8 @@
 takes the database's sweep lock (`profiling.sweeplock`: one sweep per database,
 CLI and dashboard alike), stores what an earlier sweep measured but could not
 store (`profiling.pending`), marks ``interrupted`` the sweeps whose process died,
-and, point by point: skips what this host already measured with the same
-software (resume: ``ok`` and ``oom`` points; ``killed`` and ``error`` ones are
+and, point by point: skips what this machine profile (`core.profiles`) already
+measured (resume: ``ok`` and ``oom`` points; ``killed`` and ``error`` ones are
 measured again), records as ``skipped`` what cannot fit (the conservative
 estimate against the memory limit and the memory available now, or a smaller
 point that already ran out of memory or time), runs the rest in fresh children,

@@ -166,7 +166,15 @@ def evaluate(
             for spec in specs:
                 if progress:
                     progress(f"{kind} split, seed {seed}: {spec.name}")
-                score, held_out = score_split(spec, frame, split)
+                try:
+                    score, held_out = score_split(spec, frame, split)
+                except ValueError as error:  # a model refusing data too small for it
+                    raise ModelingError(
+                        f"{spec.name} cannot be fitted on the {kind} split (seed {seed}, "
+                        f"{len(split.train)} run(s) to fit on): {error}; measure more "
+                        "configurations, e.g. more image sizes below the largest two "
+                        "(python -m profiling sweep)"
+                    ) from error
                 scores.append(score)
                 predictions.append(held_out)
     return Evaluation(

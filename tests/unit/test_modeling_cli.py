@@ -400,3 +400,21 @@ def test_runs_that_did_not_record_their_cpu_are_never_fitted_with_others(db: Pat
     captured = capsys.readouterr()
     assert "skipped unet3d on unknown machine (its runs did not record the CPU)" in captured.err
     assert "): 24 ok run(s)" in captured.out
+
+
+def test_a_split_too_small_for_a_model_is_one_error_line(tmp_path: Path, capsys) -> None:
+    """Ten configurations over five sides: the extrapolation split leaves too few to fit."""
+    db = tmp_path / "five_sides.duckdb"
+    database.ensure_database(db)
+    for row in build_runs(sides=(32, 48, 64, 80, 96), batches=(1, 2)).to_dict("records"):
+        row.pop("run_id")
+        store.insert_run(db, build_record(**row))
+
+    argv = ["--models", "symbolic", "--seeds", "1", "--extrapolation-seeds", "1"]
+    code = main(["evaluate", "--db", str(db), *argv, "--no-store"])
+
+    assert code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith("error: unet3d on Intel Test, AVX-512, 8 cores, TensorFlow 2.16")
+    assert "symbolic cannot be fitted on the extrapolation split (seed 0, " in error
+    assert "need at least 5 samples to fit a formula, got 4; measure more configurations" in error
