@@ -55,6 +55,9 @@ BUNDLED_EXPORTS: tuple[tuple[Path, Path], ...] = (
     (DATA_DIR / "unet3d_amd_runs.parquet", DATA_DIR / "unet3d_amd_samples.parquet"),
 )
 
+# Each workload's calibration grid for a new machine (`profiling.calibration`).
+CALIBRATION_FILE = DATA_DIR / "calibration.json"
+
 # The repository's own database: the only new file filled with the bundled runs.
 REPOSITORY_DB = DATA_DIR / DEFAULT_DB_NAME
 DB_ENV_VAR = "MEMPLAN_DB"

@@ -10,10 +10,11 @@ bundled profile of the workload, else the profile evaluated last.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from core import profiles, store
+from core import database, profiles, store
 from core.machine import this_profile
 from core.profiles import MachineProfile
 from modeling.evaluation.protocol import MIN_POINTS
@@ -108,22 +109,38 @@ def choose_machine(db_path: Path, workload: str, requested: str | None = None) -
     raise tables.no_models_error(db_path, workload)
 
 
+def _has_calibration(workload: str) -> bool:
+    """Whether `python -m profiling calibrate` has a grid for ``workload`` (`CALIBRATION_FILE`)."""
+    try:
+        return workload in json.loads(database.CALIBRATION_FILE.read_text())
+    except (OSError, ValueError):
+        return False
+
+
+def _measure_more(workload: str, key: str) -> str:
+    """The command that gives profile ``key`` (this machine's) enough runs of ``workload``."""
+    if _has_calibration(workload):
+        return f"`python -m profiling calibrate --workload {workload}` measures them and fits its models"
+    return (
+        f"measure at least {MIN_POINTS} configurations (`python -m profiling sweep --workload "
+        f"{workload} ...`), then `python -m modeling evaluate --workload {workload} "
+        f"--machine {key}` fits them"
+    )
+
+
 def _why_not_here(
     here: MachineProfile, known: dict[str, MachineProfile], db_path: Path, workload: str
 ) -> str:
+    machine = f"This machine ({here.label}, profile {here.key})"
     if here.key not in known:
-        return (
-            f"This machine ({here.label}, profile {here.key}) has no {workload} runs: "
-            f"`python -m profiling calibrate --workload {workload}` measures the few it needs."
-        )
+        return f"{machine} has no {workload} runs: {_measure_more(workload, here.key)}."
     count = run_counts(db_path, workload).get(here.key, 0)
     if count < MIN_POINTS:
         return (
-            f"This machine ({here.label}, profile {here.key}) has {count} measured "
-            f"configuration(s) of {workload}, fewer than the {MIN_POINTS} a fit needs: "
-            f"`python -m profiling calibrate --workload {workload}` measures the rest."
+            f"{machine} has {count} measured configuration(s) of {workload}, fewer than the "
+            f"{MIN_POINTS} a fit needs: {_measure_more(workload, here.key)}."
         )
     return (
-        f"This machine ({here.label}, profile {here.key}) has runs but no fitted models: "
+        f"{machine} has runs but no fitted models: "
         f"`python -m modeling evaluate --workload {workload} --machine {here.key}` fits them."
     )

@@ -28,7 +28,7 @@ from core.errors import ConfigError
 from core.workloads.base import format_image_shape
 from profiling.sweep import Grid, expand_grid
 
-CALIBRATION_FILE = database.DATA_DIR / "calibration.json"
+CALIBRATION_FILE = database.CALIBRATION_FILE
 # What a malformed or missing file's message tells the user to run.
 REWRITE_HINT = "`python -m benchmarks.calibration --other RUNS_FILE_OR_DB --write` rewrites it"
 # The fields of an entry, in the order the file keeps them.

@@ -64,6 +64,9 @@ from profiling.sweep import (
 )
 
 INTERRUPTED_EXIT_CODE = 130
+# What an evaluation needs (`modeling.evaluation.protocol.MIN_POINTS`, which profiling may
+# not import; tests/unit/test_profiling_cli_calibration.py checks they agree).
+MIN_FIT_CONFIGURATIONS = 10
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The budget and batch of the sizing command `calibrate` ends with (an example to edit).
 EXAMPLE_BUDGET = "64GiB"
@@ -566,10 +569,14 @@ def _machines(args: argparse.Namespace) -> int:
         print(table.to_string(index=False))
     if here.key not in set(table["profile"]):
         workload = args.workload or workloads.DEFAULT_WORKLOAD
-        print(
-            f"\nThis machine ({here.label}, profile {here.key}) has no runs here; "
-            f"`python -m profiling calibrate --workload {workload}` measures the few it needs."
+        how = (
+            f"`python -m profiling calibrate --workload {workload}` measures the few it needs"
+            if calibration_for(workload) is not None
+            else f"measure at least {MIN_FIT_CONFIGURATIONS} configurations "
+            f"(`python -m profiling sweep --workload "
+            f"{workload} ...`) and fit them (`python -m modeling evaluate --machine {here.key}`)"
         )
+        print(f"\nThis machine ({here.label}, profile {here.key}) has no runs here; {how}.")
     print(
         "\nruns: every status; ok and configurations: ok runs only; fitted: an evaluation of "
         "that workload on that profile is stored in this database (the bundled evaluations "

@@ -101,7 +101,7 @@ def test_size_image_answers_with_the_next_size_up(evaluated: Path, capsys) -> No
     # This machine has no runs in the test database: the answer says so, and what to run.
     assert lines[-1].startswith("note: This machine (")
     assert lines[-1].endswith(
-        "`python -m profiling calibrate --workload unet3d` measures the few it needs."
+        "`python -m profiling calibrate --workload unet3d` measures them and fits its models."
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from core import profiles, store
+from modeling.evaluation.protocol import MIN_POINTS
 from profiling import cli
 from tests.conftest import build_record
 
@@ -179,3 +180,7 @@ def test_an_unknown_machine_is_refused_with_the_known_ones(two_machines, capsys)
     error = capsys.readouterr().err
     assert error.startswith("error: no machine profile 'zzz'; the known profiles are: ")
     assert f"{_key(AMD)} ({AMD_LABEL})" in error
+
+
+def test_the_cli_asks_for_as_many_configurations_as_an_evaluation_needs() -> None:
+    assert cli.MIN_FIT_CONFIGURATIONS == MIN_POINTS
