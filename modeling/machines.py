@@ -120,7 +120,10 @@ def _has_calibration(workload: str) -> bool:
 def _measure_more(workload: str, key: str) -> str:
     """The command that gives profile ``key`` (this machine's) enough runs of ``workload``."""
     if _has_calibration(workload):
-        return f"`python -m profiling calibrate --workload {workload}` measures them and fits its models"
+        return (
+            f"`python -m profiling calibrate --workload {workload}` measures them and fits "
+            "its models"
+        )
     return (
         f"measure at least {MIN_POINTS} configurations (`python -m profiling sweep --workload "
         f"{workload} ...`), then `python -m modeling evaluate --workload {workload} "
