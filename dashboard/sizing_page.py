@@ -4,6 +4,8 @@ The workload first (the 3D U-Net or the AlexNet-style 2D CNN) and the machine
 whose models answer (`dashboard.machine_panel`: this machine by default when it
 has models; every answer names the machine in words), then inputs on
 the left (image shape, batch, that network's knobs, budget, headroom, model),
+a typed budget or headroom that cannot be answered saying why right under it
+(`presentation.sizing_view.input_problems`) while the answers wait for a valid one;
 answers on the right: the chosen model's predicted peak and upper bound with a
 fits / does-not-fit verdict, every model's prediction, the three sizing answers
 of `modeling.sizing` (`dashboard.sizing_answers`), and the refined analytical
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core import workloads
 from core.analytical import refined_breakdown
@@ -107,6 +110,12 @@ def image_inputs(start: SizingState, choices: SizingChoices) -> tuple[tuple[int,
     return tuple(picked), False
 
 
+def flag(column: DeltaGenerator, problem: str | None) -> None:
+    """Why the input just above cannot be answered, right under it; nothing when it can."""
+    if problem:
+        column.error(plain(problem))
+
+
 def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -> SizingState:
     """The question, as widgets started from ``start``; returns what they say now."""
     workload = choices.workload
@@ -125,26 +134,27 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
         )
         knobs.append((knob, value))
     left, right = st.columns(2)
+    # No min_value / max_value on the typed numbers: out of range, Streamlit would refuse
+    # the value silently (the message only on hover) and the answers would keep the last
+    # one. Every value reaches the page, which says under the input what is wrong with it.
     seed(key(workload, "budget"), float(start.budget_gib))
     budget = left.number_input(
         "Memory budget (GiB)",
-        min_value=choices.min_budget_gib,
-        max_value=choices.max_budget_gib,
         step=16.0,
         key=key(workload, "budget"),
         persist_state=PERSIST,
         help="The machine's memory, in GiB (server 'GB' are binary: 256 GB = 256 GiB).",
     )
+    flag(left, sizing_view.budget_problem(budget, choices))
     seed(key(workload, "headroom"), float(start.headroom_pct))
     headroom = right.number_input(
         "Headroom (%)",
-        min_value=0.0,
-        max_value=choices.max_headroom_pct,
         step=5.0,
         key=key(workload, "headroom"),
         persist_state=PERSIST,
         help="Kept free for the OS, the data pipeline and other processes, on top of the bound.",
     )
+    flag(right, sizing_view.headroom_problem(headroom, choices))
     if choices.models:
         seed(key(workload, "model"), start.model, choices.models)
     model = st.selectbox(
@@ -299,6 +309,24 @@ def breakdown(config: WorkloadConfig, runs: pd.DataFrame, predicted_bytes: float
     )
 
 
+def usable_bytes(state: SizingState) -> int:
+    """What training may use of the budget, its headroom kept free (valid inputs only)."""
+    return sizing_view.usable_budget_bytes(state.budget_gib * GIB, state.headroom_pct / 100)
+
+
+def what_fits(
+    db: Path, version: data.Version, state: SizingState, picked: machine_panel.Picked
+) -> None:
+    """The three sizing answers, after the share of the budget they use and why."""
+    usable = usable_bytes(state)
+    usable_words = sizing_view.usable_text(state.budget_gib, state.headroom_pct, usable)
+    st.caption(
+        f"Answers use what training may use of the budget: {plain(usable_words)}; "
+        f"{plain(picked.words)}."
+    )
+    sizing_answers.render(db, version, state, usable, picked)
+
+
 def render() -> None:
     st.title("Sizing")
     st.caption(
@@ -341,8 +369,9 @@ def render() -> None:
     with question:
         st.subheader("Question")
         state = inputs(start, choices, titles)
-    query_state.write(state)
-    usable = sizing_view.usable_budget_bytes(state.budget_gib * GIB, state.headroom_pct / 100)
+    problems = sizing_view.input_problems(state, choices)
+    if not problems:  # a link never carries a value the page refuses
+        query_state.write(state)
     with answers:
         if not predictors:
             st.info(
@@ -360,15 +389,18 @@ def render() -> None:
         table = every_batch[every_batch["batch_size"] == state.batch_size]
         chosen = table.set_index("model").loc[state.model]
         st.subheader(f"{state.image_label} at batch {state.batch_size}")
-        verdict(chosen, state, usable, picked.words)
-        with st.expander("Every model's prediction and upper bound", expanded=True):
-            every_model(table, state, usable)
+        if problems:
+            st.info(sizing_view.waiting_text(problems))
+        else:
+            usable = usable_bytes(state)
+            verdict(chosen, state, usable, picked.words)
+            with st.expander("Every model's prediction and upper bound", expanded=True):
+                every_model(table, state, usable)
     st.subheader("What fits")
-    st.caption(
-        f"Answers use what training may use of the budget: {state.budget_gib:g} GiB less "
-        f"{state.headroom_pct:g}% headroom = {gib(usable)}; {plain(picked.words)}."
-    )
-    sizing_answers.render(db, version, state, usable, picked)
+    if problems:
+        st.info(sizing_view.waiting_text(problems))
+    else:
+        what_fits(db, version, state, picked)
     st.subheader("Refined analytical breakdown")
     breakdown(state.config, runs, chosen["predicted_bytes"])
 

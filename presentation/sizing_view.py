@@ -9,7 +9,9 @@
   configurations, the bound raised to the closed-form floor as
   `modeling.sizing` does;
 * `breakdown_frame` — the refined analytical model's terms for one configuration;
-* the answers' captions, in words.
+* `input_problems` — why a typed budget or headroom cannot be answered, in words,
+  and `waiting_text`, what the answers say meanwhile;
+* the answers' captions, in words, and `usable_text`, the budget less its headroom.
 
 A workload offers only its own knobs (`OFFERED_KNOBS`, a subset of its
 ``NETWORK_KNOBS``): the U-Net's base filters and precision, the AlexNet's
@@ -18,6 +20,7 @@ classes and precision; the others keep the network's defaults.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -228,6 +231,81 @@ def side_help(choices: SizingChoices) -> str:
 
 def gib(value_bytes: float) -> str:
     return f"{value_bytes / GIB:,.2f} GiB"
+
+
+# What each input the page validates is called in a sentence.
+INPUT_NAMES = {"budget": "memory budget", "headroom": "headroom"}
+
+
+def budget_problem(budget_gib: float, choices: SizingChoices) -> str | None:
+    """Why a typed budget (GiB) cannot be sized against, in words; None when it can."""
+    low, high = choices.min_budget_gib, choices.max_budget_gib
+    if math.isfinite(budget_gib) and low <= budget_gib <= high:
+        return None
+    if not math.isfinite(budget_gib):
+        reason = "not a number"
+    elif budget_gib <= 0:
+        reason = "no memory at all"
+    elif budget_gib < low:
+        reason = "less than TensorFlow alone takes (about 0.7 GiB)"
+    else:
+        reason = f"more than {high:,g} GiB, surely a typo"
+    return (
+        f"A memory budget of {budget_gib:,g} GiB is {reason}: "
+        f"give one between {low:g} and {high:,g} GiB."
+    )
+
+
+def headroom_problem(headroom_pct: float, choices: SizingChoices) -> str | None:
+    """Why a typed headroom (%) cannot be sized with, in words; None when it can."""
+    high = choices.max_headroom_pct
+    if math.isfinite(headroom_pct) and 0 <= headroom_pct <= high:
+        return None
+    if not math.isfinite(headroom_pct):
+        reason = "not a number"
+    elif headroom_pct < 0:
+        reason = "negative (headroom is memory kept free on top of the bound)"
+    else:
+        reason = f"more than {high / 100:g}x the bound, surely a typo"
+    return f"A headroom of {headroom_pct:,g}% is {reason}: give one between 0 and {high:,g}%."
+
+
+def input_problems(state: SizingState, choices: SizingChoices) -> dict[str, str]:
+    """Each input of ``state`` that cannot be answered (``budget``, ``headroom``) -> why.
+
+    Empty when every input is valid. The image, batch, knobs and model are picked
+    from what ``choices`` offers, so only the typed numbers can be wrong.
+    """
+    found = {
+        "budget": budget_problem(state.budget_gib, choices),
+        "headroom": headroom_problem(state.headroom_pct, choices),
+    }
+    return {name: problem for name, problem in found.items() if problem}
+
+
+def waiting_text(problems: Mapping[str, str]) -> str:
+    """What the answers say while ``problems`` (`input_problems`) stand in their way."""
+    names = " and ".join(INPUT_NAMES[name] for name in problems)
+    return (
+        f"Waiting for a valid {names}: no verdict or sizing answer until the input "
+        "marked in the question is fixed."
+    )
+
+
+def usable_text(budget_gib: float, headroom_pct: float, usable_bytes: float) -> str:
+    """What training may use of the budget, with the arithmetic it rests on.
+
+    Headroom is on top of the bound (`modeling.sizing.memory_to_buy`: bound x
+    (1 + headroom) <= memory), so what training may use is the budget divided by
+    1 + headroom (`usable_budget_bytes`), not the budget less that percentage of it.
+    """
+    if headroom_pct == 0:
+        return f"all of the {budget_gib:,g} GiB budget, no headroom kept"
+    usable = gib(usable_bytes)
+    return (
+        f"the {budget_gib:,g} GiB budget leaves {usable} for training once {headroom_pct:g}% "
+        f"headroom is added on top of it ({usable} + {headroom_pct:g}% = {budget_gib:,g} GiB)"
+    )
 
 
 def image_caption(found: sizing.ImageSizeAnswer, dims: int) -> str:

@@ -433,3 +433,69 @@ def test_each_machine_answers_with_its_own_models(two_machines_db: Path) -> None
 
     first, other = peaks.values()
     assert other == pytest.approx(first * OTHER_MACHINE_SCALE, rel=0.01)
+
+
+# --- inputs validated where they are typed ------------------------------------------------
+
+
+def message_under(at: AppTest, label: str) -> list[str]:
+    """The messages in the column holding only the number input ``label``: right under it."""
+    (column,) = [c for c in at.columns if [n.label for n in c.number_input] == [label]]
+    return [shown(error.value) for error in column.error]
+
+
+def waiting(at: AppTest) -> list[str]:
+    return [shown(i.value) for i in at.info if shown(i.value).startswith("Waiting for a valid")]
+
+
+def test_a_budget_of_nothing_says_why_under_it_and_the_answers_wait(reference_db: Path) -> None:
+    at = sizing_page()
+    widget(at.number_input, "Memory budget (GiB)").set_value(0.0).run()
+
+    assert not at.exception
+    assert widget(at.number_input, "Memory budget (GiB)").value == 0.0  # kept as typed
+    assert message_under(at, "Memory budget (GiB)") == [
+        "A memory budget of 0 GiB is no memory at all: give one between 0.5 and 65,536 GiB."
+    ]
+    # Where the verdict and the three sizing answers were: no stale numbers.
+    assert (
+        waiting(at)
+        == [
+            "Waiting for a valid memory budget: no verdict or sizing answer until the input "
+            "marked in the question is fixed."
+        ]
+        * 2
+    )
+    answers = {"Verdict", "Upper bound", "Largest cube at batch 4", "Memory to buy"}
+    assert not [m for m in at.metric if m.label in answers]
+    assert at.query_params["budget"] == "256"  # a link keeps the last budget it can answer
+
+    widget(at.number_input, "Memory budget (GiB)").set_value(128.0).run()
+
+    assert not message_under(at, "Memory budget (GiB)") and not waiting(at)
+    assert metric(at, "Verdict") == "Fits"
+    assert metric(at, "Memory to buy").endswith(" GB")
+    assert metric(at, "Largest batch at 128^3").isdigit()
+    assert at.query_params["budget"] == "128"
+    (usable,) = [
+        shown(c.value) for c in at.caption if shown(c.value).startswith("Answers use what")
+    ]
+    assert usable.startswith(
+        "Answers use what training may use of the budget: the 128 GiB budget leaves "
+        "106.67 GiB for training once 20% headroom is added on top of it "
+        "(106.67 GiB + 20% = 128 GiB); "
+    )
+
+
+def test_a_negative_headroom_says_why_under_it_and_the_answers_wait(reference_db: Path) -> None:
+    at = sizing_page()
+    widget(at.number_input, "Headroom (%)").set_value(-5.0).run()
+
+    assert not at.exception
+    assert message_under(at, "Headroom (%)") == [
+        "A headroom of -5% is negative (headroom is memory kept free on top of the bound): "
+        "give one between 0 and 1,000%."
+    ]
+    assert all(w.startswith("Waiting for a valid headroom:") for w in waiting(at))
+    assert len(waiting(at)) == 2
+    assert at.query_params["headroom"] == "20"
