@@ -33,12 +33,16 @@ from profiling.sweep import default_memory_limit_bytes
 # How often the job panel re-reads the job's state: gentle on a 2-core machine,
 # and still a fresh progress bar for points that take tens of seconds.
 POLL_S = 2.0
-# What "Refit models afterwards" offers; durations measured on the reference
-# 2-core machine (modeling/stored/bundle.py; a --quick run of the 46 bundled runs).
+# What "Refit models afterwards" offers, the quick refit first (the default): a sweep
+# of a few points should not cost a quarter of an hour of models. Durations on the
+# reference 2-core machine: the full evaluation takes 9-17 minutes
+# (modeling/stored/bundle.py); the quick one, `python -m modeling evaluate --workload
+# unet3d --quick --no-store` on the bundled data/memplan.duckdb (40 ok U-Net runs),
+# took 65 s wall clock (2026-11, on 2 cores shared with other work; README says ~1 min).
+REFIT_QUICK = "quick (smoke-test settings, ~1 min on 2 cores)"
 REFIT_FULL = "full evaluation (~17 min on 2 cores)"
-REFIT_QUICK = "quick (smoke-test settings, ~2 min on 2 cores)"
 REFIT_NO = "no"
-REFIT_CHOICES = (REFIT_FULL, REFIT_QUICK, REFIT_NO)
+REFIT_CHOICES = (REFIT_QUICK, REFIT_FULL, REFIT_NO)
 UPLOAD_TYPES = ["csv", "parquet"]
 KEYS = {
     "workload": "launch_workload",
@@ -204,7 +208,10 @@ def _progress(db: Path, job: jobstatus.JobStatus) -> None:
         st.write("Starting the sweep…")
     if job.phase == jobstatus.PHASE_SWEEPING and job.elapsed_s is not None:
         # The sweep has no estimate until its first point has given it a rate.
-        left = "estimating…" if job.eta_s is None else f"{joblog.duration_text(job.eta_s)} left"
+        points_left = None
+        if job.points_total is not None:
+            points_left = job.points_total - (job.points_done or 0)
+        left = joblog.eta_text(job.eta_s, points_left)
         st.caption(f"ETA: {left} ({joblog.duration_text(job.elapsed_s)} elapsed)")
     if job.refit and job.phase != jobstatus.PHASE_REFITTING:
         st.caption(f"Then: {text.plain(job.refit)}.")
@@ -320,7 +327,8 @@ def _launch(db: Path) -> None:
             workload=workload,
         )
         refit = refit_command(state.get(KEYS["refit"], REFIT_NO), db, workload)
-        launcher.launch(db, request, refit)
+        # No refit after a sweep that stored nothing new: it would change nothing.
+        launcher.launch(db, request, refit, refit_needs_new_runs=True)
     except MemplanError as error:
         st.error(text.plain(error))
         return

@@ -6,7 +6,10 @@ going to the job's log. This process is the only writer of ``STATE_DIR/state.jso
 the phase now (``sweeping``, ``refitting``, then ``finished``, ``failed`` or
 ``cancelled``), each command's exit code, and, for an *optional* command that
 failed (the model refit), the reason taken from its output. A failed optional
-command does not fail the job: the sweep's runs are stored either way.
+command does not fail the job: the sweep's runs are stored either way. A command
+that needs new runs (the refit) is skipped, and ``skipped`` says why, when the
+job's sweep stored no new ``ok`` or ``oom`` run: every point was already measured
+or skipped, and a refit over the same runs would change nothing.
 
 SIGTERM (the launcher's cancel, sent to the whole process group) reaches the
 running command too; this process only notes it, waits for the command to stop
@@ -41,6 +44,9 @@ FINAL_PHASES = (PHASE_FINISHED, PHASE_FAILED, PHASE_CANCELLED)
 INTERRUPTED_EXIT_CODE = 130
 # Every memplan CLI reports a failure as one line starting with this.
 ERROR_PREFIX = "error: "
+# The run statuses a model learns from, and why a command needing them was skipped.
+MEASURED_STATUSES = ("ok", "oom")
+NOTHING_NEW = "nothing new measured"
 
 
 def now_iso() -> str:
@@ -74,6 +80,42 @@ def failure_reason(output: str, exit_code: int) -> str:
     return f"exit code {exit_code}"
 
 
+def sweep_row(plan: dict, sweeps: Any) -> Any:
+    """The sweeps-table row of this job's sweep: its command, created after the launch.
+
+    ``sweeps``: the sweeps table as a DataFrame (`core.store.load_sweeps`); the row is a
+    Series, None when the job's sweep is not (yet) on record.
+    """
+    if sweeps is None or sweeps.empty:
+        return None
+    mine = sweeps[
+        (sweeps["command"] == plan.get("sweep_command"))
+        & (sweeps["created_at"] >= plan.get("started_at", ""))
+    ]
+    return None if mine.empty else mine.iloc[-1]
+
+
+def sweep_stored_new_runs(plan: dict[str, Any]) -> bool:
+    """Whether the job's sweep stored an ``ok`` or ``oom`` run; True when that cannot be told.
+
+    The sweep is the sweeps-table row of the plan's sweep command created after the
+    launch (`sweep_row`); its runs carry its ``sweep_id``.
+    """
+    # Imported here: only a job with such a command pays for the database's modules.
+    from core import store
+    from core.errors import StoreError
+
+    db_path = Path(plan.get("db", ""))
+    try:
+        sweep = sweep_row(plan, store.load_sweeps(db_path))
+        if sweep is None:
+            return True  # no sweep of this job on record: run the command as before
+        runs = store.load_runs(db_path, sweep_id=str(sweep["sweep_id"]))
+    except StoreError:
+        return True
+    return bool(runs["status"].isin(MEASURED_STATUSES).any())
+
+
 class _Job:
     """The running job: its plan, its state file and whether a stop was asked."""
 
@@ -88,6 +130,7 @@ class _Job:
             "started_at": now_iso(),
             "finished_at": None,
             "commands": [],
+            "skipped": {},  # phase -> why it did not run
             "message": "",
         }
         self.stop_requested = False
@@ -105,6 +148,11 @@ class _Job:
         for step in self.plan["commands"]:
             if self.stop_requested:
                 break
+            if step.get("needs_new_runs") and not sweep_stored_new_runs(self.plan):
+                self.state["skipped"][step["phase"]] = NOTHING_NEW
+                self.save()
+                print(f"\n== {step['phase']} skipped: {NOTHING_NEW}", flush=True)
+                continue
             self.save(phase=step["phase"])
             shown = ["python" if arg == sys.executable else arg for arg in step["argv"]]
             print(f"\n== {step['phase']}: {shlex.join(shown)}", flush=True)

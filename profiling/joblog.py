@@ -88,6 +88,27 @@ def duration_text(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
+def eta_text(eta_s: float | None, points_left: int | None) -> str:
+    """The time left of a running sweep in words; never "0 s left" while a point still runs.
+
+    eta_s : the sweep's estimate counted down since the bar was drawn (`live_clock`), or
+        None while it has none. points_left : points not finished, the one in flight included.
+    A countdown that reached zero means the point in flight has run past the estimate;
+    it is still running, so that is what the text says.
+    """
+    if eta_s is None:
+        return "estimating…"
+    if round(eta_s) >= 1:
+        return f"{duration_text(eta_s)} left"
+    after = max(0, (points_left or 1) - 1)
+    if after == 0:
+        return "finishing the current point (it is taking longer than estimated)"
+    return (
+        f"finishing the current point, then {after} more (taking longer than estimated; "
+        "a new estimate comes when it ends)"
+    )
+
+
 def progress_from_log(tail: list[str]) -> dict[str, str | int]:
     """Points done/total, the current point and the clock from the last progress line."""
     for line in reversed(tail):

@@ -227,7 +227,7 @@ def _job_status(
     tail = joblog.log_tail(directory / LOG_FILE)
     progress = joblog.progress_from_log(tail)
     log_age_s = joblog.age_s(directory / LOG_FILE)
-    sweep = _sweep_row(plan, _load_sweeps(db_path, sweeps))
+    sweep = job.sweep_row(plan, _load_sweeps(db_path, sweeps))
     done = progress.get("done", 0 if plan.get("points_total") else None)
     total = progress.get("total", plan.get("points_total"))
     if sweep is not None:
@@ -264,7 +264,7 @@ def _job_status(
         ),
         log_tail=tail,
         exit_codes={name: int(result["exit_code"]) for name, result in results.items()},
-        refit=_refit_outcome(plan, results, phase),
+        refit=_refit_outcome(plan, results, phase, state.get("skipped", {})),
         message=message,
     )
 
@@ -306,20 +306,13 @@ def _seconds_since(iso: str | None) -> float | None:
     return max(0.0, (datetime.now(started.tzinfo) - started).total_seconds())
 
 
-def _sweep_row(plan: dict, sweeps: pd.DataFrame | None) -> pd.Series | None:
-    """The sweeps-table row of this job's sweep: its command, created after the launch."""
-    if sweeps is None or sweeps.empty:
-        return None
-    mine = sweeps[
-        (sweeps["command"] == plan.get("sweep_command"))
-        & (sweeps["created_at"] >= plan.get("started_at", ""))
-    ]
-    return None if mine.empty else mine.iloc[-1]
-
-
-def _refit_outcome(plan: dict, results: dict[str, dict], phase: str) -> str | None:
+def _refit_outcome(
+    plan: dict, results: dict[str, dict], phase: str, skipped: dict[str, str]
+) -> str | None:
     if not any(c["phase"] == PHASE_REFITTING for c in plan.get("commands", [])):
         return None
+    if PHASE_REFITTING in skipped:
+        return f"{skipped[PHASE_REFITTING]}: models not refit"
     result = results.get(PHASE_REFITTING)
     if result is None:
         if phase in (job.PHASE_STARTING, PHASE_SWEEPING):

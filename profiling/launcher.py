@@ -56,16 +56,26 @@ class JobCommand:
     phase: str
     argv: tuple[str, ...]
     optional: bool = False  # a failure is reported but does not fail the job (the refit)
+    # Run only if the job's sweep stored a new ok or oom run: a refit over the same
+    # runs would change nothing (`profiling.job`).
+    needs_new_runs: bool = False
 
 
 # --- launching -------------------------------------------------------------------------
 
 
 def launch(
-    db_path: Path, request: SweepRequest, refit_command: Sequence[str] | None = None
+    db_path: Path,
+    request: SweepRequest,
+    refit_command: Sequence[str] | None = None,
+    *,
+    refit_needs_new_runs: bool = False,
 ) -> JobStatus:
     """Start ``request`` against ``db_path`` as a detached job, then ``refit_command`` if given.
 
+    With ``refit_needs_new_runs`` the refit runs only if the sweep stored a new ``ok``
+    or ``oom`` run (the sidebar's refit); without it, always (a calibration's fit, which
+    may be what is missing even when every point was measured before).
     Raises `LauncherError` (naming its pid and start) while a sweep runs on this
     database, launched here or not. Returns the new job's status.
     """
@@ -73,7 +83,14 @@ def launch(
     sweep_args = request.sweep_args(db_path)
     commands = [JobCommand(PHASE_SWEEPING, (sys.executable, "-m", "profiling", *sweep_args))]
     if refit_command:
-        commands.append(JobCommand(PHASE_REFITTING, tuple(refit_command), optional=True))
+        commands.append(
+            JobCommand(
+                PHASE_REFITTING,
+                tuple(refit_command),
+                optional=True,
+                needs_new_runs=refit_needs_new_runs,
+            )
+        )
     # `python -m profiling sweep` stores its command line like this; status finds the sweep by it.
     sweep_command = shlex.join(["python", "-m", "profiling", *sweep_args])
     return start_job(db_path, commands, sweep_command, points_total=request.points)
@@ -116,7 +133,13 @@ def start_job(
             "sweep_command": sweep_command,
             "points_total": points_total,
             "commands": [
-                {"phase": c.phase, "argv": list(c.argv), "optional": c.optional} for c in commands
+                {
+                    "phase": c.phase,
+                    "argv": list(c.argv),
+                    "optional": c.optional,
+                    "needs_new_runs": c.needs_new_runs,
+                }
+                for c in commands
             ],
             "log": str(log_path),
         }

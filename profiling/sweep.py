@@ -317,7 +317,13 @@ def _run_points(
                 if on_record:
                     on_record(record)
             store.update_sweep(db_path, summary.sweep_id, points_done=done + 1)
-            bar.update(round(cost))
+            if record is None or record.status == "skipped":
+                # Done at once: counted as progress it would make the rate absurd and
+                # the time left read 0 s while real points remain; it leaves the total.
+                bar.total -= round(cost)
+                bar.refresh()
+            else:
+                bar.update(round(cost))
         bar.set_description_str(f"{len(points)}/{len(points)} points")
         lock.update(points_done=len(points), current_point=None)
         store.update_sweep(db_path, summary.sweep_id, status="finished", finished=True)

@@ -91,10 +91,11 @@ def test_the_form_offers_grid_steps_memory_limit_and_refit_with_sensible_default
     refit = at.sidebar.selectbox(key="launch_refit")
     assert refit.label == "Refit models afterwards"
     assert refit.options == [
+        "quick (smoke-test settings, ~1 min on 2 cores)",
         "full evaluation (~17 min on 2 cores)",
-        "quick (smoke-test settings, ~2 min on 2 cores)",
         "no",
     ]
+    assert refit.value == "quick (smoke-test settings, ~1 min on 2 cores)"  # the default
     assert "Launch sweep" in button_labels(at) and "Cancel sweep" not in button_labels(at)
 
 
@@ -103,6 +104,21 @@ def launch_from_form(at: AppTest, sizes: str, limit: str | None = None) -> AppTe
     if limit is not None:
         at.sidebar.text_input(key="launch_memory_limit").set_value(limit)
     return at.sidebar.button[button_labels(at).index("Launch sweep")].click().run()
+
+
+def test_the_default_refit_is_the_quick_one_and_waits_for_new_runs(reference_db, monkeypatch):
+    launched = []
+    monkeypatch.setattr(
+        launcher,
+        "launch",
+        lambda db, request, refit=None, **options: launched.append((refit, options)),
+    )
+    at = launch_from_form(app(), "32")
+    assert not at.exception
+    [(refit, options)] = launched
+    assert refit[-1] == "--quick"
+    # A sweep that stores nothing new (all points measured before) is not followed by a refit.
+    assert options == {"refit_needs_new_runs": True}
 
 
 def test_a_grid_the_network_cannot_take_is_refused_before_anything_starts(reference_db):

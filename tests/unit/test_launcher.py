@@ -439,3 +439,70 @@ def test_failure_reason_prefers_the_clis_error_line():
     assert job.failure_reason("x\nerror: too few runs\nTraceback...\n", 2) == "too few runs"
     assert job.failure_reason("Killed\n", 137) == "Killed (exit code 137)"
     assert job.failure_reason("", 1) == "exit code 1"
+
+
+# --- telling the truth about time ------------------------------------------------------
+
+
+def test_a_point_running_past_its_estimate_never_reads_as_zero_seconds_left():
+    # The bar said 5 s left when drawn 30 s ago: the countdown has run out, the point runs on.
+    overrun = joblog.live_clock("00:05", log_age_s=30, running=True, sign=-1)
+    assert overrun == 0
+    last = joblog.eta_text(overrun, points_left=1)
+    assert "0 s" not in last and last.startswith("finishing the current point")
+    more = joblog.eta_text(0.4, points_left=3)
+    assert "0 s" not in more and "finishing the current point, then 2 more" in more
+    assert joblog.eta_text(42, points_left=3) == "42 s left"
+    assert joblog.eta_text(None, points_left=3) == "estimating…"
+
+
+def test_a_launched_sweeps_refit_waits_for_new_runs_only_when_asked(db, monkeypatch):
+    started: list[list[JobCommand]] = []
+    monkeypatch.setattr(
+        launcher, "start_job", lambda db, commands, *a, **k: started.append(commands)
+    )
+    request = requests.parse_request("32", "1", "16", 1, "8GiB")
+    launcher.launch(db, request, ["refit"], refit_needs_new_runs=True)
+    launcher.launch(db, request, ["fit"])  # a calibration's fit runs whatever the sweep found
+    assert [commands[-1].needs_new_runs for commands in started] == [True, False]
+    assert not started[0][0].needs_new_runs  # the sweep itself always runs
+
+
+SWEEP_COMMAND = "python -m profiling sweep --image-sizes 32 --db x"
+
+
+def refit_after_gated_sweep(db: Path, gate: Path) -> None:
+    wait_for_gate = f"import pathlib, time\nwhile not pathlib.Path({str(gate)!r}).exists(): "
+    wait_for_gate += "time.sleep(0.02)"
+    refit = JobCommand(
+        jobstatus.PHASE_REFITTING, python("print('refit done')"), optional=True, needs_new_runs=True
+    )
+    launcher.start_job(db, [sweep_step(wait_for_gate), refit], sweep_command=SWEEP_COMMAND)
+    wait_for_phase(db, "sweeping")
+
+
+def test_a_sweep_that_measured_nothing_new_is_not_followed_by_a_refit(db, tmp_path, make_record):
+    gate = tmp_path / "gate"
+    refit_after_gated_sweep(db, gate)
+    # The job's sweep: every point already measured or skipped, so only a skipped run is new.
+    store.create_sweep(db, "mine", SWEEP_COMMAND, {}, 2)
+    store.insert_run(db, make_record(sweep_id="mine", status="skipped"))
+    gate.touch()
+    finished = wait_until_ended(db)
+    assert finished.phase == job.PHASE_FINISHED
+    assert finished.refit == "nothing new measured: models not refit"
+    assert finished.exit_codes == {"sweeping": 0}
+    assert "refit done" not in finished.log_tail
+    assert "== refitting skipped: nothing new measured" in finished.log_tail
+
+
+def test_a_sweep_that_stored_a_new_run_is_followed_by_the_refit(db, tmp_path, make_record):
+    gate = tmp_path / "gate"
+    refit_after_gated_sweep(db, gate)
+    store.create_sweep(db, "mine", SWEEP_COMMAND, {}, 2)
+    store.insert_run(db, make_record(sweep_id="mine", status="oom"))
+    gate.touch()
+    finished = wait_until_ended(db)
+    assert finished.refit == "models refit"
+    assert finished.exit_codes == {"sweeping": 0, "refitting": 0}
+    assert "refit done" in finished.log_tail
