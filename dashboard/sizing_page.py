@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
 from core import workloads
 from core.analytical import refined_breakdown
@@ -110,12 +109,6 @@ def image_inputs(start: SizingState, choices: SizingChoices) -> tuple[tuple[int,
     return tuple(picked), False
 
 
-def flag(column: DeltaGenerator, problem: str | None) -> None:
-    """Why the input just above cannot be answered, right under it; nothing when it can."""
-    if problem:
-        column.error(plain(problem))
-
-
 def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -> SizingState:
     """The question, as widgets started from ``start``; returns what they say now."""
     workload = choices.workload
@@ -145,7 +138,6 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
         persist_state=PERSIST,
         help="The machine's memory, in GiB (server 'GB' are binary: 256 GB = 256 GiB).",
     )
-    flag(left, sizing_view.budget_problem(budget, choices))
     seed(key(workload, "headroom"), float(start.headroom_pct))
     headroom = right.number_input(
         "Headroom (%)",
@@ -154,7 +146,14 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
         persist_state=PERSIST,
         help="Kept free for the OS, the data pipeline and other processes, on top of the bound.",
     )
-    flag(right, sizing_view.headroom_problem(headroom, choices))
+    # Right under the pair, at the question's width: inside a half column at 1024 px
+    # the message would wrap a few letters a line.
+    for problem in (
+        sizing_view.budget_problem(budget, choices),
+        sizing_view.headroom_problem(headroom, choices),
+    ):
+        if problem:
+            st.error(plain(problem))
     if choices.models:
         seed(key(workload, "model"), start.model, choices.models)
     model = st.selectbox(

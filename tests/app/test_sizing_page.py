@@ -439,8 +439,12 @@ def test_each_machine_answers_with_its_own_models(two_machines_db: Path) -> None
 
 
 def message_under(at: AppTest, label: str) -> list[str]:
-    """The messages in the column holding only the number input ``label``: right under it."""
-    (column,) = [c for c in at.columns if [n.label for n in c.number_input] == [label]]
+    """The messages in the question's column, under its typed numbers (``label`` among them)."""
+    (column,) = [
+        c
+        for c in at.columns
+        if label in [n.label for n in c.number_input] and len(c.number_input) > 1
+    ]
     return [shown(error.value) for error in column.error]
 
 
