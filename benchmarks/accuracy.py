@@ -122,7 +122,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     db_path = database.ensure_database(args.db or database.default_db_path())
-    runs = store.load_runs(db_path, status="ok", workload=args.workload)
+    runs = profiles.with_keys(store.load_runs(db_path, status="ok", workload=args.workload))
     known = profiles.profiles_in(runs)
     if not known:
         raise SystemExit(f"{db_path} has no ok {args.workload} runs")
@@ -131,7 +131,7 @@ def main() -> None:
         if args.machine
         else _default_machine(args.workload, known)
     )
-    runs = runs[[key == machine_key for key in profiles.profile_keys(runs)]]
+    runs = profiles.runs_of(runs, machine_key)
     frame = measured_frame(runs)
     specs: tuple[ModelSpec, ...] = pick(catalogue(quick=args.quick), args.models)
 

@@ -145,7 +145,7 @@ def _cube_point(row: dict) -> Point | None:
 
 def profile_runs(runs: pd.DataFrame, workload: str, source: Path) -> ProfileRuns:
     """The ok ``workload`` runs of the profile with the most of them in ``runs``."""
-    mine = runs[runs["workload"] == workload]
+    mine = profiles.with_keys(runs[runs["workload"] == workload])
     if mine.empty:
         raise ConfigError(f"{source} holds no ok {workload} runs")
     found = profiles.profiles_in(mine)
@@ -156,7 +156,7 @@ def profile_runs(runs: pd.DataFrame, workload: str, source: Path) -> ProfileRuns
             f"{workload} runs, {profile.label} ({profile.key})",
             file=sys.stderr,
         )
-    mine = mine[[key == profile.key for key in profiles.profile_keys(mine)]]
+    mine = profiles.runs_of(mine, profile.key)
     frame = measured_frame(mine)
     rows = mine.set_index("run_id").loc[frame.index]
     points = [_cube_point(row) for row in rows.reset_index().to_dict("records")]

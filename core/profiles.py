@@ -28,9 +28,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import astuple, dataclass
 from typing import Any
 
+import pandas as pd
+
 from core.errors import StoreError
 from core.units import GIB
 
+# The column a runs frame carries each run's profile key in (`with_keys`).
+KEY_COLUMN = "machine_profile"
 # The runs columns a profile is computed from (`core.records.RunRecord`).
 PROFILE_COLUMNS: tuple[str, ...] = (
     "cpu_vendor",
@@ -221,22 +225,42 @@ def profile_of(row: Mapping[str, Any]) -> MachineProfile:
     )
 
 
-def profile_keys(runs: Any) -> list[str]:
+def profile_keys(runs: pd.DataFrame) -> list[str]:
     """The profile key of every row of a runs DataFrame, in order."""
     columns = [name for name in PROFILE_COLUMNS if name in runs.columns]
     return [profile_of(row).key for row in runs[columns].to_dict("records")]
 
 
-def profiles_in(runs: Any) -> dict[str, MachineProfile]:
-    """The distinct profiles of a runs DataFrame, by key, most runs first."""
-    columns = [name for name in PROFILE_COLUMNS if name in runs.columns]
-    counts: dict[str, int] = {}
-    found: dict[str, MachineProfile] = {}
-    for row in runs[columns].to_dict("records"):
-        profile = profile_of(row)
-        found.setdefault(profile.key, profile)
-        counts[profile.key] = counts.get(profile.key, 0) + 1
-    return {key: found[key] for key in sorted(found, key=lambda k: (-counts[k], k))}
+def with_keys(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with each run's profile key in KEY_COLUMN (computed once: kept if there)."""
+    if KEY_COLUMN in runs:
+        return runs
+    keys = profile_keys(runs) if len(runs) else []
+    return runs.assign(**{KEY_COLUMN: pd.Series(keys, index=runs.index, dtype=object)})
+
+
+def runs_of(runs: pd.DataFrame, key: str) -> pd.DataFrame:
+    """The rows of ``runs`` measured on profile ``key`` (with KEY_COLUMN added)."""
+    runs = with_keys(runs)
+    return runs[runs[KEY_COLUMN] == key]
+
+
+def profiles_in(runs: pd.DataFrame) -> dict[str, MachineProfile]:
+    """The distinct profiles of a runs DataFrame, by key, most runs first.
+
+    Reads one run per profile of a frame that carries its keys (`with_keys`), so
+    a caller that keys its runs once never has every run's profile computed again.
+    """
+    if runs.empty:
+        return {}
+    runs = with_keys(runs)
+    counts = runs[KEY_COLUMN].value_counts()
+    firsts = runs.drop_duplicates(KEY_COLUMN).set_index(KEY_COLUMN)
+    columns = [name for name in PROFILE_COLUMNS if name in firsts.columns]
+    return {
+        key: profile_of(firsts.loc[key, columns].to_dict())
+        for key in sorted(counts.index, key=lambda key: (-counts[key], key))
+    }
 
 
 def resolve(text: str, known: Mapping[str, MachineProfile]) -> MachineProfile:

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core import store
+from core import profiles, store
 from core.database import default_db_path, ensure_database
 from core.errors import StoreError
 from modeling import machines as machine_choices
@@ -40,7 +40,7 @@ from modeling.errors import ModelingError, NoModelsError
 from modeling.machines import MachineChoice
 from modeling.stored import bundle, readonly
 from modeling.stored.predictor import Predictor
-from presentation import machines, text
+from presentation import text
 
 # Set to 1/true/yes to hide everything that writes (sweep launcher, import) and
 # write nothing at all: a dashboard shared with a whole team.
@@ -115,7 +115,7 @@ def version(db_path: Path) -> Version:
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS)
 def runs(db_path: Path, db_version: Version) -> pd.DataFrame:
     """Every stored run (`core.store.load_runs`), with its profile key in ``machine_profile``."""
-    return machines.with_profiles(store.load_runs(db_path))
+    return profiles.with_keys(store.load_runs(db_path))
 
 
 @_stops_on_store_error

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from core import profiles
 from core.errors import MemplanError
 from core.machine import this_profile
 from core.profiles import MachineProfile
@@ -75,7 +76,7 @@ class Picked:
 
 def _known(db: Path, version: data.Version, workload: str) -> dict[str, MachineProfile]:
     """The profiles with runs of ``workload``, most runs first."""
-    return machines.profiles_of(workload_labels.runs_of(data.runs(db, version), workload))
+    return profiles.profiles_in(workload_labels.runs_of(data.runs(db, version), workload))
 
 
 def choose(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core import profiles
 from core.machine import this_profile
 from core.workloads import DEFAULT_WORKLOAD
 from dashboard import data
@@ -41,7 +42,7 @@ if runs.empty:
     st.stop()
 
 here = this_profile()
-machine_names = machines.names(machines.profiles_of(runs))
+machine_names = machines.names(profiles.profiles_in(runs))
 
 
 def machine_option(key: str) -> str:

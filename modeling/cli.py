@@ -149,6 +149,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         )
     specs = pick(catalogue(quick=args.quick), args.models)
     runs = store.load_runs(db_path, status="ok", workload=args.workload)
+    runs = profiles.with_keys(runs)
     groups = _evaluation_groups(runs, args.machine)
     if not groups:
         raise ModelingError(
@@ -162,7 +163,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             # Never fitted together with anything: the runs did not say which CPU they had.
             _progress(f"skipped {name}: its runs did not record their machine")
             continue
-        chosen = runs[(runs["workload"] == workload) & (runs["machine_profile"] == machine.key)]
+        key = profiles.KEY_COLUMN
+        chosen = runs[(runs["workload"] == workload) & (runs[key] == machine.key)]
         try:
             _evaluate_group(args, db_path, workload, machine, specs, frame.loc[chosen["run_id"]])
         except ModelingError as error:
@@ -183,13 +185,12 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _evaluation_groups(
     runs: pd.DataFrame, requested: str | None
 ) -> list[tuple[str, profiles.MachineProfile]]:
-    """(workload, profile) pairs to evaluate, each on its own runs; adds ``machine_profile``."""
-    runs["machine_profile"] = profiles.profile_keys(runs) if len(runs) else []
+    """(workload, profile) pairs to evaluate, each on its own runs (keyed: `with_keys`)."""
     known = profiles.profiles_in(runs)
     if requested is not None:
         wanted = profiles.resolve(requested, known).key
         known = {wanted: known[wanted]}
-    pairs = runs[["workload", "machine_profile"]].drop_duplicates()
+    pairs = runs[["workload", profiles.KEY_COLUMN]].drop_duplicates()
     chosen = [(str(w), known[key]) for w, key in pairs.itertuples(index=False) if key in known]
     return sorted(chosen, key=lambda pair: (pair[0], pair[1].label, pair[1].key))
 

@@ -18,7 +18,7 @@ from core import database, profiles, store
 from core.machine import this_profile
 from core.profiles import MachineProfile
 from modeling.evaluation.protocol import MIN_POINTS
-from modeling.evaluation.splits import POINT_COLUMNS
+from modeling.evaluation.splits import point_ids
 from modeling.features import measured_frame
 from modeling.stored import bundle, tables
 
@@ -63,12 +63,8 @@ def run_counts(db_path: Path, workload: str) -> dict[str, int]:
     frame = measured_frame(runs)
     keys = dict(zip(runs["run_id"], profiles.profile_keys(runs), strict=True))
     frame = frame.assign(machine=[keys[run_id] for run_id in frame.index])
-    # What the evaluation counts (`splits.point_ids`); not the baseline, each run has its own.
-    point_columns = list(POINT_COLUMNS)
-    return {
-        str(key): int(group[point_columns].drop_duplicates().shape[0])
-        for key, group in frame.groupby("machine")
-    }
+    # What the evaluation counts (`protocol.evaluate`'s n_points).
+    return {str(key): int(point_ids(group).nunique()) for key, group in frame.groupby("machine")}
 
 
 def fitted_machines(db_path: Path, workload: str) -> list[str | None]:

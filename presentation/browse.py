@@ -7,7 +7,7 @@ labelled by every side (``64×64×64``), a 2D one as its workload writes it
 frame made for reading is in GiB, with the unit in the column name.
 
 Machines are told apart by their profile (`core.profiles`), never by host
-name: a frame with the ``machine_profile`` column (`presentation.machines.with_profiles`)
+name: a frame with the ``machine_profile`` column (`core.profiles.with_keys`)
 can be filtered and compared by it; `presentation.machines` tabulates them.
 """
 
@@ -23,6 +23,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from core import profiles
 from core.records import RUN_COLUMNS
 from core.units import GIB
 from presentation import workload_labels
@@ -30,7 +31,7 @@ from presentation import workload_labels
 OK = "ok"
 IMAGE = "image"  # the derived "D×H×W" (or 2D "224", "227x200") column
 WORKLOAD = workload_labels.WORKLOAD_COLUMN
-MACHINE = "machine_profile"  # a run's profile key (`presentation.machines.with_profiles`)
+MACHINE = profiles.KEY_COLUMN  # a run's profile key (`core.profiles.with_keys`)
 # Filter label on the page -> runs column; an empty choice means "all".
 FILTERS: dict[str, str] = {
     "Workload": WORKLOAD,

@@ -4,7 +4,7 @@ Models are fitted per workload and machine profile (`core.profiles`,
 `modeling.machines`): the same configuration can peak 2.9x higher on another
 kind of CPU. Nothing here needs Streamlit:
 
-* `with_profiles` — a runs frame with each run's profile key (``machine_profile``);
+* `runs_on` — a runs frame's runs of one profile (`core.profiles.with_keys` keys them);
 * `offered`, `default_choice`, `choice_for`, `option_label`, `answer_words` —
   the machine selector of the Models and Sizing pages, and the words every
   answer ends with ("for AMD EPYC, AVX-512 BF16, 2 cores, TensorFlow 2.21 —
@@ -90,38 +90,11 @@ def markdown(sentence: str) -> str:
 # --- runs and their profiles ------------------------------------------------------------
 
 
-def with_profiles(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` with each run's profile key (`core.profiles`) in ``machine_profile``."""
-    if PROFILE_COLUMN in runs:
-        return runs
-    keys = profiles.profile_keys(runs) if len(runs) else []
-    return runs.assign(**{PROFILE_COLUMN: pd.Series(keys, index=runs.index, dtype=object)})
-
-
-def profiles_of(runs: pd.DataFrame) -> dict[str, MachineProfile]:
-    """The distinct profiles of ``runs``, by key, most runs first (`core.profiles.profiles_in`).
-
-    Reads one run per profile of a frame that has its keys (`with_profiles`),
-    so a page with thousands of runs does not compute each run's profile again.
-    """
-    if runs.empty:
-        return {}
-    runs = with_profiles(runs)
-    counts = runs[PROFILE_COLUMN].value_counts()
-    firsts = runs.drop_duplicates(PROFILE_COLUMN).set_index(PROFILE_COLUMN)
-    columns = [name for name in profiles.PROFILE_COLUMNS if name in firsts.columns]
-    return {
-        key: profiles.profile_of(firsts.loc[key, columns].to_dict())
-        for key in sorted(counts.index, key=lambda key: (-counts[key], key))
-    }
-
-
 def runs_on(runs: pd.DataFrame, key: str) -> pd.DataFrame:
     """The runs of profile ``key`` (`MIXED`: every run)."""
     if key == MIXED:
         return runs
-    runs = with_profiles(runs)
-    return runs[runs[PROFILE_COLUMN] == key]
+    return profiles.runs_of(runs, key)
 
 
 def names(found: Mapping[str, MachineProfile | None]) -> dict[str, str]:
@@ -423,9 +396,9 @@ def profiles_table(runs: pd.DataFrame, here_key: str | None = None) -> pd.DataFr
     """
     if runs.empty:
         return pd.DataFrame()
-    runs = workload_labels.with_workload(with_profiles(runs))
+    runs = workload_labels.with_workload(profiles.with_keys(runs))
     rows = []
-    for key, profile in profiles_of(runs).items():
+    for key, profile in profiles.profiles_in(runs).items():
         mine = runs[runs[PROFILE_COLUMN] == key]
         facts = profile.facts()
         rows.append(
@@ -478,7 +451,7 @@ def compared(runs: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
     ok = runs[(runs["status"] == OK) & runs[PEAK_COLUMN].notna()] if len(runs) else runs
     if ok.empty:
         return pd.DataFrame(columns=COMPARED_COLUMNS)
-    ok = with_profiles(browse.with_image(ok))
+    ok = profiles.with_keys(browse.with_image(ok))
     point = list(POINT_COLUMNS)
     per = (
         ok.groupby([*point, PROFILE_COLUMN], dropna=False, sort=False)
@@ -496,7 +469,7 @@ def compared(runs: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
     if per.empty:
         return pd.DataFrame(columns=COMPARED_COLUMNS)
     compared_runs = ok[ok[PROFILE_COLUMN].isin(set(per[PROFILE_COLUMN]))]
-    found = profiles_of(compared_runs)
+    found = profiles.profiles_in(compared_runs)
     order = [key for key in found if key in set(per[PROFILE_COLUMN])]
     reference = reference if reference in order else order[0]
     order.remove(reference)

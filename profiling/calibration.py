@@ -221,11 +221,11 @@ def profile_table(db_path: Path, here_key: str, workload: str | None = None) -> 
     runs = store.load_runs(db_path, workload=workload)
     if runs.empty:
         return pd.DataFrame(columns=list(PROFILE_TABLE_COLUMNS))
+    runs = profiles.with_keys(runs)
     known = profiles.profiles_in(runs)
-    runs = runs.assign(profile=profiles.profile_keys(runs))
     fitted = _fitted_pairs(db_path)
     rows = []
-    for (key, name), group in runs.groupby(["profile", "workload"], sort=False):
+    for (key, name), group in runs.groupby([profiles.KEY_COLUMN, "workload"], sort=False):
         ok = group[group["status"] == "ok"]
         points = {store.point_key(row) for row in ok.to_dict("records")}
         rows.append(

@@ -345,10 +345,11 @@ def _add_machine_filter(parser: argparse.ArgumentParser) -> None:
 
 def _runs_of_machine(runs: pd.DataFrame, requested: str | None) -> pd.DataFrame:
     """``runs`` of the profile ``requested`` names (all when None); refuses an unknown one."""
+    runs = profiles.with_keys(runs)
     if requested is None:
         return runs
     wanted = profiles.resolve(requested, profiles.profiles_in(runs)).key
-    return runs[[key == wanted for key in profiles.profile_keys(runs)]]
+    return profiles.runs_of(runs, wanted)
 
 
 def _summary(args: argparse.Namespace) -> int:
@@ -360,10 +361,9 @@ def _summary(args: argparse.Namespace) -> int:
         print("no runs match")
         return 0
     found = profiles.profiles_in(runs)
-    keys = profiles.profile_keys(runs)
     # A median over two machines' runs would be no machine's peak: one table per profile.
     for key, profile in found.items():
-        table = peak_table(runs[[k == key for k in keys]], args.metric)
+        table = peak_table(profiles.runs_of(runs, key), args.metric)
         if len(found) > 1:
             print(f"{'## ' if args.markdown else ''}{profile.label} (profile {key})\n")
         print(to_markdown(table) if args.markdown else table.to_string())

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core import store
+from core import profiles, store
 from core.errors import DataFileError
-from presentation import browse, charts_sweeps, machines
+from presentation import browse, charts_sweeps
 from profiling import exchange
 from profiling.uploads import Upload, import_uploads
 from tests.conftest import build_record
@@ -167,9 +167,9 @@ def test_a_run_that_did_not_finish_its_steps_gets_no_step_marks(overrides):
 
 
 def test_runs_can_be_filtered_by_machine_profile_most_runs_first(runs):
-    profiled = machines.with_profiles(runs)
+    profiled = profiles.with_keys(runs)
     big, small = profiled["machine_profile"].iloc[[2, 0]]
-    extra = machines.with_profiles(
+    extra = profiles.with_keys(
         runs_frame(
             build_record(
                 hostname="big2",
@@ -194,7 +194,7 @@ def test_runs_can_be_filtered_by_machine_profile_most_runs_first(runs):
 
 
 def test_peaks_at_one_batch_name_their_machine_and_host(runs):
-    profiled = machines.with_profiles(runs)
+    profiled = profiles.with_keys(runs)
     names = {key: f"machine {key[:3]}" for key in profiled["machine_profile"]}
     points = browse.batch_peaks(profiled, batch_size=1, machine_names=names)
     big, small = (names[key] for key in profiled["machine_profile"].iloc[[2, 0]])
@@ -361,7 +361,7 @@ def test_a_timeline_without_steps_has_no_step_layer():
 
 
 def test_the_peaks_chart_colours_the_peaks_by_machine(runs):
-    peaks = browse.batch_peaks(machines.with_profiles(runs), batch_size=1)
+    peaks = browse.batch_peaks(profiles.with_keys(runs), batch_size=1)
     chart = charts_sweeps.peaks_by_machine(peaks)
     drawn = layers(chart)
     assert drawn["measured"]["encoding"]["color"]["field"] == "machine"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from core import profiles
 from core.profiles import profile_of
 from modeling.machines import ASKED, BUNDLED, LATEST, THIS_MACHINE, MachineChoice
 from presentation import browse, charts_sweeps, machines
@@ -363,7 +364,7 @@ def test_the_default_network_cube_points_are_what_a_calibration_grid_holds(two_m
 
 
 def test_runs_carry_their_profile_and_can_be_filtered_by_it(two_machines):
-    runs = machines.with_profiles(two_machines)
+    runs = profiles.with_keys(two_machines)
 
     assert runs[browse.MACHINE].value_counts().to_dict() == {INTEL_KEY: 4, AMD_KEY: 3}
     assert len(machines.runs_on(runs, AMD_KEY)) == 3
