@@ -9,6 +9,7 @@ no more than the machine has (`check_memory_limit`).
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from decimal import Decimal
 
@@ -28,6 +29,16 @@ SIZE_UNITS_HELP = (
 def format_gib(value_bytes: float) -> str:
     """``12.34 GiB``: bytes as binary gigabytes, two decimals."""
     return f"{value_bytes / GIB:.2f} GiB"
+
+
+def format_bound(value_bytes: float) -> str:
+    """`format_gib`, or what to say of a bound a model cannot give (infinite, NaN).
+
+    Reads after "would need up to": "... an unknown amount (the model gives it no finite bound)".
+    """
+    if math.isfinite(value_bytes):
+        return format_gib(value_bytes)
+    return "an unknown amount (the model gives it no finite bound)"
 
 
 def format_bytes(value_bytes: float) -> str:

@@ -31,6 +31,7 @@ from core.analytical import refined_breakdown
 from core.units import GIB
 from core.workloads.base import WorkloadConfig
 from dashboard import data, machine_panel, query_state, sizing_answers
+from modeling.decision import Decision, approx_gib, decide, evidence_for
 from presentation import charts, curves, machines, sizing_view, workload_labels
 from presentation.sizing_view import SizingChoices, SizingState, gib
 from presentation.text import plain
@@ -199,86 +200,68 @@ def predictions(
     return sizing_view.config_predictions(models, configs)
 
 
-def verdict(chosen: pd.Series, state: SizingState, usable_bytes: int, machine: str) -> None:
-    """The chosen model's prediction, bound, and whether it fits the budget.
+def verdict(decision: Decision, state: SizingState, machine: str) -> None:
+    """The decision with its evidence: the bound, the credible models' spread, the verdict
+    worded by confidence, and the models left out of the answer, named with why.
 
     machine : whose models answer, in words (`machine_panel.Picked.words`, not escaped).
     """
-    upper, budget_bytes = chosen["upper_bytes"], state.budget_gib * GIB
-    predicted_col, upper_col, verdict_col = st.columns(3)
-    predicted_col.metric(
-        "Predicted peak",
-        gib(chosen["predicted_bytes"]),
-        help=f"{plain(chosen['title'])}: its point prediction.",
-    )
-    upper_col.metric(
+    estimate = decision.estimate
+    bound_col, spread_col = st.columns(2)
+    spare = decision.budget_bytes - decision.needed_bytes
+    bound_col.metric(
         "Upper bound",
-        gib(upper) if math.isfinite(upper) else "unbounded",
-        help=f"x{chosen['bound_ratio']:.3f} of the prediction: the 90% split-conformal bound"
-        + (
-            ", raised to the refined closed-form estimate"
-            if chosen["raised_to_closed_form"]
-            else ""
-        ),
+        approx_gib(decision.bound_bytes),
+        delta=f"{approx_gib(spare)} spare" if estimate and math.isfinite(spare) else None,
+        help="What the answer rests on: the model's upper bound, not its point prediction, "
+        "which is low half the time. Spare: the budget less the bound and its headroom.",
     )
-    needed = upper * (1 + state.headroom_pct / 100)
-    fits = upper <= usable_bytes
-    spare = f"{(budget_bytes - needed) / GIB:+,.1f} GiB spare" if math.isfinite(needed) else None
-    verdict_col.metric(
-        "Verdict",
-        "Fits" if fits else "Does not fit",
-        delta=spare,
-        help="Fits when the upper bound plus headroom is within the budget.",
+    spread_col.metric(
+        "Credible models",
+        decision.credibility.span,
+        help=f"The upper bounds of the models believed here: {decision.spread}.",
     )
-    sentence = (
-        f"{state.image_label} at batch {state.batch_size} needs up to {gib(upper)}, "
-        f"{gib(needed)} with {state.headroom_pct:g}% headroom, of the {state.budget_gib:g} GiB "
-        f"budget ({plain(chosen['title'])}), {plain(machine)}."
+    message = f"**{decision.headline}.** " + plain(
+        sizing_view.decision_sentence(decision, state.image_label, machine)
     )
-    if fits:
-        st.success(f"**Fits**: {sentence}")
-    else:
-        st.error(f"**Does not fit**: {sentence}")
-    if chosen["raised_to_closed_form"]:
-        st.warning(
-            f"{plain(chosen['title'])} predicts less than the refined closed-form estimate here, "
-            "which "
-            "every measured run exceeded, so the bound is the closed-form estimate instead; "
-            "this model's formula is not to be trusted here."
-        )
-    if chosen["beyond"]:
-        st.warning(
-            f"This configuration lies beyond the measured runs: {plain(chosen['beyond'])}. "
-            "The model was never checked there; its bound is a best guess, not a guarantee."
+    getattr(st, sizing_view.headline_tone(decision))(message)
+    if decision.substituted:
+        st.info(plain(decision.substituted))
+    left_out = sizing_view.left_out_lines(decision)
+    if left_out:
+        st.markdown(
+            "Left out of the answer, their predictions absurd here:\n"
+            + "\n".join(f"- {plain(line)}" for line in left_out)
         )
 
 
-def every_model(table: pd.DataFrame, state: SizingState, usable_bytes: int) -> None:
-    shown = pd.DataFrame(
-        {
-            "model": table["title"],
-            "predicted (GiB)": table["predicted_bytes"] / GIB,
-            "upper bound (GiB)": table["upper_bytes"] / GIB,
-            "bound x": table["bound_ratio"],
-            "fits": [
-                "Fits" if upper <= usable_bytes else "Does not fit"
-                for upper in table["upper_bytes"]
-            ],
-            "measured range": ["beyond" if beyond else "inside" for beyond in table["beyond"]],
-        }
-    )
+def every_model(
+    table: pd.DataFrame, decision: Decision, state: SizingState, usable_bytes: int
+) -> None:
+    """Every model's prediction and bound; the chart draws only the credible ones."""
     number = st.column_config.NumberColumn
     st.dataframe(
-        shown,
+        sizing_view.models_frame(table, decision, usable_bytes),
         hide_index=True,
+        width="stretch",
         column_config={
-            "predicted (GiB)": number(format="%.2f"),
-            "upper bound (GiB)": number(format="%.2f"),
-            "bound x": number(format="%.3f"),
+            "predicted GiB": number(format="%,.2f", help="The model's point prediction."),
+            "bound GiB": number(
+                format="%,.2f", help="Its upper bound, raised to the closed-form floor if below."
+            ),
+            "bound from": st.column_config.TextColumn(
+                help="conformal xR: the prediction times the model's conformal ratio; "
+                "closed-form floor: the model's bound fell below the refined closed-form "
+                "estimate, which every measured run exceeded, and was raised to it."
+            ),
+            "credible": st.column_config.TextColumn(
+                help="Left out of the answer when its prediction is absurd here (listed above)."
+            ),
         },
     )
-    frame = table.assign(
-        predicted_gib=table["predicted_bytes"] / GIB, upper_gib=table["upper_bytes"] / GIB
+    credible = table[[decision.credibility.is_credible(name) for name in table["model"]]]
+    frame = credible.assign(
+        predicted_gib=credible["predicted_bytes"] / GIB, upper_gib=credible["upper_bytes"] / GIB
     )
     st.altair_chart(charts.bounds(frame, state.budget_gib, usable_bytes / GIB), width="stretch")
 
@@ -392,9 +375,17 @@ def render() -> None:
             st.info(sizing_view.waiting_text(problems))
         else:
             usable = usable_bytes(state)
-            verdict(chosen, state, usable, picked.words)
+            decision = decide(
+                sizing_view.estimates(table),
+                state.model,
+                state.config,
+                evidence_for(state.config, runs),
+                state.budget_gib * GIB,
+                state.headroom_pct / 100,
+            )
+            verdict(decision, state, picked.words)
             with st.expander("Every model's prediction and upper bound", expanded=True):
-                every_model(table, state, usable)
+                every_model(table, decision, state, usable)
     st.subheader("What fits")
     if problems:
         st.info(sizing_view.waiting_text(problems))

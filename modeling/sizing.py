@@ -107,7 +107,7 @@ class ImageSizeAnswer:
     predicted_bytes: int
     bound_bytes: int
     next_side: int | None  # None: even the largest side the network takes fits
-    next_bound_bytes: int | None
+    next_bound_bytes: float | None  # math.inf: the model gives the next one no finite bound
     basis: Basis
 
 
@@ -121,7 +121,7 @@ class BatchAnswer:
     predicted_bytes: int
     bound_bytes: int
     next_batch: int | None  # None: even the largest batch accepted fits
-    next_bound_bytes: int | None
+    next_bound_bytes: float | None  # math.inf: the model gives the next one no finite bound
     basis: Basis
 
 
@@ -173,6 +173,14 @@ def _bounds(model: SizingModel, configs: Sequence[WorkloadConfig]) -> tuple[np.n
     floor = closed_form_floor(model, configs)
     raised = bounds < floor
     return np.where(raised, floor, bounds), raised
+
+
+def _next_bound(bounds: np.ndarray, following: int | None) -> float | None:
+    """The bound of the first size that does not fit: whole bytes, or math.inf if unbounded."""
+    if following is None:
+        return None
+    bound = float(bounds[following])
+    return int(bound) if math.isfinite(bound) else math.inf
 
 
 def _basis(model: SizingModel, config: WorkloadConfig, raised: bool) -> Basis:
@@ -247,7 +255,7 @@ def largest_image_side(
         predicted_bytes=int(model.point_bytes([chosen])[0]),
         bound_bytes=int(bounds[index]),
         next_side=None if following is None else sides[following],
-        next_bound_bytes=None if following is None else int(bounds[following]),
+        next_bound_bytes=_next_bound(bounds, following),
         basis=_basis(model, chosen, bool(raised[index])),
     )
 
@@ -291,7 +299,7 @@ def largest_batch(
         predicted_bytes=int(model.point_bytes([chosen])[0]),
         bound_bytes=int(bounds[index]),
         next_batch=None if following is None else configs[following].batch_size,
-        next_bound_bytes=None if following is None else int(bounds[following]),
+        next_bound_bytes=_next_bound(bounds, following),
         basis=_basis(model, chosen, bool(raised[index])),
     )
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from core.units import format_gib
+from core.units import format_bound, format_gib
 from modeling.sizing import Basis, BatchAnswer, ImageSizeAnswer, MemoryAnswer
 from modeling.stored.predictor import Predictor
 
@@ -97,7 +97,7 @@ def image_size_lines(answer: ImageSizeAnswer, dims: int = 3) -> list[str]:
     else:
         lines.append(
             f"next size up, {answer.next_side}^{dims}, would need up to "
-            f"{format_gib(answer.next_bound_bytes or 0)}: does not fit"
+            f"{format_bound(answer.next_bound_bytes or 0)}: does not fit"
         )
     return lines + _basis_lines(answer.basis)
 
@@ -114,7 +114,7 @@ def batch_lines(answer: BatchAnswer) -> list[str]:
     else:
         lines.append(
             f"batch {answer.next_batch} would need up to "
-            f"{format_gib(answer.next_bound_bytes or 0)}: does not fit"
+            f"{format_bound(answer.next_bound_bytes or 0)}: does not fit"
         )
     return lines + _basis_lines(answer.basis)
 

@@ -30,10 +30,18 @@ import pandas as pd
 
 from core import workloads
 from core.analytical import MemoryBreakdown
-from core.units import GIB
+from core.units import GIB, format_bound
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import PRECISIONS, WorkloadConfig
 from modeling import sizing
+from modeling.decision import (
+    Confidence,
+    Decision,
+    ModelEstimate,
+    approx_gib,
+    decide,
+    evidence_for,
+)
 from modeling.evaluation.bounds import ConformalBound, upper_bound
 from modeling.sizing import closed_form_floor
 from modeling.stored.tables import best_model_name
@@ -313,7 +321,7 @@ def image_caption(found: sizing.ImageSizeAnswer, dims: int) -> str:
         "every side offered fits"
         if found.next_side is None
         else f"{workload_labels.power(found.next_side, dims)} would need "
-        f"{gib(found.next_bound_bytes or 0)}"
+        f"{format_bound(found.next_bound_bytes or 0)}"
     )
     return f"Needs up to {gib(found.bound_bytes)}; {following}."
 
@@ -322,7 +330,7 @@ def batch_caption(found: sizing.BatchAnswer) -> str:
     following = (
         "every batch accepted fits"
         if found.next_batch is None
-        else f"batch {found.next_batch} would need {gib(found.next_bound_bytes or 0)}"
+        else f"batch {found.next_batch} would need {format_bound(found.next_bound_bytes or 0)}"
     )
     return f"Needs up to {gib(found.bound_bytes)}; {following}."
 
@@ -385,6 +393,13 @@ class BoundedModel(PointModel, Protocol):
     def training_range(self) -> Any: ...
 
 
+def reach(model: BoundedModel, config: WorkloadConfig) -> float:
+    """Image x batch of ``config`` over the largest the model's runs measured (> 1: beyond)."""
+    largest = float(model.training_range.max_sample_megavoxels)
+    sample_megavoxels = config.elements * config.batch_size / 1e6
+    return sample_megavoxels / largest if largest > 0 else math.inf
+
+
 def config_predictions(
     models: Iterable[BoundedModel], configs: Sequence[WorkloadConfig]
 ) -> pd.DataFrame:
@@ -398,7 +413,8 @@ def config_predictions(
     with the sizing answers. One row per model x configuration, columns
     ``model, title, batch_size, image_shape, predicted_bytes, upper_bytes,
     bound_ratio, raised_to_closed_form, beyond`` (how the configuration lies
-    outside the model's measured range, in words; empty inside it).
+    outside the model's measured range, in words; empty inside it), ``reach``
+    (`reach`).
     """
     columns = [
         "model",
@@ -410,6 +426,7 @@ def config_predictions(
         "bound_ratio",
         "raised_to_closed_form",
         "beyond",
+        "reach",
     ]
     if not configs:
         return pd.DataFrame(columns=columns)
@@ -435,6 +452,7 @@ def config_predictions(
                     "beyond": [
                         "; ".join(model.training_range.beyond(config)) for config in configs
                     ],
+                    "reach": [reach(model, config) for config in configs],
                 }
             )
         )
@@ -445,4 +463,111 @@ def knob_items(knobs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     """Knob values as a hashable cache key, NumPy scalars made Python ones."""
     return tuple(
         (knob, value.item() if hasattr(value, "item") else value) for knob, value in knobs.items()
+    )
+
+
+def estimates(table: pd.DataFrame) -> list[ModelEstimate]:
+    """The rows of `config_predictions` for one configuration, as `modeling.decision` takes them."""
+    return [
+        ModelEstimate(
+            name=str(row["model"]),
+            title=str(row["title"]),
+            predicted_bytes=float(row["predicted_bytes"]),
+            upper_bytes=float(row["upper_bytes"]),
+            raised_to_closed_form=bool(row["raised_to_closed_form"]),
+            beyond=str(row["beyond"]),
+            reach=float(row["reach"]),
+        )
+        for row in table.to_dict("records")
+    ]
+
+
+def decision_for(
+    models: Sequence[BoundedModel],
+    config: WorkloadConfig,
+    runs: pd.DataFrame,
+    budget_gib: float,
+    headroom_pct: float,
+    asked_model: str,
+) -> Decision:
+    """The decision for one question: every model's estimate, the credible ones, the evidence.
+
+    runs : the runs of the machine profile the models are of (any status).
+    """
+    table = config_predictions(models, [config])
+    return decide(
+        estimates(table),
+        asked_model,
+        config,
+        evidence_for(config, runs),
+        budget_gib * GIB,
+        headroom_pct / 100,
+    )
+
+
+# How each confidence colours the headline: green only where evidence backs a "fits".
+TONES = {
+    (Confidence.VERIFIED, True): "success",
+    (Confidence.INSIDE, True): "success",
+    (Confidence.BEYOND, True): "warning",
+}
+
+
+def headline_tone(decision: Decision) -> str:
+    """``success``, ``warning`` or ``error``: a fit beyond the measured runs is a warning."""
+    return TONES.get((decision.confidence, decision.fits), "error")
+
+
+def decision_sentence(decision: Decision, image_label: str, machine: str) -> str:
+    """The headline's sentence: the bound, the headroom, the budget, the model, the machine.
+
+    machine : whose models answer, in words (`dashboard.machine_panel.Picked.words`).
+    """
+    estimate = decision.estimate
+    config = decision.config
+    budget = f"{decision.budget_bytes / GIB:,g} GiB"
+    if estimate is None:
+        return (
+            f"{decision.spread.capitalize()} for {image_label} at batch {config.batch_size}, "
+            f"{machine}: measure it before sizing for it."
+        )
+    headroom = f"{decision.headroom * 100:g}% headroom"
+    sentence = (
+        f"{image_label} at batch {config.batch_size} needs up to {approx_gib(estimate.upper_bytes)}"
+        f" ({estimate.title}; its point prediction is {approx_gib(estimate.predicted_bytes)}), "
+        f"{approx_gib(decision.needed_bytes)} with {headroom}, of the {budget} budget; "
+        f"the credible models' bounds: {decision.spread}; {machine}."
+    )
+    if decision.confidence is Confidence.BEYOND and estimate.beyond:
+        sentence += f" Beyond the measured runs: {estimate.beyond}."
+    return sentence
+
+
+def left_out_lines(decision: Decision) -> list[str]:
+    """Each model left out of the answer, ``title: why``, for a bulleted list."""
+    return [f"{out.estimate.title}: {out.reason}" for out in decision.credibility.left_out]
+
+
+def models_frame(table: pd.DataFrame, decision: Decision, usable_bytes: float) -> pd.DataFrame:
+    """Every model's estimate for the question as the page's table shows it.
+
+    table : `config_predictions` rows of the question's configuration. Short
+    column names so the table fits a 1024 px wide page; why a model is left out
+    is listed under the table, not in a cell too narrow to read.
+    """
+    credibility = decision.credibility
+    return pd.DataFrame(
+        {
+            "model": table["title"].to_numpy(),
+            "predicted GiB": (table["predicted_bytes"] / GIB).to_numpy(),
+            "bound GiB": (table["upper_bytes"] / GIB).to_numpy(),
+            "bound from": [
+                "closed-form floor" if raised else f"conformal x{ratio:.2f}"
+                for raised, ratio in zip(
+                    table["raised_to_closed_form"], table["bound_ratio"], strict=True
+                )
+            ],
+            "credible": ["yes" if credibility.is_credible(n) else "no" for n in table["model"]],
+            "fits": ["yes" if upper <= usable_bytes else "no" for upper in table["upper_bytes"]],
+        }
     )

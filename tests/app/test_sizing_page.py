@@ -63,6 +63,28 @@ def link_warnings(at: AppTest) -> list[str]:
     return [shown(w.value) for w in at.warning if shown(w.value).startswith("The link's")]
 
 
+def headline(at: AppTest) -> str:
+    """The decision's headline box (green, yellow or red by its confidence), as shown."""
+    (found,) = [
+        shown(box.value) for box in [*at.success, *at.warning, *at.error] if box.value[:2] == "**"
+    ]
+    return found
+
+
+def drawn_models(at: AppTest) -> set[str]:
+    """The models the bounds chart draws."""
+    (chart,) = [
+        c for c in charts(at) if any("upper_gib" in layer["rows"] for layer in c.get("layer", []))
+    ]
+    return {title for layer in chart["layer"] for title in layer["rows"].get("title", [])}
+
+
+def point_prediction(at: AppTest, title: str) -> float:
+    """A model's point prediction (GiB), from the every-model table."""
+    table = at.dataframe[0].value
+    return float(table.loc[table["model"] == title, "predicted GiB"].iloc[0])
+
+
 def labels(widgets) -> list[str]:
     return [w.label for w in widgets]
 
@@ -94,17 +116,18 @@ def test_the_inputs_carry_the_contract_labels_and_only_valid_sizes(reference_db:
     assert widget(at.number_input, "Headroom (%)").value == 20.0
     best = results.best_model_name(results.load_scores(reference_db))
     assert widget(at.selectbox, "Model").value == best
-    assert gib(metric(at, "Predicted peak")) < gib(metric(at, "Upper bound"))
+    title = next(p.title for p in results.load_predictors(reference_db) if p.name == best)
+    assert point_prediction(at, title) < gib(metric(at, "Upper bound"))
 
 
 def test_moving_the_batch_or_the_image_changes_the_predicted_peak(reference_db: Path) -> None:
     at = sizing_page()
-    at_batch_4 = gib(metric(at, "Predicted peak"))
+    at_batch_4 = gib(metric(at, "Upper bound"))
 
     widget(at.select_slider, "Batch size").set_value(8).run()
-    at_batch_8 = gib(metric(at, "Predicted peak"))
+    at_batch_8 = gib(metric(at, "Upper bound"))
     widget(at.select_slider, "Image side").set_value(64).run()
-    at_64 = gib(metric(at, "Predicted peak"))
+    at_64 = gib(metric(at, "Upper bound"))
 
     assert at_batch_4 < at_batch_8
     assert at_64 < at_batch_8
@@ -112,14 +135,61 @@ def test_moving_the_batch_or_the_image_changes_the_predicted_peak(reference_db: 
 
 
 def test_the_verdict_says_whether_the_bound_fits_the_budget(reference_db: Path) -> None:
-    at = sizing_page()
-    assert metric(at, "Verdict") == "Fits"
-    assert at.success[0].value.startswith("**Fits**: 128^3 at batch 4 needs up to")
-    assert shown(at.success[0].value).endswith(f"for {BUNDLED_LABEL} — the bundled reference.")
+    at = sizing_page()  # 128^3 at batch 4: measured on the bundled machine
+    (headline,) = at.success
+    assert headline.value.startswith("**Fits, verified by a run (measured 10.6 GiB).** 128^3 at")
+    assert shown(headline.value).endswith(f"for {BUNDLED_LABEL} — the bundled reference.")
 
     widget(at.number_input, "Memory budget (GiB)").set_value(8.0).run()
-    assert metric(at, "Verdict") == "Does not fit"
-    assert at.error[0].value.startswith("**Does not fit**: 128^3 at batch 4")
+    assert at.error[0].value.startswith("**Does not fit, measured: a run peaked at 10.6 GiB.**")
+
+    widget(at.select_slider, "Batch size").set_value(3).run()  # never measured, inside the grid
+    assert at.error[0].value.startswith("**Does not fit by prediction, inside the measured range")
+
+
+def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
+    reference_db: Path,
+) -> None:
+    # The Dell–Intel study's question: 12x the image x batch of the largest bundled run.
+    at = sizing_page(image="240x240x144", batch="16")
+
+    assert metric(at, "Upper bound") == "161 GiB"  # three figures, not 161.03
+    assert metric(at, "Credible models") == "159–190 GiB"
+    (headline,) = at.warning[:1]
+    assert shown(headline.value).startswith(
+        "**Predicted to fit, 12x beyond the largest measured run: verify first.** 240x240x144 at "
+        "batch 16 needs up to 161 GiB (symbolic regression (gplearn); its point prediction "
+        "is 152 GiB), 193 GiB with 20% headroom, of the 256 GiB budget; the credible models' "
+        "bounds: 159–190 GiB across 4 of 10 models;"
+    )
+    assert not at.success
+    (left_out,) = [m.value for m in at.markdown if "Left out of the answer" in m.value]
+    # Named with why, and not drawn: the paper model's 1,617 GiB bound would swamp the chart.
+    assert "paper" in left_out and "10.0x the models' median bound" in shown(left_out)
+    assert "XGBoost" in left_out
+    assert len(drawn_models(at)) == 4
+    table = at.dataframe[0].value
+    assert table.columns.tolist() == [
+        "model",
+        "predicted GiB",
+        "bound GiB",
+        "bound from",
+        "credible",
+        "fits",
+    ]
+    assert (table["credible"] == "yes").sum() == 4
+
+
+def test_a_model_absurd_here_is_replaced_by_the_highest_credible_bound(
+    reference_db: Path,
+) -> None:
+    # The hybrid ratio model predicts a negative peak at 1024^3, batch 128.
+    at = sizing_page(image="1024", batch="128", model="hybrid_ratio", budget="65536")
+
+    (replaced,) = [shown(i.value) for i in at.info if "is left out here" in i.value]
+    assert replaced.startswith("Model hybrid_ratio is left out here (predicts -394,029 GiB")
+    assert "the answer uses refined analytical (closed form)" in replaced
+    assert at.error[0].value.startswith("**Predicted not to fit, 12,228x beyond")
 
 
 def test_the_sizing_answers_name_their_model_and_bound(reference_db: Path) -> None:
@@ -145,7 +215,7 @@ def test_a_budget_nothing_fits_shows_the_sizing_error_not_a_crash(reference_db: 
     errors = [shown(error.value) for error in at.error]
     assert any(e.startswith("even the smallest valid image (16^3) needs up to") for e in errors)
     assert any(e.startswith("image 128 needs up to") for e in errors)
-    assert metric(at, "Verdict") == "Does not fit"
+    assert headline(at).startswith("**Does not fit, measured")
 
 
 def test_a_knob_the_models_never_saw_shows_the_extrapolation_warning(reference_db: Path) -> None:
@@ -168,7 +238,8 @@ def test_the_url_holds_the_view_and_a_link_reproduces_it(reference_db: Path) -> 
     opened = sizing_page(**link)
     assert widget(opened.select_slider, "Batch size").value == 16
     assert widget(opened.selectbox, "Model").value == "refined"
-    for label in ("Predicted peak", "Upper bound", "Verdict"):
+    assert headline(opened) == headline(at)
+    for label in ("Upper bound", "Credible models"):
         assert metric(opened, label) == metric(at, label)
 
 
@@ -241,7 +312,7 @@ def test_without_stored_models_the_page_says_how_to_get_them(
         f"python -m modeling evaluate --workload unet3d --machine {BUNDLED_MACHINE} --db {db}"
     )
     assert widget(at.selectbox, "Model").disabled
-    assert not [m for m in at.metric if m.label == "Predicted peak"]
+    assert not [m for m in at.metric if m.label == "Upper bound"]
     assert any(chart.get("name") == "breakdown" for chart in charts(at))
     assert any("no model is stored yet" in w for w in link_warnings(at))
 
@@ -268,7 +339,7 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
         p.title for p in results.load_predictors(alexnet_db, workload="alexnet")
     }
     assert widget(at.selectbox, "Model").value in stored
-    assert 0 < gib(metric(at, "Predicted peak")) <= gib(metric(at, "Upper bound"))
+    assert 0 < gib(metric(at, "Upper bound")) <= gib(metric(at, "Upper bound"))
     assert at.subheader[1].value == "224^2 at batch 32"
     assert metric(at, "Largest square at batch 32").endswith("^2")
     assert metric(at, "Largest batch at 224^2").isdigit()
@@ -286,9 +357,9 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
 
 def test_the_alexnet_prediction_follows_its_image_and_classes(alexnet_db: Path) -> None:
     at = sizing_page(**ALEXNET_LINK)
-    at_224 = gib(metric(at, "Predicted peak"))
+    at_224 = gib(metric(at, "Upper bound"))
     widget(at.select_slider, "Image side").set_value(ALEXNET_SIDES[0]).run()
-    smaller = gib(metric(at, "Predicted peak"))
+    smaller = gib(metric(at, "Upper bound"))
     widget(at.radio, "Image shape").set_value("H × W").run()
     sides = [widget(at.select_slider, name).value for name in ("Height", "Width")]
 
@@ -351,13 +422,13 @@ def test_alexnet_runs_without_an_evaluation_get_the_command_that_makes_one(
     evaluate = f"python -m modeling evaluate --workload alexnet --machine {profile_key()}"
     assert at.code[0].value.startswith(evaluate)
     assert widget(at.selectbox, "Model").disabled
-    assert not [m for m in at.metric if m.label == "Predicted peak"]
+    assert not [m for m in at.metric if m.label == "Upper bound"]
     (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
     assert "optimizer (SGD momentum)" in breakdown["rows"]["term"].tolist()
     # The U-Net keeps its bundled models.
     widget(at.main.selectbox, "Workload").set_value("unet3d").run()
     assert [shown(i.value) for i in at.info] == [shown(machine_note(at))]
-    assert gib(metric(at, "Predicted peak")) > 0
+    assert gib(metric(at, "Upper bound")) > 0
 
 
 # --- machine profiles ---------------------------------------------------------------------
@@ -410,7 +481,7 @@ def test_this_machine_without_models_gets_the_sweep_that_gives_it_some(
     assert shown(at.info[0].value).startswith(
         f"No fitted 3D U-Net (IntelAI/unet) models yet for {here.label} — this machine:"
     )
-    assert not [m for m in at.metric if m.label == "Predicted peak"]
+    assert not [m for m in at.metric if m.label == "Upper bound"]
     (lacks,) = [shown(w.value) for w in at.warning]
     assert lacks.startswith(f"{here.label} (profile {here.key}) has no measured run")
     assert at.code[0].value.startswith("python -m profiling sweep --workload unet3d")
@@ -428,8 +499,8 @@ def test_each_machine_answers_with_its_own_models(two_machines_db: Path) -> None
         key = profile_key(**machine)
         at = sizing_page(**ALEXNET_LINK, machine=key, model="least_squares")
         assert widget(at.main.selectbox, "Machine").value == key
-        assert f"for {profile_label(**machine)} — " in shown(at.success[0].value)
-        peaks[key] = gib(metric(at, "Predicted peak"))
+        assert f"for {profile_label(**machine)} — " in headline(at)
+        peaks[key] = gib(metric(at, "Upper bound"))
 
     first, other = peaks.values()
     assert other == pytest.approx(first * OTHER_MACHINE_SCALE, rel=0.01)
@@ -470,14 +541,14 @@ def test_a_budget_of_nothing_says_why_under_it_and_the_answers_wait(reference_db
         ]
         * 2
     )
-    answers = {"Verdict", "Upper bound", "Largest cube at batch 4", "Memory to buy"}
+    answers = {"Upper bound", "Credible models", "Largest cube at batch 4", "Memory to buy"}
     assert not [m for m in at.metric if m.label in answers]
     assert at.query_params["budget"] == "256"  # a link keeps the last budget it can answer
 
     widget(at.number_input, "Memory budget (GiB)").set_value(128.0).run()
 
     assert not message_under(at, "Memory budget (GiB)") and not waiting(at)
-    assert metric(at, "Verdict") == "Fits"
+    assert headline(at).startswith("**Fits, verified by a run")
     assert metric(at, "Memory to buy").endswith(" GB")
     assert metric(at, "Largest batch at 128^3").isdigit()
     assert at.query_params["budget"] == "128"

@@ -138,7 +138,7 @@ def test_moving_the_batch_size_slider_changes_the_predicted_peak(
     page: Page, dashboard_url: str
 ) -> None:
     open_page(page, dashboard_url, "Sizing")
-    predicted = metric_value(page, "Predicted peak")
+    predicted = metric_value(page, "Upper bound")
     expect(predicted).to_have_count(1)
     before = predicted.inner_text()
 

@@ -253,3 +253,16 @@ def test_a_model_that_cannot_bound_says_so_instead_of_answering_inf() -> None:
 
     with pytest.raises(ModelingError, match="model exact gives no finite upper bound for 16"):
         largest_image_side(_model(negative), 8 * GIB, batch_size=1)
+
+
+class NegativeFrom(LinearPeak):
+    """Like LinearPeak, but from 80^3 on it predicts a negative peak: no finite bound there."""
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        return np.where(X["depth"] >= 80, -float(GIB), super().predict(X))
+
+
+def test_a_next_size_without_a_finite_bound_is_said_to_have_none() -> None:
+    answer = largest_image_side(_model(NegativeFrom()), 100 * GIB, batch_size=1)
+
+    assert (answer.side, answer.next_side, answer.next_bound_bytes) == (64, 80, np.inf)

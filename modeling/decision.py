@@ -1,0 +1,321 @@
+"""The sizing decision and the evidence behind it: which models to believe, how sure to be.
+
+A fitted model answers anywhere, including where it is nonsense: far past the
+measured runs a tree ensemble predicts the largest peak it was trained on, a
+hybrid formula can go negative, and the paper's analytical model carries a
+bound ten times everyone else's. A buyer needs the decision worded by how much
+evidence stands behind it. So:
+
+* `credible_models` — sorts every model's estimate for one configuration into
+  the credible ones (their bounds give the spread shown beside the answer) and
+  those left out, each with the reason in words: no positive prediction or no
+  finite bound; a bound below the refined closed-form estimate, which every
+  measured run exceeded; or a bound far from the others' median;
+* `evidence_for` — what this machine's runs say about the configuration: the
+  runs of exactly it (a measured answer), and the largest run measured;
+* `decide` — the verdict with its `Confidence`: verified by a run, a prediction
+  inside the measured range, or a prediction so many times beyond the largest
+  measured run that it should be verified first, and its headline in words.
+
+The verdict uses the upper bound, never the point prediction: a point
+prediction is low half the time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import pandas as pd
+
+from core import workloads
+from core.units import GIB
+from core.workloads.base import WorkloadConfig
+
+# A bound more than this factor above or below the median bound of the models
+# otherwise credible is "far outside the others" (the paper model's bound is
+# about 10x the rest at every point of the reference grid; credible models stay
+# within 1.3x of each other there).
+OUTLIER_FACTOR = 3.0
+# With fewer credible models than this, no median can tell which one is the odd one out.
+MIN_MODELS_FOR_OUTLIERS = 3
+# The peak column the models fit (`modeling.features.MEASURED_PEAK_COLUMN`).
+PEAK_COLUMN = "peak_hwm_bytes"
+# Reach (image x batch over the largest measured) below this reads "just beyond", no factor.
+STATED_REACH = 1.5
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    """One model's answer for one configuration."""
+
+    name: str
+    title: str
+    predicted_bytes: float
+    upper_bytes: float  # raised to the closed-form floor where it fell below it
+    raised_to_closed_form: bool  # the model's own bound fell below the refined estimate
+    beyond: str  # how the configuration lies outside the model's measured range; "" inside
+    reach: float  # image x batch over the largest measured run's (> 1: beyond it)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A model left out of the answer, and why, in words."""
+
+    estimate: ModelEstimate
+    reason: str
+
+
+@dataclass(frozen=True)
+class Credibility:
+    """The models believed for one configuration, and those left out."""
+
+    credible: tuple[ModelEstimate, ...]
+    left_out: tuple[LeftOut, ...]
+
+    @property
+    def low_bytes(self) -> float:
+        return min((e.upper_bytes for e in self.credible), default=math.nan)
+
+    @property
+    def high_bytes(self) -> float:
+        return max((e.upper_bytes for e in self.credible), default=math.nan)
+
+    @property
+    def span(self) -> str:
+        """The credible bounds' range, ``159–190 GiB`` (one figure when they agree); "none"."""
+        if not self.credible:
+            return "none"
+        low, high = approx_gib(self.low_bytes), approx_gib(self.high_bytes)
+        return low if low == high else f"{low.removesuffix(' GiB')}–{high}"
+
+    def is_credible(self, name: str) -> bool:
+        return any(e.name == name for e in self.credible)
+
+    def reason(self, name: str) -> str:
+        """Why model ``name`` was left out; empty when it is credible."""
+        return next((out.reason for out in self.left_out if out.estimate.name == name), "")
+
+
+def approx_gib(value_bytes: float) -> str:
+    """Bytes in GiB to three significant figures: ``0.938 GiB``, ``7.81 GiB``, ``1,617 GiB``.
+
+    An upper bound read to the hundredth of a GiB claims a precision no bound has.
+    """
+    if not math.isfinite(value_bytes):
+        return "unbounded"
+    value = value_bytes / GIB
+    if value == 0:
+        return "0 GiB"
+    digits = max(0, 2 - math.floor(math.log10(abs(value))))
+    rounded = round(value, digits)
+    return f"{rounded:,.{digits}f} GiB"
+
+
+def _unusable_reason(estimate: ModelEstimate) -> str:
+    if not (math.isfinite(estimate.predicted_bytes) and estimate.predicted_bytes > 0):
+        return f"predicts {estimate.predicted_bytes / GIB:,.0f} GiB here, which no run can take"
+    if not math.isfinite(estimate.upper_bytes):
+        return "gives no finite upper bound here"
+    if estimate.raised_to_closed_form:
+        return (
+            f"predicts {approx_gib(estimate.predicted_bytes)}, and its bound falls below the "
+            "refined closed-form estimate, which every measured run exceeded"
+        )
+    return ""
+
+
+def credible_models(estimates: Sequence[ModelEstimate]) -> Credibility:
+    """Which of ``estimates`` (every model's, for one configuration) to believe, and why not."""
+    left_out: list[LeftOut] = []
+    usable: list[ModelEstimate] = []
+    for estimate in estimates:
+        reason = _unusable_reason(estimate)
+        if reason:
+            left_out.append(LeftOut(estimate, reason))
+        else:
+            usable.append(estimate)
+    if len(usable) < MIN_MODELS_FOR_OUTLIERS:
+        return Credibility(tuple(usable), tuple(left_out))
+    median = float(np.median([e.upper_bytes for e in usable]))
+    credible = []
+    for estimate in usable:
+        ratio = estimate.upper_bytes / median
+        if ratio > OUTLIER_FACTOR or ratio < 1 / OUTLIER_FACTOR:
+            reason = (
+                f"its bound, {approx_gib(estimate.upper_bytes)}, is {ratio:,.1f}x the models' "
+                f"median bound ({approx_gib(median)})"
+                if ratio > 1
+                else f"its bound, {approx_gib(estimate.upper_bytes)}, is 1/{1 / ratio:,.1f} of the "
+                f"models' median bound ({approx_gib(median)})"
+            )
+            left_out.append(LeftOut(estimate, reason))
+        else:
+            credible.append(estimate)
+    return Credibility(tuple(credible), tuple(left_out))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the runs of one machine profile say about one configuration."""
+
+    measured_peak_bytes: float | None  # the highest peak of the ok runs of exactly it
+    run_ids: tuple[str, ...]  # those runs
+    largest_measured_bytes: float | None  # the highest peak of any ok run of the workload
+
+    @property
+    def measured(self) -> bool:
+        return self.measured_peak_bytes is not None
+
+
+def _same_config(row: dict, config: WorkloadConfig) -> bool:
+    try:
+        return workloads.config_from_row(row) == config
+    except (ValueError, TypeError):  # a row that is not a valid configuration measures nothing
+        return False
+
+
+def evidence_for(config: WorkloadConfig, runs: pd.DataFrame) -> Evidence:
+    """The measured evidence for ``config`` among ``runs`` (one machine profile's, any status)."""
+    if runs.empty or PEAK_COLUMN not in runs:
+        return Evidence(None, (), None)
+    ok = runs[
+        (runs["status"] == "ok") & (runs["workload"] == config.workload) & runs[PEAK_COLUMN].notna()
+    ]
+    if ok.empty:
+        return Evidence(None, (), None)
+    same = ok[[_same_config(row, config) for row in ok.to_dict("records")]]
+    largest = float(ok[PEAK_COLUMN].max())
+    if same.empty:
+        return Evidence(None, (), largest)
+    return Evidence(float(same[PEAK_COLUMN].max()), tuple(map(str, same["run_id"])), largest)
+
+
+class Confidence(Enum):
+    """How much evidence stands behind a verdict, most first."""
+
+    VERIFIED = "verified by a run"
+    INSIDE = "a prediction inside the measured range"
+    BEYOND = "a prediction beyond the measured range"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer to "does this configuration fit this budget?", with its evidence."""
+
+    config: WorkloadConfig
+    budget_bytes: float
+    usable_bytes: float  # what training may use: the budget less its headroom
+    headroom: float  # 0.2 = 20%, on top of the bound
+    estimate: ModelEstimate | None  # the model the answer uses; None: no credible model
+    asked_model: str  # the model asked for
+    credibility: Credibility
+    evidence: Evidence
+    fits: bool
+    confidence: Confidence
+
+    @property
+    def bound_bytes(self) -> float:
+        return self.estimate.upper_bytes if self.estimate else math.nan
+
+    @property
+    def needed_bytes(self) -> float:
+        """The bound plus headroom: the memory this configuration asks of the budget."""
+        return self.bound_bytes * (1 + self.headroom)
+
+    @property
+    def substituted(self) -> str:
+        """Why the asked model does not answer, in words; empty when it does."""
+        if self.estimate is None or self.estimate.name == self.asked_model:
+            return ""
+        reason = self.credibility.reason(self.asked_model)
+        return (
+            f"Model {self.asked_model} is left out here ({reason}), so the answer uses "
+            f"{self.estimate.title}, the highest bound of the credible models."
+        )
+
+    @property
+    def reach_words(self) -> str:
+        """``12x beyond the largest measured run`` or ``beyond the measured range``."""
+        reach = self.estimate.reach if self.estimate else math.nan
+        if math.isfinite(reach) and reach >= STATED_REACH:
+            return f"{reach:,.0f}x beyond the largest measured run"
+        return "beyond the measured range"
+
+    @property
+    def headline(self) -> str:
+        """The verdict worded by its confidence, e.g. "Predicted to fit, 12x beyond …"."""
+        if self.estimate is None:
+            return "No answer: no model is credible here"
+        measured = self.evidence.measured_peak_bytes
+        if self.confidence is Confidence.VERIFIED and measured is not None:
+            if measured * (1 + self.headroom) > self.budget_bytes:
+                return f"Does not fit, measured: a run peaked at {approx_gib(measured)}"
+            if self.fits:
+                return f"Fits, verified by a run (measured {approx_gib(measured)})"
+            return (
+                f"Too close to call: a run measured {approx_gib(measured)}, which fits, "
+                "but the upper bound does not"
+            )
+        if self.confidence is Confidence.INSIDE:
+            return (
+                "Fits by prediction, inside the measured range"
+                if self.fits
+                else "Does not fit by prediction, inside the measured range"
+            )
+        if self.fits:
+            return f"Predicted to fit, {self.reach_words}: verify first"
+        return f"Predicted not to fit, {self.reach_words}"
+
+    @property
+    def spread(self) -> str:
+        """The credible models' bounds, in words, e.g. "159–190 GiB across 4 of 10 models"."""
+        credible = self.credibility.credible
+        total = len(credible) + len(self.credibility.left_out)
+        if not credible:
+            return f"no credible model among the {total} stored"
+        return f"{self.credibility.span} across {len(credible)} of {total} models"
+
+
+def decide(
+    estimates: Sequence[ModelEstimate],
+    asked_model: str,
+    config: WorkloadConfig,
+    evidence: Evidence,
+    budget_bytes: float,
+    headroom: float,
+) -> Decision:
+    """The verdict for ``config`` on ``budget_bytes`` with ``headroom`` on top of the bound.
+
+    The asked model answers when it is credible here; otherwise the credible
+    model with the highest bound does (the cautious choice), and the decision
+    says why (`Decision.substituted`).
+    """
+    credibility = credible_models(estimates)
+    asked = next((e for e in credibility.credible if e.name == asked_model), None)
+    estimate = asked or max(credibility.credible, key=lambda e: e.upper_bytes, default=None)
+    usable = budget_bytes / (1 + headroom)
+    fits = estimate is not None and estimate.upper_bytes <= usable
+    if evidence.measured_peak_bytes is not None:
+        if evidence.measured_peak_bytes > usable:
+            fits = False
+        confidence = Confidence.VERIFIED
+    elif estimate is not None and not estimate.beyond:
+        confidence = Confidence.INSIDE
+    else:
+        confidence = Confidence.BEYOND
+    return Decision(
+        config=config,
+        budget_bytes=budget_bytes,
+        usable_bytes=usable,
+        headroom=headroom,
+        estimate=estimate,
+        asked_model=asked_model,
+        credibility=credibility,
+        evidence=evidence,
+        fits=fits,
+        confidence=confidence,
+    )

@@ -1,0 +1,220 @@
+"""The sizing decision: which models are believed, how sure the verdict is, and its words."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from core import workloads
+from core.workloads.unet3d import UNetConfig
+from modeling.decision import (
+    Confidence,
+    ModelEstimate,
+    approx_gib,
+    credible_models,
+    decide,
+    evidence_for,
+)
+from presentation import sizing_view
+
+GIB = 2**30
+DELL = UNetConfig((240, 240, 144), 16)
+MEASURED = UNetConfig((128, 128, 128), 4)
+
+
+def estimate(
+    name: str,
+    upper_gib: float,
+    predicted_gib: float | None = None,
+    *,
+    raised: bool = False,
+    beyond: str = "",
+    reach: float = 0.5,
+) -> ModelEstimate:
+    predicted = upper_gib / 1.06 if predicted_gib is None else predicted_gib
+    return ModelEstimate(name, name, predicted * GIB, upper_gib * GIB, raised, beyond, reach)
+
+
+# What the bundled Intel reference's ten models answer for the Dell–Intel question
+# (rounded), 12x the image x batch of its largest run.
+BEYOND = "image x batch (132.7 megavoxels) is more than any measured run (11.2)"
+DELL_ESTIMATES = [
+    estimate("paper", 1617, 160, beyond=BEYOND, reach=11.85),
+    estimate("refined", 190, 152, beyond=BEYOND, reach=11.85),
+    estimate("least_squares", 161, 152, beyond=BEYOND, reach=11.85),
+    estimate("symbolic", 161, 152, beyond=BEYOND, reach=11.85),
+    estimate("hybrid_terms", 159, 150, beyond=BEYOND, reach=11.85),
+    estimate("xgboost", 152, 17.3, raised=True, beyond=BEYOND, reach=11.85),
+    estimate("hybrid_ratio", -1, -394_029, beyond=BEYOND, reach=11.85),
+]
+
+
+def run_row(config: UNetConfig, peak_gib: float | None, status: str = "ok", run_id: str = "r"):
+    peak = None if peak_gib is None else int(peak_gib * GIB)
+    return {
+        **workloads.config_columns(config),
+        "status": status,
+        "peak_hwm_bytes": peak,
+        "run_id": run_id,
+    }
+
+
+def test_bounds_read_to_three_figures() -> None:
+    assert [approx_gib(v * GIB) for v in (0.9384, 7.814, 10.55, 161.03, 1617.4)] == [
+        "0.938 GiB",
+        "7.81 GiB",
+        "10.6 GiB",
+        "161 GiB",
+        "1,617 GiB",
+    ]
+    assert approx_gib(math.inf) == "unbounded"
+
+
+def test_absurd_models_are_named_with_why_and_left_out_of_the_spread() -> None:
+    found = credible_models(DELL_ESTIMATES)
+
+    assert [e.name for e in found.credible] == [
+        "refined",
+        "least_squares",
+        "symbolic",
+        "hybrid_terms",
+    ]
+    assert found.span == "159–190 GiB"
+    reasons = {out.estimate.name: out.reason for out in found.left_out}
+    assert reasons["hybrid_ratio"] == "predicts -394,029 GiB here, which no run can take"
+    assert reasons["xgboost"].startswith("predicts 17.3 GiB, and its bound falls below the refined")
+    assert reasons["paper"] == "its bound, 1,617 GiB, is 10.0x the models' median bound (161 GiB)"
+
+
+def test_with_two_models_neither_is_called_the_odd_one_out() -> None:
+    found = credible_models([estimate("a", 10), estimate("b", 100)])
+    assert len(found.credible) == 2 and found.span == "10.0–100 GiB"
+
+
+def test_the_runs_of_exactly_the_question_verify_it() -> None:
+    runs = pd.DataFrame(
+        [
+            run_row(MEASURED, 10.4, run_id="a"),
+            run_row(MEASURED, 10.6, run_id="b"),
+            run_row(MEASURED, None, status="oom", run_id="c"),
+            run_row(UNetConfig((144, 144, 144), 4), 14.2, run_id="d"),
+            run_row(UNetConfig((128, 128, 128), 4, base_filters=8), 6.0, run_id="e"),
+        ]
+    )
+
+    found = evidence_for(MEASURED, runs)
+
+    assert found.measured_peak_bytes == int(10.6 * GIB)
+    assert found.run_ids == ("a", "b")
+    assert found.largest_measured_bytes == int(14.2 * GIB)
+    assert not evidence_for(DELL, runs).measured
+
+
+@pytest.mark.parametrize(
+    ("measured_gib", "budget_gib", "headline", "fits"),
+    [
+        (10.6, 256, "Fits, verified by a run (measured 10.6 GiB)", True),
+        (10.6, 12, "Does not fit, measured: a run peaked at 10.6 GiB", False),
+        # 10.6 x 1.2 = 12.7 fits 13; the bound, 11.0 x 1.2 = 13.2, does not.
+        (
+            10.6,
+            13,
+            "Too close to call: a run measured 10.6 GiB, which fits, but the upper bound does not",
+            False,
+        ),
+    ],
+)
+def test_a_measured_question_is_decided_by_the_run_and_the_bound(
+    measured_gib: float, budget_gib: float, headline: str, fits: bool
+) -> None:
+    runs = pd.DataFrame([run_row(MEASURED, measured_gib)])
+    decision = decide(
+        [estimate("symbolic", 11.0), estimate("refined", 12.9), estimate("least_squares", 11.0)],
+        "symbolic",
+        MEASURED,
+        evidence_for(MEASURED, runs),
+        budget_gib * GIB,
+        0.2,
+    )
+    assert decision.confidence is Confidence.VERIFIED
+    assert (decision.headline, decision.fits) == (headline, fits)
+
+
+def test_a_prediction_says_how_far_it_lies_from_anything_measured() -> None:
+    nothing = evidence_for(DELL, pd.DataFrame())
+    decision = decide(DELL_ESTIMATES, "symbolic", DELL, nothing, 256 * GIB, 0.2)
+
+    assert (
+        decision.headline == "Predicted to fit, 12x beyond the largest measured run: verify first"
+    )
+    assert decision.spread == "159–190 GiB across 4 of 7 models"
+    assert sizing_view.headline_tone(decision) == "warning"  # never a green "fits" out there
+
+    smaller = decide(DELL_ESTIMATES, "symbolic", DELL, nothing, 128 * GIB, 0.2)
+    assert smaller.headline == "Predicted not to fit, 12x beyond the largest measured run"
+    assert sizing_view.headline_tone(smaller) == "error"
+
+    inside = [estimate("symbolic", 11.0), estimate("refined", 12.9)]
+    within = decide(inside, "symbolic", MEASURED, nothing, 256 * GIB, 0.2)
+    assert within.headline == "Fits by prediction, inside the measured range"
+    assert sizing_view.headline_tone(within) == "success"
+
+
+def test_an_absurd_asked_model_gives_way_to_the_highest_credible_bound() -> None:
+    nothing = evidence_for(DELL, pd.DataFrame())
+    decision = decide(DELL_ESTIMATES, "hybrid_ratio", DELL, nothing, 256 * GIB, 0.2)
+
+    assert decision.estimate is not None and decision.estimate.name == "refined"
+    assert decision.substituted == (
+        "Model hybrid_ratio is left out here (predicts -394,029 GiB here, which no run can "
+        "take), so the answer uses refined, the highest bound of the credible models."
+    )
+
+
+def test_no_credible_model_is_no_answer() -> None:
+    decision = decide(
+        [estimate("hybrid_ratio", -1, -5)],
+        "hybrid_ratio",
+        DELL,
+        evidence_for(DELL, pd.DataFrame()),
+        256 * GIB,
+        0.2,
+    )
+    assert (decision.estimate, decision.fits) == (None, False)
+    assert decision.headline == "No answer: no model is credible here"
+    assert sizing_view.decision_sentence(decision, "240x240x144", "for X") == (
+        "No credible model among the 1 stored for 240x240x144 at batch 16, for X: measure it "
+        "before sizing for it."
+    )
+
+
+def test_the_every_model_table_is_short_enough_for_a_narrow_page() -> None:
+    table = pd.DataFrame(
+        {
+            "model": [e.name for e in DELL_ESTIMATES],
+            "title": [e.title for e in DELL_ESTIMATES],
+            "predicted_bytes": [e.predicted_bytes for e in DELL_ESTIMATES],
+            "upper_bytes": [e.upper_bytes for e in DELL_ESTIMATES],
+            "bound_ratio": [1.06] * len(DELL_ESTIMATES),
+            "raised_to_closed_form": [e.raised_to_closed_form for e in DELL_ESTIMATES],
+        }
+    )
+    nothing = evidence_for(DELL, pd.DataFrame())
+    decision = decide(DELL_ESTIMATES, "symbolic", DELL, nothing, 256 * GIB, 0.2)
+
+    shown = sizing_view.models_frame(table, decision, 256 * GIB / 1.2)
+
+    assert shown.columns.tolist() == [
+        "model",
+        "predicted GiB",
+        "bound GiB",
+        "bound from",
+        "credible",
+        "fits",
+    ]
+    assert shown.set_index("model").loc["xgboost", ["bound from", "credible"]].tolist() == [
+        "closed-form floor",
+        "no",
+    ]
