@@ -207,20 +207,17 @@ def verdict(decision: Decision, state: SizingState, machine: str) -> None:
     machine : whose models answer, in words (`machine_panel.Picked.words`, not escaped).
     """
     estimate = decision.estimate
-    bound_col, spread_col = st.columns(2)
     spare = decision.budget_bytes - decision.needed_bytes
-    bound_col.metric(
+    st.metric(
         "Upper bound",
         approx_gib(decision.bound_bytes),
         delta=f"{approx_gib(spare)} spare" if estimate and math.isfinite(spare) else None,
         help="What the answer rests on: the model's upper bound, not its point prediction, "
         "which is low half the time. Spare: the budget less the bound and its headroom.",
     )
-    spread_col.metric(
-        "Credible models",
-        decision.credibility.span,
-        help=f"The upper bounds of the models believed here: {decision.spread}.",
-    )
+    # Beside the bound as a line, not a second metric: at 1024 px a metric's large
+    # figures in half of the answers column were cut to "159–190…".
+    st.markdown(f"Credible models' bounds: **{plain(decision.spread)}**")
     message = f"**{decision.headline}.** " + plain(
         sizing_view.decision_sentence(decision, state.image_label, machine)
     )
@@ -239,24 +236,29 @@ def every_model(
     table: pd.DataFrame, decision: Decision, state: SizingState, usable_bytes: int
 ) -> None:
     """Every model's prediction and bound; the chart draws only the credible ones."""
-    number = st.column_config.NumberColumn
+    number, text = st.column_config.NumberColumn, st.column_config.TextColumn
+    # Widths that add up to the page's content at 1024 px (about 520 px inside the
+    # expander); the model stays pinned if a narrower window scrolls the rest.
     st.dataframe(
         sizing_view.models_frame(table, decision, usable_bytes),
         hide_index=True,
         width="stretch",
         column_config={
-            "predicted GiB": number(format="%,.2f", help="The model's point prediction."),
+            "model": text(width=170, pinned=True),
+            "predicted GiB": number(format="%,.2f", width=90, help="The point prediction."),
             "bound GiB": number(
-                format="%,.2f", help="Its upper bound, raised to the closed-form floor if below."
+                format="%,.2f", width=80, help="The upper bound the verdict would use."
             ),
-            "bound from": st.column_config.TextColumn(
-                help="conformal xR: the prediction times the model's conformal ratio; "
-                "closed-form floor: the model's bound fell below the refined closed-form "
-                "estimate, which every measured run exceeded, and was raised to it."
+            "bound from": text(
+                width=80,
+                help="xR: the prediction times the model's conformal ratio R; floor: the "
+                "model's bound fell below the refined closed-form estimate, which every "
+                "measured run exceeded, and was raised to it.",
             ),
-            "credible": st.column_config.TextColumn(
-                help="Left out of the answer when its prediction is absurd here (listed above)."
+            "credible": text(
+                width=60, help="No: left out of the answer, its prediction absurd here (above)."
             ),
+            "fits": text(width=40, help="The bound plus headroom within the budget."),
         },
     )
     credible = table[[decision.credibility.is_credible(name) for name in table["model"]]]
@@ -384,8 +386,10 @@ def render() -> None:
                 state.headroom_pct / 100,
             )
             verdict(decision, state, picked.words)
-            with st.expander("Every model's prediction and upper bound", expanded=True):
-                every_model(table, decision, state, usable)
+    if not problems:
+        # The page's full width: in the answers column the table scrolled at 1024 px.
+        with st.expander("Every model's prediction and upper bound", expanded=True):
+            every_model(table, decision, state, usable)
     st.subheader("What fits")
     if problems:
         st.info(sizing_view.waiting_text(problems))

@@ -66,7 +66,9 @@ class LeftOut:
     """A model left out of the answer, and why, in words."""
 
     estimate: ModelEstimate
-    reason: str
+    reason: str  # a sentence: "predicts 17.3 GiB, and its bound falls below …"
+    kind: str  # "no positive prediction", "unbounded", "below the floor" or "outlier"
+    figure: str  # the number that gives it away: "predicts 17.3 GiB", "bound 1,617 GiB, 10.0x"
 
 
 @dataclass(frozen=True)
@@ -115,17 +117,22 @@ def approx_gib(value_bytes: float) -> str:
     return f"{rounded:,.{digits}f} GiB"
 
 
-def _unusable_reason(estimate: ModelEstimate) -> str:
+def _unusable(estimate: ModelEstimate) -> LeftOut | None:
+    """Why ``estimate`` cannot be believed whatever the others say; None if it can."""
+    predicted = approx_gib(estimate.predicted_bytes)
     if not (math.isfinite(estimate.predicted_bytes) and estimate.predicted_bytes > 0):
-        return f"predicts {estimate.predicted_bytes / GIB:,.0f} GiB here, which no run can take"
+        figure = f"predicts {estimate.predicted_bytes / GIB:,.0f} GiB"
+        reason = f"{figure} here, which no run can take"
+        return LeftOut(estimate, reason, "no positive prediction", figure)
     if not math.isfinite(estimate.upper_bytes):
-        return "gives no finite upper bound here"
+        return LeftOut(estimate, "gives no finite upper bound here", "unbounded", "no bound")
     if estimate.raised_to_closed_form:
-        return (
-            f"predicts {approx_gib(estimate.predicted_bytes)}, and its bound falls below the "
-            "refined closed-form estimate, which every measured run exceeded"
+        reason = (
+            f"predicts {predicted}, and its bound falls below the refined closed-form "
+            "estimate, which every measured run exceeded"
         )
-    return ""
+        return LeftOut(estimate, reason, "below the floor", f"predicts {predicted}")
+    return None
 
 
 def credible_models(estimates: Sequence[ModelEstimate]) -> Credibility:
@@ -133,9 +140,9 @@ def credible_models(estimates: Sequence[ModelEstimate]) -> Credibility:
     left_out: list[LeftOut] = []
     usable: list[ModelEstimate] = []
     for estimate in estimates:
-        reason = _unusable_reason(estimate)
-        if reason:
-            left_out.append(LeftOut(estimate, reason))
+        unusable = _unusable(estimate)
+        if unusable:
+            left_out.append(unusable)
         else:
             usable.append(estimate)
     if len(usable) < MIN_MODELS_FOR_OUTLIERS:
@@ -145,6 +152,8 @@ def credible_models(estimates: Sequence[ModelEstimate]) -> Credibility:
     for estimate in usable:
         ratio = estimate.upper_bytes / median
         if ratio > OUTLIER_FACTOR or ratio < 1 / OUTLIER_FACTOR:
+            times = f"{ratio:,.1f}x" if ratio > 1 else f"1/{1 / ratio:,.1f}"
+            figure = f"bound {approx_gib(estimate.upper_bytes)}, {times}"
             reason = (
                 f"its bound, {approx_gib(estimate.upper_bytes)}, is {ratio:,.1f}x the models' "
                 f"median bound ({approx_gib(median)})"
@@ -152,7 +161,7 @@ def credible_models(estimates: Sequence[ModelEstimate]) -> Credibility:
                 else f"its bound, {approx_gib(estimate.upper_bytes)}, is 1/{1 / ratio:,.1f} of the "
                 f"models' median bound ({approx_gib(median)})"
             )
-            left_out.append(LeftOut(estimate, reason))
+            left_out.append(LeftOut(estimate, reason, "outlier", figure))
         else:
             credible.append(estimate)
     return Credibility(tuple(credible), tuple(left_out))

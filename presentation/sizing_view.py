@@ -35,6 +35,7 @@ from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import PRECISIONS, WorkloadConfig
 from modeling import sizing
 from modeling.decision import (
+    OUTLIER_FACTOR,
     Confidence,
     Decision,
     ModelEstimate,
@@ -505,6 +506,14 @@ def decision_for(
     )
 
 
+# Why models are left out of an answer (`modeling.decision.LeftOut.kind`), in words.
+LEFT_OUT_WORDS = {
+    "no positive prediction": "Predict no positive peak",
+    "unbounded": "Give no finite bound",
+    "below the floor": "Bound below the refined closed-form estimate, which every measured "
+    "run exceeded",
+    "outlier": f"Bound more than {OUTLIER_FACTOR:g}x away from the models' median bound",
+}
 # How each confidence colours the headline: green only where evidence backs a "fits".
 TONES = {
     (Confidence.VERIFIED, True): "success",
@@ -536,7 +545,7 @@ def decision_sentence(decision: Decision, image_label: str, machine: str) -> str
         f"{image_label} at batch {config.batch_size} needs up to {approx_gib(estimate.upper_bytes)}"
         f" ({estimate.title}; its point prediction is {approx_gib(estimate.predicted_bytes)}), "
         f"{approx_gib(decision.needed_bytes)} with {headroom}, of the {budget} budget; "
-        f"the credible models' bounds: {decision.spread}; {machine}."
+        f"{machine}."
     )
     if decision.confidence is Confidence.BEYOND and estimate.beyond:
         sentence += f" Beyond the measured runs: {estimate.beyond}."
@@ -544,8 +553,11 @@ def decision_sentence(decision: Decision, image_label: str, machine: str) -> str
 
 
 def left_out_lines(decision: Decision) -> list[str]:
-    """Each model left out of the answer, ``title: why``, for a bulleted list."""
-    return [f"{out.estimate.title}: {out.reason}" for out in decision.credibility.left_out]
+    """The models left out of the answer, one line per reason: ``why: title (value), …``."""
+    grouped: dict[str, list[str]] = {}
+    for out in decision.credibility.left_out:
+        grouped.setdefault(out.kind, []).append(f"{out.estimate.title} ({out.figure})")
+    return [f"{LEFT_OUT_WORDS[kind]}: {', '.join(titles)}" for kind, titles in grouped.items()]
 
 
 def models_frame(table: pd.DataFrame, decision: Decision, usable_bytes: float) -> pd.DataFrame:
@@ -562,7 +574,7 @@ def models_frame(table: pd.DataFrame, decision: Decision, usable_bytes: float) -
             "predicted GiB": (table["predicted_bytes"] / GIB).to_numpy(),
             "bound GiB": (table["upper_bytes"] / GIB).to_numpy(),
             "bound from": [
-                "closed-form floor" if raised else f"conformal x{ratio:.2f}"
+                "floor" if raised else f"x{ratio:.2f}"
                 for raised, ratio in zip(
                     table["raised_to_closed_form"], table["bound_ratio"], strict=True
                 )

@@ -154,18 +154,18 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
     at = sizing_page(image="240x240x144", batch="16")
 
     assert metric(at, "Upper bound") == "161 GiB"  # three figures, not 161.03
-    assert metric(at, "Credible models") == "159–190 GiB"
+    (spread,) = [shown(m.value) for m in at.markdown if "Credible models' bounds" in m.value]
+    assert spread == "Credible models' bounds: **159–190 GiB across 4 of 10 models**"
     (headline,) = at.warning[:1]
     assert shown(headline.value).startswith(
         "**Predicted to fit, 12x beyond the largest measured run: verify first.** 240x240x144 at "
         "batch 16 needs up to 161 GiB (symbolic regression (gplearn); its point prediction "
-        "is 152 GiB), 193 GiB with 20% headroom, of the 256 GiB budget; the credible models' "
-        "bounds: 159–190 GiB across 4 of 10 models;"
+        "is 152 GiB), 193 GiB with 20% headroom, of the 256 GiB budget; for Intel Xeon"
     )
     assert not at.success
     (left_out,) = [m.value for m in at.markdown if "Left out of the answer" in m.value]
     # Named with why, and not drawn: the paper model's 1,617 GiB bound would swamp the chart.
-    assert "paper" in left_out and "10.0x the models' median bound" in shown(left_out)
+    assert "paper" in left_out and "(bound 1,617 GiB, 10.0x)" in shown(left_out)
     assert "XGBoost" in left_out
     assert len(drawn_models(at)) == 4
     table = at.dataframe[0].value
@@ -239,7 +239,7 @@ def test_the_url_holds_the_view_and_a_link_reproduces_it(reference_db: Path) -> 
     assert widget(opened.select_slider, "Batch size").value == 16
     assert widget(opened.selectbox, "Model").value == "refined"
     assert headline(opened) == headline(at)
-    for label in ("Upper bound", "Credible models"):
+    for label in ("Upper bound", "Memory to buy"):
         assert metric(opened, label) == metric(at, label)
 
 
@@ -541,7 +541,7 @@ def test_a_budget_of_nothing_says_why_under_it_and_the_answers_wait(reference_db
         ]
         * 2
     )
-    answers = {"Upper bound", "Credible models", "Largest cube at batch 4", "Memory to buy"}
+    answers = {"Upper bound", "Largest cube at batch 4", "Memory to buy"}
     assert not [m for m in at.metric if m.label in answers]
     assert at.query_params["budget"] == "256"  # a link keeps the last budget it can answer
 

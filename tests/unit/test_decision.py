@@ -215,6 +215,6 @@ def test_the_every_model_table_is_short_enough_for_a_narrow_page() -> None:
         "fits",
     ]
     assert shown.set_index("model").loc["xgboost", ["bound from", "credible"]].tolist() == [
-        "closed-form floor",
+        "floor",
         "no",
     ]

@@ -1,0 +1,110 @@
+"""The Sizing page's decision in a real browser, at 1024 and 1400 px wide.
+
+The Dell–Intel study's question (240x240x144 at batch 16, 256 GiB, 20% headroom)
+on the bundled Intel reference: the headline is the upper bound with its
+confidence, the credible models' spread beside it, the absurd models named and
+left out; nothing the reader needs is cut off at either width. A typed budget
+the page cannot answer says why under the input, and the answers wait.
+Screenshots: ``artifacts/screenshots/sizing_decision_{1024,1400}.png`` and
+``sizing_invalid_budget_{1024,1400}.png``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from tests.e2e.test_dashboard import (
+    RENDER_TIMEOUT_MS,
+    metric_value,
+    no_exception,
+    save_whole_page,
+    wait_for_idle,
+)
+
+pytestmark = pytest.mark.e2e
+
+WIDTHS = (1024, 1400)
+HEIGHT = 900
+DELL_QUESTION = {
+    "workload": "unet3d",
+    "machine": "9b59349f74",  # the bundled Intel reference
+    "image": "240x240x144",
+    "batch": "16",
+    "budget": "256",
+    "headroom": "20",
+    "model": "symbolic",
+}
+
+
+def open_sizing(page: Page, url: str, width: int, **params: str) -> Locator:
+    page.set_viewport_size({"width": width, "height": HEIGHT})
+    page.goto(f"{url}/sizing_page?{urlencode(params)}")
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_role("heading", name="Sizing").first).to_be_visible(
+        timeout=RENDER_TIMEOUT_MS
+    )
+    wait_for_idle(page)
+    no_exception(page)
+    return main
+
+
+def fully_shown(locator: Locator) -> None:
+    """Visible, and not cut off with an ellipsis: its text fits the box it is drawn in."""
+    expect(locator).to_be_visible()
+    clipped = locator.evaluate("node => node.scrollWidth > node.clientWidth + 1")
+    assert not clipped, f"cut off: {locator.inner_text()!r}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_decision_leads_with_the_bound_and_its_evidence(
+    page: Page, dashboard_url: str, screenshots_dir: Path, width: int
+) -> None:
+    main = open_sizing(page, dashboard_url, width, **DELL_QUESTION)
+
+    bound = metric_value(page, "Upper bound")
+    expect(bound).to_have_text("161 GiB")
+    fully_shown(bound)
+    spread = main.get_by_text(
+        "Credible models' bounds: 159–190 GiB across 4 of 10 models", exact=True
+    )
+    expect(spread).to_be_visible()
+    headline = main.get_by_test_id("stAlertContentWarning").filter(
+        has_text="Predicted to fit, 12x beyond the largest measured run: verify first."
+    )
+    expect(headline).to_be_visible()
+    expect(main.get_by_test_id("stAlertContentSuccess")).to_have_count(0)  # no green "fits"
+    left_out = main.get_by_test_id("stMarkdown").filter(has_text="Left out of the answer")
+    expect(left_out).to_contain_text("paper analytical (Eq. 1 + Eq. 2) (bound 1,617 GiB, 10.0x)")
+    # The grid is drawn on a canvas: every column fits when nothing scrolls sideways.
+    table = main.get_by_test_id("stDataFrame").first
+    expect(table).to_be_visible()
+    save_whole_page(page, screenshots_dir / f"sizing_decision_{width}.png")
+    scroller = table.locator(".dvn-scroller").first
+    overflow_px = scroller.evaluate("node => node.scrollWidth - node.clientWidth")
+    assert overflow_px <= 1, f"the table scrolls sideways by {overflow_px} px"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_typed_budget_of_nothing_is_refused_where_it_is_typed(
+    page: Page, dashboard_url: str, screenshots_dir: Path, width: int
+) -> None:
+    main = open_sizing(page, dashboard_url, width, **DELL_QUESTION)
+
+    budget = page.get_by_role("spinbutton", name="Memory budget (GiB)")
+    budget.fill("0")
+    budget.press("Enter")
+    wait_for_idle(page)
+
+    error = main.get_by_test_id("stAlertContentError").filter(
+        has_text="A memory budget of 0 GiB is no memory at all"
+    )
+    expect(error).to_be_visible()
+    fully_shown(error)
+    expect(main.get_by_text("Waiting for a valid memory budget").first).to_be_visible()
+    expect(metric_value(page, "Upper bound")).to_have_count(0)
+    expect(budget).to_have_value("0.00")  # kept as typed, not silently reset
+    save_whole_page(page, screenshots_dir / f"sizing_invalid_budget_{width}.png")
