@@ -14,6 +14,11 @@ Without a stored evaluation of the workload on that profile the page says what
 the profile lacks and how to get it (a sweep this machine can launch, or
 ``python -m modeling evaluate --workload NAME --machine KEY``), and still shows
 the measured points and the two analytical models, which need no fitting.
+
+Where one chosen model's predictions dwarf the others' (`presentation.curves.dwarfing`),
+the axes start logarithmic and a caption names that model. For the U-Net, the
+Dell EMC / Intel study's published figures (`core.published`) are drawn beside our
+runs and the chosen models' predictions for its configuration.
 Everything is read through `dashboard.data`'s cached loaders and cached here
 per database version; a rerun predicts a few hundred configurations at most.
 """
@@ -27,11 +32,11 @@ import pandas as pd
 import streamlit as st
 
 from core import workloads
-from dashboard import data, machine_panel, query_state
+from dashboard import data, machine_panel, published_panel, query_state
 from modeling.stored.predictor import Predictor
 from presentation import charts, curves, machines, workload_labels
 from presentation.report import PAPER_SR_MAPE_PCT
-from presentation.text import plain
+from presentation.text import code, plain
 from profiling import floor
 
 WORKLOAD_KEY = "models_workload"
@@ -43,6 +48,20 @@ DEFAULT_LARGEST_SIDES = {"unet3d": 144, "alexnet": 224}
 # How far past the measurements the curves may be drawn.
 MAX_DRAWN_SIDE = 512
 RESIDUALS_AGAINST = {"Image side": "side", "Measured peak": "measured_gib"}
+AXES = ["Linear", "Log"]
+# The error table fits 1024 px beside the sidebar (~560 px): each column as wide as its
+# header, the model's title (up to ~33 characters) the rest.
+ERROR_COLUMN_PX = {
+    "model": 200,
+    "MAPE %": 58,
+    "sd": 38,
+    "R²": 46,
+    "worst %": 58,
+    "extrap. MAPE %": 78,
+    "extrap. worst %": 78,
+}
+# Headers shortened to fit those widths (the caption says what "ext." is).
+ERROR_LABELS = {"extrap. MAPE %": "ext. MAPE", "extrap. worst %": "ext. worst"}
 
 Models = list[Predictor] | list[curves.ClosedFormModel]
 
@@ -95,6 +114,14 @@ def out_of_sample(db: Path, version: data.Version, workload: str, option: str) -
         return curves.predictions_at_points(models, points)
     titles = {model.name: model.title for model in models}
     return curves.held_out_points(stored, points, titles, curves.RANDOM_SPLIT)
+
+
+def held_out(
+    db: Path, version: data.Version, workload: str, option: str, names: list[str]
+) -> pd.DataFrame:
+    """`out_of_sample` for the chosen models only."""
+    points = out_of_sample(db, version, workload, option)
+    return points[points["model"].isin(names)]
 
 
 def choose_workload(linked: str) -> str:
@@ -171,8 +198,7 @@ def out_of_sample_charts(
     log: bool,
     evaluated: bool,
 ) -> None:
-    points = out_of_sample(db, version, workload, option)
-    points = points[points["model"].isin(names)]
+    points = held_out(db, version, workload, option, names)
     if points.empty:
         st.info("No held-out predictions for the chosen models.")
         return
@@ -214,19 +240,28 @@ def error_table(scores: pd.DataFrame, models: Models) -> None:
             "extrap. worst %": table["extrapolation_worst_pct"],
         }
     )
-    percent = st.column_config.NumberColumn(format="%.1f")
+    number = st.column_config.NumberColumn
     st.dataframe(
         shown,
         hide_index=True,
-        column_config={name: percent for name in shown.columns if "%" in name or "sd" in name}
-        | {"R²": st.column_config.NumberColumn(format="%.3f")},
+        column_config={"model": st.column_config.TextColumn(width=ERROR_COLUMN_PX["model"])}
+        | {
+            name: number(
+                ERROR_LABELS.get(name, name),
+                help=f"{name} (ext.: the extrapolation split)" if name in ERROR_LABELS else None,
+                format="%.3f" if name == "R²" else "%.1f",
+                width=ERROR_COLUMN_PX[name],
+            )
+            for name in shown.columns
+            if name != "model"
+        },
     )
     seeds = table["seeds"].max()
     st.caption(
         f"MAPE: mean absolute percentage error on held-out points, random 70/30 splits by "
         f"configuration ({seeds:.0f} seeds, the paper's protocol; its symbolic regression "
         f"reached {PAPER_SR_MAPE_PCT}%), and the extrapolation split (fit on the smaller "
-        "images, tested on the largest: extrap.). sd: spread over seeds. Worst: the largest "
+        "images, tested on the largest: ext., in %). sd: spread over seeds. Worst: the largest "
         "single error."
     )
 
@@ -272,12 +307,13 @@ def measurement_floor(db: Path, version: data.Version, workload: str, option: st
     if gap is None:
         st.caption("No measured run yet.")
         return
-    st.metric(
+    median_col, largest_col, spread_col = st.columns(3)
+    median_col.metric(
         "Sampling gap, median",
         f"{gap.median_pct:.2f}%",
         help=f"Over {gap.n_runs} runs: {gap.median_mib:.1f} MiB.",
     )
-    st.metric(
+    largest_col.metric(
         "Sampling gap, largest",
         f"{gap.max_pct:.2f}%",
         help=f"{gap.max_mib:.1f} MiB, at {plain(gap.worst_point)}.",
@@ -288,13 +324,13 @@ def measurement_floor(db: Path, version: data.Version, workload: str, option: st
     )
     largest = floor.largest_spread_pct(spreads)
     if largest is None:
-        st.metric(
+        spread_col.metric(
             "Run-to-run spread",
             "not measured",
             help="No point was measured more than once; repeat one with --repeats.",
         )
         return
-    st.metric(
+    spread_col.metric(
         "Run-to-run spread",
         f"{largest:.2f}%",
         help="The largest (max - min) / mean of the peak over a repeated point.",
@@ -365,24 +401,34 @@ def render() -> None:
         default=[name for name in DEFAULT_MODELS if name in names],
         format_func=lambda name: titles[name],
     )
-    log = axes_col.radio("Axes", ["Linear", "Log"], horizontal=True) == "Log"
+    # One model far above the rest flattens every other curve on linear axes. Log axes
+    # keep every chosen curve, and the measured dots, readable; leaving that model out
+    # would hide a model the reader chose. So: log by default, and say which model.
+    towering = curves.dwarfing(held_out(db, version, workload, option, chosen))
+    log = axes_col.radio("Axes", AXES, index=int(bool(towering)), horizontal=True) == "Log"
 
     st.subheader("Peak memory against image size")
+    if towering:
+        st.caption(
+            f"Log axes to start with: {plain(', '.join(towering))} predicts more than "
+            f"{curves.DWARF_RATIO:g}x the other models somewhere, which would flatten their "
+            "curves on linear axes."
+        )
     peak_chart(db, version, workload, picked, points, chosen, log)
     if not points.empty:
         out_of_sample_charts(db, version, workload, option, chosen, log, evaluated)
+    if workload == published_panel.STUDY_WORKLOAD:
+        published_panel.render([m for m in models if m.name in chosen], points)
 
-    errors_col, floor_col = st.columns([3, 1], gap="large")
-    with errors_col:
-        st.subheader("Errors")
-        if scores.empty:
-            flag = f" --machine {machine}" if machine else ""
-            st.caption(f"No scores yet: `{command}{flag}` computes them.")
-        else:
-            error_table(scores, models)
-        formula(models, workload)
-    with floor_col:
-        measurement_floor(db, version, workload, option)
+    # One above the other: side by side at 1024 px, neither had room for its table.
+    st.subheader("Errors")
+    if scores.empty:
+        flag = f" --machine {machine}" if machine else ""
+        st.caption(f"No scores yet: {code(command + flag)} computes them.")
+    else:
+        error_table(scores, models)
+    formula(models, workload)
+    measurement_floor(db, version, workload, option)
 
 
 render()

@@ -11,6 +11,9 @@ from `presentation.charts_sweeps`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -25,6 +28,21 @@ FILTER_ROWS = (
     ("Workload", "Machine", "Sweep", "Host", "Status"),
     ("Image size", "Batch size", "Base filters", "Precision"),
 )
+# The columns a wide table shows first: what fits beside the sidebar at 1024 px. The
+# others are one click away, in an expander whose label names them, so no column is
+# hidden past the table's right edge unnamed.
+RUNS_FIRST = (
+    "run",
+    "status",
+    "workload",
+    "image (D×H×W or H×W)",
+    "batch",
+    "high-water mark (GiB)",
+)
+MACHINES_FIRST = ("profile", "machine", "this machine")
+SWEEPS_FIRST = ("sweep", "status", "points done / total", "grid", "finished (UTC)")
+# Headers shortened where the values say the rest (the image's values show its form).
+SHORT_LABELS = {"image (D×H×W or H×W)": "image", "high-water mark (GiB)": "peak, HWM (GiB)"}
 
 st.title("Sweeps")
 st.caption(
@@ -50,6 +68,24 @@ def machine_option(key: str) -> str:
     return f"{machine_names.get(key, key)} · {key}"
 
 
+def table_in_two(
+    table: pd.DataFrame, first: Sequence[str], config: Mapping[str, Any] | None = None
+) -> None:
+    """``table``'s ``first`` columns, then the others (beside the first of them) in an expander."""
+    shown_first = [name for name in first if name in table.columns]
+    rest = [name for name in table.columns if name not in shown_first]
+    labels = {name: SHORT_LABELS[name] for name in shown_first if name in SHORT_LABELS}
+    st.dataframe(
+        table[shown_first],
+        hide_index=True,
+        column_config={name: st.column_config.Column(label) for name, label in labels.items()}
+        | dict(config or {}),
+    )
+    if rest:
+        with st.expander(f"More columns: {plain(', '.join(rest))}"):
+            st.dataframe(table[[shown_first[0], *rest]], hide_index=True, column_config=config)
+
+
 chosen: dict[str, list] = {}
 for labels in FILTER_ROWS:
     for label, column in zip(labels, st.columns(len(labels)), strict=True):
@@ -68,7 +104,7 @@ shown = browse.filter_runs(runs, chosen)
 
 st.subheader("Runs")
 st.caption(f"{len(shown)} of {len(runs)} runs. Statuses other than ok say in *message* why.")
-st.dataframe(browse.runs_table(shown), hide_index=True)
+table_in_two(browse.runs_table(shown), RUNS_FIRST)
 st.download_button(
     "Download CSV",
     data=lambda: browse.runs_csv(shown),
@@ -117,7 +153,7 @@ st.caption(
     "cores, threads, RAM, framework versions, oneDNN), never the host name. *unknown*: a fact "
     "its runs did not record (runs measured before memplan recorded it)."
 )
-st.dataframe(machines.profiles_table(shown, here.key), hide_index=True)
+table_in_two(machines.profiles_table(shown, here.key), MACHINES_FIRST)
 ok_batches = sorted(shown.loc[shown["status"] == browse.OK, "batch_size"].unique().tolist())
 if ok_batches:
     batch = st.selectbox("Batch size to compare", ok_batches, key="sweeps_compare_batch")
@@ -161,15 +197,38 @@ else:
         f"reference's ({plain(machine_names.get(reference, reference))}) it is."
     )
     table = machines.side_by_side(compared)
+    # A machine's label is ~60 characters: its columns are headed by its profile key
+    # (the Machines table's first column), the label in the header's tooltip.
+    keys = dict(zip(compared["machine"], compared[machines.PROFILE_COLUMN], strict=True))
+    machine_columns = {
+        name: (label, what)
+        for name in table.columns
+        if ": " in name
+        for label, what in [name.rsplit(": ", 1)]
+        if label in keys
+    }
+    headers = {
+        name: f"{keys[label]} {'GiB' if what == 'peak (GiB)' else 'x ref.'}"
+        for name, (label, what) in machine_columns.items()
+    }
     number = st.column_config.NumberColumn
     st.dataframe(
         table,
         hide_index=True,
         column_config={
-            name: number(format="%.3f" if name.endswith("(GiB)") else "%.2fx")
-            for name in table.columns
-            if name.endswith(("(GiB)", "x reference"))
+            name: number(
+                headers[name],
+                help=f"{plain(label)}: {what}",
+                format="%.3f" if what == "peak (GiB)" else "%.2fx",
+            )
+            for name, (label, what) in machine_columns.items()
         },
+    )
+    # With three machines or more the table scrolls at 1024 px: its columns are named here.
+    st.caption(
+        "Each machine's columns are headed by its profile key (hover a header for its label), "
+        f"after the configuration's: {plain(', '.join(headers.values()))}. GiB: the machine's "
+        "median peak; x ref.: that peak over the reference's."
     )
     st.altair_chart(charts_sweeps.machines_compared(compared), width="stretch")
 
@@ -181,4 +240,4 @@ if sweeps.empty:
         "but not the sweeps)."
     )
 else:
-    st.dataframe(browse.sweeps_table(sweeps), hide_index=True)
+    table_in_two(browse.sweeps_table(sweeps), SWEEPS_FIRST)

@@ -14,15 +14,18 @@ TIME_TITLE = "time since the child started (s)"
 RSS_TITLE = "resident memory (GiB)"
 # Any workload's: 3D images at their cube's side, 2D ones at their square's.
 SIDE_TITLE = "image side (of the cube or square with as many voxels or pixels)"
-PEAK_TITLE = "peak memory, kernel high-water mark (GiB)"
+# Two lines: in one, the title is longer than the plot is high, and is cut.
+PEAK_TITLE = ["peak memory (GiB),", "kernel high-water mark"]
 COMPARED_TITLE = "median peak, kernel high-water mark (GiB)"
 # Machines compared: one row per configuration, its label in full.
 CONFIGURATION_ROW_PX = 22
 CONFIGURATION_LABEL_PX = 360
 # A profile's label is long ("AMD EPYC, AVX2, 2 cores, TensorFlow 2.21"): below the chart, whole.
 LONG_LEGEND = alt.Legend(orient="bottom", direction="vertical", labelLimit=0)
-# One colour and dash per mark, the same on every run's chart; the dashes differ so
-# two marks at the same height (a sampled peak equal to the high-water mark) both show.
+# Every mark of the timeline in one legend, "drawn": name -> colour and dash (solid: [1, 0]).
+# The dashes differ so two rules at the same height (a sampled peak equal to the
+# high-water mark) both show.
+CURVE = "resident memory (sampled)"
 MARK_COLOURS = {
     "sampled peak": "#d62728",
     "kernel high-water mark": "#9467bd",
@@ -33,6 +36,24 @@ MARK_DASHES = {
     "kernel high-water mark": [8, 4],
     "after framework import": [4, 4],
 }
+DRAWN_COLOURS = {CURVE: "#1f77b4", **MARK_COLOURS}
+DRAWN_DASHES = {CURVE: [1, 0], **MARK_DASHES}
+# The shaded training steps get a legend of their own (a fill swatch, not a line).
+STEP = "training step"
+STEP_COLOUR = "#9ecae1"
+STEP_OPACITY = 0.35
+STEP_SYMBOL_SIZE = 150  # square pixels: a band reads as a swatch, not a dot
+# Below the plot, so the timeline keeps the page's width for time; two entries a row, so
+# the four lines fit beside the steps' swatch at 1024 px. The entries name themselves.
+BELOW = {"orient": "bottom", "direction": "horizontal", "labelLimit": 0, "title": None}
+LINE_COLUMNS = 2
+SPREAD = "lowest to highest peak"
+SPREAD_COLOUR = "#999999"
+
+
+def _series(name: str) -> str:
+    """A Vega expression naming one series, for a layer whose rows are all of it."""
+    return "'" + name.replace("'", "\\'") + "'"
 
 
 def memory_timeline(
@@ -43,24 +64,36 @@ def memory_timeline(
     timeline : ``t_s, rss_gib`` (`presentation.browse.timeline`);
     marks    : ``mark, gib`` (`presentation.browse.peak_marks`);
     steps    : ``step, start_s, end_s, hwm_gib`` (`presentation.browse.step_ends`), may be empty.
+    Every mark is in a legend below the plot: the curve and the rules in one
+    (colour and dash on one field merge into one legend), the steps in another.
     """
+    # Only what this run has: a run imported without its baseline has no such rule.
+    drawn = [CURVE, *(mark for mark in MARK_COLOURS if mark in set(marks["mark"]))]
+    colour = alt.Color(
+        "drawn:N",
+        scale=alt.Scale(domain=drawn, range=[DRAWN_COLOURS[name] for name in drawn]),
+        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, columns=LINE_COLUMNS, **BELOW),
+    )
+    dash = alt.StrokeDash(
+        "drawn:N",
+        scale=alt.Scale(domain=drawn, range=[DRAWN_DASHES[name] for name in drawn]),
+        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, columns=LINE_COLUMNS, **BELOW),
+    )
     curve = (
         alt.Chart(timeline)
         .mark_line(interpolate="step-after")
         .encode(
             x=alt.X("t_s:Q", title=TIME_TITLE),
             y=alt.Y("rss_gib:Q", title=RSS_TITLE, scale=alt.Scale(zero=False)),
+            color=colour,
+            strokeDash=dash,
             tooltip=[
                 alt.Tooltip("t_s:Q", title="time (s)", format=".2f"),
                 alt.Tooltip("rss_gib:Q", title="resident (GiB)", format=".3f"),
             ],
         )
+        .transform_calculate(drawn=_series(CURVE))
         .properties(name="timeline")
-    )
-    colour = alt.Color(
-        "mark:N",
-        title="marked",
-        scale=alt.Scale(domain=list(MARK_COLOURS), range=list(MARK_COLOURS.values())),
     )
     rules = (
         alt.Chart(marks)
@@ -68,13 +101,10 @@ def memory_timeline(
         .encode(
             y="gib:Q",
             color=colour,
-            strokeDash=alt.StrokeDash(
-                "mark:N",
-                legend=None,
-                scale=alt.Scale(domain=list(MARK_DASHES), range=list(MARK_DASHES.values())),
-            ),
+            strokeDash=dash,
             tooltip=[alt.Tooltip("mark:N"), alt.Tooltip("gib:Q", title="GiB", format=".3f")],
         )
+        .transform_calculate(drawn="datum.mark")
         .properties(name="peaks")
     )
     layers = [curve, rules]
@@ -83,10 +113,20 @@ def memory_timeline(
             0,
             alt.Chart(steps)
             # A white edge keeps adjacent steps apart.
-            .mark_rect(opacity=0.12, color="#1f77b4", stroke="white", strokeWidth=2)
+            .mark_rect(opacity=STEP_OPACITY, stroke="white", strokeWidth=2)
             .encode(
                 x="start_s:Q",
                 x2="end_s:Q",
+                fill=alt.Fill(
+                    "shaded:N",
+                    scale=alt.Scale(domain=[STEP], range=[STEP_COLOUR]),
+                    legend=alt.Legend(
+                        symbolType="square",
+                        symbolOpacity=STEP_OPACITY,
+                        symbolSize=STEP_SYMBOL_SIZE,
+                        **BELOW,
+                    ),
+                ),
                 tooltip=[
                     alt.Tooltip("step:O", title="training step"),
                     alt.Tooltip("start_s:Q", title="from (s)", format=".2f"),
@@ -94,6 +134,7 @@ def memory_timeline(
                     alt.Tooltip("hwm_gib:Q", title="high-water mark after (GiB)", format=".3f"),
                 ],
             )
+            .transform_calculate(shaded=_series(STEP))
             .properties(name="steps"),
         )
     return alt.layer(*layers).properties(height=CHART_HEIGHT_PX)
@@ -162,12 +203,22 @@ def machines_compared(frame: pd.DataFrame) -> alt.LayerChart:
     )
     spread = (
         alt.Chart(frame)
-        .mark_rule(color="#999999", strokeWidth=2)
+        .mark_rule(color=SPREAD_COLOUR, strokeWidth=2)
         .encode(
             y=y,
             x=alt.X("min(peak_gib):Q", title=COMPARED_TITLE),
             x2="max(peak_gib):Q",
+            # A one-entry legend, so the grey rule is named like the dots.
+            strokeDash=alt.StrokeDash(
+                "joined:N",
+                title=None,
+                scale=alt.Scale(domain=[SPREAD], range=[[1, 0]]),
+                legend=alt.Legend(
+                    symbolType="stroke", symbolStrokeColor=SPREAD_COLOUR, **LONG_LEGEND.to_dict()
+                ),
+            ),
         )
+        .transform_calculate(joined=_series(SPREAD))
         .properties(name="spread")
     )
     peaks = (

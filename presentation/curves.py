@@ -10,7 +10,11 @@
   with their runs: what the parity and residual plots show;
 * `error_table` — the stored scores per model and split kind;
 * `shape_inputs` — what the shape-only models' inputs mean for a workload, in words;
-* `formula_latex` — a stored formula as LaTeX.
+* `formula_latex` — a stored formula as LaTeX;
+* `dwarfing` — the models whose predictions dwarf the others' (a case for log axes);
+* `published_frame`, `study_predictions`, `with_sample_megavoxels` — the study's
+  published figures (`core.published`) beside our runs and our models' predictions
+  for its configuration, on one image x batch axis.
 
 The analytical models need no fitting, so `closed_form_models` builds them
 straight from the runs: the paper's Eq. 1 + Eq. 2, and the refined model with
@@ -36,7 +40,7 @@ import numpy as np
 import pandas as pd
 import sympy
 
-from core import workloads
+from core import published, workloads
 from core.analytical import (
     DEFAULT_FRAMEWORK_BYTES,
     paper_estimate,
@@ -67,6 +71,13 @@ PAPER_TITLE = "paper analytical (Eq. 1 + Eq. 2)"
 REFINED_TITLE = "refined analytical (closed form)"
 RANDOM_SPLIT = "random"
 EXTRAPOLATION_SPLIT = "extrapolation"
+# A model "dwarfs" the others when it predicts more than this many times their median for
+# the same configuration somewhere: on linear axes their curves are then flat lines.
+DWARF_RATIO = 10.0
+# Image x batch, the published-points chart's x axis, in millions of voxels.
+MEGA = 1e6
+PUBLISHED_PEAK = "peak"
+PUBLISHED_SERVER = "server"
 
 
 class PointModel(Protocol):
@@ -394,3 +405,81 @@ def shape_inputs(workload: str = DEFAULT_WORKLOAD) -> str:
         f"side ({elements}, {workload_labels.ROOTS[dims]} of {product}), megavoxels "
         f"({product} / 10^6{'' if dims == 3 else ', megapixels'}), batch_size"
     )
+
+
+def dwarfing(predictions: pd.DataFrame, ratio: float = DWARF_RATIO) -> list[str]:
+    """The titles of the models whose largest prediction is over ``ratio`` x the others'.
+
+    predictions : ``title, predicted_gib`` (`predicted_curves`, `predictions_at_points`).
+    A model's height on a chart is its largest prediction; it dwarfs the rest when
+    that is more than ``ratio`` times the median of the other models' largest
+    predictions: on linear axes their curves would be flat lines. Needs two
+    models at least; titles in the frame's order.
+    """
+    if predictions.empty:
+        return []
+    largest = predictions.groupby("title", sort=False)["predicted_gib"].max()
+    found = []
+    for title, height in largest.items():
+        others = float(largest.drop(title).median()) if len(largest) > 1 else math.nan
+        if others > 0 and height > ratio * others:
+            found.append(str(title))
+    return found
+
+
+def with_sample_megavoxels(points: pd.DataFrame) -> pd.DataFrame:
+    """``points`` (`measured_points`) with ``sample_megavoxels``: image x batch / 10^6."""
+    depth = points["depth"].astype(float).fillna(1) if "depth" in points else 1.0
+    elements = depth * points["height"].astype(float) * points["width"].astype(float)
+    return points.assign(sample_megavoxels=elements * points["batch_size"] / MEGA)
+
+
+def _study_megavoxels() -> float:
+    return math.prod(published.STUDY_IMAGE_SHAPE) * published.STUDY_BATCH_SIZE / MEGA
+
+
+def published_frame(
+    points: Sequence[published.PublishedPoint] = published.PUBLISHED_POINTS,
+) -> pd.DataFrame:
+    """The study's published figures: ``label, outcome, kind, gib, sample_megavoxels``.
+
+    kind : ``peak`` (a training peak, drawn as a point at its configuration) or
+    ``server`` (a server's RAM tried at it, drawn as a horizontal rule).
+    """
+    return pd.DataFrame(
+        {
+            "label": [point.label for point in points],
+            "outcome": [point.outcome for point in points],
+            "kind": [
+                PUBLISHED_PEAK if point.outcome == PUBLISHED_PEAK else PUBLISHED_SERVER
+                for point in points
+            ],
+            "gib": [point.memory_gib for point in points],
+            "sample_megavoxels": [
+                math.prod(point.image_shape) * point.batch_size / MEGA for point in points
+            ],
+        }
+    )
+
+
+def study_predictions(
+    models: Iterable[PointModel], knobs: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
+    """Each model's U-Net prediction for the study's configuration (240x240x144, batch 16).
+
+    knobs : the network's (default: the reference network's, the study's kind).
+    Columns: ``model, title, predicted_gib, sample_megavoxels``.
+    """
+    module = workloads.get("unet3d")
+    settings = _config_knobs(knobs or workload_labels.knob_defaults("unet3d"), "unet3d")
+    config = module.Config(published.STUDY_IMAGE_SHAPE, published.STUDY_BATCH_SIZE, **settings)
+    rows = [
+        {
+            "model": model.name,
+            "title": model.title,
+            "predicted_gib": float(model.point_bytes([config])[0]) / GIB,
+            "sample_megavoxels": _study_megavoxels(),
+        }
+        for model in models
+    ]
+    return pd.DataFrame(rows, columns=["model", "title", "predicted_gib", "sample_megavoxels"])

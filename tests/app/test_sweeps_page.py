@@ -48,6 +48,11 @@ def rows_of(chart, layer_name: str) -> list[dict]:
     return pa.ipc.open_stream(dataset.data.data).read_all().to_pylist()
 
 
+def table_with(at: AppTest, column: str):
+    """The first table on the page with this column (a wide table's others are in an expander)."""
+    return next(t.value for t in at.main.dataframe if column in t.value.columns)
+
+
 @pytest.fixture
 def runs(reference_db: Path):
     return store.load_runs(reference_db)
@@ -73,6 +78,9 @@ def test_the_page_offers_filters_a_table_a_download_and_a_run_picker(reference_d
     assert len(table) == len(runs) == 46
     assert "high-water mark (GiB)" in table.columns and "image (D×H×W or H×W)" in table.columns
     assert set(table["workload"]) == {"unet3d"}
+    # The rest of the runs' columns are one click away, each named on the expander.
+    [more] = [e for e in at.main.expander if e.label.startswith("More columns: sweep")]
+    assert "message" in shown(more.label) and "machine profile" in shown(more.label)
     assert at.main.get("download_button")[0].proto.label == "Download CSV"
     assert at.main.selectbox(key="sweeps_run").label == "Run"
 
@@ -119,10 +127,14 @@ def test_a_runs_timeline_is_drawn_with_its_peaks_and_steps_marked(reference_db, 
 
 def test_machines_are_listed_by_profile_and_compared_at_a_chosen_batch(reference_db, runs):
     at = sweeps_page()
-    machines = at.main.dataframe[1].value
+    machines = table_with(at, "this machine")
     [key] = profiles.profiles_in(runs)
+    assert list(machines.columns) == ["profile", "machine", "this machine"]
     assert list(machines["profile"]) == [key]
-    [row] = machines.to_dict("records")
+    # The other columns, named in the expander's label, beside the profile.
+    more = table_with(at, "instruction set")
+    assert list(more["profile"]) == [key]
+    [row] = machines.merge(more, on="profile").to_dict("records")
     assert row["machine"] == "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
     # The bundled runs are older than the instruction set, usable cores and threads columns.
     assert (row["instruction set"], row["usable cores"], row["intra-op threads"]) == (
@@ -153,7 +165,7 @@ def test_the_sweeps_table_shows_status_and_points_done(reference_db):
     # A running sweep holds the database's sweep lock for as long as it lives.
     with sweeplock.hold(reference_db, "sweep0000001", "python -m profiling sweep", 4):
         at = sweeps_page()
-    sweeps = at.main.dataframe[-1].value
+    sweeps = table_with(at, "points done / total")
     [row] = sweeps.to_dict("records")
     assert (row["sweep"], row["status"], row["points done / total"]) == (
         "sweep0000001",
@@ -167,7 +179,7 @@ def test_a_sweep_left_running_by_a_dead_process_shows_as_interrupted(reference_d
     grid = {"image_sizes": ["32"], "batch_sizes": [1]}
     store.create_sweep(reference_db, "sweep0000002", "python -m profiling sweep", grid, 1)
     at = sweeps_page()
-    [row] = at.main.dataframe[-1].value.to_dict("records")
+    [row] = table_with(at, "points done / total").to_dict("records")
     assert (row["sweep"], row["status"]) == ("sweep0000002", "interrupted")
 
 
@@ -197,7 +209,7 @@ def test_the_workload_filter_shows_alexnet_runs_with_their_2d_images(alexnet_run
     assert len(table) == len(alexnet) > 0
     assert set(table["workload"]) == {"alexnet"}
     assert {"224", "96", "227x200"} <= set(table["image (D×H×W or H×W)"])
-    assert table["base filters"].isna().all()
+    assert table_with(at, "base filters")["base filters"].isna().all()
     images = at.main.multiselect(key="sweeps_image").options
     assert images[0] == "96" and "227x200" in images and "64×64×64" not in images
     assert f"{len(alexnet)} of {len(runs)} runs" in at.main.caption[1].value
@@ -254,13 +266,13 @@ def test_the_same_configurations_on_two_machines_are_compared_side_by_side(two_m
     at = sweeps_page()
     at = at.main.multiselect(key="sweeps_workload").set_value(["alexnet"]).run()
 
-    machines = at.main.dataframe[1].value
+    machines = table_with(at, "hosts")
     assert set(machines["profile"]) == {profile_key(), other_key}
     assert set(machines["hosts"]) == {ALEXNET_HOST, "vm"}
     reference = at.main.selectbox(key="sweeps_reference_machine")
     assert len(reference.options) == 2
     at = reference.set_value(profile_key()).run()
-    table = at.main.dataframe[2].value
+    table = table_with(at, f"{first}: peak (GiB)")
     # Every square x batch and the oblong image, measured ok on both: not the oom point.
     assert len(table) == 21
     assert list(table.columns[-3:]) == [
@@ -276,7 +288,7 @@ def test_the_same_configurations_on_two_machines_are_compared_side_by_side(two_m
     assert len(drawn) == 42
 
     at = at.main.selectbox(key="sweeps_reference_machine").set_value(other_key).run()
-    table = at.main.dataframe[2].value
+    table = table_with(at, f"{first}: peak (GiB)")
     assert table[f"{first}: x reference"].tolist() == pytest.approx(
         [1 / OTHER_MACHINE_SCALE] * 21, abs=0.01
     )

@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 
 from core.analytical import refined_breakdown
+from core.published import PUBLISHED_POINTS
 from core.workloads.unet3d import UNetConfig
-from presentation import charts, curves, sizing_view
+from presentation import charts, charts_sweeps, curves, sizing_view
 from tests.conftest import build_runs
 
 
@@ -103,10 +104,32 @@ def test_the_breakdown_has_a_bar_per_term_in_the_models_order() -> None:
     assert bars["term"].tolist() == terms["term"].tolist()
 
 
+def _bounds(predicted: list[float], upper: list[float]) -> pd.DataFrame:
+    titles = [f"model {i}" for i in range(len(predicted))]
+    return pd.DataFrame({"title": titles, "predicted_gib": predicted, "upper_gib": upper})
+
+
+def _legend_fields(layer: dict[str, Any]) -> set[str]:
+    """The fields a layer names in a legend (every channel but position, tooltip, detail)."""
+    named = ("color", "fill", "shape", "strokeDash")
+    encoding = layer["encoding"]
+    return {
+        encoding[channel]["field"]
+        for channel in named
+        if channel in encoding and encoding[channel].get("legend", {}) is not None
+    }
+
+
+def _legend_entries(spec: dict[str, Any], layer: dict[str, Any], field: str) -> set[str]:
+    """The entries a layer puts in its legend: a named series, or its rows' values."""
+    for step in layer.get("transform", []):
+        if step.get("as") == field:
+            return {step["calculate"].strip("'")}
+    return set(_rows(spec, layer)[field])
+
+
 def test_the_bounds_chart_marks_the_budget_and_what_training_may_use_of_it() -> None:
-    models = pd.DataFrame(
-        {"title": ["a", "b"], "predicted_gib": [10.0, 12.0], "upper_gib": [11.0, 15.0]}
-    )
+    models = _bounds([10.0, 12.0], [11.0, 15.0])
     spec = charts.bounds(models, budget_gib=240.0, usable_gib=200.0).to_dict()
     layers = _layers(spec)
 
@@ -114,6 +137,125 @@ def test_the_bounds_chart_marks_the_budget_and_what_training_may_use_of_it() -> 
     limits = _rows(spec, layers["budget"]).set_index("limit")["gib"]
     assert limits.to_dict() == {"budget": 240.0, "budget less headroom": 200.0}
     assert _rows(spec, layers["bound"])["upper_gib"].tolist() == [11.0, 15.0]
+
+
+def test_every_mark_of_the_bounds_chart_has_a_legend_entry() -> None:
+    spec = charts.bounds(_bounds([10.0, 12.0], [11.0, 15.0]), 240.0, 200.0).to_dict()
+    layers = _layers(spec)
+
+    assert _legend_fields(layers["predicted"]) == {"point"}
+    assert _legend_entries(spec, layers["predicted"], "point") == {"predicted peak"}
+    assert _legend_fields(layers["bound"]) == _legend_fields(layers["budget"]) == {"line"}
+    assert _legend_entries(spec, layers["bound"], "line") == {"predicted to upper bound"}
+    assert _legend_entries(spec, layers["budget"], "line") == {"budget", "budget less headroom"}
+
+
+def test_bounds_within_ten_fold_of_each_other_are_drawn_on_a_linear_axis_from_zero() -> None:
+    spec = charts.bounds(_bounds([10.0, 40.0], [20.0, 150.0]), 240.0, 200.0).to_dict()
+    x = _layers(spec)["bound"]["encoding"]["x"]
+
+    assert x["scale"] == {"zero": True}
+    assert x["title"] == "GiB"
+
+
+def test_one_bound_over_ten_times_another_puts_the_axis_on_a_log_scale() -> None:
+    models = _bounds([10.0, 100.0], [12.0, 480.0])  # 480 > 10 x 12
+    spec = charts.bounds(models, 240.0, 200.0).to_dict()
+    layers = _layers(spec)
+
+    assert charts.bounds_scale_is_log(models)
+    for name in ("bound", "predicted", "budget"):
+        assert layers[name]["encoding"]["x"]["scale"] == {"type": "log"}
+        assert layers[name]["encoding"]["x"]["title"] == "GiB (log scale)"
+    # A model predicting nothing (<= 0) has no place on a log axis: it is left out, not drawn at 0.
+    assert not charts.bounds_scale_is_log(_bounds([-1.0, 5.0], [0.0, 40.0]))
+
+
+def test_the_memory_timeline_names_the_curve_every_rule_and_the_steps_in_legends() -> None:
+    timeline = pd.DataFrame({"t_s": [0.0, 1.0, 2.0], "rss_gib": [0.2, 1.5, 1.4]})
+    marks = pd.DataFrame(
+        {
+            "mark": ["sampled peak", "kernel high-water mark", "after framework import"],
+            "gib": [1.5, 1.52, 0.2],
+        }
+    )
+    steps = pd.DataFrame({"step": [1], "start_s": [0.5], "end_s": [1.5], "hwm_gib": [1.5]})
+    spec = charts_sweeps.memory_timeline(timeline, marks, steps).to_dict()
+    layers = _layers(spec)
+
+    assert _legend_fields(layers["timeline"]) == _legend_fields(layers["peaks"]) == {"drawn"}
+    assert _legend_entries(spec, layers["timeline"], "drawn") == {"resident memory (sampled)"}
+    assert _legend_entries(spec, layers["peaks"], "mark") == set(marks["mark"])
+    colour = layers["peaks"]["encoding"]["color"]["scale"]["domain"]
+    assert colour == ["resident memory (sampled)", *marks["mark"]]
+    assert _legend_fields(layers["steps"]) == {"shaded"}
+    assert _legend_entries(spec, layers["steps"], "shaded") == {"training step"}
+
+
+def test_reference_lines_and_the_spread_between_machines_are_named_in_legends(runs) -> None:
+    points = _held_out(runs)
+    identity = _layers(charts.parity(points).to_dict())["identity"]
+    zero = _layers(charts.residuals(points).to_dict())["zero"]
+
+    assert _legend_fields(identity) == _legend_fields(zero) == {"reference"}
+    assert identity["encoding"]["strokeDash"]["scale"]["domain"] == ["predicted = measured"]
+    assert zero["encoding"]["strokeDash"]["scale"]["domain"] == ["no error"]
+
+    compared = pd.DataFrame(
+        {
+            "configuration": ["32 batch 1", "32 batch 1"],
+            "machine": ["a", "b"],
+            "machine_profile": ["ka", "kb"],
+            "runs": [1, 1],
+            "peak_gib": [1.0, 2.0],
+            "ratio": [1.0, 2.0],
+        }
+    )
+    spread = _layers(charts_sweeps.machines_compared(compared).to_dict())["spread"]
+    assert _legend_fields(spread) == {"joined"}
+    assert spread["encoding"]["strokeDash"]["scale"]["domain"] == ["lowest to highest peak"]
+
+
+def test_the_published_points_sit_beside_our_runs_and_predictions_on_log_axes(runs) -> None:
+    measured = curves.with_sample_megavoxels(curves.measured_points(runs))
+    predictions = curves.study_predictions(curves.closed_form_models(runs))
+    published = curves.published_frame()
+    spec = charts.published_points(measured, predictions, published).to_dict()
+    layers = _layers(spec)
+
+    for name in ("measured", "predicted", "published_peak", "servers"):
+        assert layers[name]["encoding"]["y"]["scale"]["type"] == "log"
+    assert layers["measured"]["encoding"]["x"]["scale"]["type"] == "log"
+    # The published peak is a labelled point at the study's 240x240x144 x 16; servers are rules.
+    [peak] = _rows(spec, layers["published_peak"]).to_dict("records")
+    assert peak["sample_megavoxels"] == pytest.approx(240 * 240 * 144 * 16 / 1e6)
+    assert peak["gib"] == 1024
+    assert _rows(spec, layers["published_peak_label"])["label"].tolist() == [peak["label"]]
+    servers = _rows(spec, layers["servers"])
+    assert sorted(servers["gib"]) == [192, 384, 1536]
+    assert len(servers) + 1 == len(PUBLISHED_POINTS)
+    assert _rows(spec, layers["server_labels"])["label"].tolist() == servers["label"].tolist()
+    # Our models' predictions for that configuration, one per model.
+    drawn = _rows(spec, layers["predicted"])
+    assert set(drawn["model"]) == {"paper", "refined"}
+    assert set(drawn["sample_megavoxels"]) == {peak["sample_megavoxels"]}
+    # Every mark in a legend: what each dot is, our models by colour, servers by outcome.
+    assert _legend_entries(spec, layers["measured"], "series") == {"our runs (measured)"}
+    assert _legend_entries(spec, layers["published_peak"], "series") == {"published peak"}
+    assert _legend_fields(layers["predicted"]) == {"series", "title"}
+    assert _legend_fields(layers["servers"]) == {"outcome"}
+
+
+def test_a_model_far_above_the_others_is_found_so_the_axes_can_start_logarithmic() -> None:
+    def curve(title: str, peaks: list[float]) -> pd.DataFrame:
+        return pd.DataFrame({"title": title, "predicted_gib": peaks})
+
+    close = pd.concat([curve("a", [1.0, 8.0]), curve("b", [1.2, 9.0]), curve("c", [0.9, 7.0])])
+    towering = pd.concat([close, curve("huge", [10.0, 95.0])])
+
+    assert curves.dwarfing(close) == []
+    assert curves.dwarfing(towering) == ["huge"]
+    assert curves.dwarfing(curve("alone", [1.0, 500.0])) == []
 
 
 def test_a_2d_workloads_axes_say_pixels_and_square_root() -> None:

@@ -1,0 +1,43 @@
+"""The Dell–Intel study's published figures drawn beside our runs and models' predictions.
+
+Shared by the Models page (the models chosen there) and the Sizing page (the
+models credible for the study's configuration): the chart of
+`presentation.charts.published_points`, the study's configuration, source and
+stack, and why our measurements differ (`core.published`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from core import published
+from presentation import charts, curves, workload_labels
+from presentation.curves import PointModel
+from presentation.text import plain
+
+# The workload the published study trained.
+STUDY_WORKLOAD = "unet3d"
+
+
+def render(models: Sequence[PointModel], points: pd.DataFrame) -> None:
+    """The chart and its captions; ``points``: `curves.measured_points` of one machine's runs."""
+    st.subheader("Beside the published study")
+    knobs = workload_labels.knob_defaults(STUDY_WORKLOAD)
+    ours = curves.with_sample_megavoxels(curves.with_knobs(points, knobs))
+    predictions = curves.study_predictions(models, knobs)
+    chart = charts.published_points(ours, predictions, curves.published_frame())
+    st.altair_chart(chart, width="stretch")
+    image = "×".join(str(side) for side in published.STUDY_IMAGE_SHAPE)
+    said = "; ".join(
+        f"{plain(row.title)} {row.predicted_gib:,.0f} GiB" for row in predictions.itertuples()
+    )
+    st.caption(
+        f"The study's configuration: {image}, batch {published.STUDY_BATCH_SIZE}, the reference "
+        f"network. Our models predict: {said or 'no model chosen'}. The published figures "
+        f"(black) are the study's own, never fitted: {plain(published.STUDY_SOURCE)}. "
+        f"Its stack: {plain(published.STUDY_STACK)}."
+    )
+    st.caption(plain(published.WHY_OURS_DIFFER))

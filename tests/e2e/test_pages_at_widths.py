@@ -1,0 +1,110 @@
+"""The Models and Sweeps pages at a laptop's 1024 px and a desktop's 1400 px, in a real browser.
+
+At each width: every legend entry of the charts checked here lies inside its
+chart (not cut at the edge), the published study's reference points are drawn
+on the Models page, and the tables a reader reads first fit beside the sidebar
+with every header shown (their other columns are named on an expander).
+Full-page screenshots land in ``artifacts/screenshots/`` as
+``models_1024.png``, ``sweeps_1400.png``, ...
+
+One server for the suite (conftest's), two page loads per width.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from core.published import PUBLISHED_POINTS
+from tests.e2e.test_dashboard import no_exception, open_page, save_whole_page
+
+pytestmark = pytest.mark.e2e
+
+WIDTHS_PX = (1024, 1400)
+HEIGHT_PX = 900
+# Vega draws text a pixel or so past its measured box; more than this is a cut label.
+SLACK_PX = 2
+CHART = '[data-testid="stVegaLiteChart"]'
+TABLE = '[data-testid="stDataFrame"]'
+# Glide's scrolling element: wider content than box means columns past the right edge.
+SCROLLER = ".dvn-scroller"
+ERROR_HEADERS = ["model", "MAPE %", "sd", "R²", "worst %", "ext. MAPE", "ext. worst"]
+RUNS_HEADERS = ["run", "status", "workload", "image", "batch", "peak, HWM (GiB)"]
+TIMELINE_LEGEND = [
+    "resident memory (sampled)",
+    "sampled peak",
+    "kernel high-water mark",
+    "after framework import",
+    "training step",
+]
+
+
+def chart_with(page: Page, text: str) -> Locator:
+    """The chart whose drawing (Vega's SVG) holds this text."""
+    return page.get_by_test_id("stMain").locator(CHART).filter(has_text=text).first
+
+
+def assert_inside(chart: Locator, labels: list[str]) -> None:
+    """Each label is drawn, and wholly inside its chart (a label past the edge is cut)."""
+    box = chart.bounding_box()
+    assert box is not None
+    for label in labels:
+        text = chart.locator("svg text").filter(has_text=label).first
+        expect(text).to_be_visible()
+        drawn = text.bounding_box()
+        assert drawn is not None
+        assert drawn["x"] + drawn["width"] <= box["x"] + box["width"] + SLACK_PX, label
+        assert drawn["x"] >= box["x"] - SLACK_PX, label
+
+
+def assert_table_fits(table: Locator, headers: list[str]) -> None:
+    """The table shows exactly these headers, none of them past its right edge."""
+    table.scroll_into_view_if_needed()
+    header = table.locator('[role="columnheader"]')
+    expect(header.first).to_be_attached()  # the grid draws its headers after the page run
+    shown = [h.inner_text().strip() for h in header.all()]
+    assert shown == headers
+    overflow = table.locator(SCROLLER).evaluate("box => box.scrollWidth - box.clientWidth")
+    assert overflow <= SLACK_PX, f"{overflow} px of columns past the right edge: {headers}"
+
+
+@pytest.mark.parametrize("width", WIDTHS_PX)
+def test_legends_published_points_and_table_headers_show_at_this_width(
+    page: Page, dashboard_url: str, screenshots_dir: Path, width: int
+) -> None:
+    page.set_viewport_size({"width": width, "height": HEIGHT_PX})
+
+    open_page(page, dashboard_url, "Models")
+    no_exception(page)
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_role("heading", name="Beside the published study")).to_be_visible()
+    published = chart_with(page, "image x batch (million voxels, log scale)")
+    published.scroll_into_view_if_needed()
+    assert_inside(
+        published,
+        [point.label for point in PUBLISHED_POINTS]
+        + ["our runs (measured)", "our model at the study's configuration", "published peak"],
+    )
+    expect(main.get_by_text("the published figures are context", exact=False)).to_be_visible()
+    parity = chart_with(page, "predicted = measured")
+    assert_inside(parity, ["predicted = measured", "symbolic regression (gplearn)"])
+    assert_table_fits(main.locator(TABLE).filter(has_text="MAPE").first, ERROR_HEADERS)
+    save_whole_page(page, screenshots_dir / f"models_{width}.png")
+
+    open_page(page, dashboard_url, "Sweeps")
+    no_exception(page)
+    runs = main.locator(TABLE).first
+    assert_table_fits(runs, RUNS_HEADERS)
+    expect(main.get_by_text("More columns: sweep", exact=False)).to_be_visible()
+    timeline = chart_with(page, "time since the child started")
+    timeline.scroll_into_view_if_needed()
+    assert_inside(timeline, TIMELINE_LEGEND)
+    save_whole_page(page, screenshots_dir / f"sweeps_{width}.png")
+
+    # The sidebar's launch button is whole at this width, once scrolled to (after a
+    # sweep the sidebar holds its result above the form).
+    launch = page.get_by_test_id("stSidebar").get_by_role("button", name="Launch sweep")
+    launch.scroll_into_view_if_needed()
+    expect(launch).to_be_in_viewport(ratio=1)
