@@ -9,6 +9,8 @@ line ``error: ...`` on stderr and exit code 2.
     python -m modeling size image --budget 256GiB --batch-size 4 [--machine KEY]
     python -m modeling size batch --image-size 144 --budget 64GiB
     python -m modeling size buy --image-size 240x240x144 --batch-size 16 [--headroom 0.2]
+    python -m modeling report --image-size 240x240x144 --batch-size 16 --budget 256GiB \
+        --output sizing.html [--headroom 0.2] [--model NAME] [--machine KEY] [--force]
     python -m modeling export-results data/reference_results [--db FILE]
 """
 
@@ -27,12 +29,13 @@ from core.commands import (
     add_db_option,
     add_knob_options,
     add_workload_option,
+    config_from_args,
     given_knobs,
     open_db,
     positive_int,
     run_handler,
 )
-from core.units import parse_bytes
+from core.units import GIB, parse_bytes
 from modeling import machines
 from modeling.errors import ModelingError
 from modeling.estimators.catalogue import catalogue, pick, spec_names
@@ -46,10 +49,16 @@ from modeling.evaluation.protocol import (
 )
 from modeling.evaluation.splits import SPLIT_KINDS
 from modeling.features import measured_frame
-from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side, memory_to_buy
+from modeling.sizing import (
+    DEFAULT_HEADROOM,
+    MAX_HEADROOM,
+    largest_batch,
+    largest_image_side,
+    memory_to_buy,
+)
 from modeling.stored import bundle, readonly
 from modeling.stored import tables as results
-from presentation import report
+from presentation import report, sizing_report
 
 BUDGET_HELP = "memory available, e.g. 256GiB, 256GB or 64G; every unit is binary (GB = GiB = 2^30)"
 
@@ -298,16 +307,31 @@ def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
     _add_model_options(parser)
 
 
-def _stored_model(args: argparse.Namespace) -> tuple[results.Predictor, machines.MachineChoice]:
-    """The model asked for and the machine profile it is for.
+def _stored_models(
+    args: argparse.Namespace,
+) -> tuple[list[results.Predictor], results.Predictor, machines.MachineChoice, Path]:
+    """Every stored model of the machine profile, the one asked for, the profile, the database.
 
-    The database's model, or the bundled one for its runs, read in memory: nothing
+    The database's models, or the bundled ones for its runs, read in memory: nothing
     is written to the database (the bundle is never installed), and in read-only
     mode it is not even created or migrated.
     """
     db_path = _db_for_reading(args)
     machine = machines.choose_machine(db_path, args.workload, args.machine)
-    return bundle.load_predictor(db_path, args.model, args.workload, machine.key), machine
+    predictors = bundle.load_predictors(db_path, args.workload, machine.key)
+    asked = results.select_predictor(
+        predictors,
+        lambda: bundle.load_scores(db_path, args.workload, machine.key),
+        args.model,
+        db_path,
+    )
+    return predictors, asked, machine, db_path
+
+
+def _stored_model(args: argparse.Namespace) -> tuple[results.Predictor, machines.MachineChoice]:
+    """The model asked for and the machine profile it is for (`_stored_models`)."""
+    _, asked, machine, _ = _stored_models(args)
+    return asked, machine
 
 
 def _print_answer(machine: machines.MachineChoice, lines: list[str]) -> None:
@@ -364,6 +388,90 @@ def _size_buy(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- report ------------------------------------------------------------------------------
+
+
+def _headroom(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= MAX_HEADROOM:
+        raise argparse.ArgumentTypeError(
+            f"must be a fraction between 0 and {MAX_HEADROOM:g} (0.2 = 20%), got {text}"
+        )
+    return value
+
+
+def _prepare_report(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
+    parser.add_argument("--batch-size", type=positive_int, required=True)
+    parser.add_argument("--budget", type=parse_bytes, required=True, help=BUDGET_HELP)
+    parser.add_argument(
+        "--headroom",
+        type=_headroom,
+        default=DEFAULT_HEADROOM,
+        help=f"fraction on top of the bound (default {DEFAULT_HEADROOM})",
+    )
+    parser.add_argument(
+        "--output", type=Path, required=True, help="the HTML file to write, e.g. sizing.html"
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    _add_model_options(parser)
+
+
+def _report_target(output: Path, force: bool) -> Path:
+    """Where the report goes; refused before any work if it cannot be written there."""
+    if output.is_dir():
+        raise ModelingError(
+            f"--output {output} is a folder; name a file, e.g. {output}/sizing.html"
+        )
+    if not output.parent.is_dir():
+        raise ModelingError(
+            f"folder {output.parent} does not exist; create it first or choose another --output"
+        )
+    if output.exists() and not force:
+        raise ModelingError(f"{output} already exists. Use --force to overwrite it.")
+    return output
+
+
+def _report_command(args: argparse.Namespace, model: str, machine: str | None) -> str:
+    """The command that asks the same question again, the model and profile pinned."""
+    words = ["python", "-m", "modeling", "report", "--workload", args.workload]
+    words += ["--image-size", args.image_size, "--batch-size", str(args.batch_size)]
+    words += ["--budget", f"{args.budget / GIB:g}GiB", "--headroom", f"{args.headroom:g}"]
+    words += ["--model", model] + (["--machine", machine] if machine else [])
+    for knob, value in _knobs(args).items():
+        words += [f"--{knob.replace('_', '-')}", str(value)]
+    return shlex.join([*words, "--output", str(args.output)])
+
+
+def _report(args: argparse.Namespace) -> int:
+    output = _report_target(args.output, args.force)
+    config = config_from_args(args, args.image_size, args.batch_size)
+    predictors, asked, machine, db_path = _stored_models(args)
+    runs = store.load_runs(db_path, workload=args.workload, machine=machine.key)
+    built = sizing_report.build_report(
+        predictors,
+        config,
+        runs,
+        budget_gib=args.budget / GIB,
+        headroom_pct=args.headroom * 100,
+        asked_model=asked.name,
+        machine_words=machine.sentence(),
+        machine_key=machine.key,
+        machine_note=machine.note,
+        command=_report_command(args, asked.name, machine.key),
+    )
+    try:
+        output.write_text(sizing_report.render_html(built), encoding="utf-8")
+    except OSError as error:
+        raise ModelingError(f"cannot write {output}: {error.strerror or error}") from error
+    print(f"wrote {output}")
+    print(built.headline)
+    return 0
+
+
 SIZE_COMMANDS = {
     "image": (
         _prepare_size_image,
@@ -404,6 +512,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _prepare_export(export)
     export.set_defaults(handler=_export)
+    report_parser = commands.add_parser(
+        "report",
+        help="write a self-contained HTML sizing report (decision, evidence, chart, runs)",
+        description="write a self-contained HTML sizing report for one question: the decision, "
+        "the model and its bound, the evidence, the runs and the published reference points; "
+        "print it to PDF from a browser",
+    )
+    _prepare_report(report_parser)
+    report_parser.set_defaults(handler=_report)
     size = commands.add_parser(
         "size",
         help="answer a sizing question from a stored model",

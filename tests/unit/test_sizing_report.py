@@ -1,0 +1,262 @@
+"""The downloadable sizing report, built from the bundled models and runs.
+
+The Dell–Intel study's question (240x240x144 at batch 16, 256 GiB, 20% headroom)
+on the bundled Intel reference profile, and a question that profile measured
+(128^3 at batch 4): what the report says, that it stands alone (no script, no
+URL), and that stored text cannot become markup in it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from datetime import UTC, datetime
+from html import unescape
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core import database, published, store
+from core.workloads.unet3d import UNetConfig
+from modeling import machines
+from modeling.stored import bundle
+from modeling.stored.predictor import Predictor
+from presentation import charts_published, sizing_report
+from profiling import exchange
+
+INTEL = "9b59349f74"  # the bundled Intel reference profile
+DELL = UNetConfig((240, 240, 144), 16)
+MEASURED = UNetConfig((128, 128, 128), 4)
+BUDGET_GIB, HEADROOM_PCT = 256.0, 20.0
+CREATED = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
+HOSTILE = "<script>alert('x')</script>"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private database with every bundled run (what a fresh checkout's holds)."""
+    path = tmp_path_factory.mktemp("report") / "memplan.duckdb"
+    database.ensure_database(path)
+    for runs, samples in database.BUNDLED_EXPORTS:
+        exchange.import_runs(path, runs, samples)
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(db: Path) -> list[Predictor]:
+    return bundle.load_predictors(db, workload="unet3d", machine=INTEL)
+
+
+@pytest.fixture(scope="module")
+def runs(db: Path) -> pd.DataFrame:
+    return store.load_runs(db, workload="unet3d", machine=INTEL)
+
+
+def report_for(
+    db: Path, models: list[Predictor], runs: pd.DataFrame, config: UNetConfig
+) -> sizing_report.SizingReport:
+    machine = machines.choose_machine(db, "unet3d", INTEL)
+    return sizing_report.build_report(
+        models,
+        config,
+        runs,
+        budget_gib=BUDGET_GIB,
+        headroom_pct=HEADROOM_PCT,
+        asked_model="symbolic",
+        machine_words=machine.sentence(),
+        machine_key=machine.key,
+        created_at=CREATED,
+    )
+
+
+@pytest.fixture(scope="module")
+def dell(db: Path, models: list[Predictor], runs: pd.DataFrame) -> sizing_report.SizingReport:
+    return report_for(db, models, runs, DELL)
+
+
+@pytest.fixture(scope="module")
+def dell_html(dell: sizing_report.SizingReport) -> str:
+    return sizing_report.render_html(dell)
+
+
+def text_of(html: str) -> str:
+    """The words a reader sees: tags dropped, entities read, whitespace collapsed."""
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def test_the_dell_question_headlines_verify_first_with_the_spread_and_the_left_out(
+    dell: sizing_report.SizingReport, dell_html: str
+) -> None:
+    shown = text_of(dell_html)
+
+    assert dell.headline == "Predicted to fit, 12x beyond the largest measured run: verify first"
+    assert dell.headline in shown
+    assert "Credible models: 159–190 GiB across 4 of 10 models." in shown
+    assert "161 GiB (symbolic regression (gplearn)" in shown
+    assert "paper analytical (Eq. 1 + Eq. 2) (bound 1,617 GiB, 10.0x)" in shown
+    assert "XGBoost (predicts 17.3 GiB)" in shown
+    assert not dell.verified
+    assert "Not verified: no run of exactly this configuration" in shown
+    assert (
+        "python -m profiling run --workload unet3d --image-size 240x240x144 --batch-size 16"
+        in shown
+    )
+
+
+def test_the_bound_is_described_with_its_coverage_and_held_out_evidence(
+    dell: sizing_report.SizingReport, models: list[Predictor]
+) -> None:
+    symbolic = next(model for model in models if model.name == "symbolic")
+    used = symbolic.bound_for(DELL)
+
+    assert dell.bound is not None
+    assert (dell.bound.coverage, dell.bound.n_residuals) == (used.coverage, used.n_calibration)
+    assert dell.bound.sentence.startswith("symbolic regression (gplearn) predicts 152 GiB")
+    assert f"90% split-conformal upper bound is 161 GiB, the prediction x{used.ratio:.3f}" in (
+        dell.bound.sentence
+    )
+    assert f"of {used.n_calibration} held-out residuals" in dell.bound.sentence
+    assert used.source in dell.bound.sentence
+
+
+def test_every_model_is_listed_credible_or_left_out_with_its_reason(
+    dell: sizing_report.SizingReport, models: list[Predictor]
+) -> None:
+    lines = {line.name: line for line in dell.models}
+
+    assert list(lines) == [model.name for model in models]
+    assert [name for name, line in lines.items() if line.answers] == ["symbolic"]
+    assert {name for name, line in lines.items() if line.credible} == {
+        "refined",
+        "least_squares",
+        "symbolic",
+        "hybrid_terms",
+    }
+    assert "10.0x the models' median bound" in lines["paper"].reason
+    assert lines["symbolic"].reason == ""
+
+
+def test_the_published_points_and_why_ours_differ_are_shown_for_the_study_question(
+    dell: sizing_report.SizingReport, dell_html: str
+) -> None:
+    shown = text_of(dell_html)
+
+    assert dell.published_points == published.PUBLISHED_POINTS
+    for point in published.PUBLISHED_POINTS:
+        assert point.label in shown
+    assert published.WHY_OURS_DIFFER in shown
+    assert "They are about this question, so the chart draws them." in shown
+
+
+def test_the_runs_table_lists_every_run_of_the_profile_with_its_peak(
+    dell: sizing_report.SizingReport, runs: pd.DataFrame, dell_html: str
+) -> None:
+    largest = max(dell.runs, key=lambda run: run.peak_gib or 0)
+
+    assert len(dell.runs) == len(runs)
+    assert {run.run_id for run in dell.runs} == set(runs["run_id"])
+    assert not any(run.this_config for run in dell.runs)
+    assert (largest.image, largest.batch_size, largest.short_id) == (
+        "112^3",
+        8,
+        largest.run_id[:12],
+    )
+    assert f"{largest.peak_gib:,.2f} GiB" in dell_html
+    assert "skipped" in {run.status for run in dell.runs}
+
+
+def test_a_measured_question_says_verified_and_marks_its_runs(
+    db: Path, models: list[Predictor], runs: pd.DataFrame
+) -> None:
+    report = report_for(db, models, runs, MEASURED)
+    shown = text_of(sizing_report.render_html(report))
+
+    assert report.verified
+    assert report.headline == "Fits, verified by a run (measured 10.6 GiB)"
+    assert "Verified: 1 run(s) of exactly this configuration" in shown
+    marked = [run for run in report.runs if run.this_config]
+    assert [(run.image, run.batch_size, run.status) for run in marked] == [("128^3", 4, "ok")]
+    assert "this question" in shown
+    assert report.published_points == ()
+    assert "They are about another question, so the chart does not draw them." in shown
+    assert published.WHY_OURS_DIFFER in shown
+
+
+def test_the_report_stands_alone_no_script_and_no_url(dell_html: str) -> None:
+    assert "<script" not in dell_html.lower()
+    assert "http" not in dell_html
+    assert not re.search(r"\b(src|href)\s*=", dell_html)
+    assert "@import" not in dell_html and "url(" not in dell_html
+    assert dell_html.count("<svg") == 1
+    assert "@media print" in dell_html
+
+
+def test_the_version_names_pyproject_and_the_commit(dell_html: str) -> None:
+    version = sizing_report.memplan_version()
+
+    assert re.fullmatch(r"memplan 0\.1\.0, (commit [0-9a-f]{12}|unknown commit)", version)
+    assert version in dell_html
+    assert "2026-01-02 03:04 UTC" in dell_html
+
+
+def test_the_commit_is_read_from_git_files_without_git(tmp_path: Path) -> None:
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    (tmp_path / "pyproject.toml").write_text('[project]\nversion = "9.8.7"\n')
+    assert sizing_report.memplan_version(tmp_path) == "memplan 9.8.7, unknown commit"
+
+    git = tmp_path / ".git"
+    git.mkdir()
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "packed-refs").write_text(f"# pack-refs with: peeled\n{sha} refs/heads/main\n")
+    assert sizing_report.git_commit(tmp_path) == sha
+
+    (git / "refs" / "heads").mkdir(parents=True)
+    (git / "refs" / "heads" / "main").write_text(sha.replace("0", "f") + "\n")
+    assert sizing_report.memplan_version(tmp_path) == "memplan 9.8.7, commit f123456789ab"
+
+
+def test_stored_text_is_escaped_never_markup(
+    db: Path, models: list[Predictor], runs: pd.DataFrame
+) -> None:
+    hostile_models = [
+        dataclasses.replace(model, title=f"{model.title} {HOSTILE}") for model in models
+    ]
+    hostile_runs = runs.assign(message=HOSTILE)
+    report = report_for(db, hostile_models, hostile_runs, DELL)
+
+    html = sizing_report.render_html(report)
+
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html  # titles and messages
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html.split("<svg", 1)[1]
+
+
+def test_the_chart_frame_draws_the_question_the_model_and_the_published_points(
+    models: list[Predictor], runs: pd.DataFrame
+) -> None:
+    symbolic = next(model for model in models if model.name == "symbolic")
+
+    frame = charts_published.chart_frame(
+        runs, DELL, symbolic, published=published.PUBLISHED_POINTS, budget_gib=BUDGET_GIB
+    )
+
+    series = set(frame["series"])
+    assert series == set(charts_published.SERIES)
+    line = frame[frame["series"] == charts_published.UPPER]
+    assert list(line["batch_size"]) == list(range(1, 17))
+    question = frame[frame["kind"] == charts_published.QUESTION_MARK].iloc[0]
+    assert question["label"] == "240x240x144, batch 16: up to 161 GiB"
+    assert question["gib"] == pytest.approx(line["gib"].iloc[-1])
+    servers = frame[frame["kind"] == charts_published.SERVER]
+    assert sorted(servers["gib"]) == [192, 384, 1536]
+    measured = frame[frame["series"] == charts_published.MEASURED]
+    assert len(measured) == (runs["status"] == "ok").sum()
+
+
+def test_the_chart_without_a_model_or_study_draws_only_the_runs(runs: pd.DataFrame) -> None:
+    frame = charts_published.chart_frame(runs, UNetConfig((64, 64, 64), 2), None)
+
+    assert set(frame["series"]) == {charts_published.MEASURED}
+    svg = charts_published.chart_svg(charts_published.measured_vs_predicted(frame))
+    assert svg.startswith("<svg") and "<script" not in svg
