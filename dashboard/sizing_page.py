@@ -6,10 +6,13 @@ has models; every answer names the machine in words), then inputs on
 the left (image shape, batch, that network's knobs, budget, headroom, model),
 a typed budget or headroom that cannot be answered saying why right under it
 (`presentation.sizing_view.input_problems`) while the answers wait for a valid one;
-answers on the right: the chosen model's predicted peak and upper bound with a
-fits / does-not-fit verdict, every model's prediction, the three sizing answers
-of `modeling.sizing` (`dashboard.sizing_answers`), and the refined analytical
-breakdown. The inputs live in the URL (`dashboard.query_state`), so a link
+answers on the right: the decision with its evidence (`modeling.decision`: the
+upper bound, the verdict worded by confidence, the credible models' spread, the
+absurd models named and left out), every model's prediction, the three sizing
+answers of `modeling.sizing` (`dashboard.sizing_answers`), the Dell–Intel
+study's published figures beside the models credible there
+(`dashboard.published_panel`, U-Net only), and the refined analytical breakdown.
+The inputs live in the URL (`dashboard.query_state`), so a link
 reproduces the view; what the page offers and its captions come from
 `presentation.sizing_view`. A machine without models gets what it lacks and
 the sweep that gives it some, instead of answers.
@@ -28,11 +31,20 @@ import streamlit as st
 
 from core import workloads
 from core.analytical import refined_breakdown
+from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
 from core.units import GIB
 from core.workloads.base import WorkloadConfig
-from dashboard import data, machine_panel, query_state, sizing_answers
+from dashboard import data, machine_panel, published_panel, query_state, sizing_answers
 from modeling.decision import Decision, approx_gib, decide, evidence_for
-from presentation import charts, curves, machines, sizing_view, workload_labels
+from modeling.stored.predictor import Predictor
+from presentation import (
+    charts,
+    curves,
+    machines,
+    sizing_report,
+    sizing_view,
+    workload_labels,
+)
 from presentation.sizing_view import SizingChoices, SizingState, gib
 from presentation.text import plain
 
@@ -232,6 +244,42 @@ def verdict(decision: Decision, state: SizingState, machine: str) -> None:
         )
 
 
+def report_button(
+    predictors: list[Predictor],
+    state: SizingState,
+    runs: pd.DataFrame,
+    picked: machine_panel.Picked,
+) -> None:
+    """One click: the self-contained HTML sizing report of this question
+    (`presentation.sizing_report`), made only when clicked (drawing its chart takes ~1 s)."""
+
+    def html() -> str:
+        report = sizing_report.build_report(
+            predictors,
+            state.config,
+            runs,
+            budget_gib=state.budget_gib,
+            headroom_pct=state.headroom_pct,
+            asked_model=state.model,
+            machine_words=picked.words,
+            machine_key=picked.machine,
+            command="the memplan dashboard's Sizing page",
+        )
+        return sizing_report.render_html(report)
+
+    st.download_button(
+        "Download the sizing report (HTML)",
+        data=html,
+        file_name=sizing_view.report_file_name(state),
+        mime="text/html",
+        on_click="ignore",
+        icon=":material/download:",
+        help="The question, the answer and its evidence, the machine, the runs it rests on "
+        "and the published figures, in one file to attach to a purchase request "
+        "(print it to PDF from the browser).",
+    )
+
+
 def every_model(
     table: pd.DataFrame, decision: Decision, state: SizingState, usable_bytes: int
 ) -> None:
@@ -386,6 +434,7 @@ def render() -> None:
                 state.headroom_pct / 100,
             )
             verdict(decision, state, picked.words)
+            report_button(predictors, state, runs, picked)
     if not problems:
         # The page's full width: in the answers column the table scrolled at 1024 px.
         with st.expander("Every model's prediction and upper bound", expanded=True):
@@ -395,6 +444,11 @@ def render() -> None:
         st.info(sizing_view.waiting_text(problems))
     else:
         what_fits(db, version, state, picked)
+    if workload == published_panel.STUDY_WORKLOAD:
+        study = workloads.get(workload).Config(STUDY_IMAGE_SHAPE, STUDY_BATCH_SIZE)
+        published_panel.render(
+            sizing_view.credible_at(predictors, study), curves.measured_points(runs)
+        )
     st.subheader("Refined analytical breakdown")
     breakdown(state.config, runs, chosen["predicted_bytes"])
 

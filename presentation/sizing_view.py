@@ -40,6 +40,7 @@ from modeling.decision import (
     Decision,
     ModelEstimate,
     approx_gib,
+    credible_models,
     decide,
     evidence_for,
 )
@@ -583,3 +584,15 @@ def models_frame(table: pd.DataFrame, decision: Decision, usable_bytes: float) -
             "fits": ["yes" if upper <= usable_bytes else "no" for upper in table["upper_bytes"]],
         }
     )
+
+
+def credible_at(models: Sequence[BoundedModel], config: WorkloadConfig) -> list[BoundedModel]:
+    """The ``models`` credible for ``config`` (`modeling.decision.credible_models`), in order."""
+    found = credible_models(estimates(config_predictions(models, [config])))
+    return [model for model in models if found.is_credible(model.name)]
+
+
+def report_file_name(state: SizingState) -> str:
+    """``memplan-sizing-240x240x144-batch16.html``: the question, in a file name."""
+    image = "x".join(str(side) for side in state.image_shape)
+    return f"memplan-sizing-{state.workload}-{image}-batch{state.batch_size}.html"

@@ -178,6 +178,13 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
         "fits",
     ]
     assert (table["credible"] == "yes").sum() == 4
+    # Beside the study's published figures: only the models credible there.
+    assert "Beside the published study" in [s.value for s in at.subheader]
+    (study,) = [shown(c.value) for c in at.caption if "Our models predict" in c.value]
+    assert "paper" not in study and "XGBoost" not in study
+    assert "symbolic regression (gplearn) 152 GiB" in study
+    (download,) = at.get("download_button")
+    assert download.proto.label == "Download the sizing report (HTML)"
 
 
 def test_a_model_absurd_here_is_replaced_by_the_highest_credible_bound(

@@ -83,6 +83,12 @@ def test_the_decision_leads_with_the_bound_and_its_evidence(
     table = main.get_by_test_id("stDataFrame").first
     expect(table).to_be_visible()
     save_whole_page(page, screenshots_dir / f"sizing_decision_{width}.png")
+    # One click gives the report of this very question, to attach to a purchase request.
+    with page.expect_download() as download:
+        main.get_by_role("button", name="Download the sizing report (HTML)").click()
+    assert download.value.suggested_filename == "memplan-sizing-unet3d-240x240x144-batch16.html"
+    report = Path(download.value.path()).read_text()
+    assert "Predicted to fit, 12x beyond the largest measured run: verify first" in report
     scroller = table.locator(".dvn-scroller").first
     overflow_px = scroller.evaluate("node => node.scrollWidth - node.clientWidth")
     assert overflow_px <= 1, f"the table scrolls sideways by {overflow_px} px"
