@@ -6,7 +6,11 @@ sweeps.png, and the sidebar during and after the sweep). The README shows copies
 page screenshots; to refresh them, run this suite and copy them over:
 
     .venv/bin/python -m pytest -q tests/e2e
-    cp artifacts/screenshots/{models,sizing,sweeps}.png docs/screenshots/
+    cd artifacts/screenshots
+    cp models_1400.png ../../docs/screenshots/models.png
+    cp sweeps_1400.png ../../docs/screenshots/sweeps.png
+    cp sizing_decision_1400.png ../../docs/screenshots/sizing.png  # the Dell question
+    # docs/screenshots/report.png: the top 2400 px of artifacts/screenshots/report_1400.png
 
 The tests run in file order and share one server: the sweep test is last because it adds
 a run to the database the others read.
