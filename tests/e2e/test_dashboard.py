@@ -43,6 +43,9 @@ CHOOSE_ATTEMPTS = 3
 OPTION_TIMEOUT_MS = 10_000
 UNDRAWN_CHART = '[data-testid="stVegaLiteChart"]:not(:has(canvas, svg))'
 NEXT_FRAME = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+# The widths the sidebar's launcher is checked at while a sweep runs (the last one stays).
+SIDEBAR_WIDTHS = (1024, 1400)
+VIEWPORT_HEIGHT = 900
 # A screenshot taller than this is cut: the README needs the top of a page, not a scroll.
 MAX_SHOT_PX = 4000
 APP_IDLE = (
@@ -179,7 +182,15 @@ def test_a_tiny_sweep_launched_from_the_sidebar_appears_in_the_runs(
     )
     expect(sidebar.get_by_test_id("stProgress")).to_be_visible()
     expect(sidebar.get_by_role("button", name="Cancel sweep")).to_be_visible()
-    sidebar.screenshot(path=str(screenshots_dir / "sidebar_sweep_running.png"))
+    # At both widths the issue names: the progress never claims "0 s left" while the point
+    # runs, and Cancel is whole.
+    for width in SIDEBAR_WIDTHS:
+        page.set_viewport_size({"width": width, "height": VIEWPORT_HEIGHT})
+        expect(sidebar).not_to_contain_text(re.compile(r"(?<!\d)0 s left"))
+        cancel = sidebar.get_by_role("button", name="Cancel sweep")
+        cancel.scroll_into_view_if_needed()
+        expect(cancel).to_be_in_viewport(ratio=1)
+        sidebar.screenshot(path=str(screenshots_dir / f"sidebar_sweep_running_{width}.png"))
 
     # When it ends the sidebar says how; anything but "finished" fails with its message.
     outcome = sidebar.get_by_text(re.compile(r"Last sweep (finished|was cancelled|failed|crashed)"))
