@@ -80,6 +80,9 @@ class RunRecord:
     keras_version: str
     numpy_version: str
     onednn_enabled: bool
+    # cluster (schema 4): the Slurm job that measured the run, None when measured locally
+    slurm_job_id: str | None = None  # "1234", or "1234_5" for an array task
+    slurm_cpus_per_task: int | None = None  # the job's --cpus-per-task
     samples: tuple[Sample, ...] = field(default=(), compare=False, repr=False)
 
     def row(self) -> dict[str, Any]:

@@ -25,6 +25,9 @@ Versions
    the profile whose runs it fit (``evaluations.machine_profile``), derived for
    an older evaluation from the runs its predictions name when they all share one
    profile, else NULL (fitted on more than one machine).
+4. Slurm: ``runs`` gains ``slurm_job_id`` (``"1234"``, or ``"1234_5"`` for an
+   array task) and ``slurm_cpus_per_task`` (the job's ``--cpus-per-task``) at
+   the end of the table, NULL for runs measured locally and for every older run.
 
 Changing the schema
 -------------------
@@ -54,13 +57,15 @@ from core import profiles
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Where a database keeps its version: the ``meta`` row with this key.
 VERSION_KEY = "schema_version"
 # What every run and evaluation before schema 2 measured.
 LEGACY_WORKLOAD = "unet3d"
 # The machine facts runs record since schema 3.
 NEW_MACHINE_COLUMNS: tuple[str, ...] = ("cpu_vendor", "cpu_isa", "usable_cores", "intra_op_threads")
+# The Slurm job facts runs record since schema 4 (NULL for a run measured locally).
+SLURM_COLUMNS: tuple[str, ...] = ("slurm_job_id", "slurm_cpus_per_task")
 
 _SQL_TYPES: dict[type, str] = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
 _ARROW_TYPES: dict[type, pa.DataType] = {
@@ -147,6 +152,7 @@ ADDED_COLUMNS: Mapping[int, Mapping[str, Mapping[str, Any]]] = types.MappingProx
             "runs": {name: None for name in NEW_MACHINE_COLUMNS},
             "evaluations": {"machine_profile": None},
         },
+        4: {"runs": {name: None for name in SLURM_COLUMNS}},
     }
 )
 
@@ -352,6 +358,30 @@ def _v2_to_v3(con: duckdb.DuckDBPyConnection) -> None:
     fill_evaluation_profiles(con)
 
 
+_V4_RUNS = (
+    "CREATE TABLE runs (run_id VARCHAR NOT NULL PRIMARY KEY, sweep_id VARCHAR,"
+    " created_at VARCHAR NOT NULL, status VARCHAR NOT NULL, message VARCHAR NOT NULL,"
+    " workload VARCHAR NOT NULL, depth BIGINT, height BIGINT NOT NULL, width BIGINT NOT NULL,"
+    " batch_size BIGINT NOT NULL, base_filters BIGINT, levels BIGINT,"
+    " in_channels BIGINT NOT NULL, classes BIGINT NOT NULL, precision VARCHAR NOT NULL,"
+    " upsampling VARCHAR, steps BIGINT NOT NULL, seed BIGINT NOT NULL, repeat BIGINT NOT NULL,"
+    " sample_interval_s DOUBLE NOT NULL, timeout_s DOUBLE NOT NULL,"
+    " memory_limit_bytes BIGINT NOT NULL, estimate_bytes BIGINT, peak_sampled_bytes BIGINT,"
+    " peak_hwm_bytes BIGINT, baseline_bytes BIGINT, wall_s DOUBLE,"
+    " step_times_s VARCHAR NOT NULL, step_hwm_bytes VARCHAR NOT NULL, hostname VARCHAR NOT NULL,"
+    " cpu_vendor VARCHAR, cpu_model VARCHAR NOT NULL, cpu_isa VARCHAR,"
+    " cpu_cores BIGINT NOT NULL, usable_cores BIGINT, intra_op_threads BIGINT,"
+    " total_ram_bytes BIGINT NOT NULL,"
+    " os VARCHAR NOT NULL, python_version VARCHAR NOT NULL, tensorflow_version VARCHAR NOT NULL,"
+    " keras_version VARCHAR NOT NULL, numpy_version VARCHAR NOT NULL,"
+    " onednn_enabled BOOLEAN NOT NULL, slurm_job_id VARCHAR, slurm_cpus_per_task BIGINT)"
+)
+
+
+def _v3_to_v4(con: duckdb.DuckDBPyConnection) -> None:
+    _rebuild(con, "runs", _V4_RUNS, dict.fromkeys(SLURM_COLUMNS))
+
+
 # In order: MIGRATIONS[i] goes from version i + 1 to i + 2.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -365,6 +395,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "runs record CPU vendor, instruction-set level, usable cores and intra-op threads "
         "(unknown for older runs); evaluations name the machine profile they fit",
         _v2_to_v3,
+    ),
+    Migration(
+        3,
+        "runs record the Slurm job that measured them and its CPUs per task "
+        "(unknown for older runs and for runs measured locally)",
+        _v3_to_v4,
     ),
 )
 

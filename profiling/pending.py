@@ -56,7 +56,9 @@ def from_json(text: str) -> RunRecord:
     values = json.loads(text)
     row = values["run"]
     samples = tuple(Sample(t_s=t, rss_bytes=rss) for t, rss in values.get("samples", []))
-    return RunRecord(**{name: row[name] for name in RUN_COLUMNS}, samples=samples)
+    # A record left by an older memplan lacks the columns added since (all nullable).
+    known = {name: row[name] for name in RUN_COLUMNS if name in row}
+    return RunRecord(**known, samples=samples)
 
 
 def save(db_path: Path, record: RunRecord) -> Path:

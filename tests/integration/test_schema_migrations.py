@@ -1,13 +1,15 @@
-"""What earlier releases left on disk still opens: schema-1 and schema-2 databases and exports.
+"""What earlier releases left on disk still opens: schema-1, -2 and -3 databases and exports.
 
-The fixtures in tests/fixtures/schema1/ were written by memplan 256831b (schema 1)
-and those in tests/fixtures/schema2/ by memplan 99b704d (schema 2), each with its
-own code (see the README in each). Every test copies what it changes to tmp_path
+The fixtures in tests/fixtures/schema1/ were written by memplan 256831b (schema 1),
+those in tests/fixtures/schema2/ by memplan 99b704d (schema 2) and those in
+tests/fixtures/schema3/ by memplan 82bb04d (schema 3), each with its own code
+(see the README in each). Every test copies what it changes to tmp_path
 first, so the fixtures themselves are never written to.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import threading
 from dataclasses import dataclass
@@ -31,6 +33,8 @@ FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE_MAX_BYTES = 500_000
 # The facts schema 3 added to runs; no older run recorded them.
 MACHINE_COLUMNS = ("cpu_vendor", "cpu_isa", "usable_cores", "intra_op_threads")
+# The Slurm job schema 4 added to runs, at the end of the table; no older run recorded it.
+SLURM_COLUMNS = ("slurm_job_id", "slurm_cpus_per_task")
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,38 @@ SCHEMA2 = Generation(
         "v2-alex-224-b512",
     ),
 )
-GENERATIONS = pytest.mark.parametrize("generation", [SCHEMA1, SCHEMA2], ids=["schema1", "schema2"])
+SCHEMA3 = Generation(
+    version=3,
+    rows={
+        "meta": 1,
+        "sweeps": 2,
+        "runs": 8,
+        "samples": 33,
+        "evaluations": 1,
+        "scores": 6,
+        "predictions": 9,
+        "models": 3,
+    },
+    run_ids=(
+        "v3-unet-32-b1",
+        "v3-unet-32-b2",
+        "v3-unet-48-b1",
+        "v3-unet-64-b1",
+        "v3-unet-144-b16",
+        "v3-alex-67-b1",
+        "v3-alex-96-b2",
+        "v3-alex-224-b512",
+    ),
+)
+# The profile key 82bb04d stored for the schema-3 evaluation (its README).
+SCHEMA3_PROFILE = "e347700dc4"
+GENERATIONS = pytest.mark.parametrize(
+    "generation", [SCHEMA1, SCHEMA2, SCHEMA3], ids=["schema1", "schema2", "schema3"]
+)
+# The generations from before schema 3, whose runs recorded no machine facts.
+BEFORE_MACHINE_FACTS = pytest.mark.parametrize(
+    "generation", [SCHEMA1, SCHEMA2], ids=["schema1", "schema2"]
+)
 EXPORT_SUFFIXES = pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 
 
@@ -113,6 +148,12 @@ def old_db(tmp_path: Path) -> Path:
 def v2_db(tmp_path: Path) -> Path:
     """A private copy of the schema-2 database."""
     return _copy(SCHEMA2, tmp_path)
+
+
+@pytest.fixture
+def v3_db(tmp_path: Path) -> Path:
+    """A private copy of the schema-3 database."""
+    return _copy(SCHEMA3, tmp_path)
 
 
 def _tables(db: Path) -> dict[str, pd.DataFrame]:
@@ -152,8 +193,9 @@ def _file_state(db: Path) -> tuple[bytes, int, list[str]]:
 
 def test_there_is_one_migration_per_version_step_up_to_the_current_one() -> None:
     assert [m.from_version for m in schema.MIGRATIONS] == list(range(1, schema.SCHEMA_VERSION))
-    assert [m.to_version for m in schema.migrations_from(1)] == [2, 3]
-    assert [m.to_version for m in schema.migrations_from(2)] == [3]
+    assert [m.to_version for m in schema.migrations_from(1)] == [2, 3, 4]
+    assert [m.to_version for m in schema.migrations_from(2)] == [3, 4]
+    assert [m.to_version for m in schema.migrations_from(3)] == [4]
     assert schema.migrations_from(schema.SCHEMA_VERSION) == ()
 
 
@@ -175,7 +217,7 @@ def test_an_older_database_is_migrated_keeping_every_row_and_value(
     database.ensure_database(db)
 
     after = _tables(db)
-    assert _version(db) == str(schema.SCHEMA_VERSION) == "3"
+    assert _version(db) == str(schema.SCHEMA_VERSION) == "4"
     for name in schema.TABLES:
         if name == "meta":
             continue  # only the version changed (checked above)
@@ -205,9 +247,10 @@ def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(
     described = [row[0] for row in _columns(db)["runs"]]
     assert described.index("workload") == described.index("message") + 1
     assert described.index("cpu_vendor") == described.index("hostname") + 1
+    assert described[described.index("onednn_enabled") + 1 :] == list(SLURM_COLUMNS)
 
 
-@GENERATIONS
+@BEFORE_MACHINE_FACTS
 def test_migrated_runs_have_no_machine_facts_they_did_not_record(
     generation: Generation, tmp_path: Path
 ) -> None:
@@ -221,6 +264,18 @@ def test_migrated_runs_have_no_machine_facts_they_did_not_record(
     for profile in profiles.profiles_in(runs).values():
         assert profile.cpu_isa is None and profile.usable_cores is None
         assert "instruction set unknown" in profile.label
+
+
+@GENERATIONS
+def test_migrated_runs_record_no_slurm_job(generation: Generation, tmp_path: Path) -> None:
+    db = _copy(generation, tmp_path)
+    database.ensure_database(db)
+
+    runs = store.load_runs(db)
+
+    assert tuple(runs["run_id"]) == generation.run_ids
+    assert runs[list(SLURM_COLUMNS)].isna().all().all()
+    assert all(store.get_run(db, run_id)["slurm_job_id"] is None for run_id in generation.run_ids)
 
 
 def test_migrated_schema_1_runs_read_back_as_unet_runs(old_db: Path) -> None:
@@ -335,6 +390,51 @@ def test_an_evaluation_whose_runs_span_two_profiles_names_none(v2_db: Path) -> N
     assert _evaluation_profiles(v2_db) == [None]
 
 
+def test_migrated_schema_3_runs_keep_the_machine_facts_they_recorded(v3_db: Path) -> None:
+    database.ensure_database(v3_db)
+
+    runs = store.load_runs(v3_db).set_index("run_id")
+    facts = runs[list(MACHINE_COLUMNS)]
+    # The Intel VM's runs recorded them; the AMD VM's (carried over from schema 2) did not.
+    unet = [run_id for run_id in SCHEMA3.run_ids if run_id.startswith("v3-unet")]
+    alexnet = [run_id for run_id in SCHEMA3.run_ids if run_id.startswith("v3-alex")]
+    assert facts.loc[unet].astype(object).drop_duplicates().values.tolist() == [
+        ["Intel", "avx512", 2, 2]
+    ]
+    assert facts.loc[alexnet].isna().all().all()
+    intel = profiles.profile_of(store.get_run(v3_db, "v3-unet-48"))
+    amd = profiles.profile_of(store.get_run(v3_db, "v3-alex-67"))
+    assert (intel.cpu_vendor, intel.cpu_isa, intel.usable_cores) == ("Intel", "avx512", 2)
+    assert (amd.cpu_vendor, amd.cpu_isa, amd.usable_cores) == ("AMD", None, None)
+    assert intel.key == SCHEMA3_PROFILE  # the same profile as the release computed
+    assert list(store.load_runs(v3_db, machine=intel.key)["run_id"]) == unet
+    assert store.get_run(v3_db, "v3-unet-48")["message"] == 'warm, "quoted"\nsecond line: ünïcode'
+    assert sum(store.completed_points(v3_db, intel.key).values()) == 5  # 4 ok and 1 oom
+    sweeps = store.load_sweeps(v3_db)
+    assert dict(zip(sweeps["sweep_id"], sweeps["status"], strict=True)) == {
+        "sweep-unet": "done",
+        "sweep-alex": "interrupted",
+    }
+
+
+def test_a_migrated_schema_3_evaluation_keeps_its_profile_and_its_models_load(
+    v3_db: Path,
+) -> None:
+    database.ensure_database(v3_db)
+
+    assert _evaluation_profiles(v3_db) == [SCHEMA3_PROFILE]
+    evaluation = results.load_evaluations(v3_db, machine=SCHEMA3_PROFILE).iloc[0]
+    assert (evaluation["workload"], evaluation["n_runs"]) == ("unet3d", 4)
+    assert len(results.load_scores(v3_db)) == 6
+    assert set(results.load_predictions(v3_db)["run_id"]) == {
+        "v3-unet-32-b2",
+        "v3-unet-48-b1",
+        "v3-unet-64-b1",
+    }
+    predictors = results.load_predictors(v3_db, workload="unet3d", machine=SCHEMA3_PROFILE)
+    assert [p.name for p in predictors] == ["paper", "refined", "least_squares"]
+
+
 def test_a_schema_1_evaluation_over_onednn_on_and_off_runs_names_no_profile(old_db) -> None:
     # Its held-out v1-ok-64-b1 ran with oneDNN off, the other two with it on.
     database.ensure_database(old_db)
@@ -428,15 +528,16 @@ def test_a_failed_migration_leaves_the_database_as_it_was(
     generation: Generation, tmp_path: Path, monkeypatch
 ) -> None:
     db = _copy(generation, tmp_path)
-    rebuild = schema._rebuild
     before = _tables(db)
+    last = schema.MIGRATIONS[-1]
 
-    def failing(con, table, ddl, added):
-        rebuild(con, table, ddl, added)
-        if table == "evaluations":  # runs was rebuilt already
-            con.execute("SELECT * FROM no_such_table")
+    def failing(con):
+        last.apply(con)  # every earlier step, and this one, rebuilt their tables already
+        con.execute("SELECT * FROM no_such_table")
 
-    monkeypatch.setattr(schema, "_rebuild", failing)
+    monkeypatch.setattr(
+        schema, "MIGRATIONS", (*schema.MIGRATIONS[:-1], dataclasses.replace(last, apply=failing))
+    )
 
     with pytest.raises(
         StoreError,
@@ -447,7 +548,8 @@ def test_a_failed_migration_leaves_the_database_as_it_was(
 
     assert _version(db) == str(generation.version)
     after = _tables(db)
-    assert "cpu_vendor" not in after["runs"].columns
+    assert not set(SLURM_COLUMNS) & set(after["runs"].columns)
+    assert _columns(db) == _columns(generation.db)
     for name in schema.TABLES:
         pd.testing.assert_frame_equal(after[name], before[name])
 
@@ -520,7 +622,9 @@ def test_an_older_export_imports_as_the_migrated_database_holds_it(
 
     assert stored == len(generation.run_ids)
     imported = store.load_runs(target)
-    assert imported[list(MACHINE_COLUMNS)].isna().all().all()
+    assert imported[list(SLURM_COLUMNS)].isna().all().all()
+    if generation.version < 3:
+        assert imported[list(MACHINE_COLUMNS)].isna().all().all()
     pd.testing.assert_frame_equal(imported, store.load_runs(db))
     pd.testing.assert_frame_equal(store.load_samples(target), store.load_samples(db))
 
@@ -555,7 +659,14 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
     assert from_1.column("workload").to_pylist() == ["unet3d", "unet3d"]
     for name in MACHINE_COLUMNS:
         assert from_1.column(name).to_pylist() == [None, None]
-    assert schema.upgrade_export("runs", runs, 2).column_names == ["run_id", *MACHINE_COLUMNS]
+    for name in SLURM_COLUMNS:
+        assert from_1.column(name).to_pylist() == [None, None]
+    assert schema.upgrade_export("runs", runs, 2).column_names == [
+        "run_id",
+        *MACHINE_COLUMNS,
+        *SLURM_COLUMNS,
+    ]
+    assert schema.upgrade_export("runs", runs, 3).column_names == ["run_id", *SLURM_COLUMNS]
     assert schema.upgrade_export("runs", runs, schema.SCHEMA_VERSION).column_names == ["run_id"]
     evaluations = schema.upgrade_export("evaluations", pa.table({"evaluation_id": ["e"]}), 2)
     assert evaluations.column("machine_profile").to_pylist() == [None]
@@ -563,6 +674,9 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
     assert schema.infer_version("runs", ["run_id"]) == 1
     assert schema.infer_version("runs", ["run_id", "workload"]) == 2
     assert schema.infer_version("runs", ["run_id", "workload", *MACHINE_COLUMNS]) == 3
+    assert (
+        schema.infer_version("runs", ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS]) == 4
+    )
     # A nullable column a later version adds is NULL in the rows of an older export.
     latest = schema.SCHEMA_VERSION
     monkeypatch.setitem(schema.ADDED_COLUMNS[latest], "runs", {"gpu": None})
@@ -570,7 +684,8 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
         None,
         None,
     ]
-    assert schema.infer_version("runs", ["run_id", "workload"]) == latest - 1  # no gpu: older
+    no_gpu = ["run_id", "workload", *MACHINE_COLUMNS]
+    assert schema.infer_version("runs", no_gpu) == latest - 1  # no gpu: older
 
 
 @GENERATIONS
@@ -622,6 +737,24 @@ def test_a_schema_2_results_export_reads_with_no_machine_profile() -> None:
 
     assert upgraded.column("machine_profile").to_pylist() == [None]
     assert upgraded.column("workload").to_pylist() == ["unet3d"]
+
+
+def test_a_schema_3_results_export_installs_with_its_machine_profile(tmp_path: Path) -> None:
+    db = tmp_path / "memplan.duckdb"
+    fixtures = SCHEMA3.directory
+    metadata = pq.read_metadata(fixtures / "results" / "evaluations.parquet").metadata
+    assert metadata[b"memplan_schema_version"] == b"3"
+    exchange.import_runs(db, fixtures / "runs.parquet", fixtures / "samples.parquet")
+
+    assert bundle.install_bundled_results(db, fixtures / "results")
+
+    assert _evaluation_profiles(db) == [SCHEMA3_PROFILE]
+    assert results.load_evaluations(db, workload="alexnet").empty
+    assert [p.name for p in results.load_predictors(db, machine=SCHEMA3_PROFILE)] == [
+        "paper",
+        "refined",
+        "least_squares",
+    ]
 
 
 def test_a_results_export_carries_its_version_and_a_newer_one_is_refused(
