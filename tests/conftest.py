@@ -1,9 +1,16 @@
-"""Shared test helpers: a valid RunRecord with any field overridden; synthetic measured runs."""
+"""Shared test helpers: a valid RunRecord with any field overridden; synthetic measured runs;
+a real one-node Slurm cluster (tests/slurm_cluster.py) for the integration and browser tests.
+
+Slurm is Debian's ``slurm-wlm`` and ``munge``, run as root: ``.ci/run`` installs
+them; outside CI a missing Slurm (or a non-root user) skips the tests that use
+the cluster, with the command that installs it.
+"""
 
 from __future__ import annotations
 
+import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -14,6 +21,7 @@ from core import workloads
 from core.analytical import refined_breakdown
 from core.records import RunRecord, Sample
 from core.workloads.base import WorkloadConfig
+from tests.slurm_cluster import SlurmCluster, slurm_available, start_cluster
 
 # A tiny but valid workload: 16 is the smallest side a 5-level U-Net accepts.
 _DEFAULTS: dict[str, Any] = {
@@ -132,3 +140,32 @@ def build_runs(
 @pytest.fixture
 def make_runs() -> Callable[..., Any]:
     return build_runs
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """A running one-node Slurm cluster, with ``SLURM_CONF`` pointing at it for the session.
+
+    One cluster for the session (starting one takes a second or two); its logs,
+    ``slurm.conf`` and ``jobcomp.txt`` stay in pytest's temporary directory.
+    """
+    reason = slurm_available()
+    if reason is not None:
+        if _in_ci():
+            pytest.fail(f"CI must run the Slurm tests: {reason} (.ci/run installs Slurm)")
+        pytest.skip(reason)
+    cluster = start_cluster(tmp_path_factory.mktemp("slurm"))
+    previous = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(cluster.conf_path)
+    try:
+        yield cluster
+    finally:
+        if previous is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = previous
+        cluster.stop()
