@@ -211,6 +211,18 @@ def load_runs(
     return runs[keep].reset_index(drop=True)
 
 
+def run_statuses(path: Path, run_ids: list[str]) -> dict[str, str]:
+    """The status of each of ``run_ids`` the database holds (absent: not stored)."""
+    if not run_ids:
+        return {}
+    with connect(path, read_only=True) as con:
+        rows = con.execute(
+            "SELECT run_id, status FROM runs WHERE list_contains(?::VARCHAR[], run_id)",
+            [list(run_ids)],
+        ).fetchall()
+    return dict(rows)
+
+
 def load_samples(path: Path, run_ids: list[str] | None = None) -> pd.DataFrame:
     """Timeline rows (run_id, t_s, rss_bytes) ordered by run and time; all runs if None."""
     sql = f"SELECT {_SAMPLE_SELECT} FROM samples"

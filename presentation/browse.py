@@ -63,6 +63,7 @@ RUNS_TABLE: dict[str, str] = {
     "wall_s": "wall time (s)",
     "hostname": "host",
     MACHINE: "machine profile",
+    "slurm_job_id": "Slurm job",
     "created_at": "created (UTC)",
     "message": "message",
 }

@@ -49,6 +49,15 @@ from profiling.calibration import (
     missing_points,
     profile_table,
 )
+from profiling.cluster_sweep import (
+    DEFAULT_CPUS_PER_TASK,
+    DEFAULT_MAX_PARALLEL,
+    DEFAULT_MEM_MARGIN,
+    DEFAULT_POLL_S,
+    SlurmOptions,
+    default_work_dir,
+    run_cluster_sweep,
+)
 from profiling.runner import (
     DEFAULT_SAMPLE_INTERVAL_S,
     DEFAULT_STEPS,
@@ -201,6 +210,14 @@ def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
         help="measure each point this many times (a noise figure)",
     )
     parser.add_argument(
+        "--resume",
+        dest="resume",
+        action="store_true",
+        default=True,
+        help="(the default) skip what is already measured; on Slurm also ingest what the "
+        "jobs of a killed earlier run of this command measured and wait for those still running",
+    )
+    parser.add_argument(
         "--no-resume",
         dest="resume",
         action="store_false",
@@ -208,9 +225,83 @@ def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_measure_options(parser)
+    cluster = parser.add_argument_group(
+        "on a Slurm cluster (--executor slurm; docs/slurm.md)",
+        "each point is one job of a job array on the partition's nodes; this process "
+        "submits them, stores what they measure and cancels them on Ctrl-C",
+    )
+    cluster.add_argument(
+        "--executor",
+        choices=["local", "slurm"],
+        default="local",
+        help="where the points run: this machine (default) or Slurm jobs",
+    )
+    cluster.add_argument("--partition", help="the Slurm partition (required with slurm)")
+    cluster.add_argument("--account", help="the Slurm account to charge, if the cluster wants one")
+    cluster.add_argument(
+        "--max-parallel",
+        type=positive_int,
+        default=DEFAULT_MAX_PARALLEL,
+        help=f"jobs of one array running at once (default {DEFAULT_MAX_PARALLEL})",
+    )
+    cluster.add_argument(
+        "--cpus-per-task",
+        type=positive_int,
+        default=DEFAULT_CPUS_PER_TASK,
+        help=f"CPUs per job, recorded with each run (default {DEFAULT_CPUS_PER_TASK})",
+    )
+    cluster.add_argument(
+        "--mem",
+        type=parse_bytes,
+        help=f"--mem of every job instead of each point's estimate plus --mem-margin; {SIZE_HELP}",
+    )
+    cluster.add_argument(
+        "--mem-margin",
+        type=float,
+        default=DEFAULT_MEM_MARGIN,
+        help="share added to each point's conservative estimate for its --mem "
+        f"(default {DEFAULT_MEM_MARGIN:g})",
+    )
+    cluster.add_argument(
+        "--work-dir",
+        type=Path,
+        help="where jobs read their points and write their records, shared with the nodes "
+        "(default: beside the database, <db stem>.slurm)",
+    )
+    cluster.add_argument(
+        "--poll",
+        type=positive_float,
+        default=DEFAULT_POLL_S,
+        help=f"seconds between looks at the jobs (default {DEFAULT_POLL_S:g})",
+    )
+
+
+def _slurm_options(args: argparse.Namespace) -> SlurmOptions:
+    if not args.partition:
+        raise ConfigError(
+            "--executor slurm needs --partition NAME (the partitions are listed by `sinfo`)"
+        )
+    if args.memory_limit is not None:
+        raise ConfigError(
+            "--memory-limit is for this machine; on Slurm each point's limit is its job's "
+            "--mem (set it with --mem, or --mem-margin on top of the estimate)"
+        )
+    return SlurmOptions(
+        partition=args.partition,
+        account=args.account,
+        max_parallel=args.max_parallel,
+        cpus_per_task=args.cpus_per_task,
+        mem_margin=args.mem_margin,
+        mem_bytes=args.mem,
+        work_dir=args.work_dir,
+        poll_s=args.poll,
+    )
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    options = _slurm_options(args) if args.executor == "slurm" else None
+    if options is None and args.partition:
+        raise ConfigError("--partition is for Slurm sweeps: add --executor slurm")
     settings = _settings(args)
     values: dict = {}
     if args.config:
@@ -226,22 +317,29 @@ def _sweep(args: argparse.Namespace) -> int:
     grid = grid_from_mapping(values)
     db_path = open_db(args)
     command = shlex.join(["python", "-m", "profiling", *sys.argv[1:]])
+    common = dict(
+        repeats=args.repeats, resume=args.resume, command=command, show_progress=not args.quiet
+    )
     try:
-        summary = run_sweep(
-            db_path,
-            grid,
-            settings,
-            repeats=args.repeats,
-            resume=args.resume,
-            command=command,
-            show_progress=not args.quiet,
-        )
+        if options is not None:
+            summary = run_cluster_sweep(db_path, grid, settings, options, **common)
+        else:
+            summary = run_sweep(db_path, grid, settings, **common)
     except KeyboardInterrupt:
-        print(
-            "interrupted: the point in flight was discarded (a measured point not yet stored "
-            f"waits in {pending.pending_dir(db_path)}); run the same command to resume",
-            file=sys.stderr,
-        )
+        if options is not None:
+            work_dir = options.work_dir or default_work_dir(db_path)
+            print(
+                "interrupted: the sweep's jobs were cancelled and their points recorded as "
+                f"interrupted (its work directory is {work_dir}); run the same command to "
+                "measure them again",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                "interrupted: the point in flight was discarded (a measured point not yet "
+                f"stored waits in {pending.pending_dir(db_path)}); run the same command to resume",
+                file=sys.stderr,
+            )
         return INTERRUPTED_EXIT_CODE
     if summary.interrupted_before or summary.recovered:  # what earlier, dead sweeps left
         dead, kept = len(summary.interrupted_before), summary.recovered

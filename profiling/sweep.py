@@ -166,7 +166,7 @@ def estimated_seconds(config: WorkloadConfig, steps: int) -> float:
     return POINT_OVERHEAD_S + STEP_S_PER_VOXEL * config.elements * config.batch_size * (steps + 1)
 
 
-def _dominates(config: WorkloadConfig, failed: WorkloadConfig) -> bool:
+def dominates(config: WorkloadConfig, failed: WorkloadConfig) -> bool:
     """Needs at least as much memory as ``failed``: same network, no smaller input."""
     knobs = workloads.of(config).NETWORK_KNOBS
     same_network = config.workload == failed.workload and all(
@@ -186,7 +186,7 @@ def _skip_reason(
     failed: list[tuple[WorkloadConfig, str]],
 ) -> str | None:
     for smaller, status in failed:
-        if _dominates(config, smaller):
+        if dominates(config, smaller):
             return (
                 f"a point no larger ({format_image_shape(smaller.image_shape)} at batch "
                 f"{smaller.batch_size}) already ended as {status} under the same limit"
@@ -220,7 +220,7 @@ def _lock_wait(seconds: float) -> Iterator[None]:
             os.environ[name] = before
 
 
-def _record_interrupted(db_path: Path, sweep_id: str) -> None:
+def record_interrupted(db_path: Path, sweep_id: str) -> None:
     """Mark the sweep interrupted if the database lets it at once; else a later reader will."""
     with (
         pending.signals_deferred(),
@@ -260,7 +260,7 @@ def run_sweep(
         try:
             _run_points(db_path, points, settings, summary, lock, resume, show_progress, on_record)
         except BaseException:
-            _record_interrupted(db_path, summary.sweep_id)
+            record_interrupted(db_path, summary.sweep_id)
             raise
     return summary
 

@@ -61,6 +61,10 @@ class Holder:
     points_done: int | None = None
     points_total: int | None = None
     current_point: str | None = None
+    # Where the points run: None for this machine, else e.g. "Slurm partition debug".
+    executor: str | None = None
+    # A cluster sweep's points: [{"label", "state" (new/queued/running/done), "job_id"}].
+    point_states: list[dict[str, Any]] | None = None
 
     def describe(self) -> str:
         """``pid 123 on host, started 2025-...: python -m profiling sweep ...``."""
