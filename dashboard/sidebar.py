@@ -8,6 +8,11 @@ CLI sweep too); none can be launched meanwhile. When a point finishes, the
 whole page reruns, and its charts read the new runs. A read-only
 dashboard (``MEMPLAN_READ_ONLY``) shows neither section.
 
+A sweep runs on this machine or on a Slurm partition ("Run on"): the points are
+then Slurm jobs, submitted and watched by the detached job here, and the panel
+shows each point's state and job (`profiling.launch_target` builds the command,
+`profiling.jobstatus` counts the points).
+
 The Models and Sizing pages launch through the same machinery (`launch_grid`):
 the sweep that gives this machine's profile enough runs for models of its own.
 """
@@ -21,12 +26,19 @@ from pathlib import Path
 import streamlit as st
 
 from core import workloads
-from core.errors import MemplanError
+from core.errors import ConfigError, MemplanError
 from core.workloads import DEFAULT_WORKLOAD
 from dashboard import data
 from presentation import text, workload_labels
-from profiling import calibration, joblog, jobstatus, launcher, requests, uploads
+from profiling import calibration, joblog, jobstatus, launch_target, launcher, requests, uploads
 from profiling import job as jobs
+from profiling.cluster_sweep import (
+    DEFAULT_CPUS_PER_TASK,
+    DEFAULT_MAX_PARALLEL,
+    DEFAULT_MEM_MARGIN,
+    SlurmOptions,
+    default_work_dir,
+)
 from profiling.runner import DEFAULT_STEPS
 from profiling.sweep import default_memory_limit_bytes
 
@@ -58,6 +70,12 @@ KEYS = {
     "timelines_file": "import_timelines_file",
     "remembered": "launch_remembered",
     "drawn": "launch_job_drawn",
+    "run_on": "launch_run_on",
+    "partition": "launch_partition",
+    "account": "launch_account",
+    "max_parallel": "launch_max_parallel",
+    "cpus_per_task": "launch_cpus_per_task",
+    "work_dir": "launch_work_dir",
 }
 DEFAULTS = {
     "workload": DEFAULT_WORKLOAD,
@@ -66,6 +84,22 @@ DEFAULTS = {
     "filters": "16",
     "steps": DEFAULT_STEPS,
 }
+RUN_ON_HERE = "This machine"
+RUN_ON_SLURM = "Slurm partition"
+# Where a sweep runs, and the Slurm boxes, as a new session finds them.
+TARGET_DEFAULTS = {
+    "run_on": RUN_ON_HERE,
+    "partition": "",
+    "account": "",
+    "max_parallel": DEFAULT_MAX_PARALLEL,
+    "cpus_per_task": DEFAULT_CPUS_PER_TASK,
+    "work_dir": "",
+}
+SLURM_MEMORY_NOTE = (
+    f"Memory: each job asks Slurm for its point's estimate plus {DEFAULT_MEM_MARGIN:.0%}; "
+    "a point needing more than the partition's nodes have is skipped."
+)
+CANCELLING_SLURM = "Cancelling the Slurm jobs…"
 # Image sizes a new sweep starts with, per workload (the U-Net's are `DEFAULTS`').
 DEFAULT_SIZES = {"unet3d": DEFAULTS["sizes"], "alexnet": "128 224"}
 # What the image sizes box says each workload takes.
@@ -190,8 +224,12 @@ def _job_panel(db: Path) -> None:
 
 
 def _progress(db: Path, job: jobstatus.JobStatus) -> None:
-    total = f"{job.points_total}" if job.points_total is not None else "?"
-    st.progress(job.fraction_done, text=f"{job.points_done or 0} / {total} points")
+    if job.point_states:
+        points = jobstatus.cluster_progress(job.point_states)
+        st.progress(points.fraction_done, text=points.text)
+    else:
+        total = f"{job.points_total}" if job.points_total is not None else "?"
+        st.progress(job.fraction_done, text=f"{job.points_done or 0} / {total} points")
     if job.external:
         st.info(
             "A sweep this dashboard did not launch is writing to the database: "
@@ -200,13 +238,20 @@ def _progress(db: Path, job: jobstatus.JobStatus) -> None:
         st.caption(f"pid {job.pid}, started {_clock(job.started_at or '')}.")
     elif job.message:
         st.warning(text.plain(job.message[0].upper() + job.message[1:] + "."))
-    if job.phase == jobstatus.PHASE_REFITTING:
+    # A second SIGTERM would interrupt the submitter while it cancels its jobs.
+    cancelling = job.on_slurm and job.cancelling
+    if cancelling:
+        st.info(CANCELLING_SLURM)
+    elif job.phase == jobstatus.PHASE_REFITTING:
         st.write("Refitting the models on every stored run…")
+    elif job.on_slurm:
+        _cluster_points(job)
     elif job.current_point:
         st.write(f"Now measuring **{text.plain(job.current_point)}**")
     else:
         st.write("Starting the sweep…")
-    if job.phase == jobstatus.PHASE_SWEEPING and job.elapsed_s is not None:
+    # Jobs waiting in a queue make a cluster sweep's rate no guide to the time left.
+    if job.phase == jobstatus.PHASE_SWEEPING and job.elapsed_s is not None and not job.on_slurm:
         # The sweep has no estimate until its first point has given it a rate.
         points_left = None
         if job.points_total is not None:
@@ -217,11 +262,24 @@ def _progress(db: Path, job: jobstatus.JobStatus) -> None:
         st.caption(f"Then: {text.plain(job.refit)}.")
     if not job.external:  # a sweep started elsewhere writes its log where it was started
         st.code("\n".join(job.log_tail) or "(no output yet)", language=None, wrap_lines=True)
-    if st.button("Cancel sweep", key="cancel_sweep"):
+    if not cancelling and st.button("Cancel sweep", key="cancel_sweep"):
         # LauncherError: it ended on its own meanwhile, and the page shows how.
-        with st.spinner("Cancelling…"), contextlib.suppress(launcher.LauncherError):
+        with (
+            st.spinner(CANCELLING_SLURM if job.on_slurm else "Cancelling…"),
+            contextlib.suppress(launcher.LauncherError),
+        ):
             launcher.cancel(db)
         st.rerun()
+
+
+def _cluster_points(job: jobstatus.JobStatus) -> None:
+    """Where a cluster sweep runs and each point's state and Slurm job."""
+    st.caption(f"On {text.plain(job.executor or 'Slurm')}: each point is one Slurm job.")
+    if not job.point_states:
+        st.write("Submitting the points to Slurm…")
+        return
+    # A dataframe shows its cells as text: a label or job id is never read as Markdown.
+    st.dataframe(jobstatus.point_table(job.point_states), hide_index=True)
 
 
 def _outcome(job: jobstatus.JobStatus) -> None:
@@ -256,7 +314,7 @@ def _launch_form(db: Path) -> None:
     # The form is not drawn while a sweep runs, and Streamlit then forgets its values:
     # what was launched last in this session comes back, so it can be launched again.
     remembered = st.session_state.get(KEYS["remembered"], {})
-    for name, value in DEFAULTS.items():
+    for name, value in (DEFAULTS | TARGET_DEFAULTS).items():
         st.session_state.setdefault(KEYS[name], remembered.get(name, value))
     # Set once per session: the memory available moves, and a moving default would reset the box.
     limit_bytes = default_memory_limit_bytes()
@@ -271,6 +329,18 @@ def _launch_form(db: Path) -> None:
         format_func=workload_labels.title,
         on_change=_workload_changed,
     )
+    # Outside the form too: the Slurm boxes appear, and are checked, as soon as they are chosen.
+    on_slurm = (
+        st.radio(
+            "Run on",
+            (RUN_ON_HERE, RUN_ON_SLURM),
+            key=KEYS["run_on"],
+            horizontal=True,
+            on_change=_run_on_changed,
+        )
+        == RUN_ON_SLURM
+    )
+    can_launch = _slurm_fields(db) if on_slurm else True
     module = workloads.get(workload)
     with st.form("launch_sweep", border=False):
         st.text_input(
@@ -290,17 +360,96 @@ def _launch_form(db: Path) -> None:
             help=f"Training steps per point (default {DEFAULT_STEPS}: the peak settles "
             "after about 5; docs/steps.md).",
         )
-        st.text_input(
-            "Memory limit",
-            key=KEYS["limit"],
-            help="The most one point may use, e.g. 12GiB: a point estimated above it is "
-            "skipped, a child crossing it is killed and recorded as out of memory. Default: "
-            "75% of RAM, keeping 2 GiB free.",
-        )
+        if on_slurm:
+            st.caption(SLURM_MEMORY_NOTE)
+        else:
+            st.text_input(
+                "Memory limit",
+                key=KEYS["limit"],
+                help="The most one point may use, e.g. 12GiB: a point estimated above it is "
+                "skipped, a child crossing it is killed and recorded as out of memory. Default: "
+                "75% of RAM, keeping 2 GiB free.",
+            )
         st.selectbox("Refit models afterwards", REFIT_CHOICES, key=KEYS["refit"])
-        launch = st.form_submit_button("Launch sweep", type="primary", key=KEYS["submit"])
+        launch = st.form_submit_button(
+            "Launch sweep", type="primary", key=KEYS["submit"], disabled=not can_launch
+        )
     if launch:
         _launch(db)
+
+
+def _slurm_fields(db: Path) -> bool:
+    """The Slurm partition's boxes, checked as typed; whether a sweep can be launched there."""
+    missing = launch_target.slurm_missing()
+    if missing:
+        st.warning(text.plain(missing))
+    st.text_input(
+        "Partition",
+        key=KEYS["partition"],
+        placeholder="e.g. debug",
+        help="The Slurm partition the points run on, one job each (`sinfo` lists them).",
+    )
+    problem = None
+    try:
+        _slurm_target(db)
+    except ConfigError as error:
+        problem = text.plain(error)
+        st.error(problem)
+    st.text_input(
+        "Account (optional)",
+        key=KEYS["account"],
+        help="The Slurm account to charge, if the cluster wants one.",
+    )
+    st.number_input(
+        "Max parallel jobs",
+        min_value=1,
+        step=1,
+        key=KEYS["max_parallel"],
+        help="Jobs of the sweep running at once on the partition.",
+    )
+    st.number_input(
+        "CPUs per job",
+        min_value=1,
+        step=1,
+        key=KEYS["cpus_per_task"],
+        help="CPUs each job gets, recorded with its run.",
+    )
+    default_dir = default_work_dir(db)
+    st.text_input(
+        "Work directory (optional)",
+        key=KEYS["work_dir"],
+        placeholder=str(default_dir),
+        help=f"Where the jobs read their points and write their records; the nodes must see "
+        f"it. Default: {default_dir.name} beside the database. A relative path is taken from "
+        "the database's folder.",
+    )
+    return missing is None and problem is None
+
+
+def _slurm_target(db: Path) -> SlurmOptions:
+    """What the Slurm boxes say; `ConfigError` naming the box that is wrong."""
+    state = st.session_state
+    return launch_target.slurm_options(
+        db,
+        partition=state.get(KEYS["partition"], ""),
+        account=state.get(KEYS["account"], ""),
+        max_parallel=int(state.get(KEYS["max_parallel"], DEFAULT_MAX_PARALLEL)),
+        cpus_per_task=int(state.get(KEYS["cpus_per_task"], DEFAULT_CPUS_PER_TASK)),
+        work_dir=state.get(KEYS["work_dir"], ""),
+    )
+
+
+def _run_on_changed() -> None:
+    """Streamlit forgets what hidden boxes said: the Slurm ones say it again when shown again."""
+    state = st.session_state
+    remembered = state.get(KEYS["remembered"], {})
+    boxes = [name for name in TARGET_DEFAULTS if name != "run_on"]
+    if state[KEYS["run_on"]] == RUN_ON_SLURM:
+        for name in boxes:
+            state[KEYS[name]] = remembered.get(name, TARGET_DEFAULTS[name])
+    else:  # drawn until now: what they say is current
+        kept = {name: state[KEYS[name]] for name in boxes if KEYS[name] in state}
+        state[KEYS["remembered"]] = remembered | kept
 
 
 def _workload_changed() -> None:
@@ -311,24 +460,27 @@ def _workload_changed() -> None:
 
 def _launch(db: Path) -> None:
     state = st.session_state
-    state[KEYS["remembered"]] = {
-        name: state[KEYS[name]] for name in (*DEFAULTS, "limit", "refit") if KEYS[name] in state
+    remembered = (*DEFAULTS, "limit", "refit", *TARGET_DEFAULTS)
+    state[KEYS["remembered"]] = state.get(KEYS["remembered"], {}) | {
+        name: state[KEYS[name]] for name in remembered if KEYS[name] in state
     }
     workload = state.get(KEYS["workload"], DEFAULT_WORKLOAD)
     # A workload without base filters gets none, whatever the hidden field last said.
     has_filters = "base_filters" in workloads.get(workload).NETWORK_KNOBS
+    on_slurm = state.get(KEYS["run_on"]) == RUN_ON_SLURM
     try:
+        target = _slurm_target(db) if on_slurm else None
         request = requests.parse_request(
             state.get(KEYS["sizes"], ""),
             state.get(KEYS["batches"], ""),
             state.get(KEYS["filters"], "") if has_filters else "",
             int(state.get(KEYS["steps"], DEFAULT_STEPS)),
-            state.get(KEYS["limit"], ""),
+            launch_target.SLURM_FORM_MEMORY_LIMIT if on_slurm else state.get(KEYS["limit"], ""),
             workload=workload,
         )
         refit = refit_command(state.get(KEYS["refit"], REFIT_NO), db, workload)
         # No refit after a sweep that stored nothing new: it would change nothing.
-        launcher.launch(db, request, refit, refit_needs_new_runs=True)
+        launcher.launch(db, request, refit, refit_needs_new_runs=True, target=target)
     except MemplanError as error:
         st.error(text.plain(error))
         return

@@ -13,6 +13,10 @@ writes to it now, whoever started it, so:
 - another sweep holding the lock (a CLI sweep): shown as running, ``external``;
 - nothing running: the job's outcome, and every sweep the table still calls
   running is marked interrupted (`profiling.sweeplock.interrupt_stale`).
+
+A sweep on a Slurm partition (`profiling.cluster_sweep`) says where it runs
+(``executor``) and the state of each point's job in its lock; `cluster_progress`
+counts them and `point_table` lists them for the dashboard.
 """
 
 from __future__ import annotations
@@ -43,6 +47,12 @@ PHASE_SWEEPING = "sweeping"
 PHASE_REFITTING = "refitting"
 PHASE_CRASHED = "crashed"  # the job's process is gone and never recorded an end
 
+# The states of a cluster sweep's points (`profiling.cluster_sweep`), in the order a
+# point passes through them, and how the dashboard names each.
+POINT_STATES = {"new": "to submit", "queued": "queued", "running": "running", "done": "done"}
+# `profiling.cluster_sweep.SlurmOptions.describe`: "Slurm partition debug, account a".
+SLURM_EXECUTOR_PREFIX = "Slurm "
+
 # psutil's create_time has clock-tick resolution (10 ms); a pid reused by another
 # process within this much of the job's start is not a realistic worry.
 CREATE_TIME_TOLERANCE_S = 0.05
@@ -50,6 +60,15 @@ CREATE_TIME_TOLERANCE_S = 0.05
 # The jobs this process started, kept so their exit is collected (no zombie is
 # left behind) once `status` sees them end; the launching process never waits on them.
 STARTED: dict[int, subprocess.Popen] = {}
+
+
+@dataclass(frozen=True)
+class PointState:
+    """One point of a cluster sweep: its label (``32 batch 2``), its state, its Slurm job."""
+
+    label: str
+    state: str  # a key of POINT_STATES
+    job_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,12 +95,81 @@ class JobStatus:
     refit: str | None = None  # None when no refit was asked
     message: str = ""  # why the job failed, was cancelled or crashed; who runs a sweep
     external: bool = False  # a sweep this launcher did not start (e.g. a CLI sweep)
+    executor: str | None = None  # where the points run: None for this machine
+    point_states: tuple[PointState, ...] = ()  # a cluster sweep's points, once submitted
+    cancelling: bool = False  # Cancel was pressed and the sweep has not stopped yet
 
     @property
     def fraction_done(self) -> float:
         if not self.points_total:
             return 0.0
         return min(1.0, (self.points_done or 0) / self.points_total)
+
+    @property
+    def on_slurm(self) -> bool:
+        return (self.executor or "").startswith(SLURM_EXECUTOR_PREFIX)
+
+
+@dataclass(frozen=True)
+class ClusterProgress:
+    """How many of a cluster sweep's points are in each state."""
+
+    new: int
+    queued: int
+    running: int
+    done: int
+
+    @property
+    def total(self) -> int:
+        return self.new + self.queued + self.running + self.done
+
+    @property
+    def fraction_done(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
+    @property
+    def text(self) -> str:
+        """``2 queued · 1 running · 3 done of 6``; points not submitted yet only when any are."""
+        parts = [f"{self.new} to submit"] if self.new else []
+        parts += [f"{self.queued} queued", f"{self.running} running", f"{self.done} done"]
+        return " · ".join(parts) + f" of {self.total}"
+
+
+def point_states(raw: Any) -> tuple[PointState, ...]:
+    """A sweep lock's ``point_states`` as `PointState`s; what another process wrote that is
+    not a point (no label, an unknown state) is left out rather than trusted."""
+    if not isinstance(raw, list):
+        return ()
+    points = []
+    for entry in raw:
+        if not isinstance(entry, dict) or entry.get("state") not in POINT_STATES:
+            continue
+        if not isinstance(entry.get("label"), str):
+            continue
+        job_id = entry.get("job_id")
+        points.append(
+            PointState(entry["label"], entry["state"], None if job_id is None else str(job_id))
+        )
+    return tuple(points)
+
+
+def cluster_progress(points: tuple[PointState, ...]) -> ClusterProgress:
+    """How many of ``points`` are to submit, queued, running and done."""
+    count = {state: sum(point.state == state for point in points) for state in POINT_STATES}
+    return ClusterProgress(
+        new=count["new"], queued=count["queued"], running=count["running"], done=count["done"]
+    )
+
+
+def point_table(points: tuple[PointState, ...]) -> pd.DataFrame:
+    """One row per point: ``Point``, ``State`` (as `POINT_STATES` names it), ``Slurm job``."""
+    return pd.DataFrame(
+        {
+            "Point": [point.label for point in points],
+            "State": [POINT_STATES[point.state] for point in points],
+            "Slurm job": [point.job_id or "" for point in points],
+        }
+    )
 
 
 def state_dir(db_path: Path) -> Path:
@@ -266,6 +354,10 @@ def _job_status(
         exit_codes={name: int(result["exit_code"]) for name, result in results.items()},
         refit=_refit_outcome(plan, results, phase, state.get("skipped", {})),
         message=message,
+        # The plan says where the sweep runs before the sweep itself has started to.
+        executor=(ours.executor if ours is not None else None) or plan.get("executor"),
+        point_states=point_states(ours.point_states if ours is not None else None),
+        cancelling=running and (directory / CANCEL_FILE).exists(),
     )
 
 
@@ -295,6 +387,8 @@ def _other_sweep(
         elapsed_s=_seconds_since(current.started_at),
         message=f"a sweep this dashboard did not launch is running ({current.describe()})",
         external=True,
+        executor=current.executor,
+        point_states=point_states(current.point_states),
     )
 
 

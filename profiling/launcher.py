@@ -13,6 +13,10 @@ One sweep writes to a database at a time, whoever starts it: `launch` is refused
 while the launched job runs *or* any sweep holds the database's sweep lock (a
 CLI sweep, or the sweep of a job whose own process died), naming it; `status`
 shows that sweep and `cancel` stops it.
+
+A sweep runs on this machine or, given a `profiling.cluster_sweep.SlurmOptions`
+target (`profiling.launch_target`), as Slurm jobs submitted from here; cancelling
+one gives it the time to cancel its jobs (`cancel_grace_s`).
 """
 
 from __future__ import annotations
@@ -34,13 +38,18 @@ import psutil
 
 from core import database
 from core.errors import MemplanError
-from profiling import job, jobstatus, sweeplock
+from profiling import job, jobstatus, launch_target, slurm, sweeplock
+from profiling.cluster_sweep import SlurmOptions
 from profiling.jobstatus import CANCEL_FILE, LOG_FILE, PHASE_REFITTING, PHASE_SWEEPING, JobStatus
 from profiling.requests import SweepRequest
 
 # A cancelled sweep kills its child and marks itself interrupted in well under a
 # second; past this, everything left of the job is killed outright.
 CANCEL_GRACE_S = 20.0
+# A cancelled Slurm sweep first scancels its jobs, which a busy slurmctld may take
+# up to `slurm.COMMAND_TIMEOUT_S` to answer, then records each point interrupted; a
+# submitter killed before that leaves its jobs running on the cluster.
+SLURM_CANCEL_GRACE_S = slurm.COMMAND_TIMEOUT_S + CANCEL_GRACE_S
 # How often `cancel` looks whether the job has ended.
 CANCEL_POLL_S = 0.1
 
@@ -70,17 +79,27 @@ def launch(
     refit_command: Sequence[str] | None = None,
     *,
     refit_needs_new_runs: bool = False,
+    target: SlurmOptions | None = None,
 ) -> JobStatus:
     """Start ``request`` against ``db_path`` as a detached job, then ``refit_command`` if given.
 
     With ``refit_needs_new_runs`` the refit runs only if the sweep stored a new ``ok``
     or ``oom`` run (the sidebar's refit); without it, always (a calibration's fit, which
-    may be what is missing even when every point was measured before).
+    may be what is missing even when every point was measured before). ``target``:
+    where the points run, None for this machine (`profiling.launch_target`).
     Raises `LauncherError` (naming its pid and start) while a sweep runs on this
-    database, launched here or not. Returns the new job's status.
+    database, launched here or not; for a Slurm target, `slurm.SlurmError` when Slurm
+    does not answer and `ConfigError` naming the partitions when it has no such one.
+    Returns the new job's status.
     """
     db_path = Path(db_path).resolve()
-    sweep_args = request.sweep_args(db_path)
+    if target is not None:
+        missing = launch_target.slurm_missing()
+        if missing:
+            raise slurm.SlurmError(missing)
+        # Refused now, naming the partitions there are, not in the job's log a minute later.
+        slurm.partition(target.partition)
+    sweep_args = launch_target.sweep_args(request, db_path, target)
     commands = [JobCommand(PHASE_SWEEPING, (sys.executable, "-m", "profiling", *sweep_args))]
     if refit_command:
         commands.append(
@@ -93,7 +112,13 @@ def launch(
         )
     # `python -m profiling sweep` stores its command line like this; status finds the sweep by it.
     sweep_command = shlex.join(["python", "-m", "profiling", *sweep_args])
-    return start_job(db_path, commands, sweep_command, points_total=request.points)
+    return start_job(
+        db_path,
+        commands,
+        sweep_command,
+        points_total=request.points,
+        executor=launch_target.describe(target),
+    )
 
 
 def start_job(
@@ -101,12 +126,14 @@ def start_job(
     commands: Sequence[JobCommand],
     sweep_command: str = "",
     points_total: int | None = None,
+    executor: str | None = None,
 ) -> JobStatus:
     """Run ``commands`` in order as one detached job for ``db_path`` (see `launch`).
 
     ``sweep_command`` is the command line the job's sweep will store in the
     sweeps table, which is how `status` finds its points done and total;
-    ``points_total`` stands in for the total until the sweep has recorded itself.
+    ``points_total`` stands in for the total until the sweep has recorded itself,
+    ``executor`` (``Slurm partition debug``; None: this machine) for where it says it runs.
     """
     db_path = Path(db_path).resolve()
     directory = jobstatus.state_dir(db_path)
@@ -132,6 +159,7 @@ def start_job(
             "cwd": str(database.REPO_ROOT),
             "sweep_command": sweep_command,
             "points_total": points_total,
+            "executor": executor,
             "commands": [
                 {
                     "phase": c.phase,
@@ -184,13 +212,21 @@ def status(db_path: Path, sweeps: pd.DataFrame | None = None) -> JobStatus:
 # --- cancelling ------------------------------------------------------------------------
 
 
-def cancel(db_path: Path, grace_s: float = CANCEL_GRACE_S) -> JobStatus:
+def cancel_grace_s(executor: str | None) -> float:
+    """How long a cancelled sweep running on ``executor`` gets before it is killed."""
+    if (executor or "").startswith(jobstatus.SLURM_EXECUTOR_PREFIX):
+        return SLURM_CANCEL_GRACE_S
+    return CANCEL_GRACE_S
+
+
+def cancel(db_path: Path, grace_s: float | None = None) -> JobStatus:
     """Stop the sweep on ``db_path``: SIGTERM first, SIGKILL to what is left ``grace_s`` later.
 
     Stops the launched job (its whole process group) and whatever sweep holds
     the database's sweep lock, launched here or not. A sweep stopped by SIGTERM
-    discards the point in flight and marks itself interrupted; if it had to be
-    killed, its sweep row is marked interrupted here.
+    discards the point in flight (a Slurm sweep cancels its jobs) and marks itself
+    interrupted; if it had to be killed, its sweep row is marked interrupted here.
+    ``grace_s`` defaults to what the sweep's executor needs (`cancel_grace_s`).
     """
     db_path = Path(db_path).resolve()
     directory = jobstatus.state_dir(db_path)
@@ -199,6 +235,11 @@ def cancel(db_path: Path, grace_s: float = CANCEL_GRACE_S) -> JobStatus:
         with jobstatus.locked(directory, exclusive=False):
             current = jobstatus.snapshot(directory)
     holder = sweeplock.holder(db_path)
+    if grace_s is None:
+        executor = holder.executor if holder is not None else None
+        if executor is None and current.process is not None:  # its sweep has not said yet
+            executor = current.plan.get("executor")
+        grace_s = cancel_grace_s(executor)
     sweep = sweeplock.holder_process(holder)
     if current.process is None and sweep is None:
         if holder is not None:

@@ -54,6 +54,7 @@ def test_a_cli_sweep_shows_in_the_sidebar_blocks_a_launch_and_can_be_cancelled(r
         assert "A sweep this dashboard did not launch is writing to the database" in said
         assert COMMAND in said and f"pid {cli.pid}" in said
         assert "1 / 2 points" in said and "Now measuring **16 batch 2**" in said
+        assert not at.sidebar.dataframe  # the points' table, with their jobs, is Slurm's
         labels = [button.label for button in at.sidebar.button]
         assert "Cancel sweep" in labels and "Launch sweep" not in labels
 

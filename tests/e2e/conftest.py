@@ -124,9 +124,17 @@ def dashboard_server(
     One server for the session (each start costs seconds); the test that launches
     a sweep runs last in its module, so the others see the reference data.
     """
-    workdir = tmp_path_factory.mktemp("e2e-server")
+    with serve(e2e_db_template, tmp_path_factory.mktemp("e2e-server")) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def serve(
+    db_template: Path, workdir: Path, env_extra: dict[str, str] | None = None
+) -> Iterator[StreamlitServer]:
+    """Run the dashboard on a copy of ``db_template`` in ``workdir``, with ``env_extra`` set."""
     db_path = workdir / "memplan.duckdb"
-    shutil.copyfile(e2e_db_template, db_path)
+    shutil.copyfile(db_template, db_path)
     home = workdir / "home"
     home.mkdir()
     log_path = workdir / "streamlit.log"
@@ -138,6 +146,7 @@ def dashboard_server(
         if name not in {"MEMPLAN_READ_ONLY", database.LOCK_TIMEOUT_ENV_VAR}
     }
     env |= {database.DB_ENV_VAR: str(db_path), "HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    env |= env_extra or {}
     command = [
         sys.executable,
         "-m",

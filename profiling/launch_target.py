@@ -1,0 +1,112 @@
+"""Where a launched sweep runs — this machine or a Slurm partition — as sweep flags (no Streamlit).
+
+The dashboard's launch form says where its sweep runs; this turns what its boxes
+say into `profiling.cluster_sweep.SlurmOptions` (`slurm_options`, a
+`ConfigError` naming the box that is wrong), and a request and its target into
+the arguments of ``python -m profiling sweep`` (`sweep_args`). ``None`` stands
+for this machine throughout: the sweep runs as it always has.
+
+A Slurm sweep has no memory limit of its own: each point's limit is its job's
+``--mem`` (its estimate plus a margin), and the CLI refuses ``--memory-limit``
+with ``--executor slurm``, so `sweep_args` leaves it out.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from core.errors import ConfigError
+from profiling import cluster_sweep, slurm
+from profiling.cluster_sweep import SlurmOptions
+from profiling.requests import SweepRequest
+
+# What a cluster sweep runs on this machine: sbatch and srun (submitit's submission),
+# squeue (job states), scancel (Cancel) and sinfo (the partition's nodes).
+SLURM_COMMANDS = ("sbatch", "srun", "squeue", "scancel", "sinfo")
+# `profiling.requests.parse_request` wants a memory limit this machine can hold; a Slurm
+# sweep drops it (module docstring), so the form passes this one, which any machine can.
+SLURM_FORM_MEMORY_LIMIT = "1MiB"
+
+
+def slurm_missing() -> str | None:
+    """Why a Slurm sweep cannot be launched from here (`slurm.INSTALL_HINT`); None if it can."""
+    if all(shutil.which(command) for command in SLURM_COMMANDS):
+        return None
+    return slurm.INSTALL_HINT
+
+
+def slurm_options(
+    db_path: Path,
+    partition: str,
+    account: str = "",
+    max_parallel: int = cluster_sweep.DEFAULT_MAX_PARALLEL,
+    cpus_per_task: int = cluster_sweep.DEFAULT_CPUS_PER_TASK,
+    work_dir: str = "",
+) -> SlurmOptions:
+    """Check a Slurm target as typed in a form; raise `ConfigError` saying what is wrong.
+
+    Blank ``account`` and ``work_dir`` mean none and the default (`cluster_sweep.default_work_dir`);
+    a relative ``work_dir`` is taken from the database's folder, where the default lies.
+    """
+    name = partition.strip()
+    if not name:
+        raise ConfigError("Partition: name the Slurm partition to run on (sinfo lists them)")
+    if len(name.split()) > 1:
+        raise ConfigError(f"Partition: {name!r} is not a partition name (it has spaces)")
+    problems = [
+        f"{label}: must be a whole number of at least 1, got {value!r}"
+        for label, value in (("Max parallel jobs", max_parallel), ("CPUs per job", cpus_per_task))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1
+    ]
+    if problems:
+        raise ConfigError("; ".join(problems))
+    folder = None
+    if work_dir.strip():
+        folder = Path(work_dir.strip()).expanduser()
+        # The job's working directory is the repository, not the database's folder.
+        folder = folder if folder.is_absolute() else Path(db_path).resolve().parent / folder
+    return SlurmOptions(
+        partition=name,
+        account=account.strip() or None,
+        max_parallel=max_parallel,
+        cpus_per_task=cpus_per_task,
+        work_dir=folder,
+    )
+
+
+def slurm_args(options: SlurmOptions) -> list[str]:
+    """``options`` as the flags of ``python -m profiling sweep --executor slurm``."""
+    args = ["--executor", "slurm", "--partition", options.partition]
+    if options.account:
+        args += ["--account", options.account]
+    args += ["--max-parallel", str(options.max_parallel)]
+    args += ["--cpus-per-task", str(options.cpus_per_task)]
+    # What the form never sets is left to the CLI's defaults: a shorter stored command.
+    if options.mem_bytes is not None:
+        args += ["--mem", str(options.mem_bytes)]
+    if options.mem_margin != cluster_sweep.DEFAULT_MEM_MARGIN:
+        args += ["--mem-margin", repr(options.mem_margin)]
+    if options.poll_s != cluster_sweep.DEFAULT_POLL_S:
+        args += ["--poll", repr(options.poll_s)]
+    if options.work_dir is not None:
+        args += ["--work-dir", str(options.work_dir)]
+    return args
+
+
+def sweep_args(request: SweepRequest, db_path: Path, target: SlurmOptions | None) -> list[str]:
+    """The arguments after ``python -m profiling`` that sweep ``request`` on ``target``.
+
+    ``target`` None: this machine, exactly `SweepRequest.sweep_args`. A Slurm
+    target drops the request's memory limit (module docstring) and adds its flags.
+    """
+    args = request.sweep_args(db_path)
+    if target is None:
+        return args
+    at = args.index("--memory-limit")
+    return args[:at] + args[at + 2 :] + slurm_args(target)
+
+
+def describe(target: SlurmOptions | None) -> str | None:
+    """Where the sweep runs as its sweep lock will say it (`sweeplock.Holder.executor`)."""
+    return None if target is None else target.describe()
