@@ -64,6 +64,12 @@ DONE_STATUSES = ("ok", "oom")
 WORK_DIR_SUFFIX = ".slurm"
 MANIFEST = "manifest.json"
 _MIB = 2**20
+# The job's own Python (submitit, the runner, memory_profiler: 170 MiB of high-water mark,
+# measured with `python -c "import resource, profiling.slurm_job, submitit;
+# print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"` on the 2-core dev VM) counts
+# against --mem too: the child's limit leaves it this much, so memplan's watchdog, which
+# keeps the timeline, stops a point before Slurm kills the whole job.
+JOB_PROCESS_ALLOWANCE_BYTES = 256 * 2**20
 # A --mem from the estimate is rounded up to whole GiB, so that points of similar size
 # ask for the same and go into one job array.
 MEM_STEP_BYTES = 2**30
@@ -193,8 +199,9 @@ def _save_manifest(work_dir: Path, db_path: Path, points: list[_Point]) -> None:
 
 
 def _settings_for(point: _Point, settings: RunSettings) -> RunSettings:
-    """The protocol of the sweep with the job's --mem as the child's memory limit."""
-    return dataclasses.replace(settings, memory_limit_bytes=point.mem_bytes)
+    """The protocol of the sweep with the child's memory limit inside the job's --mem."""
+    limit = max(_MIB, point.mem_bytes - JOB_PROCESS_ALLOWANCE_BYTES)
+    return dataclasses.replace(settings, memory_limit_bytes=limit)
 
 
 def _unmeasured_facts(points_dir: Path, point: _Point, partition: slurm.Partition) -> dict:

@@ -50,8 +50,11 @@ OUTCOMES: dict[str, str] = {
     "BOOT_FAIL": "killed",
     "REVOKED": "killed",
 }
-# srun reports a step that its cgroup killed for memory as FAILED, and says why in the log.
-_OUT_OF_MEMORY_IN_LOG = re.compile(r"out of memory|oom[-_ ]kill", re.IGNORECASE)
+# A job step killed for memory ends FAILED; its log says why: "task 0: Out Of Memory" (a
+# cgroup's OOM kill) or "Exceeded job memory limit" (Slurm's own accounting, OverMemoryKill).
+_OUT_OF_MEMORY_IN_LOG = re.compile(
+    r"out of memory|oom[-_ ]kill|exceeded (job )?memory limit", re.IGNORECASE
+)
 # The node's fault, not the point's: submitted once more before the end is recorded.
 RETRIED_STATES = frozenset({"NODE_FAIL", "PREEMPTED", "BOOT_FAIL"})
 MAX_ATTEMPTS = 2

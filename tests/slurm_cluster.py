@@ -15,14 +15,12 @@ What this cluster does and does not do (Slurm 22.05, Debian 12):
   (exit 1). Finished jobs are written to ``jobcomp.txt`` (``jobcomp/filetxt``),
   which ``sacct -c`` reads, and stay visible to ``squeue --states=all`` and
   ``scontrol show job`` for ``MinJobAge`` seconds.
-* ``--mem`` is enforced. Where cgroup v1 memory and freezer controllers are
-  mounted and writable, by the kernel (``task/cgroup``): a job over it ends as
-  OUT_OF_MEMORY. Elsewhere (cgroup v2, read-only cgroups) by polling
-  (``jobacct_gather/linux`` every second with ``OverMemoryKill``): the job is
-  killed and ends as FAILED. :attr:`SlurmCluster.oom_state` says which. That
-  is for a batch script over its memory; where the script runs its work in an
-  ``srun`` step (submitit's default), the job ends as FAILED (NonZeroExitCode)
-  either way, and only the step's log says "task 0: Out Of Memory".
+* ``--mem`` is enforced by polling, not by cgroups (``proctrack/linuxproc``,
+  ``task/none``, as a container allows): ``jobacct_gather/linux`` every second
+  with ``OverMemoryKill`` kills a job over it, which then ends as FAILED, and
+  where the work runs in an ``srun`` step (submitit's default) only the step's
+  log says "task 0: Out Of Memory". A cluster with ``task/cgroup`` ends such a
+  job as OUT_OF_MEMORY; this one cannot show that.
   A request above the node's ``RealMemory`` is refused by ``sbatch``.
 
 Slurm is Debian's: ``apt-get install -y slurm-wlm munge`` (``.ci/run`` does).
@@ -56,9 +54,6 @@ STOP_TIMEOUT_S = 10.0
 MIN_JOB_AGE_S = 3600
 LOG_TAIL_CHARS = 4_000
 COMMAND_TIMEOUT_S = 30.0
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-# The cgroup v1 controllers proctrack/cgroup (freezer) and task/cgroup (memory) need.
-CGROUP_CONTROLLERS = ("freezer", "memory")
 # squeue's states for jobs that are not finished yet.
 UNFINISHED_STATES = "PENDING,RUNNING,COMPLETING,CONFIGURING,SUSPENDED,REQUEUED,RESIZING"
 
@@ -113,31 +108,6 @@ def _node_hardware(slurmd: str) -> dict[str, int]:
     return hardware
 
 
-def _cgroup_v1_usable() -> bool:
-    """Whether cgroup v1's freezer and memory controllers are mounted and writable here."""
-    try:
-        mounts = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return False
-    mounted = set()
-    for line in mounts:
-        fields = line.split()
-        if len(fields) >= 4 and fields[2] == "cgroup":
-            mounted.update(
-                option for option in fields[3].split(",") if option in CGROUP_CONTROLLERS
-            )
-    if mounted != set(CGROUP_CONTROLLERS):
-        return False
-    for controller in CGROUP_CONTROLLERS:
-        probe = CGROUP_ROOT / controller / f"memplan-probe-{os.getpid()}"
-        try:
-            probe.mkdir()
-            probe.rmdir()
-        except OSError:
-            return False
-    return True
-
-
 def _tail(path: Path) -> str:
     if not path.exists():
         return "(no log)"
@@ -154,8 +124,6 @@ class SlurmCluster:
     node_name: str
     cpus: int
     memory_mb: int
-    # The state of a job killed for going over its --mem: OUT_OF_MEMORY with cgroups.
-    oom_state: str
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     stopped: bool = False
 
@@ -258,18 +226,7 @@ def _slurm_conf(
     ctld_port: int,
     slurmd_port: int,
     munge_socket: Path,
-    cgroups: bool,
 ) -> str:
-    if cgroups:
-        # --mem is a cgroup limit (cgroup.conf): over it, the kernel kills, OUT_OF_MEMORY.
-        enforcement = "ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup"
-    else:
-        # --mem is enforced by polling the tasks' memory every second: over it, the
-        # job is killed and ends as FAILED.
-        enforcement = (
-            "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
-            "JobAcctGatherParams=OverMemoryKill"
-        )
     first_job_id = random.randint(1_000, 1_000_000)
     topology = " ".join(
         f"{key}={hardware[key]}"
@@ -297,7 +254,11 @@ SlurmctldDebug=info
 SlurmdDebug=info
 PlugStackConfig={root}/plugstack.conf
 MailProg=/bin/true
-{enforcement}
+# No cgroups: tasks are tracked by process lineage, and --mem is enforced by polling
+# the tasks' memory every second (over it, the job is killed and ends as FAILED).
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherParams=OverMemoryKill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 # A job that asks for no memory gets its CPUs' share, not the whole node.
@@ -310,7 +271,7 @@ JobAcctGatherFrequency=1
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc={root}/jobcomp.txt
-# Job ids unlike another test cluster's, whose cgroups (slurm_<node>/...) this one shares.
+# Job ids unlike another test cluster's on this host, so two sessions' jobs never mix up.
 FirstJobId={first_job_id}
 ReturnToService=2
 SlurmdTimeout=30
@@ -323,25 +284,10 @@ PartitionName={PARTITION} Nodes={node_name} Default=YES State=UP MaxTime=INFINIT
 """
 
 
-def _cgroup_conf() -> str:
-    # Swap counts against --mem too, where the kernel accounts for it.
-    swap = (CGROUP_ROOT / "memory" / "memory.memsw.limit_in_bytes").exists()
-    return (
-        "# Written by tests/slurm_cluster.py: --mem is the jobs' memory cgroup limit.\n"
-        "CgroupPlugin=cgroup/v1\n"
-        "CgroupAutomount=no\n"
-        "ConstrainRAMSpace=yes\n"
-        f"ConstrainSwapSpace={'yes' if swap else 'no'}\n"
-    )
-
-
-def start_cluster(
-    root: Path, *, timeout_s: float = START_TIMEOUT_S, cgroups: bool | None = None
-) -> SlurmCluster:
+def start_cluster(root: Path, *, timeout_s: float = START_TIMEOUT_S) -> SlurmCluster:
     """Start munged, slurmctld and slurmd in ``root``; return once the node is idle.
 
-    ``cgroups``: enforce ``--mem`` with cgroup v1 (None: where usable, see
-    :func:`_cgroup_v1_usable`). Raises RuntimeError, with the daemons' log tails,
+    Raises RuntimeError, with the daemons' log tails,
     if the node is not idle within ``timeout_s``; whatever did start is stopped first.
     """
     reason = slurm_available()
@@ -363,11 +309,6 @@ def start_cluster(
     node_name = socket.gethostname().split(".")[0]
     memory_mb = max(1024, int(hardware["RealMemory"] * MEMORY_SHARE))
     ctld_port, slurmd_port = _free_ports(2)
-    if cgroups is None:
-        cgroups = _cgroup_v1_usable()
-    if cgroups:
-        # Slurm reads cgroup.conf from slurm.conf's directory.
-        (root / "cgroup.conf").write_text(_cgroup_conf())
     conf_path = root / "slurm.conf"
     conf_path.write_text(
         _slurm_conf(
@@ -378,7 +319,6 @@ def start_cluster(
             ctld_port=ctld_port,
             slurmd_port=slurmd_port,
             munge_socket=munge_socket,
-            cgroups=cgroups,
         )
     )
     cluster = SlurmCluster(
@@ -388,7 +328,6 @@ def start_cluster(
         node_name=node_name,
         cpus=hardware["CPUs"],
         memory_mb=memory_mb,
-        oom_state="OUT_OF_MEMORY" if cgroups else "FAILED",
     )
     commands = {
         "munged": [

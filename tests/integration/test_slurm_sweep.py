@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from core import store
-from profiling.cluster_sweep import default_work_dir
+from profiling.cluster_sweep import JOB_PROCESS_ALLOWANCE_BYTES, default_work_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Two tiny points (16^3, 4 base filters, 2 steps): ~20 s each on 2 cores.
@@ -161,7 +161,21 @@ def test_a_point_over_its_jobs_memory_is_recorded_oom(slurm_cluster, tmp_path: P
     # cancelled as a point that cannot fit either, or ran out of memory itself.
     assert runs["status"].iloc[0] == "oom", runs["message"].iloc[0]
     assert runs["status"].iloc[1] in ("oom", "skipped"), runs["message"].iloc[1]
-    assert (runs["memory_limit_bytes"] == 600 * 2**20).all()
+    # The child may use the job's --mem less what the job's own Python needs.
+    assert (runs["memory_limit_bytes"] == 600 * 2**20 - JOB_PROCESS_ALLOWANCE_BYTES).all()
+    # memplan's watchdog stopped it, inside the job: the record has its timeline.
+    assert "crossed the limit" in runs["message"].iloc[0]
+
+
+def test_a_point_past_its_timeout_is_recorded_timeout(slurm_cluster, tmp_path: Path) -> None:
+    db = tmp_path / "runs.duckdb"
+    # The job's own watchdog stops the point at --timeout; Slurm's --time is minutes later.
+    code, _, stderr = _finish(_start(db, slurm_cluster, "--timeout", "3", "--max-parallel", "1"))
+    assert code == 0, stderr + slurm_cluster.logs()
+    runs = _runs(db).sort_values("batch_size")
+    assert runs["status"].iloc[0] == "timeout", runs["message"].iloc[0]
+    assert "3 s timeout" in runs["message"].iloc[0]
+    assert runs["status"].iloc[1] in ("timeout", "skipped"), runs["message"].iloc[1]
 
 
 def test_a_killed_submitter_resumes_without_measuring_twice(slurm_cluster, tmp_path: Path) -> None:

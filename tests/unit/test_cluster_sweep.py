@@ -10,18 +10,24 @@ from pathlib import Path
 
 import pytest
 
+from core import database, profiles, store
 from core.errors import ConfigError
 from core.workloads.unet3d import UNetConfig
 from profiling import cli, slurm, slurm_job
 from profiling.cluster_sweep import (
+    JOB_PROCESS_ALLOWANCE_BYTES,
+    NEW,
     SlurmOptions,
+    _ClusterRun,
     _load_manifest,
+    _Point,
     default_work_dir,
     mem_request_bytes,
     point_id,
 )
 from profiling.estimate import estimate_peak_bytes
 from profiling.runner import RunSettings
+from profiling.sweep import SweepSummary
 
 GIB = 2**30
 SETTINGS = RunSettings(memory_limit_bytes=8 * GIB, steps=2)
@@ -127,6 +133,9 @@ def test_how_a_job_ended_is_the_runs_status(state: str, status: str) -> None:
 def test_a_step_its_cgroup_killed_for_memory_is_oom_though_slurm_says_failed() -> None:
     log = "srun: error: vm: task 0: Out Of Memory"
     assert slurm.outcome("FAILED", log) == "oom"
+    # Slurm's accounting (JobAcctGatherParams=OverMemoryKill), as the test cluster logs it.
+    polled = "slurmstepd-vm: error: Exceeded job memory limit\nsrun: error: vm: task 0: Killed"
+    assert slurm.outcome("FAILED", polled) == "oom"
     assert slurm.outcome("FAILED", "Traceback ... ValueError") == "error"
     assert slurm.outcome("SOMETHING_NEW") == "killed"
 
@@ -180,3 +189,79 @@ def test_a_slurm_sweeps_limit_is_each_jobs_mem(capsys: pytest.CaptureFixture[str
         capsys, "--executor", "slurm", "--partition", "debug", "--memory-limit", "4G"
     )
     assert "on Slurm each point's limit is its job's --mem" in said
+
+
+# --- how a job that left no record is recorded (a real database, no cluster) -------------
+
+
+class _HeldLock:
+    """Stands in for the sweep lock's progress file: these tests only record runs."""
+
+    def update(self, **changes: object) -> None:
+        pass
+
+
+def _cluster_run(tmp_path: Path) -> tuple[_ClusterRun, _Point]:
+    db = tmp_path / "runs.duckdb"
+    database.ensure_database(db)
+    store.create_sweep(db, "s1", "test", {}, 1)
+    config = UNetConfig((16, 16, 16), 1, base_filters=4)
+    point = _Point(
+        point_id="p1", config=config, repeat=0, mem_bytes=2 * GIB, run_id="r1", jobs=["7_0"]
+    )
+    partition = slurm.Partition(name="debug", max_memory_bytes=16 * GIB, max_cpus=2)
+    run = _ClusterRun(
+        db,
+        tmp_path / "work",
+        [point],
+        SETTINGS,
+        SlurmOptions(partition="debug"),
+        partition,
+        SweepSummary(sweep_id="s1"),
+        _HeldLock(),
+    )
+    return run, point
+
+
+def test_a_node_failure_is_submitted_once_more_then_recorded(tmp_path: Path) -> None:
+    run, point = _cluster_run(tmp_path)
+    run._ended(point, "NODE_FAIL")
+    assert point.state == NEW  # submitted again on the next turn of the loop
+    assert store.run_statuses(run.db_path, ["r1"]) == {}
+
+    point.jobs.append("8_0")  # the second attempt, which the node fails too
+    run._ended(point, "NODE_FAIL")
+    stored = store.get_run(run.db_path, "r1")
+    assert stored["status"] == "killed"
+    assert "Slurm job 8_0 ended NODE_FAIL (attempt 2 of 2)" in stored["message"]
+    assert stored["slurm_job_id"] == "8_0"
+
+
+def test_a_job_that_never_started_is_recorded_against_no_machine(tmp_path: Path) -> None:
+    run, point = _cluster_run(tmp_path)
+    run._ended(point, "CANCELLED")
+    stored = store.get_run(run.db_path, "r1")
+    assert stored["status"] == "interrupted"
+    # The job's --mem less what the job's own Python needs.
+    assert stored["memory_limit_bytes"] == 2 * GIB - JOB_PROCESS_ALLOWANCE_BYTES
+    # No node wrote its facts: the CPU is unknown, so the run never joins a machine profile.
+    assert stored["cpu_model"] == profiles.UNKNOWN
+    assert stored["hostname"] == "slurm:debug"
+    assert not profiles.profile_of(stored).determined
+
+
+def test_a_job_that_started_is_recorded_against_its_node(tmp_path: Path) -> None:
+    run, point = _cluster_run(tmp_path)
+    run.points_dir.mkdir(parents=True)
+    facts = {**slurm_job.node_facts(), "hostname": "node7", "slurm_job_id": "7_0"}
+    slurm_job.node_path(run.points_dir, "p1").write_text(json.dumps(facts))
+    run._ended(point, "TIMEOUT")
+    stored = store.get_run(run.db_path, "r1")
+    assert (stored["status"], stored["hostname"]) == ("timeout", "node7")
+    assert profiles.profile_of(stored).determined
+
+
+def test_a_point_that_cannot_fit_on_any_node_is_skipped_not_submitted(tmp_path: Path) -> None:
+    run, point = _cluster_run(tmp_path)
+    point.mem_bytes = 64 * GIB
+    assert "more than any node of partition debug has" in (run._skip_reason(point) or "")
