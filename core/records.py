@@ -94,3 +94,15 @@ RUN_COLUMNS: tuple[str, ...] = tuple(
     f.name for f in dataclasses.fields(RunRecord) if f.name != "samples"
 )
 SAMPLE_COLUMNS: tuple[str, ...] = ("run_id", "t_s", "rss_bytes")
+
+
+@dataclass(frozen=True)
+class PeakBound:
+    """An upper bound on a point's peak, bytes, and where it comes from, in words.
+
+    What a sweep's pre-check compares with the memory limit when a fitted model
+    covers the point (`modeling.guard`); the closed form with margins otherwise.
+    """
+
+    bound_bytes: int
+    source: str  # e.g. "the symbolic model's upper bound (x1.06) for machine 9b59349f74"

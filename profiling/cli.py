@@ -40,6 +40,7 @@ from core.units import check_memory_limit, format_gib, parse_bytes
 from presentation import machines as machines_view
 from presentation.report import markdown_table
 from presentation.summary import PEAK_COLUMNS, peak_table, to_markdown
+from presentation.sweep_guard import fitted_precheck
 from profiling import exchange, pending
 from profiling.calibration import (
     CALIBRATION_FILE,
@@ -263,6 +264,12 @@ def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
         f"(default {DEFAULT_MEM_MARGIN:g})",
     )
     cluster.add_argument(
+        "--machine",
+        help="the machine profile of the partition's nodes (a key or unique prefix, see "
+        "`machines`): where its fitted models cover a point, their upper bound, not the "
+        "closed form, gives the job's --mem",
+    )
+    cluster.add_argument(
         "--work-dir",
         type=Path,
         help="where jobs read their points and write their records, shared with the nodes "
@@ -298,10 +305,23 @@ def _slurm_options(args: argparse.Namespace) -> SlurmOptions:
     )
 
 
+def _nodes_precheck(db_path: Path, requested: str | None, workload: str):
+    """The fitted bounds of the nodes' machine profile, if ``--machine`` names one."""
+    if requested is None:
+        return None
+    runs = store.load_runs(db_path, workload=workload) if db_path.exists() else pd.DataFrame()
+    known = profiles.profiles_in(runs) if not runs.empty else {}
+    return fitted_precheck(db_path, profiles.resolve(requested, known).key)
+
+
 def _sweep(args: argparse.Namespace) -> int:
     options = _slurm_options(args) if args.executor == "slurm" else None
-    if options is None and args.partition:
-        raise ConfigError("--partition is for Slurm sweeps: add --executor slurm")
+    if options is None and (args.partition or args.machine):
+        flag = "--partition" if args.partition else "--machine"
+        raise ConfigError(
+            f"{flag} is for Slurm sweeps: add --executor slurm (a sweep on this machine "
+            "uses this machine's fitted models)"
+        )
     settings = _settings(args)
     values: dict = {}
     if args.config:
@@ -322,9 +342,13 @@ def _sweep(args: argparse.Namespace) -> int:
     )
     try:
         if options is not None:
-            summary = run_cluster_sweep(db_path, grid, settings, options, **common)
+            precheck = _nodes_precheck(db_path, args.machine, grid.workload)
+            summary = run_cluster_sweep(
+                db_path, grid, settings, options, precheck=precheck, **common
+            )
         else:
-            summary = run_sweep(db_path, grid, settings, **common)
+            precheck = fitted_precheck(db_path)
+            summary = run_sweep(db_path, grid, settings, precheck=precheck, **common)
     except KeyboardInterrupt:
         if options is not None:
             work_dir = options.work_dir or default_work_dir(db_path)

@@ -2,8 +2,10 @@
 
 `run_cluster_sweep` measures the same grid as `profiling.sweep.run_sweep`, on
 the nodes of a Slurm partition instead of this machine. Points are grouped by
-the memory they ask for (``--mem``: the point's conservative estimate,
-`profiling.estimate`, plus ``mem_margin``, or one figure for all) and each
+the memory they ask for (``--mem``: the point's bound plus ``mem_margin``, or
+one figure for all; the bound is the fitted upper bound of the nodes' machine
+profile where its models cover the point, `modeling.guard`, else the
+conservative estimate, `profiling.estimate`) and each
 group is submitted as one job array through submitit (`profiling.slurm`); on
 the node `profiling.slurm_job.measure` runs the point exactly as a local sweep
 would and writes its record as JSON into the work directory.
@@ -38,16 +40,24 @@ from tqdm import tqdm
 
 from core import database, profiles, store, workloads
 from core.errors import ConfigError, StoreError
-from core.records import RunRecord
+from core.records import PeakBound, RunRecord
 from core.units import format_gib
 from core.workloads.base import WorkloadConfig, format_image_shape
 from profiling import pending, slurm, slurm_job, sweeplock
-from profiling.estimate import estimate_peak_bytes
+from profiling.estimate import closed_form_bound
 from profiling.runner import REPO_ROOT, STDERR_TAIL_LINES, RunSettings, skipped_record
-from profiling.sweep import Grid, SweepSummary, dominates, expand_grid, record_interrupted
+from profiling.sweep import (
+    Grid,
+    Precheck,
+    SweepSummary,
+    dominates,
+    expand_grid,
+    record_interrupted,
+)
 
-# --mem is the conservative estimate plus this share (the estimate already has margins
-# of its own; this covers the node's own daemons and page cache charged to the job).
+# --mem is the point's bound plus this share (the closed form already has margins of its
+# own, a fitted bound its conformal ratio; this covers what else the job is charged for,
+# such as page cache).
 DEFAULT_MEM_MARGIN = 0.10
 # The reference machines have 2 cores; --cpus-per-task is recorded with every run.
 DEFAULT_CPUS_PER_TASK = 2
@@ -102,6 +112,7 @@ class _Point:
     point_id: str
     config: WorkloadConfig
     repeat: int
+    bound: PeakBound  # what the point is expected to need at most, and whose word that is
     mem_bytes: int
     run_id: str
     jobs: list[str]
@@ -124,11 +135,11 @@ def default_work_dir(db_path: Path) -> Path:
     return db_path.with_name(db_path.stem + WORK_DIR_SUFFIX)
 
 
-def mem_request_bytes(config: WorkloadConfig, options: SlurmOptions) -> int:
-    """The ``--mem`` of a point: the flag's figure (whole MiB), or the estimate plus the margin."""
+def mem_request_bytes(bound: PeakBound, options: SlurmOptions) -> int:
+    """The ``--mem`` of a point: the flag's figure (whole MiB), or its bound plus the margin."""
     if options.mem_bytes:
         return math.ceil(options.mem_bytes / _MIB) * _MIB
-    wanted = estimate_peak_bytes(config) * (1 + options.mem_margin)
+    wanted = bound.bound_bytes * (1 + options.mem_margin)
     return math.ceil(wanted / MEM_STEP_BYTES) * MEM_STEP_BYTES
 
 
@@ -244,7 +255,7 @@ def _unmeasured_record(
         message,
         sweep_id=sweep_id,
         repeat=point.repeat,
-        estimate_bytes=estimate_peak_bytes(point.config),
+        estimate_bytes=point.bound.bound_bytes,
     )
     known = {name: value for name, value in facts.items() if hasattr(base, name)}
     return dataclasses.replace(base, **known, status=status, run_id=point.run_id)
@@ -263,15 +274,20 @@ def run_cluster_sweep(
     resume: bool = True,
     command: str = "",
     show_progress: bool = True,
+    precheck: Precheck | None = None,
 ) -> SweepSummary:
     """Measure every point of ``grid`` on ``options.partition``; ``settings`` is the protocol.
 
-    ``settings.memory_limit_bytes`` is replaced per point by its ``--mem``.
+    ``settings.memory_limit_bytes`` is replaced per point by its ``--mem``: the
+    bound ``precheck`` gives it (the nodes' fitted models, `modeling.guard`), else
+    the closed form with margins, plus ``options.mem_margin``.
     Raises `profiling.slurm.SlurmError` when Slurm is missing or refuses, and
     `profiling.sweeplock.SweepBusyError` while another sweep writes to ``db_path``.
     """
     _check(options, repeats)
     configs = expand_grid(grid)
+    fitted = precheck(configs) if precheck else {}
+    bounds = {config: fitted.get(config) or closed_form_bound(config) for config in configs}
     partition = slurm.partition(options.partition)
     database.ensure_database(db_path)
     work_dir = Path(options.work_dir or default_work_dir(db_path))
@@ -285,7 +301,7 @@ def run_cluster_sweep(
         summary.recovered = pending.ingest(db_path)
         store.create_sweep(db_path, summary.sweep_id, command, grid.to_dict(), total)
         lock.update(executor=options.describe())
-        points = _points(db_path, configs, repeats, settings, options, manifest, resume, summary)
+        points = _points(db_path, bounds, repeats, settings, options, manifest, resume, summary)
         run = _ClusterRun(db_path, work_dir, points, settings, options, partition, summary, lock)
         try:
             run.drive(show_progress)
@@ -299,7 +315,7 @@ def run_cluster_sweep(
 
 def _points(
     db_path: Path,
-    configs: list[WorkloadConfig],
+    bounds: dict[WorkloadConfig, PeakBound],
     repeats: int,
     settings: RunSettings,
     options: SlurmOptions,
@@ -309,7 +325,7 @@ def _points(
 ) -> list[_Point]:
     """Every point, with what the work directory and the database already know of it."""
     points = []
-    for config in configs:
+    for config, bound in bounds.items():
         for repeat in range(repeats):
             pid = point_id(config, settings, repeat)
             known = manifest["points"].get(pid) if resume else None
@@ -317,7 +333,8 @@ def _points(
                 point_id=pid,
                 config=config,
                 repeat=repeat,
-                mem_bytes=mem_request_bytes(config, options),
+                bound=bound,
+                mem_bytes=mem_request_bytes(bound, options),
                 run_id=str(known["run_id"]) if known else uuid.uuid4().hex,
                 jobs=[str(job) for job in known["jobs"]] if known else [],
             )
@@ -480,7 +497,7 @@ class _ClusterRun:
             workload=point.config.workload,
             config=point.config.to_dict(),
             repeat=point.repeat,
-            estimate_bytes=estimate_peak_bytes(point.config),
+            estimate_bytes=point.bound.bound_bytes,
             settings=dataclasses.asdict(_settings_for(point, self.settings)),
         ).write(path)
         return str(path)

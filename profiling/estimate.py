@@ -21,11 +21,14 @@ safety net.
 from __future__ import annotations
 
 from core.analytical import refined_breakdown
+from core.records import PeakBound
 from core.workloads.base import WorkloadConfig
 
 FRAMEWORK_BASELINE_BYTES = 1 * 2**30
 RUNTIME_ALLOWANCE_BYTES = 2**29  # 0.5 GiB
 PER_BATCH_SAFETY_FACTOR = 1.25
+# How a skip message names this estimate (`PeakBound.source`).
+CLOSED_FORM_SOURCE = "the closed form with margins"
 
 
 def estimate_peak_bytes(config: WorkloadConfig) -> int:
@@ -35,3 +38,8 @@ def estimate_peak_bytes(config: WorkloadConfig) -> int:
     fixed += terms.optimizer_bytes + RUNTIME_ALLOWANCE_BYTES
     per_batch = terms.activation_bytes + terms.backward_bytes + terms.input_bytes
     return int(fixed + PER_BATCH_SAFETY_FACTOR * per_batch)
+
+
+def closed_form_bound(config: WorkloadConfig) -> PeakBound:
+    """`estimate_peak_bytes` as the pre-check's bound, named."""
+    return PeakBound(bound_bytes=estimate_peak_bytes(config), source=CLOSED_FORM_SOURCE)

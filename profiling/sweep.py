@@ -6,9 +6,10 @@ CLI and dashboard alike), stores what an earlier sweep measured but could not
 store (`profiling.pending`), marks ``interrupted`` the sweeps whose process died,
 and, point by point: skips what this machine profile (`core.profiles`) already
 measured (resume: ``ok`` and ``oom`` points; ``killed`` and ``error`` ones are
-measured again), records as ``skipped`` what cannot fit (the conservative
-estimate against the memory limit and the memory available now, or a smaller
-point that already ran out of memory or time), runs the rest in fresh children,
+measured again), records as ``skipped`` what cannot fit (its bound against the memory limit
+and the memory available now — the fitted model's upper bound for this machine
+where one covers the point, else the conservative closed-form estimate — or a
+smaller point that already ran out of memory or time), runs the rest in fresh children,
 and stores each record the moment it exists, on disk before the database. An
 interrupt (Ctrl-C, SIGTERM) stops even a wait for the database's lock at once,
 kills the child in flight, keeps a measured point that was not stored yet on
@@ -22,7 +23,7 @@ import contextlib
 import itertools
 import os
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,13 +34,13 @@ from tqdm import tqdm
 from core import database, store, workloads
 from core.errors import ConfigError, StoreError
 from core.machine import this_profile
-from core.records import RunRecord
+from core.records import PeakBound, RunRecord
 from core.settings import read_settings_file
 from core.units import GIB, format_gib
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import PRECISIONS, WorkloadConfig, format_image_shape
 from profiling import pending, sweeplock
-from profiling.estimate import estimate_peak_bytes
+from profiling.estimate import closed_form_bound, estimate_peak_bytes
 from profiling.runner import RunSettings, run_point, skipped_record
 
 # The default memory limit: this share of the machine's RAM...
@@ -65,6 +66,9 @@ KNOB_LISTS: dict[str, str] = {
     "upsamplings": "upsampling",
 }
 GRID_KNOBS = ("workload", "image_sizes", "batch_sizes", *KNOB_LISTS)
+# Gives the points a fitted model covers a bound of its own (`modeling.guard`, wired in by
+# the CLI through `presentation.sweep_guard`); the others keep the closed form.
+Precheck = Callable[[Sequence[WorkloadConfig]], Mapping[WorkloadConfig, PeakBound]]
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,7 @@ def dominates(config: WorkloadConfig, failed: WorkloadConfig) -> bool:
 
 def _skip_reason(
     config: WorkloadConfig,
-    estimate: int,
+    bound: PeakBound,
     settings: RunSettings,
     failed: list[tuple[WorkloadConfig, str]],
 ) -> str | None:
@@ -191,16 +195,14 @@ def _skip_reason(
                 f"a point no larger ({format_image_shape(smaller.image_shape)} at batch "
                 f"{smaller.batch_size}) already ended as {status} under the same limit"
             )
-    if estimate > settings.memory_limit_bytes:
-        return (
-            f"estimated peak {format_gib(estimate)} exceeds the memory limit "
-            f"{format_gib(settings.memory_limit_bytes)}"
-        )
+    estimate = f"estimated peak {format_gib(bound.bound_bytes)} ({bound.source})"
+    if bound.bound_bytes > settings.memory_limit_bytes:
+        return f"{estimate} exceeds the memory limit {format_gib(settings.memory_limit_bytes)}"
     room = psutil.virtual_memory().available - HOST_RESERVE_BYTES
-    if estimate > room:
+    if bound.bound_bytes > room:
         return (
-            f"estimated peak {format_gib(estimate)} exceeds the {format_gib(room)} available "
-            f"now (keeping {HOST_RESERVE_BYTES / GIB:.0f} GiB for the host)"
+            f"{estimate} exceeds the {format_gib(room)} available now "
+            f"(keeping {HOST_RESERVE_BYTES / GIB:.0f} GiB for the host)"
         )
     return None
 
@@ -240,16 +242,22 @@ def run_sweep(
     command: str = "",
     show_progress: bool = True,
     on_record: Callable[[RunRecord], None] | None = None,
+    precheck: Precheck | None = None,
 ) -> SweepSummary:
     """Measure every point of ``grid`` ``repeats`` times into ``db_path``.
 
-    Raises `profiling.sweeplock.SweepBusyError`, naming it, while another sweep
-    writes to ``db_path``.
+    ``precheck`` gives the points a fitted model covers their bound; a point is
+    skipped only when its bound (that one, else the closed form with margins)
+    exceeds the memory limit or the memory available. Raises
+    `profiling.sweeplock.SweepBusyError`, naming it, while another sweep writes
+    to ``db_path``.
     """
     if repeats < 1:
         raise ConfigError(f"repeats must be at least 1, got {repeats}")
     configs = expand_grid(grid)
     database.ensure_database(db_path)
+    fitted = precheck(configs) if precheck else {}
+    bounds = {config: fitted.get(config) or closed_form_bound(config) for config in configs}
     points = [(config, repeat) for config in configs for repeat in range(repeats)]
     summary = SweepSummary(sweep_id=uuid.uuid4().hex[:12])
     with sweeplock.hold(db_path, summary.sweep_id, command, len(points)) as lock:
@@ -258,7 +266,9 @@ def run_sweep(
         summary.recovered = pending.ingest(db_path)
         store.create_sweep(db_path, summary.sweep_id, command, grid.to_dict(), len(points))
         try:
-            _run_points(db_path, points, settings, summary, lock, resume, show_progress, on_record)
+            _run_points(
+                db_path, points, bounds, settings, summary, lock, resume, show_progress, on_record
+            )
         except BaseException:
             record_interrupted(db_path, summary.sweep_id)
             raise
@@ -268,6 +278,7 @@ def run_sweep(
 def _run_points(
     db_path: Path,
     points: list[tuple[WorkloadConfig, int]],
+    bounds: Mapping[WorkloadConfig, PeakBound],
     settings: RunSettings,
     summary: SweepSummary,
     lock: sweeplock.SweepLock,
@@ -283,7 +294,7 @@ def _run_points(
     # A point the estimate already rules out costs nothing, so it does not inflate the ETA.
     costs = [
         estimated_seconds(config, settings.steps)
-        if estimate_peak_bytes(config) <= settings.memory_limit_bytes
+        if bounds[config].bound_bytes <= settings.memory_limit_bytes
         else 0.0
         for config, _ in points
     ]
@@ -301,6 +312,7 @@ def _run_points(
             record = _measure_point(
                 config,
                 repeat,
+                bounds[config],
                 settings,
                 summary.sweep_id,
                 resume,
@@ -334,6 +346,7 @@ def _run_points(
 def _measure_point(
     config: WorkloadConfig,
     repeat: int,
+    bound: PeakBound,
     settings: RunSettings,
     sweep_id: str,
     resume: bool,
@@ -345,8 +358,8 @@ def _measure_point(
     key = store.point_key(_key_fields(config, settings.steps))
     if resume and measured.get(key, 0) > repeat:
         return None
-    estimate = estimate_peak_bytes(config)
-    reason = _skip_reason(config, estimate, settings, failed)
+    reason = _skip_reason(config, bound, settings, failed)
+    estimate = bound.bound_bytes
     if reason:
         if resume and already_skipped.get(key, 0) > repeat:
             return None

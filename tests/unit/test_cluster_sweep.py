@@ -12,6 +12,7 @@ import pytest
 
 from core import database, profiles, store
 from core.errors import ConfigError
+from core.records import PeakBound
 from core.workloads.unet3d import UNetConfig
 from profiling import cli, slurm, slurm_job
 from profiling.cluster_sweep import (
@@ -25,7 +26,7 @@ from profiling.cluster_sweep import (
     mem_request_bytes,
     point_id,
 )
-from profiling.estimate import estimate_peak_bytes
+from profiling.estimate import closed_form_bound, estimate_peak_bytes
 from profiling.runner import RunSettings
 from profiling.sweep import SweepSummary
 
@@ -33,20 +34,26 @@ GIB = 2**30
 SETTINGS = RunSettings(memory_limit_bytes=8 * GIB, steps=2)
 
 
-def test_a_jobs_memory_is_the_conservative_estimate_plus_the_margin_in_whole_gib() -> None:
+def test_a_jobs_memory_is_the_points_bound_plus_the_margin_in_whole_gib() -> None:
     config = UNetConfig((64, 64, 64), 2)
     estimate = estimate_peak_bytes(config)
-    asked = mem_request_bytes(config, SlurmOptions(partition="p", mem_margin=0.25))
+    asked = mem_request_bytes(closed_form_bound(config), SlurmOptions("p", mem_margin=0.25))
     assert asked % GIB == 0
     assert estimate * 1.25 <= asked < estimate * 1.25 + GIB
     # Points of similar size ask for the same memory: one job array.
-    neighbour = UNetConfig((64, 64, 64), 1)
+    neighbour = closed_form_bound(UNetConfig((64, 64, 64), 1))
     assert mem_request_bytes(neighbour, SlurmOptions(partition="p")) <= asked
 
 
-def test_one_mem_for_every_job_overrides_the_estimate() -> None:
+def test_a_fitted_bound_gives_the_jobs_memory_where_the_nodes_models_cover_the_point() -> None:
+    fitted = PeakBound(10 * GIB, "the symbolic model's upper bound (x1.06) for machine abc")
+    assert mem_request_bytes(fitted, SlurmOptions(partition="p", mem_margin=0.1)) == 11 * GIB
+
+
+def test_one_mem_for_every_job_overrides_the_bound() -> None:
     options = SlurmOptions(partition="p", mem_bytes=3 * GIB)
-    assert mem_request_bytes(UNetConfig((128, 128, 128), 8), options) == 3 * GIB
+    big = closed_form_bound(UNetConfig((128, 128, 128), 8))
+    assert mem_request_bytes(big, options) == 3 * GIB
 
 
 def test_slurm_time_covers_the_points_timeout_and_the_jobs_start() -> None:
@@ -184,6 +191,11 @@ def test_a_partition_without_the_slurm_executor_is_refused(
     assert "add --executor slurm" in _sweep_error(capsys, "--partition", "debug")
 
 
+def test_the_nodes_machine_is_only_for_slurm_sweeps(capsys: pytest.CaptureFixture[str]) -> None:
+    said = _sweep_error(capsys, "--machine", "9b59349f74")
+    assert "--machine is for Slurm sweeps: add --executor slurm" in said
+
+
 def test_a_slurm_sweeps_limit_is_each_jobs_mem(capsys: pytest.CaptureFixture[str]) -> None:
     said = _sweep_error(
         capsys, "--executor", "slurm", "--partition", "debug", "--memory-limit", "4G"
@@ -207,7 +219,13 @@ def _cluster_run(tmp_path: Path) -> tuple[_ClusterRun, _Point]:
     store.create_sweep(db, "s1", "test", {}, 1)
     config = UNetConfig((16, 16, 16), 1, base_filters=4)
     point = _Point(
-        point_id="p1", config=config, repeat=0, mem_bytes=2 * GIB, run_id="r1", jobs=["7_0"]
+        point_id="p1",
+        config=config,
+        repeat=0,
+        bound=closed_form_bound(config),
+        mem_bytes=2 * GIB,
+        run_id="r1",
+        jobs=["7_0"],
     )
     partition = slurm.Partition(name="debug", max_memory_bytes=16 * GIB, max_cpus=2)
     run = _ClusterRun(

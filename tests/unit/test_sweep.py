@@ -5,6 +5,7 @@ import json
 import pytest
 
 from core.errors import ConfigError
+from core.records import PeakBound
 from core.workloads.unet3d import UNetConfig
 from profiling.runner import RunSettings
 from profiling.sweep import (
@@ -16,6 +17,7 @@ from profiling.sweep import (
 )
 
 GIB = 2**30
+SMALL = PeakBound(1 * GIB, "the closed form with margins")
 
 
 def test_points_run_smallest_first():
@@ -72,18 +74,27 @@ def test_a_point_larger_than_one_that_ran_out_of_memory_is_skipped():
     failed = [(UNetConfig((64, 64, 64), batch_size=2), "oom")]
     settings = RunSettings(memory_limit_bytes=1000 * GIB)
     bigger = UNetConfig((64, 64, 64), batch_size=4)
-    reason = _skip_reason(bigger, 1 * GIB, settings, failed)
+    reason = _skip_reason(bigger, SMALL, settings, failed)
     assert reason == "a point no larger (64 at batch 2) already ended as oom under the same limit"
     # A smaller batch, or another network, is still worth trying.
-    assert _skip_reason(UNetConfig((64, 64, 64), batch_size=1), 1 * GIB, settings, failed) is None
+    assert _skip_reason(UNetConfig((64, 64, 64), batch_size=1), SMALL, settings, failed) is None
     other = UNetConfig((64, 64, 64), batch_size=4, base_filters=8)
-    assert _skip_reason(other, 1 * GIB, settings, failed) is None
+    assert _skip_reason(other, SMALL, settings, failed) is None
 
 
 def test_a_point_estimated_over_the_limit_is_skipped_with_both_figures():
     settings = RunSettings(memory_limit_bytes=4 * GIB)
-    reason = _skip_reason(UNetConfig((32, 32, 32)), 5 * GIB, settings, [])
-    assert reason == "estimated peak 5.00 GiB exceeds the memory limit 4.00 GiB"
+    bound = PeakBound(5 * GIB, "the closed form with margins")
+    reason = _skip_reason(UNetConfig((32, 32, 32)), bound, settings, [])
+    assert reason == (
+        "estimated peak 5.00 GiB (the closed form with margins) exceeds the memory limit 4.00 GiB"
+    )
+
+
+def test_a_point_whose_bound_fits_the_limit_is_never_skipped():
+    settings = RunSettings(memory_limit_bytes=4 * GIB)
+    fitted = PeakBound(int(3.9 * GIB), "the symbolic model's upper bound (x1.06)")
+    assert _skip_reason(UNetConfig((32, 32, 32)), fitted, settings, []) is None
 
 
 def test_grid_round_trips_through_its_dict():

@@ -1,0 +1,73 @@
+"""The sweep's pre-check bound from a fitted model, for the points a model covers.
+
+A sweep skips a point whose bound exceeds the memory limit. The closed form with
+margins (`profiling.estimate`) must work with no model at all, so it stays on
+the high side: on a 125 GiB Xeon it skipped 240x240x144 at batch 8 as 96.34 GiB
+against a 94.40 GiB limit, a point that measured 77.5 GiB. Where this machine
+has a fitted model, its upper bound is the better pre-check: the default model
+(`modeling.stored.tables.best_model_name`) of the machine profile's latest
+evaluation, with its conformal ratio, never below the refined closed form
+(`modeling.sizing.closed_form_floor`), and only for a network the model was
+fitted on (every knob value among those it saw). Any other point keeps the
+closed form with margins.
+
+profiling and modeling never import each other: the sweep CLI reaches this
+through `presentation.sweep_guard`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from core import workloads
+from core.records import PeakBound
+from core.workloads.base import WorkloadConfig
+from modeling.errors import ModelingError
+from modeling.sizing import closed_form_floor
+from modeling.stored.bundle import load_predictor
+from modeling.stored.predictor import Predictor
+from modeling.stored.tables import BEST
+
+
+def _covers(predictor: Predictor, config: WorkloadConfig) -> bool:
+    """Whether the model saw this network (each knob's value), whatever the size and batch."""
+    seen = predictor.training_range.knobs
+    return all(
+        getattr(config, knob) in seen.get(knob, ()) for knob in workloads.of(config).NETWORK_KNOBS
+    )
+
+
+def fitted_bounds(
+    db_path: Path, configs: Sequence[WorkloadConfig], profile_key: str
+) -> dict[WorkloadConfig, PeakBound]:
+    """The fitted upper bound of each of ``configs`` a model of ``profile_key`` covers.
+
+    A configuration left out has no such model (none fitted for this machine or
+    workload, or not for its network): the caller keeps the closed form for it.
+    """
+    bounds: dict[WorkloadConfig, PeakBound] = {}
+    for workload in sorted({config.workload for config in configs}):
+        try:
+            predictor = load_predictor(db_path, BEST, workload, machine=profile_key)
+        except ModelingError:
+            continue  # no fitted model here: the closed form is the pre-check
+        covered = [c for c in configs if c.workload == workload and _covers(predictor, c)]
+        if not covered:
+            continue
+        uppers = predictor.upper_bytes(covered)
+        floors = closed_form_floor(predictor, covered)
+        for config, upper, floor in zip(covered, uppers, floors, strict=True):
+            if not np.isfinite(upper):
+                continue  # the model predicts nothing usable here
+            ratio = predictor.bound_for(config).ratio
+            model = f"the {predictor.name} model's upper bound (x{ratio:.2f})"
+            source = (
+                f"{model} for machine {profile_key}"
+                if upper >= floor
+                else f"the refined closed form ({model} for machine {profile_key} is below it)"
+            )
+            bounds[config] = PeakBound(bound_bytes=int(max(upper, floor)), source=source)
+    return bounds
