@@ -9,8 +9,9 @@ a typed budget or headroom that cannot be answered saying why right under it
 answers on the right: the decision with its evidence (`modeling.decision`: the
 upper bound, the verdict worded by confidence, the credible models' spread, the
 absurd models named and left out), every model's prediction, the three sizing
-answers of `modeling.sizing` (`dashboard.sizing_answers`), the Dell–Intel
-study's published figures beside the models credible there
+answers of `modeling.sizing` (`dashboard.sizing_answers`: the largest image and
+batch verified by a run, or a prediction with a button that measures it), the
+Dell–Intel study's published figures beside the models credible there
 (`dashboard.published_panel`, U-Net only), and the refined analytical breakdown.
 The inputs live in the URL (`dashboard.query_state`), so a link
 reproduces the view; what the page offers and its captions come from
@@ -347,16 +348,21 @@ def usable_bytes(state: SizingState) -> int:
 
 
 def what_fits(
-    db: Path, version: data.Version, state: SizingState, picked: machine_panel.Picked
+    db: Path,
+    version: data.Version,
+    state: SizingState,
+    picked: machine_panel.Picked,
+    runs: pd.DataFrame,
 ) -> None:
-    """The three sizing answers, after the share of the budget they use and why."""
+    """The three sizing answers, after the share of the budget they use and why; the largest
+    image and batch say whether a run of ``runs`` (the machine's) verified them."""
     usable = usable_bytes(state)
     usable_words = sizing_view.usable_text(state.budget_gib, state.headroom_pct, usable)
     st.caption(
         f"Answers use what training may use of the budget: {plain(usable_words)}; "
         f"{plain(picked.words)}."
     )
-    sizing_answers.render(db, version, state, usable, picked)
+    sizing_answers.render(db, version, state, usable, picked, runs)
 
 
 def render() -> None:
@@ -443,7 +449,7 @@ def render() -> None:
     if problems:
         st.info(sizing_view.waiting_text(problems))
     else:
-        what_fits(db, version, state, picked)
+        what_fits(db, version, state, picked, runs)
     if workload == published_panel.STUDY_WORKLOAD:
         study = workloads.get(workload).Config(STUDY_IMAGE_SHAPE, STUDY_BATCH_SIZE)
         published_panel.render(

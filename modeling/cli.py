@@ -6,18 +6,25 @@ flags, calls one function of `modeling`, and prints the result. Every
 line ``error: ...`` on stderr and exit code 2.
 
     python -m modeling evaluate [--db FILE] [--machine KEY] [--seeds 10] [--quick] [--no-store]
-    python -m modeling size image --budget 256GiB --batch-size 4 [--machine KEY]
-    python -m modeling size batch --image-size 144 --budget 64GiB
+    python -m modeling size image --budget 256GiB --batch-size 4 [--machine KEY] [--verify]
+    python -m modeling size batch --image-size 144 --budget 64GiB [--verify]
     python -m modeling size buy --image-size 240x240x144 --batch-size 16 [--headroom 0.2]
     python -m modeling report --image-size 240x240x144 --batch-size 16 --budget 256GiB \
         --output sizing.html [--headroom 0.2] [--model NAME] [--machine KEY] [--force]
     python -m modeling export-results data/reference_results [--db FILE]
+
+``size image|batch --verify`` measures the answer and the next size up on this
+machine: modeling never imports profiling, so it runs ``python -m profiling
+sweep`` as a child (`presentation.verification` builds the sweep), then exits 0
+when a run verified the answer, 1 when it refuted it, 2 when it cannot be
+verified here.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,6 +42,7 @@ from core.commands import (
     positive_int,
     run_handler,
 )
+from core.machine import this_profile
 from core.units import GIB, parse_bytes
 from modeling import machines
 from modeling.errors import ModelingError
@@ -58,9 +66,14 @@ from modeling.sizing import (
 )
 from modeling.stored import bundle, readonly
 from modeling.stored import tables as results
-from presentation import report, sizing_report
+from presentation import report, sizing_report, verification
+from presentation.verification import Claim, Verdict
 
 BUDGET_HELP = "memory available, e.g. 256GiB, 256GB or 64G; every unit is binary (GB = GiB = 2^30)"
+# What `python -m profiling sweep` exits with when Ctrl-C or SIGTERM stopped it (profiling.cli's).
+SWEEP_INTERRUPTED_EXIT_CODE = 130
+# `size ... --verify`'s exit codes: a run verified the answer, or refuted it (2: cannot tell).
+VERIFIED_EXIT_CODE, REFUTED_EXIT_CODE = 0, 1
 
 
 def _fraction(text: str) -> float:
@@ -305,6 +318,17 @@ def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--batch-size", type=positive_int, required=True)
     _add_model_options(parser)
+    _add_verify_option(parser)
+
+
+def _add_verify_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="measure the answer and the next size up on this machine (a two-point sweep "
+        "under the budget as memory limit, stored as runs): exit 0 when the answer fits, "
+        "1 when it does not, 2 when it cannot be verified here",
+    )
 
 
 def _stored_models(
@@ -343,27 +367,94 @@ def _print_answer(machine: machines.MachineChoice, lines: list[str]) -> None:
 
 
 def _size_image(args: argparse.Namespace) -> int:
-    predictor, machine = _stored_model(args)
+    _, predictor, machine, db_path = _stored_models(args)
+    knobs = _knobs(args)
     answer = largest_image_side(
-        predictor, args.budget, args.batch_size, _knobs(args), workload=args.workload
+        predictor, args.budget, args.batch_size, knobs, workload=args.workload
     )
     dims = workloads.get(args.workload).DIMS
-    _print_answer(machine, report.image_size_lines(answer, dims))
-    return 0
+    claim = verification.image_claim(answer, args.workload, knobs, machine.key, machine.label)
+    return _answer_verified(args, machine, report.image_size_lines(answer, dims), claim, db_path)
 
 
 def _prepare_size_batch(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
     parser.add_argument("--budget", type=parse_bytes, required=True, help=BUDGET_HELP)
     _add_model_options(parser)
+    _add_verify_option(parser)
 
 
 def _size_batch(args: argparse.Namespace) -> int:
     shape = workloads.get(args.workload).parse_image_shape(args.image_size)
-    predictor, machine = _stored_model(args)
-    answer = largest_batch(predictor, args.budget, shape, _knobs(args), workload=args.workload)
-    _print_answer(machine, report.batch_lines(answer))
-    return 0
+    _, predictor, machine, db_path = _stored_models(args)
+    knobs = _knobs(args)
+    answer = largest_batch(predictor, args.budget, shape, knobs, workload=args.workload)
+    claim = verification.batch_claim(answer, args.workload, knobs, machine.key, machine.label)
+    return _answer_verified(args, machine, report.batch_lines(answer), claim, db_path)
+
+
+def _answer_verified(
+    args: argparse.Namespace,
+    machine: machines.MachineChoice,
+    lines: list[str],
+    claim: Claim,
+    db_path: Path,
+) -> int:
+    """The answer, then what runs say of it: measured first with ``--verify``, else as stored."""
+    if not args.verify:
+        said = verification.verify(claim, _runs(db_path, claim), args.db)
+        _print_answer(machine, [*lines, said.line])
+        return 0
+    _print_answer(machine, lines)
+    return _verify(claim, db_path)
+
+
+def _runs(db_path: Path, claim: Claim) -> pd.DataFrame:
+    return store.load_runs(db_path, workload=claim.workload)
+
+
+def _verify(claim: Claim, db_path: Path) -> int:
+    """Measure ``claim``'s two points with ``python -m profiling sweep``, then say what they show.
+
+    The sweep runs as a child with this process's terminal, so its progress bar shows;
+    it skips a point already measured, so verifying twice measures nothing twice.
+    """
+    problem = verification.refusal(claim, this_profile().key, verification.safe_limit_bytes())
+    if problem:
+        raise ModelingError(f"cannot verify here: {problem}")
+    if readonly.read_only():
+        raise ModelingError(
+            f"cannot verify here: {readonly.READ_ONLY_ENV_VAR} is set, so nothing is measured "
+            "or stored; unset it to verify"
+        )
+    # The child runs in the repository root: a relative --db must name the same file.
+    sweep_args = verification.sweep_request(claim).sweep_args(db_path.resolve())
+    print(f"verifying: {shlex.join(['python', '-m', 'profiling', *sweep_args])}", flush=True)
+    code = _run_sweep([sys.executable, "-m", "profiling", *sweep_args])
+    if code == SWEEP_INTERRUPTED_EXIT_CODE:
+        return code
+    if code != 0:
+        raise ModelingError(
+            f"the verification sweep failed (exit code {code}); its messages are above"
+        )
+    said = verification.verify(claim, _runs(db_path, claim))
+    if said.verdict is Verdict.VERIFIED:
+        print(said.line)
+        return VERIFIED_EXIT_CODE
+    if said.verdict is Verdict.REFUTED:
+        print(said.line)
+        return REFUTED_EXIT_CODE
+    raise ModelingError(said.line)
+
+
+def _run_sweep(argv: list[str]) -> int:
+    """Run the sweep ``argv`` to its end, in this terminal; its exit code."""
+    process = subprocess.Popen(argv, cwd=database.REPO_ROOT)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        # The sweep got the same Ctrl-C: let it discard its point and record itself interrupted.
+        return process.wait()
 
 
 def _prepare_size_buy(parser: argparse.ArgumentParser) -> None:

@@ -225,6 +225,12 @@ def _prepare_sweep(parser: argparse.ArgumentParser) -> None:
         help="measure again points this machine profile already measured (see `machines`)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--run-over-bound",
+        action="store_true",
+        help="launch a point even when its bound exceeds --memory-limit and let the limit "
+        "stop it (what verifying a sizing answer does for the next size up)",
+    )
     _add_measure_options(parser)
     cluster = parser.add_argument_group(
         "on a Slurm cluster (--executor slurm; docs/slurm.md)",
@@ -316,6 +322,11 @@ def _nodes_precheck(db_path: Path, requested: str | None, workload: str):
 
 def _sweep(args: argparse.Namespace) -> int:
     options = _slurm_options(args) if args.executor == "slurm" else None
+    if options is not None and args.run_over_bound:
+        raise ConfigError(
+            "--run-over-bound is for sweeps on this machine; on Slurm each job asks for the "
+            "memory its point needs (give --mem to set it)"
+        )
     if options is None and (args.partition or args.machine):
         flag = "--partition" if args.partition else "--machine"
         raise ConfigError(
@@ -348,7 +359,14 @@ def _sweep(args: argparse.Namespace) -> int:
             )
         else:
             precheck = fitted_precheck(db_path)
-            summary = run_sweep(db_path, grid, settings, precheck=precheck, **common)
+            summary = run_sweep(
+                db_path,
+                grid,
+                settings,
+                precheck=precheck,
+                run_over_bound=args.run_over_bound,
+                **common,
+            )
     except KeyboardInterrupt:
         if options is not None:
             work_dir = options.work_dir or default_work_dir(db_path)

@@ -27,6 +27,9 @@ class SweepRequest:
     steps: int
     memory_limit_bytes: int
     points: int  # configurations in the grid
+    # Launch points whose bound exceeds the limit and let the limit stop them (verifying a
+    # sizing answer's next size up: `presentation.verification`).
+    run_over_bound: bool = False
 
     def sweep_args(self, db_path: Path) -> list[str]:
         """The arguments after ``python -m profiling``: every knob of the grid, as its flag."""
@@ -34,11 +37,13 @@ class SweepRequest:
         for knob, values in self.grid.to_dict().items():
             listed = [values] if isinstance(values, str) else values
             args += [f"--{knob.replace('_', '-')}", *map(str, listed)]
+        over = ["--run-over-bound"] if self.run_over_bound else []
         return args + [
             "--steps",
             str(self.steps),
             "--memory-limit",
             str(self.memory_limit_bytes),
+            *over,
             "--db",
             str(db_path),
         ]

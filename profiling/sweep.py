@@ -188,6 +188,7 @@ def _skip_reason(
     bound: PeakBound,
     settings: RunSettings,
     failed: list[tuple[WorkloadConfig, str]],
+    run_over_bound: bool = False,
 ) -> str | None:
     for smaller, status in failed:
         if dominates(config, smaller):
@@ -196,7 +197,7 @@ def _skip_reason(
                 f"{smaller.batch_size}) already ended as {status} under the same limit"
             )
     estimate = f"estimated peak {format_gib(bound.bound_bytes)} ({bound.source})"
-    if bound.bound_bytes > settings.memory_limit_bytes:
+    if bound.bound_bytes > settings.memory_limit_bytes and not run_over_bound:
         return f"{estimate} exceeds the memory limit {format_gib(settings.memory_limit_bytes)}"
     room = psutil.virtual_memory().available - HOST_RESERVE_BYTES
     if bound.bound_bytes > room:
@@ -243,12 +244,15 @@ def run_sweep(
     show_progress: bool = True,
     on_record: Callable[[RunRecord], None] | None = None,
     precheck: Precheck | None = None,
+    run_over_bound: bool = False,
 ) -> SweepSummary:
     """Measure every point of ``grid`` ``repeats`` times into ``db_path``.
 
     ``precheck`` gives the points a fitted model covers their bound; a point is
     skipped only when its bound (that one, else the closed form with margins)
-    exceeds the memory limit or the memory available. Raises
+    exceeds the memory limit or the memory available. ``run_over_bound`` launches a
+    point over the limit anyway and lets the limit stop it (verifying a sizing
+    answer's next size up); the memory available is still checked. Raises
     `profiling.sweeplock.SweepBusyError`, naming it, while another sweep writes
     to ``db_path``.
     """
@@ -267,7 +271,16 @@ def run_sweep(
         store.create_sweep(db_path, summary.sweep_id, command, grid.to_dict(), len(points))
         try:
             _run_points(
-                db_path, points, bounds, settings, summary, lock, resume, show_progress, on_record
+                db_path,
+                points,
+                bounds,
+                settings,
+                summary,
+                lock,
+                resume,
+                show_progress,
+                on_record,
+                run_over_bound,
             )
         except BaseException:
             record_interrupted(db_path, summary.sweep_id)
@@ -285,6 +298,7 @@ def _run_points(
     resume: bool,
     show_progress: bool,
     on_record: Callable[[RunRecord], None] | None,
+    run_over_bound: bool,
 ) -> None:
     # Points count as done per machine profile, not hostname: two VMs may share a name.
     profile_key = this_profile().key
@@ -294,7 +308,7 @@ def _run_points(
     # A point the estimate already rules out costs nothing, so it does not inflate the ETA.
     costs = [
         estimated_seconds(config, settings.steps)
-        if bounds[config].bound_bytes <= settings.memory_limit_bytes
+        if run_over_bound or bounds[config].bound_bytes <= settings.memory_limit_bytes
         else 0.0
         for config, _ in points
     ]
@@ -319,6 +333,7 @@ def _run_points(
                 measured,
                 already_skipped,
                 failed,
+                run_over_bound,
             )
             if record is None:
                 summary.already_measured += 1
@@ -353,12 +368,13 @@ def _measure_point(
     measured: dict,
     already_skipped: dict,
     failed: list[tuple[WorkloadConfig, str]],
+    run_over_bound: bool,
 ) -> RunRecord | None:
     """The record of one point, or None when resume finds it already measured."""
     key = store.point_key(_key_fields(config, settings.steps))
     if resume and measured.get(key, 0) > repeat:
         return None
-    reason = _skip_reason(config, bound, settings, failed)
+    reason = _skip_reason(config, bound, settings, failed, run_over_bound)
     estimate = bound.bound_bytes
     if reason:
         if resume and already_skipped.get(key, 0) > repeat:

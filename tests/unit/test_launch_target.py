@@ -19,7 +19,7 @@ import pytest
 from core import database, store
 from core.errors import ConfigError
 from profiling import cli, job, jobstatus, launch_target, launcher, requests, slurm, sweeplock
-from profiling.cluster_sweep import SlurmOptions
+from profiling.cluster_sweep import SlurmOptions, default_work_dir
 from profiling.jobstatus import PointState
 from profiling.launcher import JobCommand
 
@@ -109,7 +109,7 @@ def test_a_blank_account_is_none_and_a_relative_work_dir_lies_beside_the_databas
     assert launch_target.slurm_options(db, "debug", work_dir="/shared/x").work_dir == Path(
         "/shared/x"
     )
-    assert launch_target.default_work_dir(db) == tmp_path / "data" / "runs.slurm"
+    assert default_work_dir(db) == tmp_path / "data" / "runs.slurm"
 
 
 @pytest.mark.parametrize(

@@ -100,3 +100,9 @@ def test_a_point_whose_bound_fits_the_limit_is_never_skipped():
 def test_grid_round_trips_through_its_dict():
     grid = Grid(image_sizes=((32, 32, 32), (96, 96, 64)), batch_sizes=(1, 2))
     assert grid_from_mapping(grid.to_dict()) == grid
+
+
+def test_a_point_over_the_limit_runs_when_asked_and_the_limit_stops_it():
+    settings = RunSettings(memory_limit_bytes=4 * GIB)
+    over = PeakBound(5 * GIB, "the closed form with margins")
+    assert _skip_reason(UNetConfig((32, 32, 32)), over, settings, [], run_over_bound=True) is None
