@@ -180,7 +180,8 @@ class Evidence:
         return self.measured_peak_bytes is not None
 
 
-def _same_config(row: dict, config: WorkloadConfig) -> bool:
+def same_config(row: dict, config: WorkloadConfig) -> bool:
+    """Whether a runs row measured exactly ``config`` (workload, shape, batch, every knob)."""
     try:
         return workloads.config_from_row(row) == config
     except (ValueError, TypeError):  # a row that is not a valid configuration measures nothing
@@ -196,7 +197,7 @@ def evidence_for(config: WorkloadConfig, runs: pd.DataFrame) -> Evidence:
     ]
     if ok.empty:
         return Evidence(None, (), None)
-    same = ok[[_same_config(row, config) for row in ok.to_dict("records")]]
+    same = ok[[same_config(row, config) for row in ok.to_dict("records")]]
     largest = float(ok[PEAK_COLUMN].max())
     if same.empty:
         return Evidence(None, (), largest)

@@ -36,7 +36,7 @@ import pandas as pd
 from core import profiles, workloads
 from core.units import GIB, MIB
 from core.workloads.base import WorkloadConfig, format_image_shape
-from modeling.decision import PEAK_COLUMN, approx_gib
+from modeling.decision import PEAK_COLUMN, approx_gib, same_config
 from modeling.sizing import BatchAnswer, ImageSizeAnswer
 from presentation.text import code, plain
 from profiling import sweep
@@ -138,13 +138,6 @@ class Measured:
     message: str  # why it was skipped, or how it ended
 
 
-def _same_config(row: dict, config: WorkloadConfig) -> bool:
-    try:
-        return workloads.config_from_row(row) == config
-    except (ValueError, TypeError):  # a row that is not a valid configuration measures nothing
-        return False
-
-
 def latest_run(config: WorkloadConfig, runs: pd.DataFrame, machine: str | None) -> Measured | None:
     """The latest ok, oom or skipped run of exactly ``config`` on profile ``machine``; None if none.
 
@@ -157,7 +150,7 @@ def latest_run(config: WorkloadConfig, runs: pd.DataFrame, machine: str | None) 
     runs = profiles.runs_of(runs, machine)
     counted = runs[runs["status"].isin(COUNTED_STATUSES) & (runs["workload"] == config.workload)]
     counted = counted[(counted["status"] != "ok") | counted[PEAK_COLUMN].notna()]
-    same = counted[[_same_config(row, config) for row in counted.to_dict("records")]]
+    same = counted[[same_config(row, config) for row in counted.to_dict("records")]]
     if same.empty:
         return None
     # Stored times are ISO-8601 in UTC, so they sort as text; the run id breaks a tie.

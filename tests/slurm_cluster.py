@@ -177,7 +177,7 @@ class SlurmCluster:
         for name in reversed(DAEMONS):
             process = self.processes.get(name)
             if process is not None:
-                _terminate(process)
+                stop_process_group(process)
         # A job's slurmstepd and tasks are not the daemons' children: find them by the
         # SLURM_CONF they inherited (from slurmd, or from the submitting environment).
         marker = f"SLURM_CONF={self.conf_path}".encode()
@@ -190,13 +190,13 @@ class SlurmCluster:
         return process is not None and process.poll() is None
 
 
-def _terminate(process: subprocess.Popen) -> None:
-    """SIGTERM a daemon (run in the foreground, in a session of its own), then SIGKILL."""
+def stop_process_group(process: subprocess.Popen, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM a process started in a session of its own, and its group; SIGKILL if it stays."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
         try:
-            process.wait(timeout=STOP_TIMEOUT_S)
+            process.wait(timeout=timeout_s)
             return
         except subprocess.TimeoutExpired:
             continue

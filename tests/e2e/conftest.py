@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import pytest
 from core import database
 from modeling.stored import bundle
 from profiling import exchange, jobstatus, launcher
+from tests.slurm_cluster import stop_process_group
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 APP_PATH = REPO_ROOT / "app.py"
@@ -191,7 +191,7 @@ def serve(
             time.sleep(HEALTH_POLL_S)
         yield server
     finally:
-        _stop(process)
+        stop_process_group(process, SERVER_STOP_TIMEOUT_S)
         # A launched sweep runs in a session of its own and outlives the server: stop it too.
         if launcher.status(db_path).running:
             launcher.cancel(db_path)
@@ -208,18 +208,6 @@ def screenshots_dir() -> Path:
     """Where the suite saves its screenshots (``artifacts/screenshots``), created."""
     SCREENSHOTS_DIR.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS_DIR
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM the server's process group, SIGKILL it if it does not go."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=SERVER_STOP_TIMEOUT_S)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 @pytest.fixture(scope="session")
