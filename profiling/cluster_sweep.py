@@ -44,14 +44,20 @@ from core.records import PeakBound, RunRecord
 from core.units import format_gib
 from core.workloads.base import WorkloadConfig, format_image_shape
 from profiling import pending, slurm, slurm_job, sweeplock
-from profiling.estimate import closed_form_bound
-from profiling.runner import REPO_ROOT, STDERR_TAIL_LINES, RunSettings, skipped_record
+from profiling.runner import (
+    REPO_ROOT,
+    STDERR_TAIL_LINES,
+    RunSettings,
+    skipped_record,
+    tail_lines,
+)
 from profiling.sweep import (
     Grid,
     Precheck,
     SweepSummary,
     dominates,
     expand_grid,
+    point_bounds,
     record_interrupted,
 )
 
@@ -200,10 +206,8 @@ def _save_manifest(work_dir: Path, db_path: Path, points: list[_Point]) -> None:
     path = work_dir / MANIFEST
     known = _load_manifest(work_dir, db_path)["points"]
     known.update({p.point_id: {"run_id": p.run_id, "jobs": p.jobs} for p in points})
-    temp = path.with_name(f".{MANIFEST}.{os.getpid()}.tmp")
-    with pending.signals_deferred():
-        temp.write_text(json.dumps({"database": str(Path(db_path).resolve()), "points": known}))
-        os.replace(temp, path)
+    manifest = {"database": str(Path(db_path).resolve()), "points": known}
+    pending.write_atomically(path, json.dumps(manifest))
 
 
 # --- records --------------------------------------------------------------------------
@@ -286,8 +290,7 @@ def run_cluster_sweep(
     """
     _check(options, repeats)
     configs = expand_grid(grid)
-    fitted = precheck(configs) if precheck else {}
-    bounds = {config: fitted.get(config) or closed_form_bound(config) for config in configs}
+    bounds = point_bounds(configs, precheck)
     partition = slurm.partition(options.partition)
     database.ensure_database(db_path)
     work_dir = Path(options.work_dir or default_work_dir(db_path))
@@ -451,11 +454,13 @@ class _ClusterRun:
     def _skip_dominated(self, failed: _Point) -> None:
         """Cancel the queued points that cannot fit where a smaller one did not."""
         doomed = [
-            p for p in self.points if p.state == QUEUED and p is not failed and self._skip_reason(p)
+            (p, reason)
+            for p in self.points
+            if p.state == QUEUED and p is not failed and (reason := self._skip_reason(p))
         ]
-        slurm.cancel([p.job_id for p in doomed if p.job_id])
-        for point in doomed:
-            self._record(point, "skipped", self._skip_reason(point) or "")
+        slurm.cancel([p.job_id for p, _ in doomed if p.job_id])
+        for point, reason in doomed:
+            self._record(point, "skipped", reason)
 
     def _submit_new(self) -> None:
         fresh = [p for p in self.points if p.state == NEW]
@@ -560,7 +565,7 @@ class _ClusterRun:
                 else ""
             )
             why = f"Slurm job {job} ended {state}{tries} without writing its record"
-        tail = slurm.log_tail(self.log_dir, job or "", STDERR_TAIL_LINES)
+        tail = tail_lines(slurm.log_path(self.log_dir, job or ""), STDERR_TAIL_LINES)
         status = slurm.outcome(state, tail)
         self._record(point, status, f"{why}; its log ends:\n{tail}" if tail else why)
 

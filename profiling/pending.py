@@ -61,18 +61,27 @@ def from_json(text: str) -> RunRecord:
     return RunRecord(**known, samples=samples)
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all, and durably.
+
+    A reader, on a shared filesystem too, never sees half a file, and Ctrl-C or
+    SIGTERM waits the few milliseconds it takes.
+    """
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with signals_deferred():
+        with open(temp, "w") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+
+
 def save(db_path: Path, record: RunRecord) -> Path:
     """Write ``record`` to the pending folder, atomically and durably; its file."""
     directory = pending_dir(db_path)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{record.run_id}.json"
-    temp = directory / f".{record.run_id}.{uuid.uuid4().hex[:8]}.tmp"
-    with signals_deferred():
-        with open(temp, "w") as file:
-            file.write(to_json(record))
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
+    write_atomically(path, to_json(record))
     return path
 
 

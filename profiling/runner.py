@@ -125,7 +125,8 @@ def _kill_group(process: subprocess.Popen) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _tail(path: Path, lines: int) -> str:
+def tail_lines(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a text file ("" when there is none)."""
     text = path.read_text(errors="replace") if path.exists() else ""
     return "\n".join(text.strip().splitlines()[-lines:])
 
@@ -245,7 +246,7 @@ def _classify(
         return watchdog.killed_for, watchdog.kill_message
     if returncode == 0:
         return "ok", ""
-    tail = _tail(stderr_path, STDERR_TAIL_LINES)
+    tail = tail_lines(stderr_path, STDERR_TAIL_LINES)
     if returncode > 0:
         return "error", f"child exited with code {returncode}:\n{tail}"
     return classify_signal(-returncode, oom_kills_before, processes.oom_kill_counts(), tail)

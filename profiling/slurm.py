@@ -259,9 +259,6 @@ def submit(
     return [str(job.job_id) for job in jobs]
 
 
-def log_tail(log_dir: Path, job_id: str, lines: int) -> str:
-    """The last lines of a job's stderr log, as submitit names it (``<id>_0_log.err``)."""
-    path = Path(log_dir) / f"{job_id}_0_log.err"
-    if not path.exists():
-        return ""
-    return "\n".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+def log_path(log_dir: Path, job_id: str) -> Path:
+    """A job's stderr log, as submitit names it (``<id>_0_log.err``)."""
+    return Path(log_dir) / f"{job_id}_0_log.err"

@@ -51,7 +51,7 @@ class PointSpec:
     settings: dict[str, Any]  # a `RunSettings`, memory_limit_bytes = the job's --mem
 
     def write(self, path: Path) -> None:
-        _write_json(path, dataclasses.asdict(self))
+        pending.write_atomically(path, json.dumps(dataclasses.asdict(self)))
 
     @classmethod
     def read(cls, path: Path) -> PointSpec:
@@ -71,20 +71,6 @@ def node_path(points_dir: Path, point_id: str) -> Path:
 
 def spec_path(points_dir: Path, point_id: str) -> Path:
     return Path(points_dir) / f"{point_id}.json"
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Whole or not at all: a reader on a shared filesystem never sees half a file."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temp, "w") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temp, path)
-
-
-def _write_json(path: Path, values: Any) -> None:
-    _write_text(path, json.dumps(values))
 
 
 def slurm_job_id(environ: dict[str, str] | None = None) -> str | None:
@@ -118,9 +104,9 @@ def measure(point_file: str) -> str:
     if cpus:
         os.environ.setdefault(_INTRA_OP_THREADS, str(cpus))
     job_id = slurm_job_id()
-    _write_json(
+    pending.write_atomically(
         node_path(path.parent, spec.point_id),
-        {**node_facts(), "slurm_job_id": job_id, "slurm_cpus_per_task": cpus},
+        json.dumps({**node_facts(), "slurm_job_id": job_id, "slurm_cpus_per_task": cpus}),
     )
     # scancel and the time limit send SIGTERM: kill the child and write nothing; the
     # submitter reads the job's end (CANCELLED, TIMEOUT, ...) from Slurm instead.
@@ -140,5 +126,5 @@ def measure(point_file: str) -> str:
         slurm_cpus_per_task=cpus,
     )
     out = result_path(path.parent, spec.point_id)
-    _write_text(out, pending.to_json(record))
+    pending.write_atomically(out, pending.to_json(record))
     return str(out)

@@ -165,6 +165,14 @@ def expand_grid(grid: Grid) -> list[WorkloadConfig]:
     return sorted(set(configs), key=lambda c: (estimate_peak_bytes(c), c.elements, c.batch_size))
 
 
+def point_bounds(
+    configs: Sequence[WorkloadConfig], precheck: Precheck | None
+) -> dict[WorkloadConfig, PeakBound]:
+    """Each point's bound: the fitted one ``precheck`` gives it, else the closed form."""
+    fitted = precheck(configs) if precheck else {}
+    return {config: fitted.get(config) or closed_form_bound(config) for config in configs}
+
+
 def estimated_seconds(config: WorkloadConfig, steps: int) -> float:
     """A rough duration of one point, used to weight the progress bar's ETA."""
     return POINT_OVERHEAD_S + STEP_S_PER_VOXEL * config.elements * config.batch_size * (steps + 1)
@@ -260,8 +268,7 @@ def run_sweep(
         raise ConfigError(f"repeats must be at least 1, got {repeats}")
     configs = expand_grid(grid)
     database.ensure_database(db_path)
-    fitted = precheck(configs) if precheck else {}
-    bounds = {config: fitted.get(config) or closed_form_bound(config) for config in configs}
+    bounds = point_bounds(configs, precheck)
     points = [(config, repeat) for config in configs for repeat in range(repeats)]
     summary = SweepSummary(sweep_id=uuid.uuid4().hex[:12])
     with sweeplock.hold(db_path, summary.sweep_id, command, len(points)) as lock:
