@@ -40,7 +40,7 @@ from tqdm import tqdm
 
 from core import database, profiles, store, workloads
 from core.errors import ConfigError, StoreError
-from core.records import PeakBound, RunRecord
+from core.records import RUN_COLUMNS, PeakBound, RunRecord
 from core.units import format_gib
 from core.workloads.base import WorkloadConfig, format_image_shape
 from profiling import pending, slurm, slurm_job, sweeplock
@@ -82,7 +82,7 @@ MANIFEST = "manifest.json"
 _MIB = 2**20
 # The job's own Python (submitit, the runner, memory_profiler: 170 MiB of high-water mark,
 # measured with `python -c "import resource, profiling.slurm_job, submitit;
-# print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"` on the 2-core dev VM) counts
+# print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"` on an AVX2 AMD EPYC, 2 cores) counts
 # against --mem too: the child's limit leaves it this much, so memplan's watchdog, which
 # keeps the timeline, stops a point before Slurm kills the whole job.
 JOB_PROCESS_ALLOWANCE_BYTES = 256 * 2**20
@@ -261,8 +261,10 @@ def _unmeasured_record(
         repeat=point.repeat,
         estimate_bytes=point.bound.bound_bytes,
     )
-    known = {name: value for name, value in facts.items() if hasattr(base, name)}
-    return dataclasses.replace(base, **known, status=status, run_id=point.run_id)
+    # A file is data: it may fill runs columns, never which run this is or how it ended.
+    own = {"run_id": point.run_id, "status": status}
+    known = {k: v for k, v in facts.items() if k in RUN_COLUMNS and k not in own}
+    return dataclasses.replace(base, **known, **own)
 
 
 # --- the sweep ------------------------------------------------------------------------
