@@ -71,6 +71,11 @@ class PointState:
     job_id: str | None = None
 
 
+def runs_on_slurm(executor: str | None) -> bool:
+    """Whether a sweep lock's ``executor`` (`sweeplock.Holder.executor`) is a Slurm partition."""
+    return (executor or "").startswith(SLURM_EXECUTOR_PREFIX)
+
+
 @dataclass(frozen=True)
 class JobStatus:
     """What the sweep on a database is doing: the job launched here, or another sweep."""
@@ -107,7 +112,7 @@ class JobStatus:
 
     @property
     def on_slurm(self) -> bool:
-        return (self.executor or "").startswith(SLURM_EXECUTOR_PREFIX)
+        return runs_on_slurm(self.executor)
 
 
 @dataclass(frozen=True)

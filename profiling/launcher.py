@@ -214,7 +214,7 @@ def status(db_path: Path, sweeps: pd.DataFrame | None = None) -> JobStatus:
 
 def cancel_grace_s(executor: str | None) -> float:
     """How long a cancelled sweep running on ``executor`` gets before it is killed."""
-    if (executor or "").startswith(jobstatus.SLURM_EXECUTOR_PREFIX):
+    if jobstatus.runs_on_slurm(executor):
         return SLURM_CANCEL_GRACE_S
     return CANCEL_GRACE_S
 
