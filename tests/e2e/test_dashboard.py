@@ -107,6 +107,22 @@ def sidebar_widget(page: Page, test_id: str, label: str) -> Locator:
     )
 
 
+def type_value(page: Page, field: Locator, value: str, *, in_form: bool = False) -> None:
+    """Type ``value`` into a text or number input as a user would, and check it stuck.
+
+    A value typed while the app reruns can be overwritten by the rerun's render (seen once
+    in CI: a sweep launched with the default image sizes), so wait for the app to be idle
+    first. Outside a form, Enter commits the value (a rerun) before the next field is
+    touched; inside one it would submit the form, and the value waits for the submit.
+    """
+    wait_for_idle(page)
+    field.fill(value)
+    if not in_form:
+        field.press("Enter")
+        wait_for_idle(page)
+    expect(field).to_have_value(value)
+
+
 def choose(page: Page, combobox: Locator, typed: str, option_name: re.Pattern[str]) -> None:
     """Pick an option of a selectbox by typing part of it.
 
@@ -168,10 +184,12 @@ def test_a_tiny_sweep_launched_from_the_sidebar_appears_in_the_runs(
     expect(sidebar.get_by_role("heading", name="Launch a sweep")).to_be_visible()
 
     for label, value in TINY_SWEEP.items():
-        sidebar_widget(page, "stTextInput", label).locator("input").fill(value)
+        field = sidebar_widget(page, "stTextInput", label).locator("input")
+        type_value(page, field, value, in_form=True)
     steps = sidebar_widget(page, "stNumberInput", "Steps").locator("input")
     lowest = steps.get_attribute("min")
-    steps.fill(str(max(TINY_STEPS, int(float(lowest))) if lowest else TINY_STEPS))
+    tiny_steps = str(max(TINY_STEPS, int(float(lowest))) if lowest else TINY_STEPS)
+    type_value(page, steps, tiny_steps, in_form=True)
     refit = sidebar.get_by_role("combobox", name="Refit models afterwards")
     choose(page, refit, "no", re.compile(r"^no$", re.IGNORECASE))
     sidebar.get_by_role("button", name="Launch sweep").click()

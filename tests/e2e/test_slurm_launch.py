@@ -28,6 +28,7 @@ from tests.e2e.test_dashboard import (
     no_exception,
     open_page,
     sidebar_widget,
+    type_value,
     wait_for_idle,
 )
 
@@ -67,12 +68,13 @@ def _launch_on_slurm(page: Page, values: dict[str, str]) -> None:
     sidebar = page.get_by_test_id("stSidebar")
     sidebar.get_by_text("Slurm partition", exact=True).click()
     wait_for_idle(page)
-    sidebar_widget(page, "stTextInput", "Partition").locator("input").fill("debug")
-    sidebar_widget(page, "stNumberInput", "CPUs per job").locator("input").fill("1")
-    wait_for_idle(page)
+    type_value(page, sidebar_widget(page, "stTextInput", "Partition").locator("input"), "debug")
+    type_value(page, sidebar_widget(page, "stNumberInput", "CPUs per job").locator("input"), "1")
     for label, value in values.items():
-        sidebar_widget(page, "stTextInput", label).locator("input").fill(value)
-    sidebar_widget(page, "stNumberInput", "Steps").locator("input").fill("2")
+        field = sidebar_widget(page, "stTextInput", label).locator("input")
+        type_value(page, field, value, in_form=True)
+    steps = sidebar_widget(page, "stNumberInput", "Steps").locator("input")
+    type_value(page, steps, "2", in_form=True)
     refit = sidebar.get_by_role("combobox", name="Refit models afterwards")
     choose(page, refit, "no", re.compile(r"^no$", re.IGNORECASE))
     sidebar.get_by_role("button", name="Launch sweep").click()
