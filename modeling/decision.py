@@ -44,6 +44,9 @@ OUTLIER_FACTOR = 3.0
 MIN_MODELS_FOR_OUTLIERS = 3
 # The peak column the models fit (`modeling.features.MEASURED_PEAK_COLUMN`).
 PEAK_COLUMN = "peak_hwm_bytes"
+# A run's sampled peak this far from its high-water mark (a fraction of it) or more is quoted
+# beside it: the sampler missed a spike (docs/measurement.md).
+SAMPLED_GAP_QUOTED = 0.005
 # Reach (image x batch over the largest measured) below this reads "just beyond", no factor.
 STATED_REACH = 1.5
 
@@ -59,6 +62,9 @@ class ModelEstimate:
     raised_to_closed_form: bool  # the model's own bound fell below the refined estimate
     beyond: str  # how the configuration lies outside the model's measured range; "" inside
     reach: float  # image x batch over the largest measured run's (> 1: beyond it)
+    # What the bound rests on, in words (`ConformalBound.evidence`): how many distinct
+    # configurations, and "thin evidence" where the bound is the worst of few; "" unknown.
+    bound_evidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,22 @@ def approx_gib(value_bytes: float) -> str:
     digits = max(0, 2 - math.floor(math.log10(abs(value))))
     rounded = round(value, digits)
     return f"{rounded:,.{digits}f} GiB"
+
+
+def sampled_aside(hwm_bytes: float, sampled_bytes: float | None, interval_s: float | None) -> str:
+    """``high-water mark; the 0.1 s sampler saw 7.36 GiB``; "" where the two peaks agree.
+
+    A measured peak is the kernel's high-water mark, what the models fit; the run's
+    sampled peak (memory_profiler every ``interval_s`` seconds) is named beside it only
+    when it lies `SAMPLED_GAP_QUOTED` of it or more away.
+    """
+    if sampled_bytes is None or not math.isfinite(sampled_bytes) or not hwm_bytes > 0:
+        return ""
+    if abs(hwm_bytes - sampled_bytes) < SAMPLED_GAP_QUOTED * hwm_bytes:
+        return ""
+    known = interval_s is not None and math.isfinite(interval_s)
+    sampler = f"the {interval_s:g} s sampler" if known else "the sampler"
+    return f"high-water mark; {sampler} saw {approx_gib(sampled_bytes)}"
 
 
 def _unusable(estimate: ModelEstimate) -> LeftOut | None:
@@ -174,6 +196,9 @@ class Evidence:
     measured_peak_bytes: float | None  # the highest peak of the ok runs of exactly it
     run_ids: tuple[str, ...]  # those runs
     largest_measured_bytes: float | None  # the highest peak of any ok run of the workload
+    # The run of that highest peak: its sampled peak and sampling interval, where stored.
+    measured_sampled_bytes: float | None = None
+    sample_interval_s: float | None = None
 
     @property
     def measured(self) -> bool:
@@ -201,7 +226,13 @@ def evidence_for(config: WorkloadConfig, runs: pd.DataFrame) -> Evidence:
     largest = float(ok[PEAK_COLUMN].max())
     if same.empty:
         return Evidence(None, (), largest)
-    return Evidence(float(same[PEAK_COLUMN].max()), tuple(map(str, same["run_id"])), largest)
+    top = same.iloc[int(np.argmax(same[PEAK_COLUMN].to_numpy(dtype=float)))]
+    sampled, interval = (
+        float(top[column]) if column in top and pd.notna(top[column]) else None
+        for column in ("peak_sampled_bytes", "sample_interval_s")
+    )
+    run_ids = tuple(map(str, same["run_id"]))
+    return Evidence(float(top[PEAK_COLUMN]), run_ids, largest, sampled, interval)
 
 
 class Confidence(Enum):
@@ -260,14 +291,21 @@ class Decision:
         """The verdict worded by its confidence, e.g. "Predicted to fit, 12x beyond …"."""
         if self.estimate is None:
             return "No answer: no model is credible here"
-        measured = self.evidence.measured_peak_bytes
+        evidence = self.evidence
+        measured = evidence.measured_peak_bytes
         if self.confidence is Confidence.VERIFIED and measured is not None:
+            aside = sampled_aside(
+                measured, evidence.measured_sampled_bytes, evidence.sample_interval_s
+            )
+            peak = approx_gib(measured) + (f" ({aside})" if aside else "")
             if measured * (1 + self.headroom) > self.budget_bytes:
-                return f"Does not fit, measured: a run peaked at {approx_gib(measured)}"
+                return f"Does not fit, measured: a run peaked at {peak}"
             if self.fits:
-                return f"Fits, verified by a run (measured {approx_gib(measured)})"
+                if aside:
+                    return f"Fits, verified by a run: it measured {peak}"
+                return f"Fits, verified by a run (measured {peak})"
             return (
-                f"Too close to call: a run measured {approx_gib(measured)}, which fits, "
+                f"Too close to call: a run measured {peak}, which fits, "
                 "but the upper bound does not"
             )
         if self.confidence is Confidence.INSIDE:

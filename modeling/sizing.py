@@ -8,8 +8,10 @@
   with headroom, rounded up to a purchasable size.
 
 Every answer is a frozen dataclass with a `Basis`: the model, the bound
-(coverage and where its residuals came from), and whether the question lies
-beyond the measured range, said in plain words. Answers use the bound, not the
+(`ConformalBound.name`: coverage, how many distinct held-out configurations
+stand behind it, and "thin evidence" where so few that it is the worst one
+seen), and whether the question lies beyond the measured range, said in
+plain words. Answers use the bound, not the
 point prediction: a point prediction is wrong on the low side half the time.
 
 Units. Budgets and predictions are bytes. Server memory is sold in "GB" that

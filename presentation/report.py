@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from core.units import format_bound, format_gib
+from modeling.evaluation.bounds import ConformalBound, fewest_beyond_worst
+from modeling.evaluation.conformal import CV, FORWARD
 from modeling.sizing import Basis, BatchAnswer, ImageSizeAnswer, MemoryAnswer
 from modeling.stored.predictor import Predictor
 
@@ -53,27 +55,57 @@ def formulas_table(predictors: Sequence[Predictor]) -> str:
 
 
 def bounds_table(
-    predictors: Sequence[Predictor], checked: Mapping[str, float | None] | None = None
+    predictors: Sequence[Predictor],
+    checked: Mapping[str, Mapping[str, float | None]] | None = None,
 ) -> str:
-    """Each final model's conformal multipliers, inside and beyond the measured range.
+    """Each final model's conformal multipliers inside and beyond the measured range.
 
-    checked : model name -> coverage measured on points the bound was not calibrated
-    on (`modeling.evaluation.fitting.cross_seed_coverage`); shown when given.
+    Every multiplier comes with the number of distinct configurations behind it
+    ("thin" where so few that the bound is the worst one seen; older stored
+    bounds count residuals and say so), and notes below the table explain both.
+    checked : model name -> {"cv": share, "forward": share}: coverage measured on
+    configurations each bound was not calibrated on
+    (`modeling.evaluation.fitting.checked_coverage`); shown when given.
     """
     rows = []
     for p in predictors:
-        extrapolation = p.extrapolation_bound
-        row: dict[str, object] = {
-            "model": p.title,
-            "stated coverage": f"{p.bound.coverage:.0%}",
-            "bound x (random split)": p.bound.ratio,
-            "bound x (extrapolation split)": None if extrapolation is None else extrapolation.ratio,
-        }
-        if checked is not None:
-            measured = checked.get(p.name)
-            row["coverage on unseen seeds"] = "-" if measured is None else f"{measured:.0%}"
+        row: dict[str, object] = {"model": p.title, "stated coverage": f"{p.bound.coverage:.0%}"}
+        shares = {} if checked is None else checked.get(p.name, {})
+        for label, split, bound in (
+            ("inside", CV, p.bound),
+            ("beyond", FORWARD, p.extrapolation_bound),
+        ):
+            row[f"{label}: bound x"] = None if bound is None else bound.ratio
+            row[f"{label}: configurations"] = "-" if bound is None else _configurations(bound)
+            if checked is not None:
+                share = shares.get(split)
+                row[f"{label}: checked"] = "-" if share is None else f"{share:.0%}"
         rows.append(row)
-    return markdown_table(pd.DataFrame(rows), decimals=3)
+    notes = _bound_notes([b for p in predictors for b in (p.bound, p.extrapolation_bound) if b])
+    return "\n\n".join([markdown_table(pd.DataFrame(rows), decimals=3), *notes])
+
+
+def _configurations(bound: ConformalBound) -> str:
+    if bound.legacy:
+        return f"{bound.n_calibration} residuals (older evaluation)"
+    return f"{bound.n_calibration} (thin)" if bound.thin else str(bound.n_calibration)
+
+
+def _bound_notes(bounds: Sequence[ConformalBound]) -> list[str]:
+    """A sentence for each caveat a table of ``bounds`` marks."""
+    notes = []
+    for coverage in sorted({b.coverage for b in bounds if b.thin}):
+        notes.append(
+            f"thin: thin evidence, fewer than {fewest_beyond_worst(coverage)} configurations, so "
+            f"the {coverage:.0%} bound is simply the worst configuration seen."
+        )
+    if any(b.legacy for b in bounds):
+        notes.append(
+            "older evaluation: its bounds counted held-out residuals, the same configuration "
+            "once per seed; re-run `python -m modeling evaluate` for bounds counted by "
+            "configuration."
+        )
+    return notes
 
 
 def _basis_lines(basis: Basis) -> list[str]:

@@ -4,9 +4,10 @@
 (plain values): the question (configuration, budget, headroom), the
 `modeling.decision.Decision` with its headline and the credible models'
 spread, the machine profile it is for, the chosen model's upper bound with
-the evidence behind it (coverage, how many held-out residuals, from which
-split), every stored model's estimate with why the left-out ones are left
-out, whether a run verified it, the runs it rests on, the Dell EMC / Intel
+the evidence behind it (coverage, how many distinct held-out configurations,
+from which calibration, and "thin evidence" where the bound is the worst of
+few), every stored model's estimate with why the left-out ones are left out,
+whether a run verified it, the runs it rests on, the Dell EMC / Intel
 study's published figures when they are about the same question, the
 memplan version and when it was made. `render_html` writes it out.
 
@@ -38,7 +39,7 @@ import pandas as pd
 from core import published, workloads
 from core.units import GIB
 from core.workloads.base import WorkloadConfig
-from modeling.decision import Confidence, Decision, approx_gib
+from modeling.decision import Confidence, Decision, approx_gib, sampled_aside
 from modeling.evaluation.bounds import ConformalBound
 from presentation import charts_published, sizing_view, workload_labels
 from presentation.sizing_view import BoundedModel
@@ -52,6 +53,7 @@ COMMIT_CHARS = 12
 UNKNOWN_COMMIT = "unknown commit"
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 PEAK_COLUMN = "peak_hwm_bytes"
+SAMPLED_COLUMN = "peak_sampled_bytes"
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,12 @@ class BoundEvidence:
     upper_bytes: float
     coverage: float  # 0.9: the bound holds for 90% of points like the held-out ones
     ratio: float  # the bound is the point prediction times this
-    n_residuals: int  # held-out residuals (measured / predicted) the ratio was taken from
-    source: str  # which residuals, in words: "15 held-out extrapolation-split residuals, ..."
+    # Distinct held-out configurations the ratio was taken from; an older evaluation's
+    # bound (``legacy``) counted residuals instead, a configuration once per seed.
+    n_configurations: int
+    source: str  # which calibration, in words: "5-fold cross-conformal, 41 distinct ..."
+    thin: bool  # so few configurations that the bound is the worst one seen
+    legacy: bool  # stored by an older evaluation: ``n_configurations`` counts residuals
     raised_to_closed_form: bool  # the bound was raised to the refined closed-form estimate
     beyond: str  # how the question lies outside the model's measured range; "" inside
 
@@ -80,8 +86,10 @@ class BoundEvidence:
             upper_bytes=estimate.upper_bytes,
             coverage=bound.coverage,
             ratio=bound.ratio,
-            n_residuals=bound.n_calibration,
+            n_configurations=bound.n_calibration,
             source=bound.source,
+            thin=bound.thin,
+            legacy=bound.legacy,
             raised_to_closed_form=estimate.raised_to_closed_form,
             beyond=estimate.beyond,
         )
@@ -89,13 +97,31 @@ class BoundEvidence:
     @property
     def sentence(self) -> str:
         """The bound in words: what it is, at which coverage, from how much held-out evidence."""
+        coverage = f"{self.coverage:.0%}"
         text = (
-            f"{self.title} predicts {approx_gib(self.predicted_bytes)}; its {self.coverage:.0%} "
-            f"split-conformal upper bound is {approx_gib(self.upper_bytes)}, the prediction "
-            f"x{self.ratio:.3f}, the multiplier that covered {self.coverage:.0%} of "
-            f"{self.n_residuals} held-out residuals (measured / predicted on runs the model "
-            f"was not fitted on; {self.source})."
+            f"{self.title} predicts {approx_gib(self.predicted_bytes)}; its {coverage} "
+            f"{'split-conformal' if self.legacy else 'conformal'} upper bound is "
+            f"{approx_gib(self.upper_bytes)}, the prediction x{self.ratio:.3f}, "
         )
+        if self.legacy:
+            text += (
+                f"the multiplier that covered {coverage} of {self.n_configurations} held-out "
+                f"residuals (measured / predicted on runs the model was not fitted on; "
+                f"{self.source}). Those residuals count a configuration once per seed (an "
+                "older evaluation): re-run `python -m modeling evaluate` for a bound counted "
+                "by configuration."
+            )
+        else:
+            text += (
+                f"the multiplier that covered {coverage} of {self.n_configurations} distinct "
+                "configurations the model was not fitted on (measured / predicted, the worst "
+                f"of each configuration's runs; {self.source})."
+            )
+        if self.thin:
+            text += (
+                f" Thin evidence: the bound is the worst of only {self.n_configurations} "
+                "configurations."
+            )
         if self.raised_to_closed_form:
             text += (
                 " The bound is raised to the refined closed-form estimate, which every measured"
@@ -132,6 +158,7 @@ class RunLine:
     network: str  # the knobs: "16 filters, float32"
     status: str  # ok, oom, failed, skipped, ...
     peak_gib: float | None  # the kernel's high-water mark; None when it did not finish
+    sampled_gib: float | None  # memory_profiler's largest sample; None when it has none
     message: str
     this_config: bool  # a run of exactly the question's configuration
 
@@ -218,10 +245,12 @@ class SizingReport:
         evidence = self.decision.evidence
         if evidence.measured_peak_bytes is not None:
             runs = ", ".join(run_id[:RUN_ID_CHARS] for run_id in evidence.run_ids)
+            peak = evidence.measured_peak_bytes
+            aside = sampled_aside(peak, evidence.measured_sampled_bytes, evidence.sample_interval_s)
             return (
                 f"Verified: {len(evidence.run_ids)} run(s) of exactly this configuration on this "
-                f"machine profile peaked at up to {approx_gib(evidence.measured_peak_bytes)} "
-                f"(run {runs})."
+                f"machine profile peaked at up to {approx_gib(peak)}"
+                f"{f' ({aside})' if aside else ''} (run {runs})."
             )
         largest = (
             f"; the largest run measured peaked at {approx_gib(evidence.largest_measured_bytes)}"
@@ -367,7 +396,7 @@ def run_lines(runs: pd.DataFrame, config: WorkloadConfig) -> tuple[RunLine, ...]
     lines = []
     for row in mine.to_dict("records"):
         shape = workload_labels.image_shape(row)
-        peak = row.get(PEAK_COLUMN)
+        peak, sampled = row.get(PEAK_COLUMN), row.get(SAMPLED_COLUMN)
         message = row.get("message")
         lines.append(
             (
@@ -380,6 +409,7 @@ def run_lines(runs: pd.DataFrame, config: WorkloadConfig) -> tuple[RunLine, ...]
                     network=workload_labels.short_network(row),
                     status=str(row.get("status") or ""),
                     peak_gib=None if peak is None or pd.isna(peak) else float(peak) / GIB,
+                    sampled_gib=None if pd.isna(sampled) else float(sampled) / GIB,
                     message="" if message is None or pd.isna(message) else str(message),
                     this_config=_is_config(row, stored),
                 ),
@@ -660,10 +690,13 @@ server sizes it tried{% endif %}.</figcaption>
 <p>Every run of the {{ r.workload_title }} on machine profile
 {% if r.machine_key %}<code>{{ r.machine_key }}</code>{% else %}(mixed){% endif %}:
 {{ r.runs | length }} runs, smallest image x batch first; runs of exactly this configuration are
-highlighted. Peaks are the kernel's high-water mark of the training process.</p>
+highlighted. Measured peak: the kernel's high-water mark of the training process, which
+the models fit; sampled peak: the largest of memory_profiler's samples, which can miss a
+spike shorter than its interval.</p>
 <table id="runs-table">
 <thead><tr><th>image</th><th class="num">batch</th><th>network</th><th>status</th>
-<th class="num">measured peak</th><th>run id</th><th>message</th></tr></thead>
+<th class="num">measured peak (high-water mark)</th><th class="num">sampled peak</th>
+<th>run id</th><th>message</th></tr></thead>
 <tbody>
 {% for run in r.runs %}
 <tr{% if run.this_config %} class="this"{% endif %}>
@@ -673,6 +706,7 @@ highlighted. Peaks are the kernel's high-water mark of the training process.</p>
   <td class="word">{{ run.network }}</td>
   <td class="word">{{ run.status }}</td>
   <td class="num">{{ run.peak_gib | gib_exact }}</td>
+  <td class="num">{{ run.sampled_gib | gib_exact }}</td>
   <td class="id">{{ run.short_id }}</td>
   <td class="text">{{ run.message }}</td>
 </tr>

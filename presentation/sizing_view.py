@@ -193,8 +193,8 @@ def default_state(
     choices: SizingChoices, scores: pd.DataFrame, machine: str | None = None
 ) -> SizingState:
     """The question the page opens on: the workload's usual image and batch, its reference
-    network, and the stored model with the smallest worst-case extrapolation error
-    (of ``machine``'s evaluation, whose ``scores`` these are)."""
+    network, and the stored model whose weakest split is best
+    (`best_model_name`; of ``machine``'s evaluation, whose ``scores`` these are)."""
     workload = choices.workload
     best = best_model_name(scores) if not scores.empty else None
     names = choices.models
@@ -416,7 +416,8 @@ def config_predictions(
     ``model, title, batch_size, image_shape, predicted_bytes, upper_bytes,
     bound_ratio, raised_to_closed_form, beyond`` (how the configuration lies
     outside the model's measured range, in words; empty inside it), ``reach``
-    (`reach`).
+    (`reach`), ``bound_evidence`` (what the bound rests on: how many distinct
+    configurations, `ConformalBound.evidence`).
     """
     columns = [
         "model",
@@ -429,6 +430,7 @@ def config_predictions(
         "raised_to_closed_form",
         "beyond",
         "reach",
+        "bound_evidence",
     ]
     if not configs:
         return pd.DataFrame(columns=columns)
@@ -455,6 +457,7 @@ def config_predictions(
                         "; ".join(model.training_range.beyond(config)) for config in configs
                     ],
                     "reach": [reach(model, config) for config in configs],
+                    "bound_evidence": [bound.evidence for bound in bounds],
                 }
             )
         )
@@ -479,6 +482,7 @@ def estimates(table: pd.DataFrame) -> list[ModelEstimate]:
             raised_to_closed_form=bool(row["raised_to_closed_form"]),
             beyond=str(row["beyond"]),
             reach=float(row["reach"]),
+            bound_evidence=str(row.get("bound_evidence", "")),
         )
         for row in table.to_dict("records")
     ]
@@ -548,6 +552,8 @@ def decision_sentence(decision: Decision, image_label: str, machine: str) -> str
         f"{approx_gib(decision.needed_bytes)} with {headroom}, of the {budget} budget; "
         f"{machine}."
     )
+    if estimate.bound_evidence and not estimate.raised_to_closed_form:
+        sentence += f" Its bound rests on {estimate.bound_evidence}."
     if decision.confidence is Confidence.BEYOND and estimate.beyond:
         sentence += f" Beyond the measured runs: {estimate.beyond}."
     return sentence

@@ -244,11 +244,12 @@ def profile_table(db_path: Path, here_key: str, workload: str | None = None) -> 
     return table.sort_values(["runs", "profile", "workload"], ascending=[False, True, True])
 
 
-# The evaluation a calibration runs: the fewest random splits whose pooled held-out
-# residuals reach the 9 a 90% conformal bound needs (a 12-point grid tests 3 or 4
-# points per split; the stored models need that bound), and one extrapolation split,
-# which is fixed: more seeds only vary the models' own randomness. 3.2 minutes for
-# the 12-point grid on a 2-core AMD EPYC (docs/machines.md), against ~9 for the default.
+# The evaluation a calibration runs: 3 random splits (a MAPE with a spread, and no
+# more: the stored bounds come from the cross-conformal folds, which hold each of
+# the grid's 12 configurations out once, past the 9 a 90% bound needs) and one
+# extrapolation split, which is fixed: more seeds only vary the models' own
+# randomness. 3.2 minutes for the 12-point grid on a 2-core AMD EPYC before the
+# cross-conformal folds were added (docs/machines.md), against ~9 for the default.
 FIT_SEEDS = 3
 FIT_EXTRAPOLATION_SEEDS = 1
 

@@ -2,8 +2,9 @@
 
 A `Predictor` bundles what the dashboard and the sizing functions need without
 ever fitting: the fitted estimator, the feature columns it reads, its
-conformal bounds (one from random-split residuals, one from the extrapolation
-split's), and the range of the data it was fit on.
+conformal bounds (one cross-conformal, inside the measured range; one
+forward-chaining by image size, beyond it: `modeling.evaluation.conformal`),
+and the range of the data it was fit on.
 """
 
 from __future__ import annotations
@@ -123,8 +124,8 @@ class Predictor:
     kind: str
     estimator: Any  # fitted; reads ``columns`` of a `modeling.features` frame
     columns: tuple[str, ...]
-    bound: ConformalBound  # from random-split (interpolation) residuals
-    extrapolation_bound: ConformalBound | None  # from the extrapolation split's residuals
+    bound: ConformalBound  # cross-conformal by configuration (older: random-split residuals)
+    extrapolation_bound: ConformalBound | None  # forward-chaining by image size
     training_range: TrainingRange
     params_json: str = "{}"  # the settings chosen on validation data
     formula: str | None = None  # readable form, for the models that have one

@@ -142,6 +142,23 @@ def test_a_measured_question_is_decided_by_the_run_and_the_bound(
     assert (decision.headline, decision.fits) == (headline, fits)
 
 
+def test_a_verified_headline_quotes_the_sampled_peak_where_the_sampler_missed_a_spike() -> None:
+    # The mixed_bfloat16 run: 7.78 GiB high-water mark, 7.36 GiB sampled (5.4% under).
+    row = run_row(MEASURED, 7.78) | {
+        "peak_sampled_bytes": int(7.36 * GIB),
+        "sample_interval_s": 0.1,
+    }
+    evidence = evidence_for(MEASURED, pd.DataFrame([row]))
+    estimates = [estimate("symbolic", 7.9), estimate("refined", 8.0)]
+
+    decision = decide(estimates, "symbolic", MEASURED, evidence, 16 * GIB, 0.2)
+
+    assert decision.headline == (
+        "Fits, verified by a run: it measured 7.78 GiB "
+        "(high-water mark; the 0.1 s sampler saw 7.36 GiB)"
+    )
+
+
 def test_a_prediction_says_how_far_it_lies_from_anything_measured() -> None:
     nothing = evidence_for(DELL, pd.DataFrame())
     decision = decide(DELL_ESTIMATES, "symbolic", DELL, nothing, 256 * GIB, 0.2)

@@ -96,7 +96,12 @@ def test_size_image_answers_with_the_next_size_up(evaluated: Path, capsys) -> No
     assert machine.endswith("; the latest evaluation)")
     assert lines[0].startswith("largest image: 128^3 at batch 2 within 6.00 GiB (needs up to ")
     assert lines[1].startswith("next size up, 144^3, would need up to ")
-    assert lines[2].startswith("model: least_squares; bound: 90% split-conformal upper bound")
+    assert lines[2].startswith("model: least_squares; bound: 90% conformal upper bound (x")
+    # 24 configurations, 6 sizes: forward folds test the 3 largest, 12 configurations.
+    assert (
+        "forward-chaining by image size, 3 folds, 12 distinct configurations; thin evidence: "
+        "the bound is the worst of only 12 configurations)"
+    ) in lines[2]
     assert lines[3].startswith("WARNING: This answer extrapolates")
     # This machine has no runs in the test database: the answer says so, and what to run.
     assert lines[-1].startswith("note: This machine (")

@@ -18,8 +18,10 @@ import pandas as pd
 import pytest
 
 from core import database, published, store
+from core.units import GIB
 from core.workloads.unet3d import UNetConfig
 from modeling import machines
+from modeling.evaluation.bounds import ConformalBound
 from modeling.stored import bundle
 from modeling.stored.predictor import Predictor
 from presentation import charts_published, sizing_report
@@ -111,13 +113,58 @@ def test_the_bound_is_described_with_its_coverage_and_held_out_evidence(
     used = symbolic.bound_for(DELL)
 
     assert dell.bound is not None
-    assert (dell.bound.coverage, dell.bound.n_residuals) == (used.coverage, used.n_calibration)
-    assert dell.bound.sentence.startswith("symbolic regression (gplearn) predicts 152 GiB")
-    assert f"90% split-conformal upper bound is 161 GiB, the prediction x{used.ratio:.3f}" in (
-        dell.bound.sentence
+    assert (dell.bound.coverage, dell.bound.n_configurations) == (
+        used.coverage,
+        used.n_calibration,
     )
-    assert f"of {used.n_calibration} held-out residuals" in dell.bound.sentence
+    assert dell.bound.sentence.startswith("symbolic regression (gplearn) predicts 152 GiB")
+    assert f"upper bound is 161 GiB, the prediction x{used.ratio:.3f}" in dell.bound.sentence
     assert used.source in dell.bound.sentence
+    if used.legacy:  # a bundle made before bounds were counted by configuration
+        assert f"of {used.n_calibration} held-out residuals" in dell.bound.sentence
+        assert "re-run `python -m modeling evaluate`" in dell.bound.sentence
+    else:
+        assert f"of {used.n_calibration} distinct configurations" in dell.bound.sentence
+
+
+def _evidence(bound: ConformalBound) -> sizing_report.BoundEvidence:
+    return sizing_report.BoundEvidence(
+        model="m",
+        title="model m",
+        predicted_bytes=100 * GIB,
+        upper_bytes=bound.ratio * 100 * GIB,
+        coverage=bound.coverage,
+        ratio=bound.ratio,
+        n_configurations=bound.n_calibration,
+        source=bound.source,
+        thin=bound.thin,
+        legacy=bound.legacy,
+        raised_to_closed_form=False,
+        beyond="",
+    )
+
+
+def test_a_bound_from_few_configurations_is_called_thin_evidence() -> None:
+    few = ConformalBound(
+        0.9, 1.1, 9, "forward-chaining by image size, 2 folds, 9 distinct configurations"
+    )
+
+    sentence = _evidence(few).sentence
+
+    assert "its 90% conformal upper bound is 110 GiB, the prediction x1.100" in sentence
+    assert "covered 90% of 9 distinct configurations the model was not fitted on" in sentence
+    assert sentence.endswith("Thin evidence: the bound is the worst of only 9 configurations.")
+
+
+def test_an_older_bound_says_it_counted_residuals_not_configurations() -> None:
+    old = ConformalBound(0.9, 1.06, 15, "15 held-out extrapolation-split residuals, 3 seed(s)")
+
+    sentence = _evidence(old).sentence
+
+    assert "split-conformal upper bound" in sentence
+    assert "distinct configurations" not in sentence and "Thin evidence" not in sentence
+    assert "of 15 held-out residuals" in sentence
+    assert "re-run `python -m modeling evaluate` for a bound counted by configuration" in sentence
 
 
 def test_every_model_is_listed_credible_or_left_out_with_its_reason(
@@ -164,6 +211,19 @@ def test_the_runs_table_lists_every_run_of_the_profile_with_its_peak(
     )
     assert f"{largest.peak_gib:,.2f} GiB" in dell_html
     assert "skipped" in {run.status for run in dell.runs}
+
+
+def test_the_runs_table_shows_the_sampled_peak_beside_the_high_water_mark(
+    dell: sizing_report.SizingReport, dell_html: str
+) -> None:
+    largest = max(dell.runs, key=lambda run: run.peak_gib or 0)
+
+    assert (
+        '<th class="num">measured peak (high-water mark)</th><th class="num">sampled peak</th>'
+        in dell_html
+    )
+    assert largest.sampled_gib is not None
+    assert f"{largest.sampled_gib:,.2f} GiB" in dell_html
 
 
 def test_a_measured_question_says_verified_and_marks_its_runs(

@@ -1,18 +1,22 @@
-"""Split-conformal upper bounds on ratios: coverage holds, small samples and bad input refused."""
+"""Conformal upper bounds on ratios: coverage holds, small samples and bad input refused, and
+each bound says in words how much evidence stands behind it."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from modeling.evaluation.bounds import (
+    THIN_EVIDENCE_CONFIGURATIONS,
+    ConformalBound,
+    bound_from_scores,
     conformal_ratio,
     empirical_coverage,
+    fewest_beyond_worst,
     fit_bound,
+    leave_one_out_coverage,
     min_calibration_size,
     ratios,
+    thin_evidence,
 )
-from modeling.evaluation.fitting import cross_seed_coverage
-from modeling.evaluation.protocol import Evaluation
 
 
 def _noisy(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -42,10 +46,47 @@ def test_the_ratio_is_the_conformal_rank_of_the_sorted_ratios() -> None:
 
 
 def test_a_bound_states_its_coverage_source_and_size() -> None:
-    bound = fit_bound(np.full(19, 2.0), np.ones(19), 0.9, source="test residuals")
+    source = "5-fold cross-conformal, 19 distinct configurations"
+    bound = fit_bound(np.full(19, 2.0), np.ones(19), 0.9, source=source)
 
     assert (bound.coverage, bound.ratio, bound.n_calibration) == (0.9, 2.0, 19)
-    assert bound.name == "90% split-conformal upper bound (x2.000, test residuals)"
+    assert bound.name == f"90% conformal upper bound (x2.000, {source})"
+    assert not bound.thin
+
+
+def test_below_19_configurations_a_90_percent_bound_is_the_worst_score() -> None:
+    scores = np.linspace(1.0, 1.18, 18)
+
+    # rank ceil(19 * 0.9) = 18 = n: the largest; with 19 scores, rank 18 < 19.
+    assert bound_from_scores(scores, 0.9).ratio == scores.max()
+    assert bound_from_scores(np.append(scores, 2.0), 0.9).ratio == scores.max()
+    assert THIN_EVIDENCE_CONFIGURATIONS == fewest_beyond_worst(0.9) == 19
+    assert fewest_beyond_worst(0.95) == 39
+    assert thin_evidence(18, 0.9) and not thin_evidence(19, 0.9)
+
+
+def test_a_thin_bound_says_it_is_the_worst_of_few_configurations() -> None:
+    source = "forward-chaining by image size, 2 folds, 9 distinct configurations"
+    bound = ConformalBound(0.9, 1.3, 9, source)
+
+    assert bound.thin
+    assert bound.name == (
+        f"90% conformal upper bound (x1.300, {source}; thin evidence: the bound is the worst "
+        "of only 9 configurations)"
+    )
+
+
+def test_an_older_bound_counted_residuals_and_says_so_rather_than_configurations() -> None:
+    # As stored by evaluations before bounds were counted by configuration.
+    old = ConformalBound(0.9, 1.06, 15, "15 held-out extrapolation-split residuals, 3 seed(s)")
+
+    assert old.legacy and not old.thin
+    assert "distinct configurations" not in old.name and "thin" not in old.name
+    assert old.name == (
+        "90% split-conformal upper bound (x1.060, 15 held-out residuals, not counted by "
+        "configuration (an older evaluation: re-run `python -m modeling evaluate` for a bound "
+        "counted by configuration))"
+    )
 
 
 def test_too_few_held_out_points_for_the_coverage_are_refused() -> None:
@@ -77,21 +118,20 @@ def test_mismatched_lengths_are_refused() -> None:
         conformal_ratio(np.ones(3), np.ones(2), 0.5)
 
 
-def test_cross_seed_coverage_never_calibrates_on_the_points_it_checks() -> None:
-    # Seeds 0 and 1 test the same runs a-j (seed 1's model 10x too low); seed 2 tests others.
-    runs = [chr(ord("a") + i) for i in range(10)]
-    predictions = pd.DataFrame(
-        {
-            "model": "m",
-            "split": "random",
-            "seed": [0] * 10 + [1] * 10 + [2] * 10,
-            "run_id": runs + runs + [f"other{i}" for i in range(10)],
-            "measured_bytes": [1.0] * 30,
-            "predicted_bytes": [1.0] * 10 + [0.1] * 10 + [1.0] * 10,
-        }
-    )
-    evaluation = Evaluation((), predictions, 30, 30, "x", {"random": (0, 1, 2)})
+def test_leave_one_out_coverage_of_distinct_scores_is_the_rank_over_n() -> None:
+    # Score i is covered by the bound from the others iff its rank is at most
+    # ceil(n * coverage): 18 of 20 at 90%, 10 of 11.
+    assert leave_one_out_coverage(np.arange(1.0, 21.0), 0.9) == pytest.approx(18 / 20)
+    assert leave_one_out_coverage(np.arange(1.0, 12.0), 0.9) == pytest.approx(10 / 11)
 
-    # Seeds 0 and 1 may not calibrate on a-j, so only on seed 2 (ratio 1): seed 0 is
-    # covered, seed 1 is not. Seed 2 calibrates on both others (ratio 10): covered.
-    assert cross_seed_coverage(evaluation, "m", 0.9) == pytest.approx(20 / 30)
+
+def test_leave_one_out_coverage_never_calibrates_on_the_score_it_checks() -> None:
+    # One configuration far worse than the 19 alike: the others' bound misses it.
+    scores = np.append(np.ones(19), 5.0)
+
+    assert leave_one_out_coverage(scores, 0.9) == pytest.approx(19 / 20)
+
+
+def test_leave_one_out_coverage_needs_enough_other_scores() -> None:
+    assert leave_one_out_coverage(np.ones(9), 0.9) is None  # 8 others: no 90% bound
+    assert leave_one_out_coverage(np.ones(10), 0.9) == 1.0
