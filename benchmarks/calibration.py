@@ -47,7 +47,7 @@ from modeling.estimators.symbolic import MIN_SAMPLES
 from modeling.evaluation.fitting import FINAL_SEED
 from modeling.evaluation.protocol import MIN_POINTS
 from modeling.evaluation.selection import fit_with_selection, mape_pct
-from modeling.evaluation.splits import RANDOM, SPLIT_KINDS, make_split, validation_split
+from modeling.evaluation.splits import RANDOM, kinds_for, make_split, validation_split
 from modeling.features import TARGET_COLUMN, config_frame, measured_frame
 from presentation.report import markdown_table
 from profiling.calibration import CALIBRATION_FILE, Calibration, write_calibration
@@ -183,7 +183,7 @@ def evaluable(candidate: Candidate, workload: str) -> bool:
     frame = config_frame(configs)
     frame.index = pd.Index([str(number) for number in range(len(frame))], name="run_id")
     try:
-        for kind in SPLIT_KINDS:
+        for kind in kinds_for(frame):
             train = frame.loc[list(make_split(frame, kind, FINAL_SEED).train)]
             if len(validation_split(train, kind, FINAL_SEED).train) < MIN_SAMPLES:
                 return False

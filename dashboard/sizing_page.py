@@ -178,7 +178,8 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
         format_func=lambda name: titles[name],
         disabled=not choices.models,
         placeholder="no stored models",
-        help="Default: the stored model with the smallest worst-case extrapolation error.",
+        help="Default: the stored model with the lowest mean error on its weakest split "
+        "(random, extrapolation or knob).",
     )
     return SizingState(
         workload=workload,

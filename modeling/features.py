@@ -9,6 +9,13 @@ One row per run or configuration. Columns:
 * shape terms: ``side`` (the side of the square or cube with as many pixels or
   voxels), ``megavoxels`` (voxels or pixels / 10^6), ``sample_megavoxels``
   (megavoxels x batch), numeric knob codes ``element_bytes`` and ``transpose``;
+* architecture terms, GiB, from the closed-form description (`core.analytical`):
+  ``activation_gib`` (what the backward pass keeps of a batch, in each tensor's
+  dtype, with the gradients alive at the widest layer and the input batch) and
+  ``state_gib`` (float32 weights, their gradients and the optimizer's slots, plus
+  the compute-dtype copy of every weight that mixed precision casts). Every knob
+  moves at least one of them, so a model reading them can follow a knob it never
+  saw varied, where side, batch and knob codes cannot;
 * the analytical terms, bytes: the paper's Eq. 1 / Eq. 2 and the refined model's
   terms (`core.analytical.REFINED_TERM_COLUMNS`);
 * from runs only: ``baseline_bytes`` (measured post-import memory) and the
@@ -32,7 +39,8 @@ from core.analytical import (
     refined_breakdown,
 )
 from core.errors import ConfigError
-from core.workloads.base import BYTES_PER_ELEMENT, WorkloadConfig
+from core.units import GIB
+from core.workloads.base import BYTES_PER_ELEMENT, FLOAT32_BYTES, WorkloadConfig
 from core.workloads.unet3d import UNetConfig
 
 TARGET_COLUMN = "peak_bytes"
@@ -52,8 +60,10 @@ KNOB_COLUMNS: tuple[str, ...] = tuple(
 # Numeric stand-ins for the two text knobs, so every model can take them.
 KNOB_CODES: dict[str, str] = {"precision": "element_bytes", "upsampling": "transpose"}
 MEGA = 10**6
-# What the shape-only models (symbolic regression, the ML baselines) see.
+# What the shape-only models (symbolic regression, the ML baselines) see of the shape.
 SHAPE_INPUTS: tuple[str, ...] = ("side", "megavoxels", "batch_size")
+# ... and of the network (the module docstring says what each holds).
+ARCHITECTURE_INPUTS: tuple[str, ...] = ("activation_gib", "state_gib")
 
 
 def config_of(row: pd.Series | dict) -> WorkloadConfig:
@@ -81,7 +91,19 @@ def _config_row(config: WorkloadConfig) -> dict[str, object]:
         "paper_weight_bytes": paper.weight_bytes,
     }
     row.update({name: refined[name] for name in REFINED_TERM_COLUMNS})
+    row.update(_architecture_terms(config, refined))
     return row
+
+
+def _architecture_terms(config: WorkloadConfig, refined: dict[str, int]) -> dict[str, float]:
+    kept_bytes = refined["activation_bytes"] + refined["backward_bytes"] + refined["input_bytes"]
+    state_bytes = refined["weight_bytes"] + refined["gradient_bytes"] + refined["optimizer_bytes"]
+    compute_bytes = BYTES_PER_ELEMENT[config.precision]
+    if compute_bytes != FLOAT32_BYTES:
+        # Mixed precision keeps float32 variables and casts each to the compute dtype
+        # for the forward pass; the cast copies live until the backward pass uses them.
+        state_bytes += refined["weight_bytes"] // FLOAT32_BYTES * compute_bytes
+    return {"activation_gib": kept_bytes / GIB, "state_gib": state_bytes / GIB}
 
 
 def config_frame(configs: Sequence[WorkloadConfig]) -> pd.DataFrame:
@@ -124,8 +146,8 @@ def varying_knobs(frame: pd.DataFrame) -> list[str]:
 
 
 def model_inputs(frame: pd.DataFrame) -> list[str]:
-    """Inputs of the shape-only models: side, megavoxels, batch and the knobs that vary."""
-    return [*SHAPE_INPUTS, *varying_knobs(frame)]
+    """Inputs of the symbolic and ML models: shape, architecture terms, the knobs that vary."""
+    return [*SHAPE_INPUTS, *ARCHITECTURE_INPUTS, *varying_knobs(frame)]
 
 
 def analytical_columns() -> list[str]:

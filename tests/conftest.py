@@ -112,17 +112,19 @@ def build_runs(
     noise: float = 0.0,
     seed: int = 0,
     workload: str = "unet3d",
+    network: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """A runs-table frame (all RUN_COLUMNS) of square/cube x batch points following the law above.
 
-    ``noise`` is the relative standard deviation of each peak; ``repeats`` runs per point.
+    ``noise`` is the relative standard deviation of each peak; ``repeats`` runs per point;
+    ``network`` the knobs that differ from the workload's defaults (``{"base_filters": 8}``).
     """
     rng = np.random.default_rng(seed)
     module = workloads.get(workload)
     rows = []
     for side in sides:
         for batch in batches:
-            config = module.Config((side,) * module.DIMS, batch)
+            config = module.Config((side,) * module.DIMS, batch, **(network or {}))
             peak = synthetic_peak_bytes(config)
             for repeat in range(repeats):
                 measured = int(peak * (1 + noise * rng.standard_normal()))

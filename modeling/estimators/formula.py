@@ -28,7 +28,7 @@ import numpy as np
 import sympy
 from gplearn.functions import _function_map
 
-from modeling.features import KNOB_COLUMNS, SHAPE_INPUTS
+from modeling.features import ARCHITECTURE_INPUTS, KNOB_CODES, KNOB_COLUMNS, SHAPE_INPUTS
 
 # The hybrid models' extra inputs and the name its ratio formula multiplies.
 REFINED_INPUT = "refined_gib"
@@ -36,7 +36,15 @@ PAPER_ACTIVATION_INPUT = "paper_activation_gib"
 REFINED_ANALYTICAL = "refined_analytical"
 # Every name a stored formula of this package may use.
 KNOWN_NAMES: frozenset[str] = frozenset(
-    (*SHAPE_INPUTS, *KNOB_COLUMNS, REFINED_INPUT, PAPER_ACTIVATION_INPUT, REFINED_ANALYTICAL)
+    (
+        *SHAPE_INPUTS,
+        *ARCHITECTURE_INPUTS,
+        *KNOB_COLUMNS,
+        *KNOB_CODES.values(),
+        REFINED_INPUT,
+        PAPER_ACTIVATION_INPUT,
+        REFINED_ANALYTICAL,
+    )
 )
 
 # gplearn's function set, shown to sympy as the plain operations. The protected

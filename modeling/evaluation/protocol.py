@@ -4,8 +4,11 @@ For each seed and each split kind (`modeling.evaluation.splits`):
 
 * **random** — the paper's protocol: 70% of the configurations to fit, 30% to test;
 * **extrapolation** — fit on the smaller image sizes, test on the largest;
+* **knob** — leave one value of a network knob out (where the data varies one),
+  once per value left out: the ``seed`` of its scores numbers those values
+  (`modeling.evaluation.splits.knob_split_label` names them);
 
-repeated over seeds (10 by default for the random split, as the paper did;
+the first two repeated over seeds (10 by default for the random split, as the paper did;
 3 for the fixed extrapolation split, where seeds only vary the models' own
 randomness), each model's settings are chosen on validation data carved from the training
 rows (`modeling.evaluation.selection`), the winner is refit on the training rows, and
@@ -33,9 +36,12 @@ from modeling.estimators.catalogue import ModelSpec
 from modeling.evaluation.selection import fit_with_selection, mape_pct
 from modeling.evaluation.splits import (
     EXTRAPOLATION,
+    KNOB,
     RANDOM,
     SPLIT_KINDS,
     Split,
+    held_out_knob_values,
+    kinds_for,
     make_split,
     point_ids,
 )
@@ -48,6 +54,8 @@ DEFAULT_EXTRAPOLATION_SEEDS = 3
 # Fewer distinct configurations than this and a 70/30 split tests on a handful.
 MIN_POINTS = 10
 PREDICTION_COLUMNS = ("model", "split", "seed", "run_id", "measured_bytes", "predicted_bytes")
+# Column prefixes of the summary table, per split kind.
+SUMMARY_PREFIXES = {RANDOM: "random", EXTRAPOLATION: "extrap", KNOB: "knob"}
 
 
 @dataclass(frozen=True)
@@ -143,15 +151,19 @@ def evaluate(
     """Score every spec on every (kind, seed) split of ``frame`` (a measured feature frame).
 
     ``extrapolation_seeds`` (default: ``seeds``) are the seeds of the extrapolation split.
+    The knob kind is scored once per knob value it can leave out, and skipped when
+    no knob varies in ``frame``.
     """
     if not seeds:
         raise ModelingError("no seeds given; the protocol needs at least one (the paper's: 10)")
     seeds_of = {kind: seeds for kind in SPLIT_KINDS}
     if extrapolation_seeds is not None:
         seeds_of[EXTRAPOLATION] = extrapolation_seeds
+    seeds_of[KNOB] = range(len(held_out_knob_values(frame)))
     unknown = [kind for kind in kinds if kind not in SPLIT_KINDS]
     if unknown:
         raise ModelingError(f"split kind(s) {unknown} unknown; known: {', '.join(SPLIT_KINDS)}")
+    kinds = kinds_for(frame, tuple(kinds))
     n_points = int(point_ids(frame).nunique()) if len(frame) else 0
     if n_points < MIN_POINTS:
         raise ModelingError(
@@ -195,7 +207,7 @@ def summarise(evaluation: Evaluation, specs: Sequence[ModelSpec]) -> pd.DataFram
         row: dict[str, object] = {"model": spec.title}
         for kind in SPLIT_KINDS:
             mine = scores[(scores["model"] == spec.name) & (scores["split"] == kind)]
-            prefix = "random" if kind == RANDOM else "extrap"
+            prefix = SUMMARY_PREFIXES[kind]
             if mine.empty:
                 continue
             row[f"{prefix} MAPE %"] = mine["mape_pct"].mean()

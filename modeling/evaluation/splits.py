@@ -8,6 +8,9 @@ effectively seen. Splits return run ids (the feature frame's index).
 * `random_split` — the paper's protocol: a seeded random share of the points.
 * `extrapolation_split` — fit on the smaller image sizes, test on the largest:
   what a small machine must answer about a big one.
+* `knob_split` — leave one value of one network knob out (base filters 8, say):
+  fit on every other run, test on that value's. What a user asks when they change
+  the network rather than the image. Only where a knob varies in the data.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from modeling.features import KNOB_COLUMNS, SHAPE_COLUMNS
 
 RANDOM = "random"
 EXTRAPOLATION = "extrapolation"
-SPLIT_KINDS = (RANDOM, EXTRAPOLATION)
+KNOB = "knob"
+SPLIT_KINDS = (RANDOM, EXTRAPOLATION, KNOB)
 POINT_COLUMNS: tuple[str, ...] = (*SHAPE_COLUMNS, "batch_size", *KNOB_COLUMNS)
 # The paper's protocol holds out 30%.
 TEST_FRACTION = 0.3
@@ -91,14 +95,66 @@ def extrapolation_split(
     )
 
 
+def held_out_knob_values(frame: pd.DataFrame) -> list[tuple[str, object]]:
+    """The (knob, value) pairs knob splits leave out, in a fixed order.
+
+    For each knob that takes more than one value in ``frame``, every value but its
+    most measured one: that one is the network the grid was built around (the
+    reference), and leaving it out would leave a handful of runs to fit on.
+    """
+    held_out = []
+    for knob in KNOB_COLUMNS:
+        if knob not in frame:
+            continue
+        counts = frame[knob].dropna().value_counts(sort=False).sort_index()
+        if len(counts) < 2:
+            continue
+        reference = counts.idxmax()
+        held_out += [(knob, value) for value in counts.index if value != reference]
+    return held_out
+
+
+def knob_split(frame: pd.DataFrame, seed: int) -> Split:
+    """Leave the ``seed``-th of `held_out_knob_values` out: test on its runs, fit on the rest."""
+    held_out = held_out_knob_values(frame)
+    if not 0 <= seed < len(held_out):
+        raise ValueError(
+            f"knob split {seed} does not exist: the data has {len(held_out)} knob value(s) to "
+            "leave out (a knob split needs runs of the same workload with another base filters, "
+            "levels, precision or upsampling; data/REFERENCE.md)"
+        )
+    knob, value = held_out[seed]
+    in_test = (frame[knob] == value).to_numpy()
+    return Split(
+        KNOB,
+        seed,
+        tuple(frame.index[~in_test].astype(str)),
+        tuple(frame.index[in_test].astype(str)),
+    )
+
+
+def knob_split_label(frame: pd.DataFrame, seed: int) -> str:
+    """What the ``seed``-th knob split leaves out, in words: ``base_filters = 8``."""
+    knob, value = held_out_knob_values(frame)[seed]
+    return f"{knob} = {value}"
+
+
+def kinds_for(frame: pd.DataFrame, kinds: tuple[str, ...] = SPLIT_KINDS) -> tuple[str, ...]:
+    """Those of ``kinds`` that ``frame`` can be split by (no knob split when no knob varies)."""
+    return tuple(kind for kind in kinds if kind != KNOB or held_out_knob_values(frame))
+
+
 def make_split(
     frame: pd.DataFrame, kind: str, seed: int, test_fraction: float = TEST_FRACTION
 ) -> Split:
-    """The split of ``kind`` (`SPLIT_KINDS`); ``seed`` only matters for the random one."""
+    """The split of ``kind`` (`SPLIT_KINDS`); for the knob kind ``seed`` picks the value left
+    out, for the extrapolation kind it only names the models' randomness."""
     if kind == RANDOM:
         return random_split(frame, test_fraction, seed)
     if kind == EXTRAPOLATION:
         return extrapolation_split(frame, seed=seed)
+    if kind == KNOB:
+        return knob_split(frame, seed)
     raise ValueError(f"split kind {kind!r} is not one of {', '.join(SPLIT_KINDS)}")
 
 
@@ -106,9 +162,10 @@ def validation_split(train: pd.DataFrame, kind: str, seed: int) -> Split:
     """Carve a validation split out of *training* rows, mirroring the test split's kind.
 
     Random: a random quarter of the training points. Extrapolation: the largest
-    training image size, so settings are chosen for extrapolating too.
+    training image size, so settings are chosen for extrapolating too. Knob: a
+    random quarter too, since the training rows may hold one value of the knob only.
     """
-    if kind == RANDOM:
+    if kind in (RANDOM, KNOB):
         return random_split(train, VALIDATION_FRACTION, seed)
     if kind == EXTRAPOLATION:
         return extrapolation_split(train, test_sides=1, seed=seed)

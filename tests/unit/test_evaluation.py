@@ -11,7 +11,7 @@ from modeling.errors import ModelingError
 from modeling.estimators.catalogue import ModelSpec, catalogue, pick
 from modeling.evaluation.protocol import evaluate, score_split, summarise
 from modeling.evaluation.selection import fit_with_selection
-from modeling.evaluation.splits import SPLIT_KINDS, make_split
+from modeling.evaluation.splits import kinds_for, make_split
 from modeling.features import measured_frame
 
 
@@ -58,7 +58,7 @@ def test_no_test_point_is_ever_fit_on_or_used_to_choose_settings(frame) -> None:
     # Per split: (fit, predict) per candidate on validation, the final fit, the test predict.
     calls_per_split = 2 * 2 + 2
     chunks = [log[i : i + calls_per_split] for i in range(0, len(log), calls_per_split)]
-    splits = [make_split(frame, kind, seed) for kind in SPLIT_KINDS for seed in seeds]
+    splits = [make_split(frame, kind, seed) for kind in kinds_for(frame) for seed in seeds]
     assert len(chunks) == len(splits)
     for chunk, split in zip(chunks, splits, strict=True):
         *fitting, (last_call, scored_rows) = chunk
@@ -102,7 +102,7 @@ def test_scores_hold_mape_r2_and_worst_error_per_model_split_and_seed(frame) -> 
     evaluation = evaluate(frame, specs, seeds=range(2))
 
     scores = evaluation.scores_frame()
-    assert len(scores) == 3 * len(SPLIT_KINDS) * 2
+    assert len(scores) == 3 * len(kinds_for(frame)) * 2
     least_squares = scores[scores["model"] == "least_squares"]
     # The synthetic law is linear in the analytical terms, so least squares nails it
     # up to the 1% noise; the paper's baseline, which has no framework, does not.
@@ -143,3 +143,25 @@ def test_a_split_that_shares_runs_between_fit_and_test_is_refused(frame) -> None
 
     with pytest.raises(ModelingError, match="shares 1 run\\(s\\) between fit and test"):
         score_split(pick(catalogue(), ["paper"])[0], frame, leaky)
+
+
+def test_runs_that_vary_a_knob_are_also_scored_leaving_each_knob_value_out(make_runs) -> None:
+    reference = make_runs(sides=(32, 48, 64, 80), batches=(1, 2, 4))
+    variants = [
+        make_runs(sides=(32, 48, 64), batches=(1, 2), network=network)
+        for network in ({"base_filters": 8}, {"levels": 4})
+    ]
+    frame = measured_frame(pd.concat([reference, *variants], ignore_index=True))
+    specs = pick(catalogue(), ["least_squares"])
+
+    evaluation = evaluate(frame, specs, seeds=range(2), extrapolation_seeds=range(1))
+
+    knob = evaluation.scores_frame().query("split == 'knob'")
+    # One score per knob value left out (base filters 8, levels 4), each on its 6 runs.
+    assert knob["seed"].tolist() == [0, 1]
+    assert knob["n_test"].tolist() == [6, 6]
+    assert evaluation.seeds["knob"] == (0, 1)
+    # The synthetic law is the closed form, so terms computed from the architecture follow
+    # a knob value never fitted on.
+    assert knob["mape_pct"].max() < 1
+    assert "knob MAPE %" in summarise(evaluation, specs).columns

@@ -1,5 +1,7 @@
 """Runs and configurations become the feature frame every model reads."""
 
+import dataclasses
+
 import pandas as pd
 import pytest
 
@@ -67,8 +69,47 @@ def test_only_knobs_that_vary_become_model_inputs() -> None:
     mixed = config_frame([UNetConfig((32, 32, 32)), half])
 
     assert varying_knobs(same) == []
-    assert model_inputs(same) == ["side", "megavoxels", "batch_size"]
+    assert model_inputs(same) == [
+        "side",
+        "megavoxels",
+        "batch_size",
+        "activation_gib",
+        "state_gib",
+    ]
     assert varying_knobs(mixed) == ["base_filters", "element_bytes"]
+
+
+@pytest.mark.parametrize(
+    "knob",
+    [
+        {"base_filters": 8},
+        {"base_filters": 32},
+        {"levels": 4},
+        {"precision": "mixed_bfloat16"},
+        {"precision": "mixed_float16"},
+        {"upsampling": "upsample"},
+    ],
+)
+def test_every_knob_moves_an_architecture_term(knob) -> None:
+    reference = UNetConfig((64, 64, 64), batch_size=2)
+    changed = dataclasses.replace(reference, **knob)
+
+    terms = config_frame([reference, changed])[["activation_gib", "state_gib"]]
+
+    assert not terms.iloc[0].equals(terms.iloc[1])
+
+
+def test_architecture_terms_are_the_closed_form_in_gib() -> None:
+    config = UNetConfig((64, 64, 64), batch_size=2, precision="mixed_float16")
+    refined = refined_breakdown(config)
+
+    row = config_frame([config]).iloc[0]
+
+    kept = refined.activation_bytes + refined.backward_bytes + refined.input_bytes
+    assert row["activation_gib"] == pytest.approx(kept / 2**30)
+    # float32 weights, gradients, Adam's two slots, and a float16 copy of every weight.
+    state = refined.weight_bytes + refined.gradient_bytes + refined.optimizer_bytes
+    assert row["state_gib"] == pytest.approx((state + refined.weight_bytes // 2) / 2**30)
 
 
 def test_a_runs_frame_without_the_needed_columns_is_refused() -> None:

@@ -1,9 +1,14 @@
 """Splits by configuration: repeats stay together, test points never appear in training."""
 
+import pandas as pd
 import pytest
 
 from modeling.evaluation.splits import (
     extrapolation_split,
+    held_out_knob_values,
+    kinds_for,
+    knob_split,
+    knob_split_label,
     make_split,
     point_ids,
     random_split,
@@ -75,5 +80,48 @@ def test_an_extrapolation_split_needs_more_sizes_than_it_tests_on(make_runs) -> 
 def test_bad_split_arguments_are_refused(frame) -> None:
     with pytest.raises(ValueError, match="test_fraction must be between 0 and 1 .*got 1.5"):
         random_split(frame, 1.5)
-    with pytest.raises(ValueError, match="split kind 'kfold' is not one of random, extrapolation"):
+    with pytest.raises(ValueError, match="split kind 'kfold' is not one of random, extrapol"):
         make_split(frame, "kfold", 0)
+
+
+@pytest.fixture
+def knob_frame(make_runs):
+    """The reference network on a grid, and one variant per knob value around it."""
+    sizes = {"sides": (32, 48, 64), "batches": (1, 2)}
+    runs = [make_runs(sides=(32, 48, 64, 80), batches=(1, 2, 4))]
+    for network in ({"base_filters": 8}, {"base_filters": 32}, {"precision": "mixed_float16"}):
+        runs.append(make_runs(**sizes, network=network))
+    frame = pd.concat(runs, ignore_index=True)
+    return measured_frame(frame)
+
+
+def test_a_knob_split_leaves_each_non_reference_value_out_in_turn(knob_frame) -> None:
+    assert held_out_knob_values(knob_frame) == [
+        ("base_filters", 8),
+        ("base_filters", 32),
+        ("precision", "mixed_float16"),
+    ]
+
+    split = knob_split(knob_frame, 0)
+
+    assert set(knob_frame.loc[list(split.test), "base_filters"]) == {8}
+    assert set(knob_frame.loc[list(split.train), "base_filters"]) == {16, 32}
+    assert set(split.train) | set(split.test) == set(knob_frame.index)
+    assert knob_split_label(knob_frame, 2) == "precision = mixed_float16"
+    assert make_split(knob_frame, "knob", 1) == knob_split(knob_frame, 1)
+
+
+def test_the_knob_split_exists_only_where_a_knob_varies(frame, knob_frame) -> None:
+    assert kinds_for(frame) == ("random", "extrapolation")
+    assert kinds_for(knob_frame) == ("random", "extrapolation", "knob")
+    with pytest.raises(ValueError, match="knob split 0 does not exist: the data has 0 knob"):
+        knob_split(frame, 0)
+
+
+def test_knob_validation_is_a_random_share_of_the_training_rows(knob_frame) -> None:
+    train = knob_frame.loc[list(knob_split(knob_frame, 0).train)]
+
+    validation = validation_split(train, "knob", seed=0)
+
+    assert set(validation.train) | set(validation.test) == set(train.index)
+    assert validation.kind == "random"
