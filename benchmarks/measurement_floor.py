@@ -113,6 +113,29 @@ def repeat_noise(runs: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+# Printed first: what the figures below are about.
+WHICH_PEAK = """## Which peak the models fit, and why
+
+Every run stores two peaks: the **sampled peak** (`peak_sampled_bytes`, the largest
+resident-memory sample memory_profiler took of the training process, every 0.1 s by default) and
+the **kernel high-water mark** (`peak_hwm_bytes`, `VmHWM` in `/proc/<pid>/status`). The models
+fit, and are judged against, the **high-water mark** (`modeling/features.py`:
+`MEASURED_PEAK_COLUMN`):
+
+- it is the kernel's own maximum of resident memory, so a spike shorter than the sampling
+  interval (a step's transient buffers, oneDNN scratch space) still counts; a sampler sees such
+  a spike only if a sample happens to land on it;
+- the kernel's out-of-memory killer (and a cgroup's memory limit, such as a Slurm job's) acts on
+  resident memory as it is, not on samples of it: a machine sized by the sampled peak can fail
+  on a spike the sampler missed.
+
+The sampled peak is kept for the memory timeline and as a check on the high-water mark. The
+Sweeps page's runs table and the sizing report's list both peaks side by side; a verified sizing
+answer quotes the sampled peak beside the high-water mark where the two differ by 0.5% or more.
+How large the gap gets on the runs at hand: section (a) below.
+"""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, default=None)
@@ -135,6 +158,7 @@ def main() -> None:
         f"TensorFlow {software['tensorflow_version']}, Python {software['python_version']}; "
         f"database {db_path.name} ({len(runs)} runs).\n"
     )
+    print(WHICH_PEAK)
     sections = {
         "a": lambda: sampling_gap(runs),
         "b": lambda: profiler_overhead(args.pairs),

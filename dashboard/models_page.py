@@ -48,6 +48,14 @@ DEFAULT_LARGEST_SIDES = {"unet3d": 144, "alexnet": 224}
 # How far past the measurements the curves may be drawn.
 MAX_DRAWN_SIDE = 512
 RESIDUALS_AGAINST = {"Image side": "side", "Measured peak": "measured_gib"}
+# Which peak "measured" is, said under the predicted-against-measured charts (docs/measurement.md).
+MEASURED_PEAK = (
+    "Measured: each run's kernel high-water mark (VmHWM), the peak every model is fit to. It is "
+    "the kernel's own maximum of resident memory, so a spike shorter than memory_profiler's "
+    "0.1 s sampling interval (a step's transient buffers, oneDNN scratch) still counts, and "
+    "the out-of-memory killer acts on resident memory, not on samples. The sampled peak is "
+    "kept beside it (Sweeps page); how far apart the two lie: Measurement floor, below."
+)
 AXES = ["Linear", "Log"]
 # The error table fits 1024 px beside the sidebar (~560 px): each column as wide as its
 # header, the model's title (up to ~33 characters) the rest.
@@ -224,6 +232,7 @@ def out_of_sample_charts(
         side_title = workload_labels.side_title(workloads.get(workload).DIMS)
         residuals = charts.residuals(points, RESIDUALS_AGAINST[against], side_title=side_title)
         st.altair_chart(residuals, width="stretch")
+    st.caption(MEASURED_PEAK)
 
 
 def error_table(scores: pd.DataFrame, models: Models) -> None:

@@ -1,10 +1,11 @@
 """The Sweeps page: what was measured, on which machine, and how memory moved during a run.
 
 Filters narrow every section below them (the workload first: the 3D U-Net, the
-AlexNet-style 2D CNN; then the machine profile): the runs table (and its CSV),
-one run's memory timeline, the machines (one row per profile, never per host
-name: `core.profiles`) and their peaks at one batch size, every configuration
-measured on two or more machines side by side, then the sweeps themselves. The
+AlexNet-style 2D CNN; then the machine profile): the runs table (and its CSV)
+with each run's two peaks side by side, one run's memory timeline, the machines
+(one row per profile, never per host name: `core.profiles`) and their peaks at
+one batch size, every configuration measured on two or more machines side by
+side, then the sweeps themselves. The
 frames come from `presentation.browse` and `presentation.machines`, the charts
 from `presentation.charts_sweeps`.
 """
@@ -30,19 +31,26 @@ FILTER_ROWS = (
 )
 # The columns a wide table shows first: what fits beside the sidebar at 1024 px. The
 # others are one click away, in an expander whose label names them, so no column is
-# hidden past the table's right edge unnamed.
+# hidden past the table's right edge unnamed. Both peaks of a run stand side by side.
 RUNS_FIRST = (
     "run",
     "status",
     "workload",
     "image (D×H×W or H×W)",
     "batch",
-    "high-water mark (GiB)",
+    browse.HWM_HEADING,
+    browse.SAMPLED_HEADING,
 )
 MACHINES_FIRST = ("profile", "machine", "this machine")
 SWEEPS_FIRST = ("sweep", "status", "points done / total", "grid", "finished (UTC)")
-# Headers shortened where the values say the rest (the image's values show its form).
-SHORT_LABELS = {"image (D×H×W or H×W)": "image", "high-water mark (GiB)": "peak, HWM (GiB)"}
+# Headers shortened where the values say the rest (the image's values show its form; the
+# caption names the two peaks, a header's tooltip says what each is). "peak, HWM (GiB)" and
+# "peak, sampled (GiB)" pushed the table 65 px past its edge at 1024 px.
+SHORT_LABELS = {
+    "image (D×H×W or H×W)": "image",
+    browse.HWM_HEADING: "HWM (GiB)",
+    browse.SAMPLED_HEADING: "sampled (GiB)",
+}
 
 st.title("Sweeps")
 st.caption(
@@ -74,13 +82,12 @@ def table_in_two(
     """``table``'s ``first`` columns, then the others (beside the first of them) in an expander."""
     shown_first = [name for name in first if name in table.columns]
     rest = [name for name in table.columns if name not in shown_first]
-    labels = {name: SHORT_LABELS[name] for name in shown_first if name in SHORT_LABELS}
-    st.dataframe(
-        table[shown_first],
-        hide_index=True,
-        column_config={name: st.column_config.Column(label) for name, label in labels.items()}
-        | dict(config or {}),
-    )
+    headers = {
+        name: st.column_config.Column(SHORT_LABELS.get(name), help=browse.PEAK_HELP.get(name))
+        for name in shown_first
+        if name in SHORT_LABELS or name in browse.PEAK_HELP
+    }
+    st.dataframe(table[shown_first], hide_index=True, column_config=headers | dict(config or {}))
     if rest:
         with st.expander(f"More columns: {plain(', '.join(rest))}"):
             st.dataframe(table[[shown_first[0], *rest]], hide_index=True, column_config=config)
@@ -103,7 +110,11 @@ for labels in FILTER_ROWS:
 shown = browse.filter_runs(runs, chosen)
 
 st.subheader("Runs")
-st.caption(f"{len(shown)} of {len(runs)} runs. Statuses other than ok say in *message* why.")
+st.caption(
+    f"{len(shown)} of {len(runs)} runs. Statuses other than ok say in *message* why. Two peaks "
+    "per run: the kernel's high-water mark (HWM), which the models fit, and the largest "
+    "memory_profiler sample (sampled), which a short spike can escape (hover a header)."
+)
 table_in_two(browse.runs_table(shown), RUNS_FIRST)
 st.download_button(
     "Download CSV",

@@ -32,6 +32,16 @@ OK = "ok"
 IMAGE = "image"  # the derived "D×H×W" (or 2D "224", "227x200") column
 WORKLOAD = workload_labels.WORKLOAD_COLUMN
 MACHINE = profiles.KEY_COLUMN  # a run's profile key (`core.profiles.with_keys`)
+# Every run's two peaks, side by side: the kernel's high-water mark (VmHWM, which the models
+# fit: no spike between samples escapes it) and the largest sample memory_profiler took.
+HWM_HEADING = "high-water mark (GiB)"
+SAMPLED_HEADING = "sampled peak (GiB)"
+PEAK_HELP: dict[str, str] = {
+    HWM_HEADING: "The kernel's high-water mark of resident memory (VmHWM): the peak the "
+    "models fit. No spike between two samples escapes it.",
+    SAMPLED_HEADING: "The largest resident memory memory_profiler sampled (every 0.1 s "
+    "unless the sweep said otherwise): a spike between two samples escapes it.",
+}
 # Filter label on the page -> runs column; an empty choice means "all".
 FILTERS: dict[str, str] = {
     "Workload": WORKLOAD,
@@ -55,8 +65,8 @@ RUNS_TABLE: dict[str, str] = {
     "base_filters": "base filters",
     "precision": "precision",
     "steps": "steps",
-    "peak_sampled_bytes": "sampled peak (GiB)",
-    "peak_hwm_bytes": "high-water mark (GiB)",
+    "peak_hwm_bytes": HWM_HEADING,
+    "peak_sampled_bytes": SAMPLED_HEADING,
     "baseline_bytes": "after import (GiB)",
     "estimate_bytes": "estimate (GiB)",
     "memory_limit_bytes": "memory limit (GiB)",

@@ -14,7 +14,9 @@ limit: the answer, which should fit, and the next size up, which should not
   of exactly that configuration (workload, shape, batch and every network knob)
   on the answer's machine profile (`core.profiles`); its peak is the kernel's
   high-water mark, as the models' (docs/measurement.md);
-* `verify` — the answer in words, worded by what the runs say (`Verdict`);
+* `verify` — the answer in words, worded by what the runs say (`Verdict`); a
+  run's peak is quoted as its high-water mark, with the sampled peak beside it
+  where the sampler missed a spike (`measured_words`);
 * `refusal` — why the answer cannot be verified here, in words (another
   machine's answer, a budget above what this machine can safely give);
 * `sweep_request` — the two-point sweep that verifies it (`profiling.launcher`
@@ -36,7 +38,7 @@ import pandas as pd
 from core import profiles, workloads
 from core.units import GIB, MIB
 from core.workloads.base import WorkloadConfig, format_image_shape
-from modeling.decision import PEAK_COLUMN, approx_gib, same_config
+from modeling.decision import PEAK_COLUMN, approx_gib, same_config, sampled_aside
 from modeling.sizing import BatchAnswer, ImageSizeAnswer
 from presentation.text import code, plain
 from profiling import sweep
@@ -136,6 +138,14 @@ class Measured:
     peak_bytes: float | None  # the high-water mark of an ok run
     limit_bytes: int  # the memory limit it ran under
     message: str  # why it was skipped, or how it ended
+    sampled_bytes: float | None = None  # its largest memory_profiler sample
+    interval_s: float | None = None  # how often the sampler read it, seconds
+
+
+def _number(row: pd.Series, column: str) -> float | None:
+    """``row[column]`` as a float; None where it is missing or not stored."""
+    value = row.get(column)
+    return None if value is None or pd.isna(value) else float(value)
 
 
 def latest_run(config: WorkloadConfig, runs: pd.DataFrame, machine: str | None) -> Measured | None:
@@ -155,13 +165,14 @@ def latest_run(config: WorkloadConfig, runs: pd.DataFrame, machine: str | None) 
         return None
     # Stored times are ISO-8601 in UTC, so they sort as text; the run id breaks a tie.
     row = same.sort_values(["created_at", "run_id"]).iloc[-1]
-    peak = row[PEAK_COLUMN]
     return Measured(
         run_id=str(row["run_id"]),
         status=str(row["status"]),
-        peak_bytes=None if pd.isna(peak) else float(peak),
+        peak_bytes=_number(row, PEAK_COLUMN),
         limit_bytes=int(row["memory_limit_bytes"]),
         message=str(row["message"] or ""),
+        sampled_bytes=_number(row, "peak_sampled_bytes"),
+        interval_s=_number(row, "sample_interval_s"),
     )
 
 
@@ -207,6 +218,15 @@ def gib_words(value_bytes: float) -> str:
     return approx_gib(value_bytes)
 
 
+def measured_words(run: Measured) -> str:
+    """A run's measured peak: ``7.78 GiB``, its high-water mark (what the models fit), and
+    where its sampled peak differs (`modeling.decision.SAMPLED_GAP_QUOTED`) that too:
+    ``7.78 GiB (high-water mark; the 0.1 s sampler saw 7.36 GiB)``."""
+    peak = run.peak_bytes or 0.0
+    aside = sampled_aside(peak, run.sampled_bytes, run.interval_s)
+    return gib_words(peak) + (f" ({aside})" if aside else "")
+
+
 def shape_words(config: WorkloadConfig) -> str:
     """``208x208x208``: every side, as the runs table lists them."""
     return "x".join(str(side) for side in config.image_shape)
@@ -232,7 +252,7 @@ def _next_words(claim: Claim, runs: pd.DataFrame) -> str:
         return f"{label} stopped at the {gib_words(run.limit_bytes)} limit"
     if run.status == "skipped":
         return f"{label} skipped: {run.message}"
-    measured = f"{label} measured at {gib_words(run.peak_bytes or 0.0)}"
+    measured = f"{label} measured at {measured_words(run)}"
     if (run.peak_bytes or 0.0) <= claim.budget_bytes:
         return f"{measured}, which fits too: the answer is on the safe side"
     return measured
@@ -273,9 +293,13 @@ def verify(claim: Claim, runs: pd.DataFrame, db_path: Path | None = None) -> Ver
         return Verification(Verdict.REFUTED, f"{head}; {following}")
     peak = run.peak_bytes or 0.0
     if peak > claim.budget_bytes:
-        head = f"refuted: {subject} measured {gib_words(peak)}: it does NOT fit in {budget}"
+        head = f"refuted: {subject} measured {measured_words(run)}: it does NOT fit in {budget}"
         return Verification(Verdict.REFUTED, f"{head}; {following}")
-    head = f"verified: {subject} fits at {gib_words(peak)} (measured)"
+    aside = sampled_aside(peak, run.sampled_bytes, run.interval_s)
+    if aside:
+        head = f"verified: {subject} measured {measured_words(run)}, which fits in {budget}"
+    else:
+        head = f"verified: {subject} fits at {gib_words(peak)} (measured)"
     return Verification(Verdict.VERIFIED, f"{head}; {following}")
 
 

@@ -136,6 +136,17 @@ def test_parity_and_residuals_show_the_random_splits_held_out_predictions(
     assert layers(charts(at)[2])["residuals"]["encoding"]["x"]["field"] == "measured_gib"
 
 
+def test_measured_against_predicted_says_the_measured_peak_is_the_high_water_mark(
+    reference_db: Path,
+) -> None:
+    at = models_page()
+
+    captions = [caption.value for caption in at.main.caption]
+    [said] = [text for text in captions if text.startswith("Measured: ")]
+    assert "kernel high-water mark (VmHWM), the peak every model is fit to" in said
+    assert "the out-of-memory killer acts on resident memory, not on samples" in said
+
+
 def test_the_error_table_formula_and_measurement_floor_are_shown(reference_db: Path) -> None:
     at = models_page()
 

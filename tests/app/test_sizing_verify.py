@@ -120,9 +120,8 @@ def test_a_stored_run_of_the_answer_makes_it_verified(
     at = open_page(PAGE, **LINK)
     assert widget(at.metric, "Largest square at batch 32").value == "866^2"
     limit = {"memory_limit_bytes": USABLE_BYTES}
-    store.insert_run(
-        alexnet_db, alexnet_record(866, 866, 32, peak_hwm_bytes=int(12.1 * GIB), **limit)
-    )
+    peaks = {"peak_hwm_bytes": int(12.1 * GIB), "peak_sampled_bytes": int(12.1 * GIB)}
+    store.insert_run(alexnet_db, alexnet_record(866, 866, 32, **peaks, **limit))
     store.insert_run(
         alexnet_db,
         alexnet_record(867, 867, 32, status="oom", peak_hwm_bytes=None, timeline=0, **limit),

@@ -85,6 +85,31 @@ def test_the_page_offers_filters_a_table_a_download_and_a_run_picker(reference_d
     assert at.main.selectbox(key="sweeps_run").label == "Run"
 
 
+def test_the_runs_table_shows_both_peaks_of_a_run_among_its_first_columns(reference_db, runs):
+    at = sweeps_page()
+
+    first = at.main.dataframe[0]
+    assert list(first.value.columns) == [
+        "run",
+        "status",
+        "workload",
+        "image (D×H×W or H×W)",
+        "batch",
+        "high-water mark (GiB)",
+        "sampled peak (GiB)",
+    ]
+    headers = json.loads(first.proto.columns)
+    assert headers["sampled peak (GiB)"]["label"] == "sampled (GiB)"
+    assert "the models fit" in headers["high-water mark (GiB)"]["help"]
+    # The newest run first, each peak to the MiB.
+    newest = runs.sort_values(["created_at", "run_id"]).iloc[-1]
+    for heading, column in [
+        ("high-water mark (GiB)", "peak_hwm_bytes"),
+        ("sampled peak (GiB)", "peak_sampled_bytes"),
+    ]:
+        assert first.value[heading][0] == pytest.approx(newest[column] / GIB, abs=1e-3)
+
+
 def test_filtering_by_status_narrows_the_table(reference_db, runs):
     at = sweeps_page()
     at.main.multiselect(key="sweeps_status").set_value(["skipped"]).run()

@@ -31,7 +31,15 @@ TABLE = '[data-testid="stDataFrame"]'
 # Glide's scrolling element: wider content than box means columns past the right edge.
 SCROLLER = ".dvn-scroller"
 ERROR_HEADERS = ["model", "MAPE %", "sd", "R²", "worst %", "ext. MAPE", "ext. worst"]
-RUNS_HEADERS = ["run", "status", "workload", "image", "batch", "peak, HWM (GiB)"]
+RUNS_HEADERS = [
+    "run",
+    "status",
+    "workload",
+    "image",
+    "batch",
+    "HWM (GiB)",
+    "sampled (GiB)",
+]
 TIMELINE_LEGEND = [
     "resident memory (sampled)",
     "sampled peak",
