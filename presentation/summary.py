@@ -4,7 +4,9 @@ Images read as their workload writes them: ``64`` (a cube or a square),
 ``240x240x144``, ``227x200``.
 
 Measured cells show the median peak in GiB over their repeats; points that did
-not measure show their status instead, so what did not fit stays visible.
+not measure show their status instead, so what did not fit stays visible. A
+median over two networks would be neither's peak: `networks` splits runs by
+workload and network knobs, one table each.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import math
 
 import pandas as pd
 
+from core import workloads
 from presentation import workload_labels
 
 PEAK_COLUMNS = {"hwm": "peak_hwm_bytes", "sampled": "peak_sampled_bytes"}
@@ -27,6 +30,23 @@ def _cell(group: pd.DataFrame, column: str) -> str:
         return f"{ok[column].median() / 2**30:.2f}{repeats}"
     statuses = set(group["status"])
     return next((status for status in _STATUS_ORDER if status in statuses), "")
+
+
+def networks(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """``runs`` split by workload and network, most runs first: (label, that network's runs).
+
+    The label names the workload and every knob (``unet3d: 8 base filters, 5 levels,
+    float32, transpose``).
+    """
+    runs = workload_labels.with_workload(runs)
+    found = []
+    for workload, mine in runs.groupby(workload_labels.WORKLOAD_COLUMN, sort=True):
+        knobs = list(workloads.get(str(workload)).NETWORK_KNOBS)
+        for values, group in mine.groupby(knobs, sort=True, dropna=False):
+            setting = dict(zip(knobs, values, strict=True))
+            label = f"{workload}: {workload_labels.network_label(setting, str(workload))}"
+            found.append((label, group))
+    return sorted(found, key=lambda item: -len(item[1]))
 
 
 def peak_table(runs: pd.DataFrame, metric: str = "hwm") -> pd.DataFrame:

@@ -39,7 +39,7 @@ from core.settings import read_settings_file
 from core.units import check_memory_limit, format_gib, parse_bytes
 from presentation import machines as machines_view
 from presentation.report import markdown_table
-from presentation.summary import PEAK_COLUMNS, peak_table, to_markdown
+from presentation.summary import PEAK_COLUMNS, networks, peak_table, to_markdown
 from presentation.sweep_guard import fitted_precheck
 from profiling import exchange, pending
 from profiling.calibration import (
@@ -501,13 +501,17 @@ def _summary(args: argparse.Namespace) -> int:
         print("no runs match")
         return 0
     found = profiles.profiles_in(runs)
-    # A median over two machines' runs would be no machine's peak: one table per profile.
+    # A median over two machines' (or networks') runs would be no one's peak: one table each.
     for key, profile in found.items():
-        table = peak_table(profiles.runs_of(runs, key), args.metric)
+        mine = networks(profiles.runs_of(runs, key))
         if len(found) > 1:
             print(f"{'## ' if args.markdown else ''}{profile.label} (profile {key})\n")
-        print(to_markdown(table) if args.markdown else table.to_string())
-        print()
+        for label, network_runs in mine:
+            if len(mine) > 1:
+                print(f"{'### ' if args.markdown else ''}{label}\n")
+            table = peak_table(network_runs, args.metric)
+            print(to_markdown(table) if args.markdown else table.to_string())
+            print()
     print(
         f"Peak {args.metric} in GiB (median over repeats, xN = N runs); other cells "
         "show why a point has no measurement."

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from presentation.summary import peak_table, to_markdown
+from presentation.summary import networks, peak_table, to_markdown
 
 GIB = 2**30
 
@@ -42,3 +42,21 @@ def test_2d_images_are_rows_of_their_own(make_record):
     assert table.index.tolist() == ["128", "227x200", "224"]  # by pixels
     assert table.loc["224", "batch 32"] == "3.00"
     assert table.loc["227x200", "batch 32"] == "oom"
+
+
+def test_each_network_gets_a_table_of_its_own_never_a_median_across_them(make_record):
+    runs = pd.DataFrame(
+        [
+            make_record(batch_size=1, peak_hwm_bytes=1 * GIB).row(),
+            make_record(batch_size=2, peak_hwm_bytes=2 * GIB).row(),
+            make_record(batch_size=1, base_filters=8, peak_hwm_bytes=3 * GIB).row(),
+        ]
+    )
+
+    found = networks(runs)
+
+    assert [label for label, _ in found] == [
+        "unet3d: 16 base filters, 5 levels, float32, transpose",
+        "unet3d: 8 base filters, 5 levels, float32, transpose",
+    ]
+    assert peak_table(found[1][1]).iloc[0, 0] == "3.00"
