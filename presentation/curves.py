@@ -71,6 +71,7 @@ PAPER_TITLE = "paper analytical (Eq. 1 + Eq. 2)"
 REFINED_TITLE = "refined analytical (closed form)"
 RANDOM_SPLIT = "random"
 EXTRAPOLATION_SPLIT = "extrapolation"
+KNOB_SPLIT = "knob"
 # A model "dwarfs" the others when it predicts more than this many times their median for
 # the same configuration somewhere: on linear axes their curves are then flat lines.
 DWARF_RATIO = 10.0
@@ -320,12 +321,14 @@ def held_out_points(
 
 
 def error_table(scores: pd.DataFrame, titles: Mapping[str, str]) -> pd.DataFrame:
-    """One row per scored model: random-split MAPE mean and sd, R², worst; extrapolation MAPE.
+    """One row per scored model: random-split MAPE mean and sd, R², worst; extrapolation and
+    knob-split MAPE and worst (NaN where the evaluation has no such split).
 
     scores : the ``scores`` table (`modeling.stored.tables.load_scores`), one row per
     model x split x seed. Rows follow ``titles``' order, then any other model.
     Columns: ``model, title, random_mape_pct, random_mape_sd, random_r2,
-    random_worst_pct, extrapolation_mape_pct, extrapolation_worst_pct, seeds``.
+    random_worst_pct, extrapolation_mape_pct, extrapolation_worst_pct, knob_mape_pct,
+    knob_worst_pct, seeds``.
     """
     columns = [
         "model",
@@ -336,6 +339,8 @@ def error_table(scores: pd.DataFrame, titles: Mapping[str, str]) -> pd.DataFrame
         "random_worst_pct",
         "extrapolation_mape_pct",
         "extrapolation_worst_pct",
+        "knob_mape_pct",
+        "knob_worst_pct",
         "seeds",
     ]
     if scores.empty:
@@ -353,6 +358,7 @@ def error_table(scores: pd.DataFrame, titles: Mapping[str, str]) -> pd.DataFrame
     for name in names:
         random = _split_row(by_split, name, RANDOM_SPLIT)
         extrapolation = _split_row(by_split, name, EXTRAPOLATION_SPLIT)
+        knob = _split_row(by_split, name, KNOB_SPLIT)
         rows.append(
             {
                 "model": name,
@@ -363,6 +369,8 @@ def error_table(scores: pd.DataFrame, titles: Mapping[str, str]) -> pd.DataFrame
                 "random_worst_pct": random.get("worst_pct"),
                 "extrapolation_mape_pct": extrapolation.get("mape_pct"),
                 "extrapolation_worst_pct": extrapolation.get("worst_pct"),
+                "knob_mape_pct": knob.get("mape_pct"),
+                "knob_worst_pct": knob.get("worst_pct"),
                 "seeds": random.get("seeds"),
             }
         )

@@ -178,6 +178,8 @@ def test_the_error_table_summarises_scores_per_model_and_split() -> None:
             _score("symbolic", "random", 0, 2.0, 5.0),
             _score("symbolic", "random", 1, 4.0, 9.0),
             _score("symbolic", "extrapolation", 0, 3.0, 6.0),
+            _score("symbolic", "knob", 0, 7.0, 12.0),
+            _score("symbolic", "knob", 1, 9.0, 20.0),
             _score("paper", "random", 0, 60.0, 90.0),
             _score("mystery", "random", 0, 1.0, 1.0),
         ]
@@ -192,6 +194,9 @@ def test_the_error_table_summarises_scores_per_model_and_split() -> None:
     assert symbolic["random_worst_pct"] == pytest.approx(9.0)
     assert symbolic["extrapolation_mape_pct"] == pytest.approx(3.0)
     assert symbolic["seeds"] == 2
+    # Mean over the knob values left out, and the worst of them.
+    assert symbolic["knob_mape_pct"] == pytest.approx(8.0)
+    assert symbolic["knob_worst_pct"] == pytest.approx(20.0)
     assert np.isnan(table.set_index("model").loc["paper", "extrapolation_mape_pct"])
     assert curves.error_table(scores.iloc[:0], {}).empty
 
