@@ -44,6 +44,11 @@ MIN_SAMPLES = 5
 # Reported for a program whose output is not finite on the training data.
 WORST_FITNESS = 1e10
 SIGNIFICANT_DIGITS = 4
+# sympy's simplify cancels common factors of rational expressions by polynomial gcds,
+# which can run for many minutes on a long program with divisions (seen: more than 15 on
+# a hybrid's program of five inputs, in `python -m benchmarks.accuracy`). Longer
+# programs are shown as evolved, expanded when polynomial: readable, and never stuck.
+MAX_SIMPLIFIED_NODES = 80
 
 # Settings tried on the validation split (all else is SymbolicRegression's default).
 # Small enough to stay a few seconds each on ~50 runs and a laptop core.
@@ -104,7 +109,9 @@ def readable_formula(
     expression = formula.parse_formula(
         program, feature_names, lambda name: sympy.Symbol(name, positive=True)
     )
-    expression = sympy.simplify(sympy.Float(intercept) + sympy.Float(slope) * expression)
+    expression = sympy.Float(intercept) + sympy.Float(slope) * expression
+    if expression_size(expression) <= MAX_SIMPLIFIED_NODES:
+        expression = sympy.simplify(expression)
     expression = sympy.expand(expression) if expression.is_polynomial() else expression
     return expression.xreplace(
         {

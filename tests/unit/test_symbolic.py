@@ -5,6 +5,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+import sympy
 from sklearn.exceptions import NotFittedError
 
 from modeling.estimators.symbolic import SymbolicRegression, linear_scaling, readable_formula
@@ -120,3 +121,23 @@ def test_predict_names_a_missing_input_column() -> None:
 
     with pytest.raises(ValueError, match="X lacks column\\(s\\) b"):
         model.predict(inputs[["x"]])
+
+
+def test_a_long_program_is_shown_as_evolved_rather_than_simplified(monkeypatch) -> None:
+    # simplify can run for many minutes on a long rational program: it is never asked to.
+    def refuse(expression):
+        raise AssertionError("simplify called on a long program")
+
+    monkeypatch.setattr(sympy, "simplify", refuse)
+    program = "x"
+    for _ in range(30):
+        program = f"add(div({program}, y), div(y, x))"
+
+    expression = readable_formula(program, ["x", "y"], intercept=0.5, slope=2.0)
+
+    x, y = sympy.symbols("x y", positive=True)
+    value = float(expression.subs({x: 3.0, y: 2.0}))
+    expected = 3.0
+    for _ in range(30):
+        expected = expected / 2.0 + 2.0 / 3.0
+    assert value == pytest.approx(0.5 + 2.0 * expected, rel=1e-3)
