@@ -47,23 +47,63 @@ def test_a_fresh_default_database_holds_every_bundled_export(tmp_path, monkeypat
     assert len(stored) == sum(len(pd.read_parquet(f)) for f, _ in database.BUNDLED_EXPORTS)
 
 
-def test_two_machine_profiles_of_the_u_net_ship_and_share_their_grid(tmp_path, monkeypatch):
-    """The reference grid measured on the Intel Xeon and again on this development machine."""
+def test_three_machine_profiles_of_the_u_net_ship_and_two_share_their_grid(
+    tmp_path, monkeypatch
+) -> None:
+    """The reference grid measured on the Intel Xeon and again on an AVX-512 AMD EPYC; the
+    knob design on an AVX2-only AMD EPYC."""
     monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "memplan.duckdb")
     db = database.ensure_database(database.default_db_path())
     runs = store.load_runs(db, workload="unet3d", status="ok")
     runs["machine"] = profiles.profile_keys(runs)
 
     found = profiles.profiles_in(runs)
-    assert [profile.cpu_vendor for profile in found.values()] == ["AMD", "Intel"]
-    amd, intel = found
-    assert found[amd].label == "AMD EPYC, AVX-512 BF16, 2 cores, TensorFlow 2.21"
-    assert found[intel].label == "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
+    labels = sorted(profile.label for profile in found.values())
+    assert labels == [
+        "AMD EPYC, AVX-512 BF16, 2 cores, TensorFlow 2.21",
+        "AMD EPYC, AVX2, 2 cores, TensorFlow 2.21",
+        "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21",
+    ]
+    by_label = {profile.label: key for key, profile in found.items()}
+    amd = by_label["AMD EPYC, AVX-512 BF16, 2 cores, TensorFlow 2.21"]
+    intel = by_label["Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"]
     points = {
         key: set(zip(group["depth"], group["batch_size"], strict=True))
         for key, group in runs.groupby("machine")
     }
     assert len(points[intel]) == 33 and points[intel] <= points[amd]
+
+
+def test_the_bundled_knob_design_varies_every_knob_of_the_u_net_on_one_machine(tmp_path):
+    db = database.ensure_database(tmp_path / "fresh.duckdb")
+    runs_file, samples_file = database.BUNDLED_EXPORTS[3]
+    exchange.import_runs(db, runs_file, samples_file)
+    runs = store.load_runs(db, workload="unet3d")
+    ok = runs[runs["status"] == "ok"]
+
+    # One machine, one software stack.
+    assert runs[["cpu_model", "cpu_isa", "tensorflow_version"]].drop_duplicates().shape[0] == 1
+    # Every knob away from the reference network (16 filters, 5 levels, float32, transpose)
+    # was measured at 32, 48 and 64 (bfloat16: 32 and 48) at batch 1 and 2.
+    reference = (ok["base_filters"] == 16) & (ok["levels"] == 5) & (ok["precision"] == "float32")
+    reference &= ok["upsampling"] == "transpose"
+    assert set(ok.loc[reference, "depth"]) == {32, 48, 64, 80, 96}
+    for knob, value, sides in (
+        ("base_filters", 8, {32, 48, 64}),
+        ("base_filters", 32, {32, 48, 64}),
+        ("levels", 4, {32, 48, 64}),
+        ("upsampling", "upsample", {32, 48, 64}),
+        ("precision", "mixed_bfloat16", {32, 48}),
+    ):
+        varied = ok[ok[knob] == value]
+        assert set(varied["depth"]) == sides, (knob, value)
+        assert set(varied["batch_size"]) == {1, 2}
+    # TensorFlow's CPU build has no float16 MaxPool3D kernel: recorded, with the reason.
+    half = runs[runs["precision"] == "mixed_float16"]
+    assert len(half) == 4 and set(half["status"]) == {"error"}
+    assert (
+        half["message"].str.contains("No OpKernel was registered to support Op 'MaxPool3D'").all()
+    )
 
 
 def test_the_bundled_alexnet_sweep_covers_its_grid_on_one_machine(tmp_path):

@@ -17,6 +17,11 @@ import pytest
 from core import database, profiles, store, workloads
 from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError
+from modeling.estimators.catalogue import catalogue, pick
+from modeling.evaluation.fitting import fit_predictors, with_calibration
+from modeling.evaluation.protocol import evaluate
+from modeling.evaluation.splits import knob_split_label
+from modeling.features import measured_frame
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import exchange
@@ -213,3 +218,33 @@ def test_the_converted_bundled_models_predict_what_the_pickles_did(workload: str
             rtol=1e-9,
             err_msg=predictor.name,
         )
+
+
+def test_the_bundled_knob_runs_are_scored_leaving_each_knob_value_out(tmp_path: Path) -> None:
+    """The knob design ships without an evaluation yet: a quick one shows what it enables."""
+    db = database.ensure_database(tmp_path / "knobs.duckdb")
+    runs_file, samples_file = database.BUNDLED_EXPORTS[3]
+    exchange.import_runs(db, runs_file, samples_file)
+    frame = measured_frame(store.load_runs(db, status="ok"))
+    specs = pick(catalogue(quick=True), ["refined", "least_squares"])
+
+    evaluation = evaluate(frame, specs, seeds=range(2), extrapolation_seeds=range(1))
+
+    scores = evaluation.scores_frame()
+    assert set(scores["split"]) == {"random", "extrapolation", "knob"}
+    # Base filters 8 and 32, levels 4, upsample, mixed_bfloat16: each left out once.
+    labels = [knob_split_label(frame, seed) for seed in evaluation.seeds["knob"]]
+    assert labels == [
+        "base_filters = 8",
+        "base_filters = 32",
+        "levels = 4",
+        "precision = mixed_bfloat16",
+        "upsampling = upsample",
+    ]
+    predictors = fit_predictors(specs, frame, with_calibration(evaluation, frame, specs))
+    reference = UNetConfig((64, 64, 64), 2)
+    wider = UNetConfig((64, 64, 64), 2, base_filters=32)
+    for predictor in predictors:
+        narrow_bytes, wide_bytes = predictor.point_bytes([reference, wider])
+        assert wide_bytes > narrow_bytes, predictor.name
+        assert "distinct configurations" in predictor.bound.evidence
