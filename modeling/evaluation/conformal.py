@@ -56,7 +56,7 @@ from modeling.evaluation.bounds import (
     ratios,
     upper_bound,
 )
-from modeling.evaluation.protocol import PREDICTION_COLUMNS, score_split
+from modeling.evaluation.protocol import PREDICTION_COLUMNS, score_or_explain
 from modeling.evaluation.splits import (
     EXTRAPOLATION,
     RANDOM,
@@ -144,14 +144,8 @@ def calibrate(
             for spec in specs:
                 if progress:
                     progress(f"{name} calibration, fold {split.seed}: {spec.name}")
-                try:
-                    _, held_out = score_split(spec, frame, split)
-                except ValueError as error:  # a model refusing data too small for it
-                    raise ModelingError(
-                        f"{spec.name} cannot be fitted on {name} calibration fold {split.seed} "
-                        f"({len(split.train)} run(s) to fit on): {error}; measure more "
-                        "configurations (python -m profiling sweep)"
-                    ) from error
+                where = f"{name} calibration fold {split.seed}"
+                _, held_out = score_or_explain(spec, frame, split, where, "")
                 predictions.append(held_out.assign(split=name))
     if not predictions:
         return pd.DataFrame(columns=list(PREDICTION_COLUMNS))

@@ -140,6 +140,22 @@ def score_split(spec: ModelSpec, frame: pd.DataFrame, split: Split) -> tuple[Sco
     return score, predictions
 
 
+def score_or_explain(
+    spec: ModelSpec, frame: pd.DataFrame, split: Split, where: str, remedy: str
+) -> tuple[Score, pd.DataFrame]:
+    """`score_split`, with a model refusing data too small for it told as what to measure.
+
+    where : the split in words ("the random split, seed 0"); remedy : what to measure.
+    """
+    try:
+        return score_split(spec, frame, split)
+    except ValueError as error:
+        raise ModelingError(
+            f"{spec.name} cannot be fitted on {where} ({len(split.train)} run(s) to fit on): "
+            f"{error}; measure more configurations{remedy} (python -m profiling sweep)"
+        ) from error
+
+
 def evaluate(
     frame: pd.DataFrame,
     specs: Sequence[ModelSpec],
@@ -178,15 +194,13 @@ def evaluate(
             for spec in specs:
                 if progress:
                     progress(f"{kind} split, seed {seed}: {spec.name}")
-                try:
-                    score, held_out = score_split(spec, frame, split)
-                except ValueError as error:  # a model refusing data too small for it
-                    raise ModelingError(
-                        f"{spec.name} cannot be fitted on the {kind} split (seed {seed}, "
-                        f"{len(split.train)} run(s) to fit on): {error}; measure more "
-                        "configurations, e.g. more image sizes below the largest two "
-                        "(python -m profiling sweep)"
-                    ) from error
+                score, held_out = score_or_explain(
+                    spec,
+                    frame,
+                    split,
+                    f"the {kind} split, seed {seed}",
+                    ", e.g. more image sizes below the largest two",
+                )
                 scores.append(score)
                 predictions.append(held_out)
     return Evaluation(

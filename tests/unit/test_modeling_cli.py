@@ -421,5 +421,5 @@ def test_a_split_too_small_for_a_model_is_one_error_line(tmp_path: Path, capsys)
     assert code == 2
     error = capsys.readouterr().err.splitlines()[-1]
     assert error.startswith("error: unet3d on Intel Test, AVX-512, 8 cores, TensorFlow 2.16")
-    assert "symbolic cannot be fitted on the extrapolation split (seed 0, " in error
+    assert "symbolic cannot be fitted on the extrapolation split, seed 0 (" in error
     assert "need at least 5 samples to fit a formula, got 4; measure more configurations" in error
