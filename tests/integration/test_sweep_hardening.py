@@ -27,6 +27,10 @@ pytestmark = pytest.mark.tensorflow
 REPO = database.REPO_ROOT
 TINY = ["--image-sizes", "16", "--base-filters", "4", "--steps", "2", "--quiet"]
 WAIT_S = 120
+# How soon a sweep waiting on a held database must end on SIGTERM: before the fix it
+# ignored the signal for 61 s; it ends in well under a second, and CI once took 2.06 s
+# on a loaded 2-core machine, so the test allows a margin the old behaviour cannot meet.
+SIGTERM_END_S = 5.0
 
 
 @pytest.fixture
@@ -227,7 +231,7 @@ def test_probe4_sigterm_ends_a_sweep_waiting_on_a_held_database_and_keeps_its_po
         began = time.monotonic()
         sweep.send_signal(signal.SIGTERM)
         assert sweep.wait(timeout=10) == 130
-        assert time.monotonic() - began < 2.0  # before the fix: ignored for 61 s
+        assert time.monotonic() - began < SIGTERM_END_S
         assert kept.exists()  # the measured point is on disk, not discarded
     finally:
         holder.kill()
