@@ -147,19 +147,6 @@ def conformal_quantile(scores: np.ndarray, coverage: float) -> float:
     return float(np.sort(scores)[rank - 1])
 
 
-def conformal_ratio(measured: np.ndarray, predicted: np.ndarray, coverage: float) -> float:
-    """The conformal multiplier from held-out ``measured`` and ``predicted`` values (one each)."""
-    _check_coverage(coverage)
-    measured = np.asarray(measured, dtype=float)
-    predicted = np.asarray(predicted, dtype=float)
-    if measured.shape != predicted.shape or measured.ndim != 1:
-        raise ValueError(
-            f"measured and predicted must be 1-D and the same length, got shapes "
-            f"{measured.shape} and {predicted.shape}"
-        )
-    return conformal_quantile(ratios(measured, predicted), coverage)
-
-
 def ratios(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     """measured / predicted; +inf where a prediction is not a positive finite number.
 
@@ -172,16 +159,6 @@ def ratios(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     result = np.full(measured.shape, np.inf)
     result[usable] = measured[usable] / predicted[usable]
     return result
-
-
-def fit_bound(
-    measured: np.ndarray,
-    predicted: np.ndarray,
-    coverage: float = DEFAULT_COVERAGE,
-    source: str = "held-out points",
-) -> ConformalBound:
-    """A `ConformalBound` from held-out measured and predicted values, one pair per point."""
-    return bound_from_scores(ratios(measured, predicted), coverage, source)
 
 
 def bound_from_scores(
@@ -206,9 +183,3 @@ def leave_one_out_coverage(scores: np.ndarray, coverage: float = DEFAULT_COVERAG
         scores[i] <= conformal_quantile(np.delete(scores, i), coverage) for i in range(len(scores))
     ]
     return float(np.mean(covered))
-
-
-def empirical_coverage(measured: np.ndarray, upper: np.ndarray) -> float:
-    """Share of points whose measured value is at or under its upper bound."""
-    measured = np.asarray(measured, dtype=float)
-    return float(np.mean(measured <= np.asarray(upper, dtype=float)))

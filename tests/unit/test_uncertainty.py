@@ -8,10 +8,7 @@ from modeling.evaluation.bounds import (
     THIN_EVIDENCE_CONFIGURATIONS,
     ConformalBound,
     bound_from_scores,
-    conformal_ratio,
-    empirical_coverage,
     fewest_beyond_worst,
-    fit_bound,
     leave_one_out_coverage,
     min_calibration_size,
     ratios,
@@ -31,9 +28,9 @@ def test_the_bound_covers_new_points_at_least_as_often_as_stated(coverage: float
     covered = []
     for _ in range(400):
         measured, predicted = _noisy(rng, 40)
-        bound = fit_bound(measured, predicted, coverage)
+        bound = bound_from_scores(ratios(measured, predicted), coverage)
         new_measured, new_predicted = _noisy(rng, 50)
-        covered.append(empirical_coverage(new_measured, bound.upper(new_predicted)))
+        covered.append(np.mean(new_measured <= bound.upper(new_predicted)))
 
     # Split-conformal guarantees >= coverage on average (and < coverage + 1/(n+1)).
     assert coverage <= np.mean(covered) < coverage + 1 / 41 + 0.01
@@ -42,12 +39,12 @@ def test_the_bound_covers_new_points_at_least_as_often_as_stated(coverage: float
 def test_the_ratio_is_the_conformal_rank_of_the_sorted_ratios() -> None:
     measured = np.array([1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9])
     # n = 10, coverage 0.8: rank ceil(11 * 0.8) = 9, the 9th smallest ratio.
-    assert conformal_ratio(measured, np.ones(10), 0.8) == pytest.approx(1.8)
+    assert bound_from_scores(ratios(measured, np.ones(10)), 0.8).ratio == pytest.approx(1.8)
 
 
 def test_a_bound_states_its_coverage_source_and_size() -> None:
     source = "5-fold cross-conformal, 19 distinct configurations"
-    bound = fit_bound(np.full(19, 2.0), np.ones(19), 0.9, source=source)
+    bound = bound_from_scores(np.full(19, 2.0), 0.9, source=source)
 
     assert (bound.coverage, bound.ratio, bound.n_calibration) == (0.9, 2.0, 19)
     assert bound.name == f"90% conformal upper bound (x2.000, {source})"
@@ -94,7 +91,7 @@ def test_too_few_held_out_points_for_the_coverage_are_refused() -> None:
     assert min_calibration_size(0.95) == 19
 
     with pytest.raises(ValueError, match="a 90% bound needs at least 9 held-out points, got 8"):
-        conformal_ratio(np.ones(8), np.ones(8), 0.9)
+        bound_from_scores(np.ones(8), 0.9)
 
 
 def test_non_positive_predictions_count_as_unbounded() -> None:
@@ -103,19 +100,19 @@ def test_non_positive_predictions_count_as_unbounded() -> None:
         np.inf,
         np.inf,
     ]
-    bound = fit_bound(np.ones(10), np.ones(10), 0.9)
+    bound = bound_from_scores(ratios(np.ones(10), np.ones(10)), 0.9)
     assert bound.upper(np.array([-1.0, 3.0])).tolist() == [np.inf, 3.0]
 
 
 @pytest.mark.parametrize("coverage", [0.0, 1.0, 1.5, -0.1])
 def test_coverage_outside_zero_to_one_is_refused(coverage: float) -> None:
     with pytest.raises(ValueError, match=f"coverage must be between 0 and 1.*got {coverage}"):
-        conformal_ratio(np.ones(50), np.ones(50), coverage)
+        bound_from_scores(np.ones(50), coverage)
 
 
-def test_mismatched_lengths_are_refused() -> None:
-    with pytest.raises(ValueError, match="same length, got shapes \\(3,\\) and \\(2,\\)"):
-        conformal_ratio(np.ones(3), np.ones(2), 0.5)
+def test_scores_that_are_not_one_per_configuration_are_refused() -> None:
+    with pytest.raises(ValueError, match="scores must be 1-D, got shape \\(3, 2\\)"):
+        bound_from_scores(np.ones((3, 2)), 0.5)
 
 
 def test_leave_one_out_coverage_of_distinct_scores_is_the_rank_over_n() -> None:
