@@ -18,13 +18,13 @@ import pandas as pd
 import pytest
 
 from core import database, published, store
-from core.units import GIB
 from core.workloads.unet3d import UNetConfig
 from modeling import machines
+from modeling.decision import Decision
 from modeling.evaluation.bounds import ConformalBound
 from modeling.stored import bundle
 from modeling.stored.predictor import Predictor
-from presentation import charts_published, sizing_report
+from presentation import charts_published, sizing_report, sizing_view
 from profiling import exchange
 
 INTEL = "9b59349f74"  # the bundled Intel reference profile
@@ -127,39 +127,32 @@ def test_the_bound_is_described_with_its_coverage_and_held_out_evidence(
         assert f"of {used.n_calibration} distinct configurations" in dell.bound.sentence
 
 
-def _evidence(bound: ConformalBound) -> sizing_report.BoundEvidence:
-    return sizing_report.BoundEvidence(
-        model="m",
-        title="model m",
-        predicted_bytes=100 * GIB,
-        upper_bytes=bound.ratio * 100 * GIB,
-        coverage=bound.coverage,
-        ratio=bound.ratio,
-        n_configurations=bound.n_calibration,
-        source=bound.source,
-        thin=bound.thin,
-        legacy=bound.legacy,
-        raised_to_closed_form=False,
-        beyond="",
-    )
+@pytest.fixture(scope="module")
+def measured_decision(models: list[Predictor], runs: pd.DataFrame) -> Decision:
+    """The decision for a measured question: inside the range, so no extrapolation words."""
+    return sizing_view.decision_for(models, MEASURED, runs, BUDGET_GIB, HEADROOM_PCT, "symbolic")
 
 
-def test_a_bound_from_few_configurations_is_called_thin_evidence() -> None:
+def test_a_bound_from_few_configurations_is_called_thin_evidence(
+    measured_decision: Decision,
+) -> None:
     few = ConformalBound(
         0.9, 1.1, 9, "forward-chaining by image size, 2 folds, 9 distinct configurations"
     )
 
-    sentence = _evidence(few).sentence
+    sentence = sizing_report.BoundEvidence.of(measured_decision, few).sentence
 
-    assert "its 90% conformal upper bound is 110 GiB, the prediction x1.100" in sentence
+    assert "its 90% conformal upper bound is" in sentence and "the prediction x1.100" in sentence
     assert "covered 90% of 9 distinct configurations the model was not fitted on" in sentence
     assert sentence.endswith("Thin evidence: the bound is the worst of only 9 configurations.")
 
 
-def test_an_older_bound_says_it_counted_residuals_not_configurations() -> None:
+def test_an_older_bound_says_it_counted_residuals_not_configurations(
+    measured_decision: Decision,
+) -> None:
     old = ConformalBound(0.9, 1.06, 15, "15 held-out extrapolation-split residuals, 3 seed(s)")
 
-    sentence = _evidence(old).sentence
+    sentence = sizing_report.BoundEvidence.of(measured_decision, old).sentence
 
     assert "split-conformal upper bound" in sentence
     assert "distinct configurations" not in sentence and "Thin evidence" not in sentence
