@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest
 from sklearn.model_selection import GroupKFold
 
 from modeling.errors import ModelingError
@@ -188,14 +189,47 @@ def _scores_by_configuration(
     return scores.groupby(level=0).max()
 
 
+# A split's bounds under-state their risk when, at a true miss rate of 1 - coverage,
+# as many misses or more would happen less often than this (one-sided binomial test).
+UNDERSTATED_P_VALUE = 0.05
+
+
+@dataclass(frozen=True)
+class SplitCoverage:
+    """How many of a split's held-out runs stayed at or under the bound a user would get."""
+
+    covered: int
+    tested: int
+    coverage: float  # the bound's stated coverage, e.g. 0.9
+
+    @property
+    def share(self) -> float:
+        return self.covered / self.tested
+
+    @property
+    def p_value(self) -> float:
+        """The chance of this many misses or more if the bound missed 1 - coverage of runs."""
+        misses = self.tested - self.covered
+        return float(binomtest(misses, self.tested, 1 - self.coverage, "greater").pvalue)
+
+    @property
+    def understated(self) -> bool:
+        """The bound missed more often than its coverage allows (`UNDERSTATED_P_VALUE`).
+
+        Approximate: a configuration held out by several seeds counts once per seed,
+        which makes the test quicker to call a bound under-stated, not slower.
+        """
+        return self.p_value < UNDERSTATED_P_VALUE
+
+
 def split_coverage(
     predictions: pd.DataFrame,
     frame: pd.DataFrame,
     model: str,
     split: str,
     coverage: float = DEFAULT_COVERAGE,
-) -> float | None:
-    """Share of an evaluation split's held-out runs at or under the bound a user would get.
+) -> SplitCoverage | None:
+    """How many of an evaluation split's held-out runs are at or under the bound a user would get.
 
     ``split`` is one the evaluation scores (random, extrapolation, knob). For each of
     its seeds, the multiplier is calibrated on the configurations that seed did *not*
@@ -223,7 +257,9 @@ def split_coverage(
             continue
         upper = upper_bound(held_out["predicted_bytes"].to_numpy(), max(multipliers))
         covered.extend((held_out["measured_bytes"].to_numpy() <= upper).tolist())
-    return float(np.mean(covered)) if covered else None
+    if not covered:
+        return None
+    return SplitCoverage(covered=int(np.sum(covered)), tested=len(covered), coverage=coverage)
 
 
 def _source(split: str, n_folds: int, n_configurations: int) -> str:

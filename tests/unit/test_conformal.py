@@ -14,6 +14,7 @@ from modeling.evaluation.conformal import (
     CV_FOLDS,
     FORWARD,
     MIN_FORWARD_TRAIN_SIDES,
+    SplitCoverage,
     calibrate,
     configuration_scores,
     cv_splits,
@@ -242,16 +243,10 @@ def test_each_split_is_checked_against_the_bound_calibrated_without_its_test_poi
 
     # Calibrated on the other 10 ratios (1.01 ... 1.10): the 90% multiplier is their 10th
     # smallest, 1.10, which leaves both held-out runs (1.2) above their bound.
-    assert split_coverage(predictions, frame, "m", "random") == 0.0
-    assert (
-        split_coverage(
-            predictions.assign(predicted_bytes=predictions.measured_bytes / 1.05),
-            frame,
-            "m",
-            "random",
-        )
-        == 1.0
-    )
+    missed = split_coverage(predictions, frame, "m", "random")
+    assert (missed.covered, missed.tested, missed.share) == (0, 2, 0.0)
+    closer = predictions.assign(predicted_bytes=predictions.measured_bytes / 1.05)
+    assert split_coverage(closer, frame, "m", "random").share == 1.0
 
 
 def test_a_split_no_seed_of_which_leaves_enough_configurations_has_no_coverage(
@@ -263,3 +258,14 @@ def test_a_split_no_seed_of_which_leaves_enough_configurations_has_no_coverage(
     kept = predictions[(predictions["split"] != "cv") | (predictions["seed"] == 0)]
 
     assert split_coverage(kept, frame, "least_squares", "random") is None
+
+
+def test_a_split_whose_bounds_miss_more_often_than_their_coverage_allows_is_called_so() -> None:
+    # At 90%, 1 miss in 4 happens a third of the time (1 - 0.9^4): allowed. 3 misses in
+    # 10 happen 7% of the time: still allowed. 5 in 20 happen 4.3% of the time: too many.
+    assert not SplitCoverage(covered=3, tested=4, coverage=0.9).understated
+    assert SplitCoverage(3, 4, 0.9).p_value == pytest.approx(1 - 0.9**4)
+    assert not SplitCoverage(7, 10, 0.9).understated
+    assert SplitCoverage(15, 20, 0.9).understated
+    assert SplitCoverage(15, 20, 0.9).p_value == pytest.approx(0.0432, abs=1e-4)
+    assert not SplitCoverage(20, 20, 0.9).understated
