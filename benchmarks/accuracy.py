@@ -298,7 +298,8 @@ def main() -> None:
         "once per knob value left out, where the data varies a knob. MAPE: mean over "
         "seeds (or knob values), with its standard deviation (sd); R²: mean over seeds; "
         "worst: the largest single-point error over all seeds. The default model is the one "
-        "with the smallest worst error over every split.\n"
+        "whose weakest split is best: the lowest of its largest per-split MAPE, then of its "
+        "worst single error (`modeling/stored/tables.py` `best_model_name`), named below.\n"
     )
     print("## Results\n")
     print(markdown_table(summarise(evaluation, specs)), end="\n\n")
