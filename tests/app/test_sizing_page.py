@@ -40,7 +40,7 @@ DEFAULT_PARAMS = {
     "precision": "float32",
     "budget": "256",
     "headroom": "20",
-    "model": "symbolic",
+    "model": "hybrid_ratio",  # the bundled reference's default (`best_model_name`)
 }
 ALEXNET_LINK = {"workload": "alexnet", "image": "224", "batch": "32"}
 
@@ -155,23 +155,23 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
     # The Dell–Intel study's question: 12x the image x batch of the largest bundled run.
     at = sizing_page(image="240x240x144", batch="16")
 
-    assert metric(at, "Upper bound") == "161 GiB"  # three figures, not 161.03
+    assert metric(at, "Upper bound") == "167 GiB"  # three figures, not 166.77
     (spread,) = [shown(m.value) for m in at.markdown if "Credible models' bounds" in m.value]
-    assert spread == "Credible models' bounds: **159–190 GiB across 4 of 10 models**"
+    assert spread == "Credible models' bounds: **154–190 GiB across 6 of 10 models**"
     (headline,) = at.warning[:1]
     assert shown(headline.value).startswith(
         "**Predicted to fit, 12x beyond the largest measured run: verify first.** 240x240x144 at "
-        "batch 16 needs up to 161 GiB (symbolic regression (gplearn); its point prediction "
-        "is 152 GiB), 193 GiB with 20% headroom, of the 256 GiB budget; for Intel Xeon"
+        "batch 16 needs up to 167 GiB (hybrid: SR of measured / refined; its point prediction "
+        "is 150 GiB), 200 GiB with 20% headroom, of the 256 GiB budget; for Intel Xeon"
     )
     # What the bound rests on: its configurations (an older evaluation: that it counted runs).
     assert " Its bound rests on " in shown(headline.value)
     assert not at.success
     (left_out,) = [m.value for m in at.markdown if "Left out of the answer" in m.value]
-    # Named with why, and not drawn: the paper model's 1,617 GiB bound would swamp the chart.
-    assert "paper" in left_out and "(bound 1,617 GiB, 10.0x)" in shown(left_out)
+    # Named with why, and not drawn: the paper model's 1,118 GiB bound would swamp the chart.
+    assert "paper" in left_out and "(bound 1,118 GiB, 6.8x)" in shown(left_out)
     assert "XGBoost" in left_out
-    assert len(drawn_models(at)) == 4
+    assert len(drawn_models(at)) == 6
     table = at.dataframe[0].value
     assert table.columns.tolist() == [
         "model",
@@ -181,12 +181,12 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
         "credible",
         "fits",
     ]
-    assert (table["credible"] == "yes").sum() == 4
+    assert (table["credible"] == "yes").sum() == 6
     # Beside the study's published figures: only the models credible there.
     assert "Beside the published study" in [s.value for s in at.subheader]
     (study,) = [shown(c.value) for c in at.caption if "Our models predict" in c.value]
     assert "paper" not in study and "XGBoost" not in study
-    assert "symbolic regression (gplearn) 152 GiB" in study
+    assert "symbolic regression (gplearn) 150 GiB" in study
     (download,) = at.get("download_button")
     assert download.proto.label == "Download the sizing report (HTML)"
 
@@ -194,11 +194,11 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
 def test_a_model_absurd_here_is_replaced_by_the_highest_credible_bound(
     reference_db: Path,
 ) -> None:
-    # The hybrid ratio model predicts a negative peak at 1024^3, batch 128.
-    at = sizing_page(image="1024", batch="128", model="hybrid_ratio", budget="65536")
+    # The neural network predicts 119,304 GiB at 1024^3, batch 128: below the closed form.
+    at = sizing_page(image="1024", batch="128", model="mlp", budget="65536")
 
     (replaced,) = [shown(i.value) for i in at.info if "is left out here" in i.value]
-    assert replaced.startswith("Model hybrid_ratio is left out here (predicts -394,029 GiB")
+    assert replaced.startswith("Model mlp is left out here (predicts 119,304 GiB")
     assert "the answer uses refined analytical (closed form)" in replaced
     assert at.error[0].value.startswith("**Predicted not to fit, 12,228x beyond")
 

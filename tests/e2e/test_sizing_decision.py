@@ -66,10 +66,10 @@ def test_the_decision_leads_with_the_bound_and_its_evidence(
     main = open_sizing(page, dashboard_url, width, **DELL_QUESTION)
 
     bound = metric_value(page, "Upper bound")
-    expect(bound).to_have_text("161 GiB")
+    expect(bound).to_have_text("163 GiB")
     fully_shown(bound)
     spread = main.get_by_text(
-        "Credible models' bounds: 159–190 GiB across 4 of 10 models", exact=True
+        "Credible models' bounds: 154–190 GiB across 6 of 10 models", exact=True
     )
     expect(spread).to_be_visible()
     headline = main.get_by_test_id("stAlertContentWarning").filter(
@@ -78,7 +78,7 @@ def test_the_decision_leads_with_the_bound_and_its_evidence(
     expect(headline).to_be_visible()
     expect(main.get_by_test_id("stAlertContentSuccess")).to_have_count(0)  # no green "fits"
     left_out = main.get_by_test_id("stMarkdown").filter(has_text="Left out of the answer")
-    expect(left_out).to_contain_text("paper analytical (Eq. 1 + Eq. 2) (bound 1,617 GiB, 10.0x)")
+    expect(left_out).to_contain_text("paper analytical (Eq. 1 + Eq. 2) (bound 1,118 GiB, 6.8x)")
     # The grid is drawn on a canvas: every column fits when nothing scrolls sideways.
     table = main.get_by_test_id("stDataFrame").first
     expect(table).to_be_visible()

@@ -94,10 +94,10 @@ def test_the_dell_question_headlines_verify_first_with_the_spread_and_the_left_o
 
     assert dell.headline == "Predicted to fit, 12x beyond the largest measured run: verify first"
     assert dell.headline in shown
-    assert "Credible models: 159–190 GiB across 4 of 10 models." in shown
-    assert "161 GiB (symbolic regression (gplearn)" in shown
-    assert "paper analytical (Eq. 1 + Eq. 2) (bound 1,617 GiB, 10.0x)" in shown
-    assert "XGBoost (predicts 17.3 GiB)" in shown
+    assert "Credible models: 154–190 GiB across 6 of 10 models." in shown
+    assert "163 GiB (symbolic regression (gplearn)" in shown
+    assert "paper analytical (Eq. 1 + Eq. 2) (bound 1,118 GiB, 6.8x)" in shown
+    assert "XGBoost (predicts 11.6 GiB)" in shown
     assert not dell.verified
     assert "Not verified: no run of exactly this configuration" in shown
     assert (
@@ -117,14 +117,13 @@ def test_the_bound_is_described_with_its_coverage_and_held_out_evidence(
         used.coverage,
         used.n_calibration,
     )
-    assert dell.bound.sentence.startswith("symbolic regression (gplearn) predicts 152 GiB")
-    assert f"upper bound is 161 GiB, the prediction x{used.ratio:.3f}" in dell.bound.sentence
+    assert dell.bound.sentence.startswith("symbolic regression (gplearn) predicts 150 GiB")
+    assert f"upper bound is 163 GiB, the prediction x{used.ratio:.3f}" in dell.bound.sentence
     assert used.source in dell.bound.sentence
-    if used.legacy:  # a bundle made before bounds were counted by configuration
-        assert f"of {used.n_calibration} held-out residuals" in dell.bound.sentence
-        assert "re-run `python -m modeling evaluate`" in dell.bound.sentence
-    else:
-        assert f"of {used.n_calibration} distinct configurations" in dell.bound.sentence
+    # Beyond the measured sizes: the forward-chaining bound, from 18 sizes-ahead configurations.
+    assert used.source.startswith("forward-chaining by image size") and used.n_calibration == 18
+    assert "of 18 distinct configurations" in dell.bound.sentence
+    assert "Thin evidence: the bound is the worst of only 18 configurations." in dell.bound.sentence
 
 
 @pytest.fixture(scope="module")
@@ -171,9 +170,11 @@ def test_every_model_is_listed_credible_or_left_out_with_its_reason(
         "refined",
         "least_squares",
         "symbolic",
+        "hybrid_ratio",
         "hybrid_terms",
+        "mlp",
     }
-    assert "10.0x the models' median bound" in lines["paper"].reason
+    assert "6.8x the models' median bound" in lines["paper"].reason
     assert lines["symbolic"].reason == ""
 
 
@@ -299,7 +300,7 @@ def test_the_chart_frame_draws_the_question_the_model_and_the_published_points(
     line = frame[frame["series"] == charts_published.UPPER]
     assert list(line["batch_size"]) == list(range(1, 17))
     question = frame[frame["kind"] == charts_published.QUESTION_MARK].iloc[0]
-    assert question["label"] == "240x240x144, batch 16: up to 161 GiB"
+    assert question["label"] == "240x240x144, batch 16: up to 163 GiB"
     assert question["gib"] == pytest.approx(line["gib"].iloc[-1])
     servers = frame[frame["kind"] == charts_published.SERVER]
     assert sorted(servers["gib"]) == [192, 384, 1536]
