@@ -304,9 +304,15 @@ def load_predictors(
     return [predictor_from_row(row, str(path), refit) for row in rows]
 
 
+# Mean MAPEs are compared to this many decimals (0.1 percentage point): finer
+# differences are far below the run-to-run noise of a peak (1-7%, README's
+# "Measurement floor") and would pick a model by chance.
+MAPE_DECIMALS = 1
+
+
 def best_model_name(scores: pd.DataFrame) -> str:
-    """The model whose weakest split is best: the lowest of its largest per-split mean MAPE,
-    then the lowest of its largest single-point error.
+    """The model whose weakest split is best: the lowest of its largest per-split mean MAPE
+    (to `MAPE_DECIMALS`), then the lowest of its largest single-point error.
 
     Every split kind asks its own question: random, a configuration among those
     measured; extrapolation, a larger image; knob, a network not measured. Sizing
@@ -319,6 +325,7 @@ def best_model_name(scores: pd.DataFrame) -> str:
         mean=("mape_pct", "mean"), worst=("max_ape_pct", "max")
     )
     ranked = per_kind.groupby("model").agg(mean=("mean", "max"), worst=("worst", "max"))
+    ranked["mean"] = ranked["mean"].round(MAPE_DECIMALS)
     return str(ranked.sort_values(["mean", "worst"], kind="stable").index[0])
 
 

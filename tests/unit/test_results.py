@@ -22,6 +22,7 @@ from modeling.evaluation.protocol import evaluate
 from modeling.features import config_frame, measured_frame
 from modeling.stored import codec
 from modeling.stored.tables import (
+    MAPE_DECIMALS,
     RESULT_TABLES,
     best_model_name,
     latest_evaluation_id,
@@ -177,7 +178,7 @@ def test_best_is_the_model_whose_weakest_split_is_best(db, fitted) -> None:
     scores = evaluation.scores_frame()
     weakest = scores.groupby(["model", "split"])["mape_pct"].mean().groupby("model").max()
 
-    assert weakest[best_model_name(scores)] == weakest.min()
+    assert round(weakest[best_model_name(scores)], MAPE_DECIMALS) == round(weakest.min(), 1)
     assert load_predictor(db).name == best_model_name(scores)
 
 
@@ -207,6 +208,21 @@ def test_on_a_tie_best_prefers_the_smaller_worst_case() -> None:
     )
 
     assert best_model_name(scores) == "steady"
+
+
+def test_a_weakest_split_better_by_a_hair_is_a_tie_and_the_worst_case_decides() -> None:
+    # The bundled Intel evaluation's weakest splits: 2.8082% against 2.8085%, a difference
+    # no measurement can tell apart; their worst single errors, 6.73% and 5.67%, decide.
+    scores = pd.DataFrame(
+        {
+            "model": ["hybrid_ratio", "least_squares"],
+            "split": "extrapolation",
+            "mape_pct": [2.808173, 2.808503],
+            "max_ape_pct": [6.73, 5.67],
+        }
+    )
+
+    assert best_model_name(scores) == "least_squares"
 
 
 def test_a_database_without_results_says_how_to_make_them(db) -> None:
