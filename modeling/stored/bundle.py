@@ -2,17 +2,18 @@
 
 A fresh checkout's default database is built from the bundled runs
 (`core.database.BUNDLED_EXPORTS`); the models the dashboard and
-``python -m modeling size`` predict with come from a full
-``python -m modeling evaluate`` of those same runs, which takes 9-17 minutes
-per workload and machine profile on a 2-core machine. Rather than make every
-new user wait for it, the results of one such evaluation per workload and
-profile are exported (one Parquet file per results table:
-`data/reference_results/`, `data/alexnet_results/`,
-`data/unet3d_amd_results/`) and copied into the default database the first
-time it is read, but only while that database still holds exactly the runs of
-that workload and profile they were fit on (same data fingerprint): more runs
-of that machine need their own evaluation; runs of another machine do not
-affect it.
+``python -m modeling size`` predict with come from a full evaluation of those
+same runs (``python -m benchmarks.accuracy --store-db``, which scores them as
+``python -m modeling evaluate`` does and prints the tables in `docs/`), which
+takes 30-50 minutes per workload and machine profile on a 2-core machine.
+Rather than make every new user wait for it, the results of one such
+evaluation per workload and profile are exported (one Parquet file per results
+table: `data/reference_results/`, `data/alexnet_results/`,
+`data/unet3d_amd_results/`, `data/unet3d_knobs_results/`) and copied into the
+default database the first time it is read, but only while that database still
+holds exactly the runs of that workload and profile they were fit on (same
+data fingerprint): more runs of that machine need their own evaluation; runs
+of another machine do not affect it.
 
     python -m modeling export-results data/reference_results --db results.duckdb
 
@@ -66,6 +67,7 @@ BUNDLED_RESULTS_DIRS: tuple[Path, ...] = (
     BUNDLED_RESULTS_DIR,
     database.DATA_DIR / "alexnet_results",
     database.DATA_DIR / "unet3d_amd_results",
+    database.DATA_DIR / "unet3d_knobs_results",
 )
 
 
