@@ -40,7 +40,7 @@ DEFAULT_PARAMS = {
     "precision": "float32",
     "budget": "256",
     "headroom": "20",
-    "model": "hybrid_ratio",  # the bundled reference's default (`best_model_name`)
+    "model": "least_squares",  # the bundled reference's default (`best_model_name`)
 }
 ALEXNET_LINK = {"workload": "alexnet", "image": "224", "batch": "32"}
 
@@ -155,14 +155,14 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
     # The Dell–Intel study's question: 12x the image x batch of the largest bundled run.
     at = sizing_page(image="240x240x144", batch="16")
 
-    assert metric(at, "Upper bound") == "167 GiB"  # three figures, not 166.77
+    assert metric(at, "Upper bound") == "164 GiB"  # three figures, not 164.23
     (spread,) = [shown(m.value) for m in at.markdown if "Credible models' bounds" in m.value]
     assert spread == "Credible models' bounds: **154–190 GiB across 6 of 10 models**"
     (headline,) = at.warning[:1]
     assert shown(headline.value).startswith(
         "**Predicted to fit, 12x beyond the largest measured run: verify first.** 240x240x144 at "
-        "batch 16 needs up to 167 GiB (hybrid: SR of measured / refined; its point prediction "
-        "is 150 GiB), 200 GiB with 20% headroom, of the 256 GiB budget; for Intel Xeon"
+        "batch 16 needs up to 164 GiB (least squares on analytical terms; its point prediction "
+        "is 152 GiB), 197 GiB with 20% headroom, of the 256 GiB budget; for Intel Xeon"
     )
     # What the bound rests on: its configurations (an older evaluation: that it counted runs).
     assert " Its bound rests on " in shown(headline.value)
