@@ -23,8 +23,8 @@ schema 1: its evaluation has no ``workload`` and is a ``unet3d`` one; one from
 before schema 3 names no machine profile, which installing reads from the runs
 its predictions name (`core.schema.fill_evaluation_profiles`). Installing
 brings it to the current schema; a newer export is refused, naming both
-versions. Its models are stored as data (`modeling.stored.codec`;
-`scripts/convert_bundled_models.py` converted the pickles they once were).
+versions. Its models are stored as data (`modeling.stored.codec`), never as
+pickles.
 
 Reading never needs the install: `load_predictors`, `load_scores` and
 `load_predictions` answer from the database's latest evaluation of a workload

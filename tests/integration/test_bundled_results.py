@@ -1,7 +1,7 @@
-"""The bundled evaluation: installed into a database holding exactly the bundled runs, only.
+"""The bundled evaluations: installed into a database holding exactly the bundled runs, only.
 
-Its models are data, not pickles (`modeling.stored.codec`): they were converted
-once by `scripts/convert_bundled_models.py` and predict exactly what the pickles did.
+Their models are data, not pickles (`modeling.stored.codec`), and their bounds are
+counted by configuration.
 """
 
 from __future__ import annotations
@@ -14,61 +14,14 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from core import database, profiles, store, workloads
+from core import database, profiles, store
 from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError
 from modeling.evaluation.splits import knob_split_label
-from modeling.features import measured_frame
+from modeling.features import config_of, measured_frame
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import exchange
-
-# What the bundled models predicted (bytes) while they were still pickles, computed
-# with the pickle loader just before `scripts/convert_bundled_models.py` converted
-# them: the converted models must predict the same.
-CHECKED_CONFIGS = {
-    "alexnet": [((224, 224), 32), ((128, 128), 1), ((256, 256), 8), ((320, 320), 64)],
-}
-PICKLED_PREDICTIONS = {
-    "alexnet": {
-        "paper": [316389792.0, 116375872.0, 286925472.0, 844246432.0],
-        "refined": [1486501344.0, 1001212040.0, 1475313184.0, 2687642336.0],
-        "least_squares": [
-            1819073236.1679096,
-            1232304071.781686,
-            1908133242.7715964,
-            3155462498.647513,
-        ],
-        "symbolic": [1771424986.870924, 1234775167.782741, 1906639701.5562735, 3161404230.0612535],
-        "hybrid_ratio": [
-            1841081357.566353,
-            1227488945.7988188,
-            1908908420.083491,
-            3341757614.4748306,
-        ],
-        "hybrid_terms": [
-            1818113725.3802946,
-            1231499943.7611508,
-            1919319739.6095426,
-            3132985348.119029,
-        ],
-        "xgboost": [1847249664.0, 1210190208.0, 1973571072.0, 2284488448.0],
-        "random_forest": [
-            1836723828.1607416,
-            1217336789.8933678,
-            1992694473.7065403,
-            2240687047.619532,
-        ],
-        "extra_trees": [
-            1887715327.9999561,
-            1213587455.999852,
-            1960316927.9997983,
-            2630886558.558051,
-        ],
-        "mlp": [1910600354.6003122, 1261966961.2833984, 1967222557.9302158, 2675486955.1544704],
-    },
-}
-BUNDLES = {"alexnet": database.DATA_DIR / "alexnet_results"}
 
 
 def _reference_db(path: Path) -> Path:
@@ -143,22 +96,43 @@ def test_the_bundled_results_hold_no_pickle() -> None:
             assert zipfile.is_zipfile(io.BytesIO(blob)) and not blob.startswith(b"\x80")
 
 
-@pytest.mark.parametrize("workload", sorted(PICKLED_PREDICTIONS))
-def test_the_converted_bundled_models_predict_what_the_pickles_did(workload: str) -> None:
-    rows = bundle._read(BUNDLES[workload], "models").to_pylist()
-    module = workloads.get(workload)
-    configs = [module.Config(shape, batch) for shape, batch in CHECKED_CONFIGS[workload]]
+@pytest.fixture(scope="module")
+def every_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What a fresh checkout's default database holds: every bundled run and evaluation."""
+    db = database.ensure_database(tmp_path_factory.mktemp("bundles") / "memplan.duckdb")
+    for runs_file, samples_file in database.BUNDLED_EXPORTS:
+        exchange.import_runs(db, runs_file, samples_file)
+    assert bundle.install_every_bundle(db) == len(bundle.BUNDLED_RESULTS_DIRS)
+    return db
 
-    predictors = [results.predictor_from_row(row, "bundle", "refit") for row in rows]
 
-    assert [p.name for p in predictors] == list(PICKLED_PREDICTIONS[workload])
-    for predictor in predictors:
-        np.testing.assert_allclose(
-            predictor.point_bytes(configs),
-            PICKLED_PREDICTIONS[workload][predictor.name],
-            rtol=1e-9,
-            err_msg=predictor.name,
-        )
+@pytest.mark.parametrize("directory", bundle.BUNDLED_RESULTS_DIRS, ids=lambda path: path.name)
+def test_each_bundled_default_model_answers_its_own_runs_as_its_scores_say(
+    every_bundle: Path, directory: Path
+) -> None:
+    """Fit on every run, the default model is on average no further off on them than on held-out
+    runs (not its worst single error: fit on every run, it may trade one run for the rest)."""
+    fitted_on = bundle.bundled_evaluation(directory)
+    scores = results.load_scores(
+        every_bundle, workload=fitted_on.workload, machine=fitted_on.machine
+    )
+    default = results.load_predictor(
+        every_bundle, results.BEST, workload=fitted_on.workload, machine=fitted_on.machine
+    )
+    runs = store.load_runs(
+        every_bundle, status="ok", workload=fitted_on.workload, machine=fitted_on.machine
+    )
+    frame = measured_frame(runs)
+    configs = [config_of(row) for _, row in runs[runs["peak_hwm_bytes"].notna()].iterrows()]
+
+    errors = np.abs(default.point_bytes(configs) / frame["peak_bytes"].to_numpy() - 1)
+
+    assert default.name == results.best_model_name(scores)
+    held_out = scores[scores["model"] == default.name]
+    assert 100 * errors.mean() <= held_out["mape_pct"].max()
+    # Bounds counted by configuration, stated with their evidence.
+    assert "distinct configurations" in default.bound.evidence
+    assert not default.bound.legacy
 
 
 def test_the_bundled_knob_models_were_scored_leaving_each_knob_value_out(tmp_path: Path) -> None:
