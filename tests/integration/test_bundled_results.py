@@ -123,7 +123,7 @@ def test_each_bundled_default_model_answers_its_own_runs_as_its_scores_say(
         every_bundle, status="ok", workload=fitted_on.workload, machine=fitted_on.machine
     )
     frame = measured_frame(runs)
-    configs = [config_of(row) for _, row in runs[runs["peak_hwm_bytes"].notna()].iterrows()]
+    configs = [config_of(row) for _, row in frame.iterrows()]
 
     errors = np.abs(default.point_bytes(configs) / frame["peak_bytes"].to_numpy() - 1)
 
