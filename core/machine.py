@@ -12,6 +12,7 @@ import importlib.metadata
 import os
 import platform
 import socket
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -22,6 +23,17 @@ from core import profiles
 _KIB = 1024
 # Distribution names TensorFlow is published under; the first one installed wins.
 _TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tf-nightly")
+# TensorFlow turns oneDNN on by default only on CPUs with one of these
+# neural-network features (/proc/cpuinfo names; tensorflow/core/util/util.cc,
+# IsMklEnabled). An AVX2-only AMD EPYC has none, so TensorFlow runs it on its own
+# Eigen kernels unless TF_ENABLE_ONEDNN_OPTS=1 asks: 2.71 against 1.30 GiB at
+# 64^3 batch 1 there (data/REFERENCE.md).
+ONEDNN_DEFAULT_FLAGS = frozenset(
+    {"avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16"}
+)
+# The values of TF_ENABLE_ONEDNN_OPTS TensorFlow accepts, lower-cased as it reads them;
+# any other value leaves its default.
+_ONEDNN_SETTINGS = {"1": True, "true": True, "0": False, "false": False}
 
 
 def read_proc_status_bytes(pid: int, field: str) -> int | None:
@@ -111,12 +123,24 @@ def software_info() -> dict[str, str]:
     }
 
 
+def onednn_default(flags: Iterable[str]) -> bool:
+    """Whether TensorFlow turns oneDNN on by default on a Linux CPU with these flags."""
+    return not ONEDNN_DEFAULT_FLAGS.isdisjoint(flags)
+
+
 def onednn_enabled() -> bool:
     """Whether TensorFlow will use oneDNN kernels in a child started from here.
 
-    TensorFlow enables oneDNN by default on x86 Linux; the variable turns it off.
+    TensorFlow's own rule, read without importing it: ``TF_ENABLE_ONEDNN_OPTS``
+    when it is one of the values TensorFlow accepts, otherwise on only where the
+    CPU has one of `ONEDNN_DEFAULT_FLAGS` (`onednn_default`). The profiled child
+    records what TensorFlow itself answers (`profiling.child`).
     """
-    return os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") not in ("0", "false", "False")
+    setting = _ONEDNN_SETTINGS.get(os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").lower())
+    if setting is not None:
+        return setting
+    flags = _cpuinfo_field("flags")
+    return flags is not None and onednn_default(flags.split())
 
 
 def this_profile() -> profiles.MachineProfile:

@@ -66,6 +66,17 @@ VENDOR_IDS: dict[str, str] = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
 # How many hex digits of the fact hash make a profile key (collisions among a few
 # hundred profiles are then vanishingly unlikely; a prefix of it selects one).
 KEY_LENGTH = 10
+# What an answer for a profile whose runs had oneDNN off must add: TensorFlow's own
+# default turned it off there (`core.machine.ONEDNN_DEFAULT_FLAGS`), one variable turns it
+# on, and the peaks differ by that much (data/REFERENCE.md, the knob design measured
+# both ways on one AVX2-only EPYC: `python -m profiling machines --compare`).
+ONEDNN_OFF_NOTE = (
+    "On this profile TensorFlow runs without oneDNN, its default on CPUs without AVX-512 "
+    "VNNI or BF16, AVX-VNNI or AMX. TF_ENABLE_ONEDNN_OPTS=1 in the training job's "
+    "environment turns it on: on an AVX2-only AMD EPYC that lowered the peak of each of "
+    "the 40 configurations measured both ways, by a median 1.62x and up to 2.50x "
+    "(data/REFERENCE.md). Size for the setting the job will run with."
+)
 UNKNOWN = "unknown"
 # Trademark marks and filler words that make a CPU model name long without telling anything.
 _MODEL_NOISE = re.compile(r"\((?:R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|\d+-Core\b|@.*$")
@@ -149,6 +160,11 @@ class MachineProfile:
         if self.onednn_enabled is False:
             parts.append("oneDNN off")
         return ", ".join(parts)
+
+    @property
+    def onednn_note(self) -> str | None:
+        """`ONEDNN_OFF_NOTE` for a profile whose runs had oneDNN off, else None."""
+        return ONEDNN_OFF_NOTE if self.onednn_enabled is False else None
 
     def facts(self) -> dict[str, str]:
         """Every fact in words, "unknown" where the runs did not record it (for tables)."""

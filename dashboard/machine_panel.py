@@ -114,9 +114,13 @@ def choose(
 
 
 def note(picked: Picked) -> None:
-    """Why the default is not this machine (`MachineChoice.note`), while the default is shown."""
+    """Why the default is not this machine (`MachineChoice.note`), while the default is shown;
+    and, for a profile whose runs had oneDNN off, that one variable changes the answer."""
     if picked.is_default and picked.default.note:
         st.info(machines.markdown(picked.default.note), icon=":material/computer:")
+    profile = picked.choice.profile
+    if profile is not None and profile.onednn_note:
+        st.caption(plain(profile.onednn_note))
 
 
 @st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 4)

@@ -363,6 +363,8 @@ def _print_answer(machine: machines.MachineChoice, lines: list[str]) -> None:
     print("\n".join(lines))
     if machine.note:
         print(f"note: {machine.note}")
+    if machine.profile is not None and machine.profile.onednn_note:
+        print(f"note: {machine.profile.onednn_note}")
 
 
 def _size_image(args: argparse.Namespace) -> int:

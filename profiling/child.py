@@ -26,6 +26,20 @@ from typing import Any
 from core.machine import onednn_enabled, read_proc_status_bytes
 
 
+def _tensorflow_uses_onednn() -> bool:
+    """Whether this process's TensorFlow runs its oneDNN kernels, as TensorFlow answers.
+
+    Its private ``IsMklEnabled`` is what TensorFlow's own tests and Intel's
+    install check read; a build without it gets TensorFlow's rule
+    (`core.machine.onednn_enabled`).
+    """
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+    except ImportError:
+        return onednn_enabled()
+    return bool(_pywrap_util_port.IsMklEnabled())
+
+
 def _write_result(path: Path, result: dict[str, Any]) -> None:
     partial = path.with_suffix(".partial")
     partial.write_text(json.dumps(result))
@@ -71,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         "tensorflow_version": tf.__version__,
         "keras_version": keras.__version__,
         "numpy_version": np.__version__,
-        "onednn_enabled": onednn_enabled(),
+        "onednn_enabled": _tensorflow_uses_onednn(),
         "step_times_s": [],
         "step_hwm_bytes": [],
     }

@@ -721,6 +721,8 @@ def _machines(args: argparse.Namespace) -> int:
             f"{workload} ...`) and fit them (`python -m modeling evaluate --machine {here.key}`)"
         )
         print(f"\nThis machine ({here.label}, profile {here.key}) has no runs here; {how}.")
+    if here.onednn_note:
+        print(f"\nThis machine: {here.onednn_note}")
     print(
         "\nruns: every status; ok and configurations: ok runs only; fitted: an evaluation of "
         "that workload on that profile is stored in this database (the bundled evaluations "

@@ -94,9 +94,9 @@ ALEXNET_HOST = "alexnet-host"
 ALEXNET_SAMPLES = 20  # timeline samples per measured run
 # What the refined closed form misses on the reference machine, and its framework.
 RUNTIME_BYTES, FRAMEWORK_BYTES = 200 * 2**20, 700 * 2**20
-# A second kind of machine: an AMD EPYC with AVX2 only, where the same AlexNet peaks
-# `OTHER_MACHINE_SCALE` times higher (the synthetic runs' first machine is build_record's
-# "Test CPU", an Intel with AVX-512).
+# A second kind of machine: an AMD EPYC with AVX2 only and oneDNN off (TensorFlow's default
+# there), where the same AlexNet peaks `OTHER_MACHINE_SCALE` times higher (the synthetic
+# runs' first machine is build_record's "Test CPU", an Intel with AVX-512, oneDNN on).
 OTHER_MACHINE = {
     "cpu_vendor": "AMD",
     "cpu_model": "AMD EPYC 7B13",
@@ -105,6 +105,7 @@ OTHER_MACHINE = {
     "usable_cores": 2,
     "intra_op_threads": 2,
     "hostname": "vm",
+    "onednn_enabled": False,
 }
 OTHER_MACHINE_SCALE = 2.5
 ALEXNET_COLUMNS = {

@@ -367,9 +367,9 @@ def test_another_machines_runs_are_drawn_alone_and_must_be_measured_there(alexne
     assert widget(at.multiselect, "Models").value == ["paper", "refined"]
     (lacks,) = [shown(w.value) for w in at.warning]
     assert lacks.startswith(
-        f"AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.16 (profile {other}) has 4 distinct "
-        "measured configuration(s) of the AlexNet-style 2D CNN (Torres et al. 2021); a fit "
-        "needs at least 10, so 6 more are missing."
+        f"AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.16, oneDNN off (profile {other}) has 4 "
+        "distinct measured configuration(s) of the AlexNet-style 2D CNN (Torres et al. 2021); "
+        "a fit needs at least 10, so 6 more are missing."
     )
     assert "must be measured on that machine (AMD EPYC 7B13" in lacks
     assert at.code[0].value == (

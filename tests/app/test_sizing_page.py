@@ -517,6 +517,9 @@ def test_each_machine_answers_with_its_own_models(two_machines_db: Path) -> None
         assert widget(at.main.selectbox, "Machine").value == key
         assert f"for {profile_label(**machine)} — " in headline(at)
         peaks[key] = gib(metric(at, "Upper bound"))
+        # Only the machine whose runs had oneDNN off says what turning it on would change.
+        onednn_said = [c for c in at.caption if "TF_ENABLE_ONEDNN_OPTS=1" in shown(c.value)]
+        assert len(onednn_said) == (1 if machine else 0)
 
     first, other = peaks.values()
     assert other == pytest.approx(first * OTHER_MACHINE_SCALE, rel=0.01)

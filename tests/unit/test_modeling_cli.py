@@ -314,8 +314,14 @@ def test_size_answers_for_the_chosen_workload_with_its_own_knobs(
     assert "the alexnet workload has no --levels" in capsys.readouterr().err
 
 
-# A second machine: an AVX2-only AMD EPYC on which every point peaks twice as high.
-AMD = {"cpu_vendor": "AMD", "cpu_model": "AMD EPYC 7B13", "cpu_isa": "avx2"}
+# A second machine: an AVX2-only AMD EPYC on which every point peaks twice as high, with
+# oneDNN off as TensorFlow leaves it there.
+AMD = {
+    "cpu_vendor": "AMD",
+    "cpu_model": "AMD EPYC 7B13",
+    "cpu_isa": "avx2",
+    "onednn_enabled": False,
+}
 
 
 @pytest.fixture(scope="module")
@@ -346,10 +352,13 @@ def test_evaluate_fits_each_machine_profile_on_its_own_runs(
     out = capsys.readouterr().out
     keys = _keys(db)
     amd, intel = (
-        keys["AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16"],
+        keys["AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16, oneDNN off"],
         keys["Intel Test, AVX-512, 8 cores, TensorFlow 2.16"],
     )
-    assert f"unet3d on AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16 (profile {amd})" in out
+    assert (
+        f"unet3d on AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16, oneDNN off (profile {amd})"
+        in out
+    )
     assert f"unet3d on Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile {intel})" in out
     evaluations = results.load_evaluations(db)
     assert sorted(evaluations["machine_profile"]) == sorted([amd, intel])
@@ -363,7 +372,7 @@ def test_size_answers_for_the_machine_asked_and_names_it(
     assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
     capsys.readouterr()
     keys = _keys(db)
-    amd = keys["AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16"]
+    amd = keys["AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16, oneDNN off"]
     intel = keys["Intel Test, AVX-512, 8 cores, TensorFlow 2.16"]
     question = ["size", "buy", "--db", str(db), "--image-size", "96", "--batch-size", "4"]
     question += ["--model", "least_squares"]
@@ -374,8 +383,12 @@ def test_size_answers_for_the_machine_asked_and_names_it(
         answers[key] = capsys.readouterr().out.splitlines()
 
     assert answers[amd][0].startswith(
-        f"Machine: for AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16 (profile {amd}; as asked)"
+        f"Machine: for AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16, oneDNN off "
+        f"(profile {amd}; as asked)"
     )
+    # Its answer says that one variable would change it; the Xeon's has nothing to add.
+    assert f"note: {profiles.ONEDNN_OFF_NOTE}" in answers[amd]
+    assert not any(line.startswith("note:") for line in answers[intel])
     assert answers[intel][0].startswith(
         f"Machine: for Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile {intel}; as asked)"
     )

@@ -127,6 +127,15 @@ def test_a_label_says_the_profile_in_plain_words() -> None:
     )
 
 
+def test_a_profile_with_onednn_off_says_what_turning_it_on_would_change() -> None:
+    off = profiles.profile_of(EPYC | {"onednn_enabled": False})
+    assert off.onednn_note == profiles.ONEDNN_OFF_NOTE
+    assert "TF_ENABLE_ONEDNN_OPTS=1" in off.onednn_note
+    # On, or not recorded: nothing to add.
+    assert profiles.profile_of(EPYC).onednn_note is None
+    assert profiles.profile_of(EPYC | {"onednn_enabled": None}).onednn_note is None
+
+
 def test_an_older_run_shows_what_it_did_not_record_as_unknown() -> None:
     profile = profiles.profile_of(OLDER)
 
