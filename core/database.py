@@ -49,12 +49,17 @@ BUNDLED_SAMPLES = DATA_DIR / "reference_samples.parquet"
 # Every bundled export (runs, timelines) a fresh default database starts with:
 # the U-Net reference sweep (an Intel Xeon), the AlexNet sweep, the U-Net grid
 # again on a second machine profile (an AVX-512 AMD EPYC), and the U-Net's network
-# knobs varied on a third (an AVX2-only AMD EPYC) (data/REFERENCE.md).
+# knobs varied on an AVX2-only AMD EPYC twice: with TensorFlow's default there,
+# oneDNN off, and with it on (data/REFERENCE.md).
 BUNDLED_EXPORTS: tuple[tuple[Path, Path], ...] = (
     (BUNDLED_RUNS, BUNDLED_SAMPLES),
     (DATA_DIR / "alexnet_runs.parquet", DATA_DIR / "alexnet_samples.parquet"),
     (DATA_DIR / "unet3d_amd_runs.parquet", DATA_DIR / "unet3d_amd_samples.parquet"),
     (DATA_DIR / "unet3d_knobs_runs.parquet", DATA_DIR / "unet3d_knobs_samples.parquet"),
+    (
+        DATA_DIR / "unet3d_knobs_onednn_runs.parquet",
+        DATA_DIR / "unet3d_knobs_onednn_samples.parquet",
+    ),
 )
 
 # Each workload's calibration grid for a new machine (`profiling.calibration`).

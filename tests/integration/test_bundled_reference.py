@@ -1,6 +1,7 @@
 """The bundled reference sweep: present, valid, and what REFERENCE.md says it is."""
 
 import pandas as pd
+import pytest
 
 from core import database, profiles, store
 from profiling import exchange
@@ -47,11 +48,11 @@ def test_a_fresh_default_database_holds_every_bundled_export(tmp_path, monkeypat
     assert len(stored) == sum(len(pd.read_parquet(f)) for f, _ in database.BUNDLED_EXPORTS)
 
 
-def test_three_machine_profiles_of_the_u_net_ship_and_two_share_their_grid(
+def test_four_machine_profiles_of_the_u_net_ship_and_two_share_their_grid(
     tmp_path, monkeypatch
 ) -> None:
     """The reference grid measured on the Intel Xeon and again on an AVX-512 AMD EPYC; the
-    knob design on an AVX2-only AMD EPYC."""
+    knob design on an AVX2-only AMD EPYC, with oneDNN off (TensorFlow's default there) and on."""
     monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "memplan.duckdb")
     db = database.ensure_database(database.default_db_path())
     runs = store.load_runs(db, workload="unet3d", status="ok")
@@ -62,6 +63,7 @@ def test_three_machine_profiles_of_the_u_net_ship_and_two_share_their_grid(
     assert labels == [
         "AMD EPYC, AVX-512 BF16, 2 cores, TensorFlow 2.21",
         "AMD EPYC, AVX2, 2 cores, TensorFlow 2.21",
+        "AMD EPYC, AVX2, 2 cores, TensorFlow 2.21, oneDNN off",
         "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21",
     ]
     by_label = {profile.label: key for key, profile in found.items()}
@@ -74,36 +76,64 @@ def test_three_machine_profiles_of_the_u_net_ship_and_two_share_their_grid(
     assert len(points[intel]) == 33 and points[intel] <= points[amd]
 
 
-def test_the_bundled_knob_design_varies_every_knob_of_the_u_net_on_one_machine(tmp_path):
-    db = database.ensure_database(tmp_path / "fresh.duckdb")
-    runs_file, samples_file = database.BUNDLED_EXPORTS[3]
+KNOB_SETS = {"onednn_off": 3, "onednn_on": 4}  # their index in BUNDLED_EXPORTS
+
+
+def _bundled_runs(tmp_path, index: int):
+    db = database.ensure_database(tmp_path / f"fresh{index}.duckdb")
+    runs_file, samples_file = database.BUNDLED_EXPORTS[index]
     exchange.import_runs(db, runs_file, samples_file)
-    runs = store.load_runs(db, workload="unet3d")
+    return store.load_runs(db, workload="unet3d")
+
+
+@pytest.mark.parametrize("index", KNOB_SETS.values(), ids=KNOB_SETS.keys())
+def test_the_bundled_knob_design_varies_every_knob_of_the_u_net_on_one_machine(tmp_path, index):
+    runs = _bundled_runs(tmp_path, index)
     ok = runs[runs["status"] == "ok"]
 
     # One machine, one software stack.
-    assert runs[["cpu_model", "cpu_isa", "tensorflow_version"]].drop_duplicates().shape[0] == 1
+    stack = ["cpu_model", "cpu_isa", "tensorflow_version", "onednn_enabled"]
+    assert runs[stack].drop_duplicates().shape[0] == 1
     # Every knob away from the reference network (16 filters, 5 levels, float32, transpose)
-    # was measured at 32, 48 and 64 (bfloat16: 32 and 48) at batch 1 and 2.
+    # was measured at 32, 48 and 64 (bfloat16 with oneDNN off: 32 and 48) at batch 1 and 2.
     reference = (ok["base_filters"] == 16) & (ok["levels"] == 5) & (ok["precision"] == "float32")
     reference &= ok["upsampling"] == "transpose"
     assert set(ok.loc[reference, "depth"]) == {32, 48, 64, 80, 96}
+    bfloat16_sides = {32, 48, 64} if runs["onednn_enabled"].all() else {32, 48}
     for knob, value, sides in (
         ("base_filters", 8, {32, 48, 64}),
         ("base_filters", 32, {32, 48, 64}),
         ("levels", 4, {32, 48, 64}),
         ("upsampling", "upsample", {32, 48, 64}),
-        ("precision", "mixed_bfloat16", {32, 48}),
+        ("precision", "mixed_bfloat16", bfloat16_sides),
     ):
         varied = ok[ok[knob] == value]
         assert set(varied["depth"]) == sides, (knob, value)
         assert set(varied["batch_size"]) == {1, 2}
-    # TensorFlow's CPU build has no float16 MaxPool3D kernel: recorded, with the reason.
+    # TensorFlow's CPU build has no float16 MaxPool3D kernel, oneDNN or not: recorded, with
+    # the reason.
     half = runs[runs["precision"] == "mixed_float16"]
     assert len(half) == 4 and set(half["status"]) == {"error"}
     assert (
         half["message"].str.contains("No OpKernel was registered to support Op 'MaxPool3D'").all()
     )
+
+
+def test_with_onednn_on_every_configuration_of_the_knob_design_peaked_lower(tmp_path) -> None:
+    """The same design on the same machine: only TF_ENABLE_ONEDNN_OPTS=1 differs."""
+    off, on = (_bundled_runs(tmp_path, index) for index in KNOB_SETS.values())
+    assert not off["onednn_enabled"].any() and on["onednn_enabled"].all()
+    point = ["depth", "batch_size", "base_filters", "levels", "precision", "upsampling"]
+    peaks = pd.merge(
+        off[off["status"] == "ok"].groupby(point)["peak_hwm_bytes"].median().rename("off"),
+        on[on["status"] == "ok"].groupby(point)["peak_hwm_bytes"].median().rename("on"),
+        on=point,
+    )
+    ratio = peaks["off"] / peaks["on"]
+    assert len(ratio) == 40 and (ratio > 1).all()
+    # The figures `core.profiles.ONEDNN_OFF_NOTE` quotes.
+    assert f"{ratio.median():.2f}x" in profiles.ONEDNN_OFF_NOTE
+    assert f"{ratio.max():.2f}x" in profiles.ONEDNN_OFF_NOTE
 
 
 def test_the_bundled_alexnet_sweep_covers_its_grid_on_one_machine(tmp_path):
