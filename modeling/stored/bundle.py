@@ -9,7 +9,8 @@ takes 30-50 minutes per workload and machine profile on a 2-core machine.
 Rather than make every new user wait for it, the results of one such
 evaluation per workload and profile are exported (one Parquet file per results
 table: `data/reference_results/`, `data/alexnet_results/`,
-`data/unet3d_amd_results/`, `data/unet3d_knobs_results/`) and copied into the
+`data/unet3d_amd_results/`, `data/unet3d_knobs_results/`,
+`data/unet3d_knobs_onednn_results/`) and copied into the
 default database the first time it is read, but only while that database still
 holds exactly the runs of that workload and profile they were fit on (same
 data fingerprint): more runs of that machine need their own evaluation; runs
@@ -68,6 +69,7 @@ BUNDLED_RESULTS_DIRS: tuple[Path, ...] = (
     database.DATA_DIR / "alexnet_results",
     database.DATA_DIR / "unet3d_amd_results",
     database.DATA_DIR / "unet3d_knobs_results",
+    database.DATA_DIR / "unet3d_knobs_onednn_results",
 )
 
 

@@ -135,12 +135,22 @@ def test_each_bundled_default_model_answers_its_own_runs_as_its_scores_say(
     assert not default.bound.legacy
 
 
-def test_the_bundled_knob_models_were_scored_leaving_each_knob_value_out(tmp_path: Path) -> None:
-    """The knob design's evaluation ships too: its models see the network, not only the image."""
+# The knob design's two sets (oneDNN off and on): their index in BUNDLED_EXPORTS and results.
+KNOB_SETS = {
+    "onednn_off": (3, "unet3d_knobs_results"),
+    "onednn_on": (4, "unet3d_knobs_onednn_results"),
+}
+
+
+@pytest.mark.parametrize(("index", "results_name"), KNOB_SETS.values(), ids=KNOB_SETS.keys())
+def test_the_bundled_knob_models_were_scored_leaving_each_knob_value_out(
+    tmp_path: Path, index: int, results_name: str
+) -> None:
+    """The knob design's evaluations ship too: their models see the network, not only the image."""
     db = database.ensure_database(tmp_path / "knobs.duckdb")
-    runs_file, samples_file = database.BUNDLED_EXPORTS[3]
+    runs_file, samples_file = database.BUNDLED_EXPORTS[index]
     exchange.import_runs(db, runs_file, samples_file)
-    directory = database.DATA_DIR / "unet3d_knobs_results"
+    directory = database.DATA_DIR / results_name
     knobs = bundle.bundled_evaluation(directory)
 
     assert directory in bundle.BUNDLED_RESULTS_DIRS
