@@ -26,7 +26,7 @@ _TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-intel",
 # TensorFlow turns oneDNN on by default only on CPUs with one of these
 # neural-network features (/proc/cpuinfo names; tensorflow/core/util/util.cc,
 # IsMklEnabled). An AVX2-only AMD EPYC has none, so TensorFlow runs it on its own
-# Eigen kernels unless TF_ENABLE_ONEDNN_OPTS=1 asks: 2.71 against 1.30 GiB at
+# Eigen kernels unless TF_ENABLE_ONEDNN_OPTS=1 asks: 2.71 against 1.31 GiB at
 # 64^3 batch 1 there (data/REFERENCE.md).
 ONEDNN_DEFAULT_FLAGS = frozenset(
     {"avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16"}
