@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from core import machine, store
+from tests.integration.test_profiling_cli import TINY, memplan
 
 pytestmark = pytest.mark.tensorflow
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["--image-size", "16", "--base-filters", "4", "--steps", "1"]
 ASK_BOTH = (
     "from core.machine import onednn_enabled\n"
     "rule = onednn_enabled()\n"
@@ -60,15 +60,7 @@ def test_a_profiled_run_records_the_state_tensorflow_ran_in(
 ) -> None:
     db = tmp_path / "runs.duckdb"
     env = _environment(setting)
-    subprocess.run(
-        [sys.executable, "-m", "profiling", "run", *TINY, "--db", str(db)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
+    memplan("run", *TINY, "--db", str(db), env=env, check=True)
     [run] = store.load_runs(db).to_dict("records")
     # The rule is TensorFlow's answer (the test above); unset, it depends on this CPU.
     monkeypatch.setattr(os, "environ", env)
