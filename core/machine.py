@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 
 from core import profiles
+from core.workloads.base import COMPUTE_DTYPE
 
 _KIB = 1024
 # Distribution names TensorFlow is published under; the first one installed wins.
@@ -34,6 +35,13 @@ ONEDNN_DEFAULT_FLAGS = frozenset(
 # The values of TF_ENABLE_ONEDNN_OPTS TensorFlow accepts, lower-cased as it reads them;
 # any other value leaves its default.
 _ONEDNN_SETTINGS = {"1": True, "true": True, "0": False, "false": False}
+# The CPU flags with which TensorFlow hands a half-precision compute dtype to oneDNN
+# (IsDataTypeSupportedByOneDNNOnThisCPU, tensorflow/core/util/util.cc). Without them it
+# runs that dtype's ops on its own Eigen kernels even with oneDNN on: mixed_bfloat16 on
+# an AVX2-only EPYC peaked like the oneDNN-off runs (1.25 against 1.26 GiB at 48^3
+# batch 1), not like float32 with oneDNN (1.05 GiB; data/REFERENCE.md).
+_BFLOAT16_FLAGS = frozenset({"avx512f", "avx_ne_convert"})
+_FLOAT16_FLAGS = frozenset({"avx512_fp16", "amx_fp16"})  # each with avx512bw
 
 
 def read_proc_status_bytes(pid: int, field: str) -> int | None:
@@ -128,23 +136,43 @@ def onednn_default(flags: Iterable[str]) -> bool:
     return not ONEDNN_DEFAULT_FLAGS.isdisjoint(flags)
 
 
-def onednn_enabled() -> bool:
-    """Whether TensorFlow will use oneDNN kernels in a child started from here.
-
-    TensorFlow's own rule, read without importing it: ``TF_ENABLE_ONEDNN_OPTS``
-    when it is one of the values TensorFlow accepts, otherwise on only where the
-    CPU has one of `ONEDNN_DEFAULT_FLAGS` (`onednn_default`). The profiled child
-    records what TensorFlow itself answers (`profiling.child`).
+def onednn_takes(compute_dtype: str, flags: Iterable[str]) -> bool:
+    """Whether TensorFlow's oneDNN kernels, when on, take ``compute_dtype`` on a CPU with these
+    flags: float32 always, bfloat16 and float16 only with `_BFLOAT16_FLAGS` / `_FLOAT16_FLAGS`.
     """
+    present = frozenset(flags)
+    if compute_dtype == "float32":
+        return True
+    if compute_dtype == "bfloat16":
+        return not _BFLOAT16_FLAGS.isdisjoint(present)
+    if compute_dtype == "float16":
+        return ("avx512bw" in present and not _FLOAT16_FLAGS.isdisjoint(present)) or (
+            "avx_ne_convert" in present
+        )
+    return False
+
+
+def onednn_enabled(precision: str = "float32") -> bool:
+    """Whether TensorFlow will run a child started from here, training at ``precision``,
+    on its oneDNN kernels.
+
+    TensorFlow's own rules, read without importing it: oneDNN is on where
+    ``TF_ENABLE_ONEDNN_OPTS`` is one of the values TensorFlow accepts and says so,
+    otherwise only where the CPU has one of `ONEDNN_DEFAULT_FLAGS` (`onednn_default`);
+    and when on, it runs the precision's compute dtype only where `onednn_takes` it.
+    The profiled child records what TensorFlow itself answers (`profiling.child`).
+    """
+    line = _cpuinfo_field("flags")
+    flags = line.split() if line is not None else None
     setting = _ONEDNN_SETTINGS.get(os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").lower())
-    if setting is not None:
-        return setting
-    flags = _cpuinfo_field("flags")
-    return flags is not None and onednn_default(flags.split())
+    on = setting if setting is not None else flags is not None and onednn_default(flags)
+    dtype = COMPUTE_DTYPE.get(precision, precision)
+    return on and (dtype == "float32" or (flags is not None and onednn_takes(dtype, flags)))
 
 
-def this_profile() -> profiles.MachineProfile:
-    """The profile of a run measured from this process now (what sizing defaults to)."""
+def this_profile(precision: str = "float32") -> profiles.MachineProfile:
+    """The profile of a run at ``precision`` measured from this process now (what sizing
+    defaults to): the precision matters where oneDNN is on but cannot take its dtype."""
     return profiles.profile_of(
-        {**machine_info(), **software_info(), "onednn_enabled": onednn_enabled()}
+        {**machine_info(), **software_info(), "onednn_enabled": onednn_enabled(precision)}
     )

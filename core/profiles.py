@@ -25,7 +25,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -76,6 +76,24 @@ ONEDNN_OFF_NOTE = (
     "environment turns it on: on an AVX2-only AMD EPYC that lowered the peak of each of "
     "the 40 configurations measured both ways, by a median 1.62x and up to 2.50x "
     "(data/REFERENCE.md). Size for the setting the job will run with."
+)
+# Instruction-set levels (`ISA_LEVELS`) whose CPUs all have AVX-512F, with which
+# TensorFlow's oneDNN runs bfloat16 (`core.machine.onednn_takes`). Below them only
+# AVX-NE-CONVERT lets it, a flag the levels do not record; float16 needs AVX-512 FP16.
+_HALF_ONEDNN_LEVELS = frozenset({"amx", "avx512_bf16", "avx512"})
+# What an answer at a half precision must add for a CPU below AVX-512: oneDNN does not
+# run it there, on or off (data/REFERENCE.md, mixed_bfloat16 measured both ways on
+# one AVX2-only EPYC).
+HALF_WITHOUT_ONEDNN = (
+    "TensorFlow runs {precision} on oneDNN only on CPUs with AVX-512 or AVX-NE-CONVERT; "
+    "elsewhere it runs TensorFlow's own kernels whatever TF_ENABLE_ONEDNN_OPTS says. On an "
+    "AVX2-only AMD EPYC, mixed_bfloat16 with TF_ENABLE_ONEDNN_OPTS=1 peaked 0.94-0.99x "
+    "the same runs without it (48^3: 1.25 and 1.86 GiB at batch 1 and 2, against 1.26 "
+    "and 1.89), and above float32 with oneDNN (1.05 and 1.23 GiB)."
+)
+HALF_ON_ONEDNN_PROFILE = (
+    " This profile's runs had oneDNN, so its models describe float32 on oneDNN: for "
+    "{precision} on this machine ask profile {off_key}, the same machine without oneDNN."
 )
 UNKNOWN = "unknown"
 # Trademark marks and filler words that make a CPU model name long without telling anything.
@@ -163,7 +181,23 @@ class MachineProfile:
 
     @property
     def onednn_note(self) -> str | None:
-        """`ONEDNN_OFF_NOTE` for a profile whose runs had oneDNN off, else None."""
+        """`onednn_note_for` float32, the precision of every profile's default network."""
+        return self.onednn_note_for("float32")
+
+    def onednn_note_for(self, precision: str) -> str | None:
+        """What an answer at ``precision`` for this profile must say about oneDNN, else None.
+
+        At a half precision on a CPU below AVX-512, `HALF_WITHOUT_ONEDNN` (plus, for a
+        profile whose runs had oneDNN, which profile describes such a job); otherwise
+        `ONEDNN_OFF_NOTE` for a profile whose runs had oneDNN off.
+        """
+        half = precision != "float32" and self.cpu_isa not in _HALF_ONEDNN_LEVELS
+        if half and self.cpu_isa is not None and self.onednn_enabled is not None:
+            note = HALF_WITHOUT_ONEDNN.format(precision=precision)
+            if self.onednn_enabled:
+                off_key = replace(self, onednn_enabled=False).key
+                note += HALF_ON_ONEDNN_PROFILE.format(precision=precision, off_key=off_key)
+            return note
         return ONEDNN_OFF_NOTE if self.onednn_enabled is False else None
 
     def facts(self) -> dict[str, str]:

@@ -123,6 +123,17 @@ def note(picked: Picked) -> None:
         st.caption(plain(profile.onednn_note))
 
 
+def precision_note(picked: Picked, precision: str) -> None:
+    """What oneDNN does at a half ``precision`` on the picked profile's CPU, where that is
+    not what `note` already said for float32 (`MachineProfile.onednn_note_for`)."""
+    profile = picked.choice.profile
+    if profile is None:
+        return
+    said = profile.onednn_note_for(precision)
+    if said and said != profile.onednn_note:
+        st.caption(plain(said))
+
+
 @st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 4)
 def _calibration_missing(
     db: Path, version: data.Version, workload: str, key: str

@@ -308,6 +308,11 @@ def _knobs(args: argparse.Namespace) -> dict:
     return given_knobs(args, args.workload)
 
 
+def _precision(args: argparse.Namespace) -> str:
+    """The precision asked for, else the workload network's own."""
+    return _knobs(args).get("precision", workloads.get(args.workload).Config.precision)
+
+
 def _prepare_size_image(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--budget",
@@ -340,7 +345,7 @@ def _stored_models(
     mode it is not even created or migrated.
     """
     db_path = _db_for_reading(args)
-    machine = machines.choose_machine(db_path, args.workload, args.machine)
+    machine = machines.choose_machine(db_path, args.workload, args.machine, _precision(args))
     predictors = bundle.load_predictors(db_path, args.workload, machine.key)
     asked = results.select_predictor(
         predictors,
@@ -357,14 +362,16 @@ def _stored_model(args: argparse.Namespace) -> tuple[results.Predictor, machines
     return asked, machine
 
 
-def _print_answer(machine: machines.MachineChoice, lines: list[str]) -> None:
-    """The machine the answer is for, the answer, and why it is not this machine if so."""
+def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: str) -> None:
+    """The machine the answer is for, the answer, why it is not this machine if so, and
+    what oneDNN does to an answer at ``precision`` there."""
     print(f"Machine: {machine.sentence()}")
     print("\n".join(lines))
     if machine.note:
         print(f"note: {machine.note}")
-    if machine.profile is not None and machine.profile.onednn_note:
-        print(f"note: {machine.profile.onednn_note}")
+    onednn = machine.profile.onednn_note_for(precision) if machine.profile else None
+    if onednn:
+        print(f"note: {onednn}")
 
 
 def _size_image(args: argparse.Namespace) -> int:
@@ -404,9 +411,9 @@ def _answer_verified(
     """The answer, then what runs say of it: measured first with ``--verify``, else as stored."""
     if not args.verify:
         said = verification.verify(claim, _runs(db_path, claim), args.db)
-        _print_answer(machine, [*lines, said.line])
+        _print_answer(machine, [*lines, said.line], _precision(args))
         return 0
-    _print_answer(machine, lines)
+    _print_answer(machine, lines, _precision(args))
     return _verify(claim, db_path)
 
 
@@ -420,7 +427,8 @@ def _verify(claim: Claim, db_path: Path) -> int:
     The sweep runs as a child with this process's terminal, so its progress bar shows;
     it skips a point already measured, so verifying twice measures nothing twice.
     """
-    problem = verification.refusal(claim, this_profile().key, verification.safe_limit_bytes())
+    here = this_profile(claim.answered.precision).key
+    problem = verification.refusal(claim, here, verification.safe_limit_bytes())
     if problem:
         raise ModelingError(f"cannot verify here: {problem}")
     if readonly.read_only():
@@ -476,7 +484,7 @@ def _size_buy(args: argparse.Namespace) -> int:
     answer = memory_to_buy(
         predictor, shape, args.batch_size, args.headroom, _knobs(args), workload=args.workload
     )
-    _print_answer(machine, report.memory_lines(answer))
+    _print_answer(machine, report.memory_lines(answer), _precision(args))
     return 0
 
 

@@ -81,18 +81,22 @@ def fitted_machines(db_path: Path, workload: str) -> list[str | None]:
     return keys
 
 
-def choose_machine(db_path: Path, workload: str, requested: str | None = None) -> MachineChoice:
+def choose_machine(
+    db_path: Path, workload: str, requested: str | None = None, precision: str = "float32"
+) -> MachineChoice:
     """The profile to answer for (see the module docstring).
 
     ``requested`` is a key or a unique prefix of one among the profiles with runs of
     ``workload``; anything else is refused with every known profile listed.
+    ``precision`` is the question's: this machine's profile can depend on it
+    (`core.machine.this_profile`).
     """
     known = run_profiles(db_path, workload)
     fitted = fitted_machines(db_path, workload)
     if requested is not None:
         chosen = profiles.resolve(requested, known)
         return MachineChoice(chosen.key, chosen, ASKED)
-    here = this_profile()
+    here = this_profile(precision)
     if here.key in fitted:
         return MachineChoice(here.key, known.get(here.key, here), THIS_MACHINE)
     note = _why_not_here(here, known, db_path, workload)

@@ -21,5 +21,17 @@ def fitted_precheck(
 ) -> Callable[[Sequence[WorkloadConfig]], dict[WorkloadConfig, PeakBound]]:
     """The bounds the fitted models of ``profile_key`` (default: this machine's) give the
     points they cover (a `profiling.sweep.Precheck`)."""
-    key = profile_key or this_profile().key
-    return functools.partial(fitted_bounds, db_path, profile_key=key)
+    if profile_key:
+        return functools.partial(fitted_bounds, db_path, profile_key=profile_key)
+    return functools.partial(_bounds_here, db_path)
+
+
+def _bounds_here(
+    db_path: Path, configs: Sequence[WorkloadConfig]
+) -> dict[WorkloadConfig, PeakBound]:
+    """Each point's bound from this machine's profile for its precision (`this_profile`)."""
+    bounds: dict[WorkloadConfig, PeakBound] = {}
+    for precision in sorted({config.precision for config in configs}):
+        group = [config for config in configs if config.precision == precision]
+        bounds |= fitted_bounds(db_path, group, profile_key=this_profile(precision).key)
+    return bounds

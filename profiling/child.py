@@ -24,20 +24,29 @@ from pathlib import Path
 from typing import Any
 
 from core.machine import onednn_enabled, read_proc_status_bytes
+from core.workloads.base import COMPUTE_DTYPE
 
 
-def _tensorflow_uses_onednn() -> bool:
-    """Whether this process's TensorFlow runs its oneDNN kernels, as TensorFlow answers.
+def _tensorflow_uses_onednn(precision: str) -> bool:
+    """Whether this process's TensorFlow runs training at ``precision`` on its oneDNN
+    kernels, as TensorFlow answers.
 
-    Its private ``IsMklEnabled`` is what TensorFlow's own tests and Intel's
-    install check read; a build without it gets TensorFlow's rule
+    Its private ``IsMklEnabled`` (is oneDNN on) and ``IsDataTypeSupportedByOneDNNOnThisCPU``
+    (does it take this compute dtype here; else TensorFlow's own kernels run it) are
+    what TensorFlow's own tests read; a build without them gets TensorFlow's rules
     (`core.machine.onednn_enabled`).
     """
     try:
-        from tensorflow.python.util import _pywrap_util_port
-    except ImportError:
-        return onednn_enabled()
-    return bool(_pywrap_util_port.IsMklEnabled())
+        import tensorflow as tf
+        from tensorflow.python.util import _pywrap_util_port, _pywrap_utils
+
+        dtype = tf.as_dtype(COMPUTE_DTYPE[precision])
+        return bool(
+            _pywrap_util_port.IsMklEnabled()
+            and _pywrap_utils.IsDataTypeSupportedByOneDNNOnThisCPU(dtype.as_datatype_enum)
+        )
+    except (ImportError, AttributeError):
+        return onednn_enabled(precision)
 
 
 def _write_result(path: Path, result: dict[str, Any]) -> None:
@@ -78,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from core import workloads
 
+    workload = workloads.get(args.workload)
+    config = workload.Config.from_dict(json.loads(args.config))
     result: dict[str, Any] = {
         "phase": "imported",
         "baseline_bytes": read_proc_status_bytes(os.getpid(), "VmRSS"),
@@ -85,14 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         "tensorflow_version": tf.__version__,
         "keras_version": keras.__version__,
         "numpy_version": np.__version__,
-        "onednn_enabled": _tensorflow_uses_onednn(),
+        "onednn_enabled": _tensorflow_uses_onednn(config.precision),
         "step_times_s": [],
         "step_hwm_bytes": [],
     }
     _write_result(args.result, result)
 
-    workload = workloads.get(args.workload)
-    config = workload.Config.from_dict(json.loads(args.config))
     keras.utils.set_random_seed(args.seed)
     inputs, targets = workload.synthetic_batch(config, np.random.default_rng(args.seed))
     model = workload.build_model(config)

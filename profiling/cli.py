@@ -37,6 +37,7 @@ from core.plausibility import MAX_SEED
 from core.records import STATUSES
 from core.settings import read_settings_file
 from core.units import check_memory_limit, format_gib, parse_bytes
+from core.workloads.base import PRECISIONS
 from presentation import machines as machines_view
 from presentation.report import markdown_table
 from presentation.summary import PEAK_COLUMNS, networks, peak_table, to_markdown
@@ -723,6 +724,17 @@ def _machines(args: argparse.Namespace) -> int:
         print(f"\nThis machine ({here.label}, profile {here.key}) has no runs here; {how}.")
     if here.onednn_note:
         print(f"\nThis machine: {here.onednn_note}")
+    elsewhere: dict[str, list[str]] = {}  # profile key -> the precisions that train on it
+    for precision in PRECISIONS:
+        if (key := this_profile(precision).key) != here.key:
+            elsewhere.setdefault(key, []).append(precision)
+    for precisions in elsewhere.values():
+        other = this_profile(precisions[0])
+        named = " and ".join(precisions)
+        print(
+            f"\nThis machine at {named}: profile {other.key} ({other.label}). "
+            f"{other.onednn_note_for(named)}"
+        )
     print(
         "\nruns: every status; ok and configurations: ok runs only; fitted: an evaluation of "
         "that workload on that profile is stored in this database (the bundled evaluations "

@@ -231,7 +231,7 @@ def run_point(
         wall_s=round(wall_s, 3),
         step_times_s=json.dumps([round(t, 4) for t in result.get("step_times_s", [])]),
         step_hwm_bytes=json.dumps(result.get("step_hwm_bytes", [])),
-        onednn_enabled=result.get("onednn_enabled", onednn_enabled()),
+        onednn_enabled=result.get("onednn_enabled", onednn_enabled(config.precision)),
         samples=samples,
     )
 
@@ -303,7 +303,7 @@ def skipped_record(
         wall_s=None,
         step_times_s="[]",
         step_hwm_bytes="[]",
-        onednn_enabled=onednn_enabled(),
+        onednn_enabled=onednn_enabled(config.precision),
     )
 
 

@@ -308,9 +308,17 @@ def _run_points(
     run_over_bound: bool,
 ) -> None:
     # Points count as done per machine profile, not hostname: two VMs may share a name.
-    profile_key = this_profile().key
-    measured = store.completed_points(db_path, profile_key, statuses=("ok", "oom"))
-    already_skipped = store.completed_points(db_path, profile_key, statuses=("skipped",))
+    # The profile depends on the precision where oneDNN is on but cannot take its dtype.
+    precisions = {config.precision for config, _ in points}
+    keys = {precision: this_profile(precision).key for precision in precisions}
+    measured = {
+        precision: store.completed_points(db_path, key, statuses=("ok", "oom"))
+        for precision, key in keys.items()
+    }
+    already_skipped = {
+        precision: store.completed_points(db_path, key, statuses=("skipped",))
+        for precision, key in keys.items()
+    }
     failed: list[tuple[WorkloadConfig, str]] = []
     # A point the estimate already rules out costs nothing, so it does not inflate the ETA.
     costs = [
@@ -337,8 +345,8 @@ def _run_points(
                 settings,
                 summary.sweep_id,
                 resume,
-                measured,
-                already_skipped,
+                measured[config.precision],
+                already_skipped[config.precision],
                 failed,
                 run_over_bound,
             )

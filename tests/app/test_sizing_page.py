@@ -525,6 +525,27 @@ def test_each_machine_answers_with_its_own_models(two_machines_db: Path) -> None
     assert other == pytest.approx(first * OTHER_MACHINE_SCALE, rel=0.01)
 
 
+def _half_precision_notes() -> None:
+    """The Sizing page's note for the OTHER_MACHINE profile (AVX2, oneDNN off), at two
+    precisions in turn; a script of its own, as AppTest runs a function's body."""
+    from types import SimpleNamespace
+
+    from core import profiles
+    from dashboard import machine_panel
+    from tests.app.helpers import OTHER_MACHINE
+
+    picked = SimpleNamespace(choice=SimpleNamespace(profile=profiles.profile_of(OTHER_MACHINE)))
+    machine_panel.precision_note(picked, "float32")  # the machine note has said it already
+    machine_panel.precision_note(picked, "mixed_bfloat16")
+
+
+def test_at_bfloat16_on_an_avx2_machine_the_page_says_onednn_would_not_run_it() -> None:
+    at = AppTest.from_function(_half_precision_notes).run()
+    assert not at.exception
+    [said] = [shown(c.value) for c in at.caption]
+    assert said.startswith("TensorFlow runs mixed_bfloat16 on oneDNN only on CPUs with AVX-512")
+
+
 # --- inputs validated where they are typed ------------------------------------------------
 
 

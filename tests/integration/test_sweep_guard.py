@@ -8,6 +8,7 @@ The issue's case: on a 125 GiB Xeon the closed form with margins skipped
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,6 +18,7 @@ from core.records import PeakBound
 from core.workloads.unet3d import UNetConfig
 from modeling.guard import fitted_bounds
 from modeling.stored import bundle
+from presentation import sweep_guard
 from profiling import cli, exchange
 from profiling.estimate import estimate_peak_bytes
 from profiling.runner import RunSettings
@@ -87,3 +89,32 @@ def test_a_slurm_sweep_takes_the_nodes_fitted_bounds_from_their_profile_prefix(
         StoreError, match=f"no machine profile 'zz'; the known profiles are: {INTEL}"
     ):
         cli._nodes_precheck(reference_db, "zz", "unet3d")
+
+
+def test_this_machines_precheck_bounds_each_point_by_its_precisions_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With oneDNN on below AVX-512, bfloat16 trains as without it: another profile's models."""
+    keys = {"float32": "aaaaaaaaaa", "mixed_bfloat16": "bbbbbbbbbb"}
+    monkeypatch.setattr(
+        sweep_guard,
+        "this_profile",
+        lambda precision="float32": SimpleNamespace(key=keys[precision]),
+    )
+    asked: dict[str, list[UNetConfig]] = {}
+
+    def bounds_of(db_path: Path, configs: list[UNetConfig], profile_key: str):
+        asked[profile_key] = list(configs)
+        return {config: PeakBound(GIB, f"models of {profile_key}") for config in configs}
+
+    monkeypatch.setattr(sweep_guard, "fitted_bounds", bounds_of)
+    single = UNetConfig((64, 64, 64), 2)
+    half = UNetConfig((64, 64, 64), 2, precision="mixed_bfloat16")
+
+    bounds = sweep_guard.fitted_precheck(tmp_path / "runs.duckdb")([single, half])
+
+    assert asked == {"aaaaaaaaaa": [single], "bbbbbbbbbb": [half]}
+    assert bounds[half].source == "models of bbbbbbbbbb"
+    # A node's profile, given, bounds every point alike (the Slurm sweep's case).
+    sweep_guard.fitted_precheck(tmp_path / "runs.duckdb", "cccccccccc")([single, half])
+    assert asked["cccccccccc"] == [single, half]

@@ -42,7 +42,7 @@ def two_machines(tmp_path_factory) -> tuple[Path, str, str]:
 def this_machine(monkeypatch: pytest.MonkeyPatch):
     """Pretend the machine running the test is HERE (whatever CPU CI has)."""
     profile = profiles.profile_of(build_record(**HERE).row())
-    monkeypatch.setattr(machines, "this_profile", lambda: profile)
+    monkeypatch.setattr(machines, "this_profile", lambda precision="float32": profile)
     return profile
 
 
@@ -105,7 +105,7 @@ def test_the_bundled_reference_answers_on_a_new_machine(tmp_path: Path, monkeypa
     monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "memplan.duckdb")
     db = database.ensure_database(tmp_path / "memplan.duckdb")
     newcomer = profiles.profile_of(build_record(cpu_model="Brand New CPU").row())
-    monkeypatch.setattr(machines, "this_profile", lambda: newcomer)
+    monkeypatch.setattr(machines, "this_profile", lambda precision="float32": newcomer)
     reference = bundle.bundled_evaluations("unet3d")[0]
 
     choice = machines.choose_machine(db, "unet3d")

@@ -58,3 +58,44 @@ def test_the_variable_overrides_the_default_when_tensorflow_accepts_its_value(
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", setting)
     cpu_flags(flags)
     assert machine.onednn_enabled() is enabled
+
+
+@pytest.mark.parametrize(
+    ("precision", "flags", "enabled"),
+    [
+        ("float32", AVX2_EPYC_FLAGS, True),
+        # TensorFlow logs "oneDNN supports DT_BFLOAT16 only on platforms with AVX-512.
+        # Falling back to the default Eigen-based implementation" and runs its own kernels.
+        ("mixed_bfloat16", AVX2_EPYC_FLAGS, False),
+        ("mixed_bfloat16", AVX2_EPYC_FLAGS + " avx_ne_convert", True),
+        ("mixed_bfloat16", XEON_VNNI_FLAGS, True),
+        ("mixed_float16", XEON_VNNI_FLAGS, False),  # AVX-512 without FP16
+        ("mixed_float16", XEON_VNNI_FLAGS + " avx512_fp16", True),
+        ("mixed_float16", AVX2_EPYC_FLAGS + " avx_ne_convert", True),
+    ],
+)
+def test_with_onednn_on_a_half_precision_runs_on_it_only_where_the_cpu_takes_its_dtype(
+    monkeypatch: pytest.MonkeyPatch, cpu_flags, precision: str, flags: str, enabled: bool
+) -> None:
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
+    cpu_flags(flags)
+    assert machine.onednn_enabled(precision) is enabled
+
+
+def test_with_onednn_off_no_precision_runs_on_it(monkeypatch: pytest.MonkeyPatch, cpu_flags):
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    cpu_flags(XEON_VNNI_FLAGS + " avx512_fp16")
+    assert not any(
+        machine.onednn_enabled(p) for p in ("float32", "mixed_bfloat16", "mixed_float16")
+    )
+
+
+def test_this_machines_profile_at_bfloat16_is_its_onednn_off_profile_on_an_avx2_cpu(
+    monkeypatch: pytest.MonkeyPatch, cpu_flags
+) -> None:
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
+    cpu_flags(AVX2_EPYC_FLAGS)
+    on, half = machine.this_profile(), machine.this_profile("mixed_bfloat16")
+    assert on.onednn_enabled and not half.onednn_enabled
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    assert machine.this_profile().key == half.key

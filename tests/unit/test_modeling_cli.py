@@ -393,6 +393,11 @@ def test_size_answers_for_the_machine_asked_and_names_it(
         f"Machine: for Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile {intel}; as asked)"
     )
     assert answers[amd][1:] != answers[intel][1:]  # twice the peak: another answer
+    # At mixed_bfloat16 oneDNN would not run on that AVX2 CPU: the note says so instead.
+    assert main([*question, "--machine", amd, "--precision", "mixed_bfloat16"]) == 0
+    half = capsys.readouterr().out.splitlines()
+    assert f"note: {profiles.HALF_WITHOUT_ONEDNN.format(precision='mixed_bfloat16')}" in half
+    assert f"note: {profiles.ONEDNN_OFF_NOTE}" not in half
 
 
 def test_an_unknown_machine_lists_the_known_profiles(two_machines: Path, capsys) -> None:

@@ -136,6 +136,22 @@ def test_a_profile_with_onednn_off_says_what_turning_it_on_would_change() -> Non
     assert profiles.profile_of(EPYC | {"onednn_enabled": None}).onednn_note is None
 
 
+def test_an_answer_at_bfloat16_below_avx512_says_onednn_does_not_run_it() -> None:
+    on = profiles.profile_of(EPYC)
+    off = profiles.profile_of(EPYC | {"onednn_enabled": False})
+    said_off = off.onednn_note_for("mixed_bfloat16")
+    # Not "turn oneDNN on": it would not run mixed_bfloat16 on this CPU.
+    assert said_off == profiles.HALF_WITHOUT_ONEDNN.format(precision="mixed_bfloat16")
+    # A profile whose runs had oneDNN describes float32 only: it names the one without.
+    said_on = on.onednn_note_for("mixed_bfloat16")
+    assert said_on.startswith(said_off) and f"ask profile {off.key}" in said_on
+    # float32, an AVX-512 CPU, or an unknown instruction set: nothing new to say.
+    assert on.onednn_note_for("float32") is None
+    assert off.onednn_note_for("float32") == profiles.ONEDNN_OFF_NOTE
+    assert profiles.profile_of(XEON).onednn_note_for("mixed_bfloat16") is None
+    assert profiles.profile_of(OLDER).onednn_note_for("mixed_bfloat16") is None
+
+
 def test_an_older_run_shows_what_it_did_not_record_as_unknown() -> None:
     profile = profiles.profile_of(OLDER)
 

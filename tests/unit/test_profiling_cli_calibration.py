@@ -40,7 +40,7 @@ def _key(facts: dict) -> str:
 @pytest.fixture(autouse=True)
 def on_amd(monkeypatch: pytest.MonkeyPatch) -> str:
     profile = profiles.profile_of(build_record(**AMD).row())
-    monkeypatch.setattr(cli, "this_profile", lambda: profile)
+    monkeypatch.setattr(cli, "this_profile", lambda precision="float32": profile)
     return profile.key
 
 

@@ -486,7 +486,7 @@ def measured(config: UNetConfig, **overrides: Any):
 @pytest.fixture
 def here(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine is the test runs' ("Test CPU"), and can give a run 16 GiB."""
-    monkeypatch.setattr(modeling_cli, "this_profile", lambda: HERE)
+    monkeypatch.setattr(modeling_cli, "this_profile", lambda precision="float32": HERE)
     monkeypatch.setattr(verification, "safe_limit_bytes", lambda: 16 * GIB)
 
 
@@ -621,7 +621,7 @@ def test_verify_of_another_machines_answer_exits_2_without_measuring(
 ) -> None:
     sweep = fake_sweep(monkeypatch, FakeSweep(db, []))
     other = profiles.profile_of(build_record(**ELSEWHERE).row())
-    monkeypatch.setattr(modeling_cli, "this_profile", lambda: other)
+    monkeypatch.setattr(modeling_cli, "this_profile", lambda precision="float32": other)
 
     assert modeling_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 2
 
