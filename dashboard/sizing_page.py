@@ -265,6 +265,7 @@ def report_button(
             asked_model=state.model,
             machine_words=picked.words,
             machine_key=picked.machine,
+            profile=picked.choice.profile,
             command="the memplan dashboard's Sizing page",
         )
         return sizing_report.render_html(report)

@@ -561,6 +561,7 @@ def _report(args: argparse.Namespace) -> int:
         machine_words=machine.sentence(),
         machine_key=machine.key,
         machine_note=machine.note,
+        profile=machine.profile,
         command=_report_command(args, asked.name, machine.key),
     )
     try:

@@ -37,6 +37,7 @@ import markupsafe
 import pandas as pd
 
 from core import published, workloads
+from core.profiles import MachineProfile
 from core.units import GIB
 from core.workloads.base import WorkloadConfig
 from modeling.decision import Confidence, Decision, approx_gib, sampled_aside
@@ -178,6 +179,7 @@ class SizingReport:
     machine_words: str  # "for Intel Xeon, ... (profile 9b59349f74; as asked)"
     machine_key: str | None
     machine_note: str  # why it is not this machine's profile, if so; "" otherwise
+    onednn_note: str  # what oneDNN does to this answer there (`MachineProfile.onednn_note_for`)
     bound: BoundEvidence | None  # None when no model is credible
     models: tuple[ModelLine, ...]
     runs: tuple[RunLine, ...]
@@ -450,6 +452,7 @@ def build_report(
     machine_words: str,
     machine_key: str | None,
     machine_note: str = "",
+    profile: MachineProfile | None = None,
     command: str = "",
     created_at: datetime | None = None,
     version: str | None = None,
@@ -461,7 +464,8 @@ def build_report(
     the workload, any status (`core.store.load_runs` with ``machine=``);
     asked_model : a stored model's name (not ``"best"``: resolve it first); the
     answer uses another, and says why, when it is not credible here.
-    machine_words : the profile in words (`modeling.machines.MachineChoice.sentence`).
+    machine_words : the profile in words (`modeling.machines.MachineChoice.sentence`);
+    profile : that profile's facts, for what oneDNN does to the answer there.
     created_at : default now (UTC); version : default `memplan_version`.
     """
     decision = sizing_view.decision_for(models, config, runs, budget_gib, headroom_pct, asked_model)
@@ -481,6 +485,7 @@ def build_report(
         machine_words=machine_words,
         machine_key=machine_key,
         machine_note=machine_note,
+        onednn_note=(profile.onednn_note_for(config.precision) if profile else None) or "",
         bound=bound,
         models=_model_lines(models, decision),
         runs=run_lines(runs, config),
@@ -630,6 +635,7 @@ _TEMPLATE = _ENVIRONMENT.from_string(
 <p>Answered {{ r.machine_words }}. The models and runs below are this machine profile's
 only: the same configuration can peak much higher on another kind of CPU.</p>
 {% if r.machine_note %}<p>Note: {{ r.machine_note }}</p>{% endif %}
+{% if r.onednn_note %}<p>Note: {{ r.onednn_note }}</p>{% endif %}
 
 <h2>The model and its bound</h2>
 {% if r.bound %}

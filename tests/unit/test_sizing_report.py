@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core import database, published, store
+from core import database, profiles, published, store
 from core.workloads.unet3d import UNetConfig
 from modeling import machines
 from modeling.decision import Decision
@@ -284,6 +284,33 @@ def test_stored_text_is_escaped_never_markup(
     assert "<script" not in html.lower()
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html  # titles and messages
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html.split("<svg", 1)[1]
+
+
+def test_a_bfloat16_answer_for_a_cpu_below_avx512_notes_that_onednn_does_not_run_it(
+    db: Path, models: list[Predictor], runs: pd.DataFrame
+) -> None:
+    machine = machines.choose_machine(db, "unet3d", INTEL)
+    avx2 = dataclasses.replace(machine.profile, cpu_isa="avx2", onednn_enabled=False)
+    half = UNetConfig((64, 64, 64), 2, precision="mixed_bfloat16")
+
+    def report(config: UNetConfig, profile) -> sizing_report.SizingReport:
+        return sizing_report.build_report(
+            models,
+            config,
+            runs,
+            budget_gib=16.0,
+            headroom_pct=HEADROOM_PCT,
+            asked_model="least_squares",
+            machine_words=machine.sentence(),
+            machine_key=machine.key,
+            profile=profile,
+            created_at=CREATED,
+        )
+
+    said = unescape(sizing_report.render_html(report(half, avx2)))
+    assert f"Note: {profiles.HALF_WITHOUT_ONEDNN.format(precision='mixed_bfloat16')}" in said
+    # The Xeon's own profile (oneDNN on, instruction set not recorded) has nothing to add.
+    assert report(MEASURED, machine.profile).onednn_note == ""
 
 
 def test_the_chart_frame_draws_the_question_the_model_and_the_published_points(
