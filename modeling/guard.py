@@ -6,8 +6,9 @@ the high side: on a 125 GiB Xeon it skipped 240x240x144 at batch 8 as 96.34 GiB
 against a 94.40 GiB limit, a point that measured 77.5 GiB. Where this machine
 has a fitted model, its upper bound is the better pre-check: the default model
 (`modeling.stored.tables.best_model_name`) of the machine profile's latest
-evaluation, with its conformal ratio, never below the refined closed form
-(`modeling.sizing.closed_form_floor`), and only for a network the model was
+evaluation, with its conformal ratio; where that falls below the refined closed
+form, the closed form times the most a run exceeded it
+(`modeling.sizing.closed_form_ceiling`); and only for a network the model was
 fitted on (every knob value among those it saw). Any other point keeps the
 closed form with margins.
 
@@ -26,7 +27,7 @@ from core import workloads
 from core.records import PeakBound
 from core.workloads.base import WorkloadConfig
 from modeling.errors import ModelingError
-from modeling.sizing import closed_form_floor
+from modeling.sizing import closed_form_ceiling, closed_form_excess, closed_form_floor
 from modeling.stored.bundle import load_predictor
 from modeling.stored.predictor import Predictor
 from modeling.stored.tables import BEST
@@ -59,15 +60,20 @@ def fitted_bounds(
             continue
         uppers = predictor.upper_bytes(covered)
         floors = closed_form_floor(predictor, covered)
-        for config, upper, floor in zip(covered, uppers, floors, strict=True):
+        ceilings = closed_form_ceiling(predictor, covered)
+        excess = closed_form_excess(predictor)
+        for config, upper, floor, ceiling in zip(covered, uppers, floors, ceilings, strict=True):
             if not np.isfinite(upper):
                 continue  # the model predicts nothing usable here
             ratio = predictor.bound_for(config).ratio
             model = f"the {predictor.name} model's upper bound (x{ratio:.2f})"
-            source = (
-                f"{model} for machine {profile_key}"
-                if upper >= floor
-                else f"the refined closed form ({model} for machine {profile_key} is below it)"
-            )
-            bounds[config] = PeakBound(bound_bytes=int(max(upper, floor)), source=source)
+            if upper >= floor:
+                source, bound_bytes = f"{model} for machine {profile_key}", upper
+            else:
+                source = (
+                    f"the refined closed form x{excess:.2f}, the most a run exceeded it "
+                    f"({model} for machine {profile_key} is below the closed form)"
+                )
+                bound_bytes = ceiling
+            bounds[config] = PeakBound(bound_bytes=int(bound_bytes), source=source)
     return bounds

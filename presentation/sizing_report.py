@@ -73,7 +73,7 @@ class BoundEvidence:
     source: str  # which calibration, in words: "5-fold cross-conformal, 41 distinct ..."
     thin: bool  # so few configurations that the bound is the worst one seen
     legacy: bool  # stored by an older evaluation: ``n_configurations`` counts residuals
-    raised_to_closed_form: bool  # the bound was raised to the refined closed-form estimate
+    raised_to_closed_form: bool  # the model's bound fell below the refined closed form
     beyond: str  # how the question lies outside the model's measured range; "" inside
 
     @classmethod
@@ -125,8 +125,9 @@ class BoundEvidence:
             )
         if self.raised_to_closed_form:
             text += (
-                " The bound is raised to the refined closed-form estimate, which every measured"
-                " run exceeded."
+                " The model's bound fell below the refined closed-form estimate, which every"
+                " measured run exceeded, so the bound is that estimate times the most a run"
+                " exceeded it."
             )
         if self.beyond:
             text += (

@@ -6,7 +6,7 @@
 * `SizingState` — one question: workload, image, batch, knobs, budget,
   headroom, model, machine profile; `default_state` is the question a page opens on;
 * `config_predictions` — every model's point prediction and upper bound for
-  configurations, the bound raised to the closed-form floor as
+  configurations, a bound below the closed-form floor replaced as
   `modeling.sizing` does;
 * `breakdown_frame` — the refined analytical model's terms for one configuration;
 * `input_problems` — why a typed budget or headroom cannot be answered, in words,
@@ -45,7 +45,7 @@ from modeling.decision import (
     evidence_for,
 )
 from modeling.evaluation.bounds import ConformalBound, upper_bound
-from modeling.sizing import closed_form_floor
+from modeling.sizing import closed_form_ceiling, closed_form_floor
 from modeling.stored.tables import best_model_name
 from presentation import workload_labels
 from presentation.curves import PointModel
@@ -410,9 +410,10 @@ def config_predictions(
     models : `modeling.stored.predictor.Predictor` objects; each predicts all of
     ``configs`` in one call (a page asks for every batch size of one image at
     once, so moving the batch slider needs no prediction). The upper bound is
-    the model's conformal bound, raised to the refined closed-form estimate
-    where it falls below it (`modeling.sizing.closed_form_floor`), so it agrees
-    with the sizing answers. One row per model x configuration, columns
+    the model's conformal bound, replaced where it falls below the refined
+    closed-form estimate (`modeling.sizing.closed_form_floor`) by that estimate
+    times the most a run exceeded it (`closed_form_ceiling`), so it agrees with
+    the sizing answers. One row per model x configuration, columns
     ``model, title, batch_size, image_shape, predicted_bytes, upper_bytes,
     bound_ratio, raised_to_closed_form, beyond`` (how the configuration lies
     outside the model's measured range, in words; empty inside it), ``reach``
@@ -441,7 +442,7 @@ def config_predictions(
         ratios = np.array([bound.ratio for bound in bounds])
         # What `Predictor.upper_bytes` computes, without predicting a second time.
         upper = upper_bound(predicted, ratios)
-        floor = closed_form_floor(model, configs)
+        raised = upper < closed_form_floor(model, configs)
         frames.append(
             pd.DataFrame(
                 {
@@ -450,9 +451,9 @@ def config_predictions(
                     "batch_size": [config.batch_size for config in configs],
                     "image_shape": [config.image_shape for config in configs],
                     "predicted_bytes": predicted,
-                    "upper_bytes": np.maximum(upper, floor),
+                    "upper_bytes": np.where(raised, closed_form_ceiling(model, configs), upper),
                     "bound_ratio": ratios,
-                    "raised_to_closed_form": upper < floor,
+                    "raised_to_closed_form": raised,
                     "beyond": [
                         "; ".join(model.training_range.beyond(config)) for config in configs
                     ],

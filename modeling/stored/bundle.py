@@ -38,7 +38,7 @@ so they never write.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -51,7 +51,7 @@ from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.protocol import data_fingerprint
 from modeling.features import measured_frame
 from modeling.stored import tables
-from modeling.stored.predictor import Predictor
+from modeling.stored.predictor import Predictor, closed_form_excess
 from modeling.stored.tables import (
     BEST,
     DEFAULT_WORKLOAD,
@@ -249,15 +249,38 @@ def load_predictors(
     row not stored as data (`modeling.stored.tables.predictor_from_row`).
     """
     try:
-        return tables.load_predictors(db_path, workload=workload, machine=machine)
+        predictors = tables.load_predictors(db_path, workload=workload, machine=machine)
     except NoModelsError:
         rows = _bundled(db_path, workload, machine, "models")
         if rows is None:
             raise
-    flags = f"--workload {workload}" + (f" --machine {machine}" if machine else "")
-    refit = f"python -m modeling evaluate {flags} --db {db_path}"
-    source = f"the bundled results of {workload}"
-    return [tables.predictor_from_row(row, source, refit) for row in rows.to_dict("records")]
+        flags = f"--workload {workload}" + (f" --machine {machine}" if machine else "")
+        refit = f"python -m modeling evaluate {flags} --db {db_path}"
+        source = f"the bundled results of {workload}"
+        records = rows.to_dict("records")
+        predictors = [tables.predictor_from_row(row, source, refit) for row in records]
+    return _with_closed_form_excess(predictors, db_path, workload, machine)
+
+
+def _with_closed_form_excess(
+    predictors: list[Predictor], db_path: Path, workload: str, machine: str | None
+) -> list[Predictor]:
+    """``predictors``, those stored before `TrainingRange.closed_form_excess` was kept given it
+    from the profile's ok runs in the database (the runs they were fitted on, or more since)."""
+    if all(p.training_range.closed_form_excess is not None for p in predictors):
+        return predictors
+    runs = store.load_runs(db_path, status="ok", workload=workload, machine=machine)
+    frame = measured_frame(runs) if not runs.empty else pd.DataFrame()
+    if frame.empty:
+        return predictors
+    filled = []
+    for predictor in predictors:
+        known = predictor.training_range
+        if known.closed_form_excess is None:
+            excess = closed_form_excess(frame, known.framework_bytes)
+            known = replace(known, closed_form_excess=excess, excess_runs=len(frame))
+        filled.append(replace(predictor, training_range=known))
+    return filled
 
 
 def load_predictor(

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from core import workloads
-from core.analytical import DEFAULT_FRAMEWORK_BYTES
+from core.analytical import DEFAULT_FRAMEWORK_BYTES, REFINED_TERM_COLUMNS
 from core.workloads.base import WorkloadConfig
 from modeling.evaluation.bounds import ConformalBound, upper_bound
 from modeling.features import (
@@ -32,6 +32,15 @@ from modeling.features import (
 def _median_baseline(frame: pd.DataFrame) -> float:
     measured = frame[BASELINE_COLUMN].dropna() if BASELINE_COLUMN in frame else pd.Series([])
     return float(measured.median()) if len(measured) else float(DEFAULT_FRAMEWORK_BYTES)
+
+
+def closed_form_excess(frame: pd.DataFrame, framework_bytes: float) -> float | None:
+    """The most any run of ``frame`` (a measured frame) peaked above the refined closed form
+    with ``framework_bytes`` as its framework term: max(peak / estimate); None without runs."""
+    if frame.empty:
+        return None
+    estimates = frame[list(REFINED_TERM_COLUMNS)].sum(axis=1) + framework_bytes
+    return float((frame[TARGET_COLUMN] / estimates).max())
 
 
 def _seen(values: pd.Series) -> tuple[Any, ...]:
@@ -50,9 +59,14 @@ class TrainingRange:
     max_peak_bytes: float
     knobs: dict[str, tuple[Any, ...]]  # knob -> the values seen
     framework_bytes: float = DEFAULT_FRAMEWORK_BYTES  # median measured post-import memory
+    # The most a run peaked above the refined closed form (`closed_form_excess`); None in
+    # models stored before it was kept (`modeling.stored.bundle.load_predictors` fills it in).
+    closed_form_excess: float | None = None
+    excess_runs: int | None = None  # how many runs that maximum is over
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> TrainingRange:
+        framework = _median_baseline(frame)
         return cls(
             min_side=float(frame["side"].min()),
             max_side=float(frame["side"].max()),
@@ -60,7 +74,9 @@ class TrainingRange:
             max_sample_megavoxels=float(frame["sample_megavoxels"].max()),
             max_peak_bytes=float(frame[TARGET_COLUMN].max()),
             knobs={knob: _seen(frame[knob]) for knob in KNOB_COLUMNS if knob in frame},
-            framework_bytes=_median_baseline(frame),
+            framework_bytes=framework,
+            closed_form_excess=closed_form_excess(frame, framework),
+            excess_runs=len(frame),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,6 +88,8 @@ class TrainingRange:
             "max_peak_bytes": self.max_peak_bytes,
             "knobs": {knob: list(values) for knob, values in self.knobs.items()},
             "framework_bytes": self.framework_bytes,
+            "closed_form_excess": self.closed_form_excess,
+            "excess_runs": self.excess_runs,
         }
 
     @classmethod

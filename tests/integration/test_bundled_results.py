@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from core import database, profiles, store
+from core.analytical import refined_breakdown
 from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError
 from modeling.evaluation.splits import knob_split_label
@@ -43,6 +44,29 @@ def test_the_bundled_models_install_once_and_predict(tmp_path: Path) -> None:
     assert 1.2 * 2**30 < small < 1.9 * 2**30  # measured: 1.54 GiB
     assert large > small
     assert len(results.load_evaluations(db)) == 1
+
+
+def test_models_stored_before_the_closed_form_excess_was_kept_get_it_from_the_runs(
+    tmp_path: Path,
+) -> None:
+    """The bundled reference models predate it: loading them reads it from their runs."""
+    db = _reference_db(tmp_path / "reference.duckdb")
+    assert bundle.install_bundled_results(db)
+    stored = results.load_predictor(db, "least_squares")
+    assert stored.training_range.closed_form_excess is None
+
+    loaded = bundle.load_predictor(db, "least_squares")
+
+    frame = measured_frame(store.load_runs(db, status="ok"))
+    framework = int(loaded.training_range.framework_bytes)
+    estimates = [
+        refined_breakdown(config_of(row), framework).total_bytes for _, row in frame.iterrows()
+    ]
+    excess = max(frame["peak_bytes"] / estimates)
+    assert loaded.training_range.closed_form_excess == pytest.approx(excess)
+    assert loaded.training_range.excess_runs == len(frame)
+    # Every reference run peaked above the closed form (by 6-29%, `modeling.sizing`).
+    assert 1.0 < excess < 1.35
 
 
 def test_a_database_with_more_runs_of_that_machine_gets_no_bundled_models(

@@ -7,12 +7,14 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
+from core.analytical import REFINED_TERM_COLUMNS
 from modeling.errors import ModelingError
 from modeling.estimators.catalogue import ModelSpec, catalogue, pick
 from modeling.evaluation.protocol import evaluate, score_split, summarise
 from modeling.evaluation.selection import fit_with_selection
 from modeling.evaluation.splits import kinds_for, make_split
 from modeling.features import measured_frame
+from modeling.stored.predictor import TrainingRange
 
 
 class SpyModel(RegressorMixin, BaseEstimator):
@@ -165,3 +167,16 @@ def test_runs_that_vary_a_knob_are_also_scored_leaving_each_knob_value_out(make_
     # a knob value never fitted on.
     assert knob["mape_pct"].max() < 1
     assert "knob MAPE %" in summarise(evaluation, specs).columns
+
+
+def test_a_fitted_range_keeps_how_far_above_the_closed_form_its_runs_peaked(frame) -> None:
+    fitted = TrainingRange.of(frame)
+    estimates = frame[list(REFINED_TERM_COLUMNS)].sum(axis=1) + fitted.framework_bytes
+    assert fitted.closed_form_excess == pytest.approx((frame["peak_bytes"] / estimates).max())
+    assert fitted.excess_runs == len(frame)
+    # Stored and read back; a range stored before it was kept reads None.
+    assert TrainingRange.from_dict(fitted.to_dict()) == fitted
+    older = {
+        k: v for k, v in fitted.to_dict().items() if k not in ("closed_form_excess", "excess_runs")
+    }
+    assert TrainingRange.from_dict(older).closed_form_excess is None
