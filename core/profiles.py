@@ -74,7 +74,7 @@ ONEDNN_OFF_NOTE = (
     "On this profile TensorFlow runs without oneDNN, its default on CPUs without AVX-512 "
     "VNNI or BF16, AVX-VNNI or AMX. TF_ENABLE_ONEDNN_OPTS=1 in the training job's "
     "environment turns it on: on an AVX2-only AMD EPYC that lowered the peak of each of "
-    "the 40 configurations measured both ways, by a median 1.62x and up to 2.50x "
+    "the 36 float32 configurations measured both ways, by a median 1.72x and up to 2.50x "
     "(data/REFERENCE.md). Size for the setting the job will run with."
 )
 # Instruction-set levels (`ISA_LEVELS`) whose CPUs all have AVX-512F, with which

@@ -159,21 +159,28 @@ def test_each_bundled_default_model_answers_its_own_runs_as_its_scores_say(
     assert not default.bound.legacy
 
 
-# The knob design's two sets (oneDNN off and on): their index in BUNDLED_EXPORTS and results.
-KNOB_SETS = {
-    "onednn_off": (3, "unet3d_knobs_results"),
-    "onednn_on": (4, "unet3d_knobs_onednn_results"),
+# The knob design's two sets are in BUNDLED_EXPORTS[3:5]; their runs form two profiles,
+# oneDNN off (the first set and the second set's mixed precisions) and on (the second set's
+# float32), each with its evaluation and the knob values it left out in turn.
+KNOB_EXPORTS = slice(3, 5)
+ARCHITECTURE_SPLITS = ["base_filters = 8", "base_filters = 32", "levels = 4"]
+KNOB_PROFILES = {
+    "onednn_off": (
+        "unet3d_knobs_results",
+        [*ARCHITECTURE_SPLITS, "precision = mixed_bfloat16", "upsampling = upsample"],
+    ),
+    "onednn_on": ("unet3d_knobs_onednn_results", [*ARCHITECTURE_SPLITS, "upsampling = upsample"]),
 }
 
 
-@pytest.mark.parametrize(("index", "results_name"), KNOB_SETS.values(), ids=KNOB_SETS.keys())
+@pytest.mark.parametrize(("results_name", "splits"), KNOB_PROFILES.values(), ids=KNOB_PROFILES)
 def test_the_bundled_knob_models_were_scored_leaving_each_knob_value_out(
-    tmp_path: Path, index: int, results_name: str
+    tmp_path: Path, results_name: str, splits: list[str]
 ) -> None:
     """The knob design's evaluations ship too: their models see the network, not only the image."""
     db = database.ensure_database(tmp_path / "knobs.duckdb")
-    runs_file, samples_file = database.BUNDLED_EXPORTS[index]
-    exchange.import_runs(db, runs_file, samples_file)
+    for runs_file, samples_file in database.BUNDLED_EXPORTS[KNOB_EXPORTS]:
+        exchange.import_runs(db, runs_file, samples_file)
     directory = database.DATA_DIR / results_name
     knobs = bundle.bundled_evaluation(directory)
 
@@ -182,15 +189,9 @@ def test_the_bundled_knob_models_were_scored_leaving_each_knob_value_out(
     assert list(results.load_evaluations(db)["machine_profile"]) == [knobs.machine]
     scores = results.load_scores(db, machine=knobs.machine)
     assert set(scores["split"]) == {"random", "extrapolation", "knob"}
-    frame = measured_frame(store.load_runs(db, status="ok"))
+    frame = measured_frame(store.load_runs(db, status="ok", machine=knobs.machine))
     knob_seeds = sorted(scores.loc[scores["split"] == "knob", "seed"].unique())
-    assert [knob_split_label(frame, int(seed)) for seed in knob_seeds] == [
-        "base_filters = 8",
-        "base_filters = 32",
-        "levels = 4",
-        "precision = mixed_bfloat16",
-        "upsampling = upsample",
-    ]
+    assert [knob_split_label(frame, int(seed)) for seed in knob_seeds] == splits
     reference = UNetConfig((64, 64, 64), 2)
     wider = UNetConfig((64, 64, 64), 2, base_filters=32)
     for predictor in results.load_predictors(db, machine=knobs.machine):
