@@ -114,23 +114,18 @@ def choose(
 
 
 def note(picked: Picked) -> None:
-    """Why the default is not this machine (`MachineChoice.note`), while the default is shown;
-    and, for a profile whose runs had oneDNN off, that one variable changes the answer."""
+    """Why the default is not this machine (`MachineChoice.note`), while the default is shown."""
     if picked.is_default and picked.default.note:
         st.info(machines.markdown(picked.default.note), icon=":material/computer:")
-    profile = picked.choice.profile
-    if profile is not None and profile.onednn_note:
-        st.caption(plain(profile.onednn_note))
 
 
-def precision_note(picked: Picked, precision: str) -> None:
-    """What oneDNN does at a half ``precision`` on the picked profile's CPU, where that is
-    not what `note` already said for float32 (`MachineProfile.onednn_note_for`)."""
+def onednn_note(picked: Picked, precision: str = "float32") -> None:
+    """What oneDNN does to an answer at ``precision`` on the picked profile, if anything
+    (`MachineProfile.onednn_note_for`): for a profile whose runs had oneDNN off, that one
+    variable changes the answer; at a half precision below AVX-512, that it does not."""
     profile = picked.choice.profile
-    if profile is None:
-        return
-    said = profile.onednn_note_for(precision)
-    if said and said != profile.onednn_note:
+    said = profile.onednn_note_for(precision) if profile is not None else None
+    if said:
         st.caption(plain(said))
 
 

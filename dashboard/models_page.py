@@ -395,6 +395,7 @@ def render() -> None:
         st.warning(query_state.plain(problem))
     query_state.write_view(workload, picked.option)
     machine_panel.note(picked)
+    machine_panel.onednn_note(picked)
     option, machine = picked.option, picked.machine
 
     scores = data.scores(db, version, workload, machine)

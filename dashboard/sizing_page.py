@@ -413,7 +413,7 @@ def render() -> None:
     if not problems:  # a link never carries a value the page refuses
         query_state.write(state)
     with answers:
-        machine_panel.precision_note(picked, dict(state.knobs).get("precision", "float32"))
+        machine_panel.onednn_note(picked, dict(state.knobs).get("precision", "float32"))
         if not predictors:
             st.info(
                 f"No fitted {workload_labels.title(workload)} models yet "

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import database, store
+from core import database, profiles, store
 from core.machine import this_profile
 from modeling.evaluation.splits import point_ids
 from modeling.features import measured_frame
@@ -372,6 +372,8 @@ def test_another_machines_runs_are_drawn_alone_and_must_be_measured_there(alexne
         "a fit needs at least 10, so 6 more are missing."
     )
     assert "must be measured on that machine (AMD EPYC 7B13" in lacks
+    # Its runs had oneDNN off: the page says what the variable would change.
+    assert [c for c in at.caption if shown(c.value) == profiles.ONEDNN_OFF_NOTE]
     assert at.code[0].value == (
         "python -m profiling sweep --workload alexnet --image-sizes 96 128 160 192 224 "
         "--batch-sizes 1 2"
