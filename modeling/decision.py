@@ -58,7 +58,7 @@ class ModelEstimate:
     name: str
     title: str
     predicted_bytes: float
-    upper_bytes: float  # `modeling.sizing.closed_form_ceiling` where it fell below the floor
+    upper_bytes: float  # as `modeling.sizing.replace_below_floor` leaves it
     raised_to_closed_form: bool  # the model's own bound fell below the refined estimate
     beyond: str  # how the configuration lies outside the model's measured range; "" inside
     reach: float  # image x batch over the largest measured run's (> 1: beyond it)

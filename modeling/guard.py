@@ -8,7 +8,7 @@ has a fitted model, its upper bound is the better pre-check: the default model
 (`modeling.stored.tables.best_model_name`) of the machine profile's latest
 evaluation, with its conformal ratio; where that falls below the refined closed
 form, the closed form times the most a run exceeded it
-(`modeling.sizing.closed_form_ceiling`); and only for a network the model was
+(`modeling.sizing.replace_below_floor`); and only for a network the model was
 fitted on (every knob value among those it saw). Any other point keeps the
 closed form with margins.
 
@@ -27,7 +27,7 @@ from core import workloads
 from core.records import PeakBound
 from core.workloads.base import WorkloadConfig
 from modeling.errors import ModelingError
-from modeling.sizing import closed_form_ceiling, closed_form_excess, closed_form_floor
+from modeling.sizing import ceiling_factor, replace_below_floor
 from modeling.stored.bundle import load_predictor
 from modeling.stored.predictor import Predictor
 from modeling.stored.tables import BEST
@@ -58,22 +58,20 @@ def fitted_bounds(
         covered = [c for c in configs if c.workload == workload and _covers(predictor, c)]
         if not covered:
             continue
-        uppers = predictor.upper_bytes(covered)
-        floors = closed_form_floor(predictor, covered)
-        ceilings = closed_form_ceiling(predictor, covered)
-        excess = closed_form_excess(predictor)
-        for config, upper, floor, ceiling in zip(covered, uppers, floors, ceilings, strict=True):
+        uppers, raised = replace_below_floor(
+            predictor, covered, np.asarray(predictor.upper_bytes(covered), dtype=float)
+        )
+        factor = ceiling_factor(predictor)
+        for config, upper, below in zip(covered, uppers, raised, strict=True):
             if not np.isfinite(upper):
                 continue  # the model predicts nothing usable here
             ratio = predictor.bound_for(config).ratio
             model = f"the {predictor.name} model's upper bound (x{ratio:.2f})"
-            if upper >= floor:
-                source, bound_bytes = f"{model} for machine {profile_key}", upper
-            else:
-                source = (
-                    f"the refined closed form x{excess:.2f}, the most a run exceeded it "
-                    f"({model} for machine {profile_key} is below the closed form)"
-                )
-                bound_bytes = ceiling
-            bounds[config] = PeakBound(bound_bytes=int(bound_bytes), source=source)
+            source = (
+                f"the refined closed form x{factor:.2f}, the most a run exceeded it "
+                f"({model} for machine {profile_key} is below the closed form)"
+                if below
+                else f"{model} for machine {profile_key}"
+            )
+            bounds[config] = PeakBound(bound_bytes=int(upper), source=source)
     return bounds

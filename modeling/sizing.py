@@ -25,7 +25,7 @@ data; a fitted formula that predicts less, typically far outside the measured
 range, is extrapolating nonsense. So a bound below the refined closed-form
 estimate is replaced, and the answer says so: not by that estimate, which
 every run exceeded and which is therefore no bound, but by it times the most
-any run the model was fitted on exceeded it (`closed_form_ceiling`). With
+any run the model was fitted on exceeded it (`replace_below_floor`). With
 oneDNN on, an AVX2 EPYC's runs exceeded it by up to 1.33x; 176^3 at batch 2,
 six times their largest image x batch, measured 1.10x it (README).
 
@@ -151,18 +151,23 @@ def closed_form_floor(model: SizingModel, configs: Sequence[WorkloadConfig]) -> 
     return np.array([refined_breakdown(c, framework).total_bytes for c in configs], dtype=float)
 
 
-def closed_form_excess(model: SizingModel) -> float:
+def ceiling_factor(model: SizingModel) -> float:
     """The most a run the model was fitted on peaked above the refined closed form, as a
     factor (`TrainingRange.closed_form_excess`); 1 where that is unknown or below 1."""
     excess = model.training_range.closed_form_excess
     return max(1.0, float(excess)) if excess is not None else 1.0
 
 
-def closed_form_ceiling(model: SizingModel, configs: Sequence[WorkloadConfig]) -> np.ndarray:
-    """`closed_form_floor` times `closed_form_excess`: the bound that replaces a model's own
-    where that falls below the floor. The floor alone would be a bound that every
-    measured run exceeded; this is as far above it as any of them went."""
-    return closed_form_floor(model, configs) * closed_form_excess(model)
+def replace_below_floor(
+    model: SizingModel, configs: Sequence[WorkloadConfig], bounds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(bounds, raised): the model's upper ``bounds`` for ``configs``, each one below
+    `closed_form_floor` replaced by that floor times `ceiling_factor`. The floor alone
+    would be a bound that every measured run exceeded; this is as far above it as any
+    of them went. Every answer, the pages' bounds and the sweep's pre-check use it."""
+    floor = closed_form_floor(model, configs)
+    raised = bounds < floor
+    return np.where(raised, floor * ceiling_factor(model), bounds), raised
 
 
 def _scan(
@@ -188,11 +193,8 @@ def _scan(
 
 
 def _bounds(model: SizingModel, configs: Sequence[WorkloadConfig]) -> tuple[np.ndarray, np.ndarray]:
-    """(bounds, raised): the model's upper bounds, replaced by `closed_form_ceiling` where
-    they fall below the closed-form floor."""
-    bounds = np.asarray(model.upper_bytes(configs), dtype=float)
-    raised = bounds < closed_form_floor(model, configs)
-    return np.where(raised, closed_form_ceiling(model, configs), bounds), raised
+    """(bounds, raised): the model's upper bounds, as `replace_below_floor` leaves them."""
+    return replace_below_floor(model, configs, np.asarray(model.upper_bytes(configs), dtype=float))
 
 
 def _next_bound(bounds: np.ndarray, following: int | None) -> float | None:
@@ -219,11 +221,11 @@ def _basis(model: SizingModel, config: WorkloadConfig, raised: bool) -> Basis:
         sentences.append(
             f"Model {model.name} predicts less than the refined closed-form estimate, which "
             f"every measured run exceeded, so the answer uses that estimate times "
-            f"{closed_form_excess(model):.2f}, the most any run{over} exceeded it; this "
+            f"{ceiling_factor(model):.2f}, the most any run{over} exceeded it; this "
             "model's formula is not to be trusted here."
         )
     name = bound.name + (
-        f"; replaced by the closed form x{closed_form_excess(model):.2f}" if raised else ""
+        f"; replaced by the closed form x{ceiling_factor(model):.2f}" if raised else ""
     )
     return Basis(model.name, name, bound.coverage, bool(reasons), " ".join(sentences), raised)
 

@@ -45,7 +45,7 @@ from modeling.decision import (
     evidence_for,
 )
 from modeling.evaluation.bounds import ConformalBound, upper_bound
-from modeling.sizing import closed_form_ceiling, closed_form_floor
+from modeling.sizing import replace_below_floor
 from modeling.stored.tables import best_model_name
 from presentation import workload_labels
 from presentation.curves import PointModel
@@ -411,9 +411,9 @@ def config_predictions(
     ``configs`` in one call (a page asks for every batch size of one image at
     once, so moving the batch slider needs no prediction). The upper bound is
     the model's conformal bound, replaced where it falls below the refined
-    closed-form estimate (`modeling.sizing.closed_form_floor`) by that estimate
-    times the most a run exceeded it (`closed_form_ceiling`), so it agrees with
-    the sizing answers. One row per model x configuration, columns
+    closed-form estimate by that estimate times the most a run exceeded it
+    (`modeling.sizing.replace_below_floor`), so it agrees with the sizing answers.
+    One row per model x configuration, columns
     ``model, title, batch_size, image_shape, predicted_bytes, upper_bytes,
     bound_ratio, raised_to_closed_form, beyond`` (how the configuration lies
     outside the model's measured range, in words; empty inside it), ``reach``
@@ -441,8 +441,7 @@ def config_predictions(
         bounds = [model.bound_for(config) for config in configs]
         ratios = np.array([bound.ratio for bound in bounds])
         # What `Predictor.upper_bytes` computes, without predicting a second time.
-        upper = upper_bound(predicted, ratios)
-        raised = upper < closed_form_floor(model, configs)
+        upper, raised = replace_below_floor(model, configs, upper_bound(predicted, ratios))
         frames.append(
             pd.DataFrame(
                 {
@@ -451,7 +450,7 @@ def config_predictions(
                     "batch_size": [config.batch_size for config in configs],
                     "image_shape": [config.image_shape for config in configs],
                     "predicted_bytes": predicted,
-                    "upper_bytes": np.where(raised, closed_form_ceiling(model, configs), upper),
+                    "upper_bytes": upper,
                     "bound_ratio": ratios,
                     "raised_to_closed_form": raised,
                     "beyond": [

@@ -724,12 +724,12 @@ def _machines(args: argparse.Namespace) -> int:
         print(f"\nThis machine ({here.label}, profile {here.key}) has no runs here; {how}.")
     if here.onednn_note:
         print(f"\nThis machine: {here.onednn_note}")
-    elsewhere: dict[str, list[str]] = {}  # profile key -> the precisions that train on it
+    # The precisions oneDNN does not take here train on another profile of this machine.
+    elsewhere: dict[profiles.MachineProfile, list[str]] = {}
     for precision in PRECISIONS:
-        if (key := this_profile(precision).key) != here.key:
-            elsewhere.setdefault(key, []).append(precision)
-    for precisions in elsewhere.values():
-        other = this_profile(precisions[0])
+        if (other := this_profile(precision)) != here:
+            elsewhere.setdefault(other, []).append(precision)
+    for other, precisions in elsewhere.items():
         named = " and ".join(precisions)
         print(
             f"\nThis machine at {named}: profile {other.key} ({other.label}). "

@@ -22,7 +22,7 @@ from core import database, profiles, store
 from core.machine import machine_info, onednn_enabled, software_info
 from core.workloads.unet3d import UNetConfig
 from modeling import cli as modeling_cli
-from modeling.sizing import closed_form_floor, largest_image_side
+from modeling.sizing import largest_image_side, replace_below_floor
 from modeling.stored.bundle import load_predictor
 from presentation import verification
 from tests.conftest import build_record, build_runs
@@ -50,12 +50,7 @@ def this_machines_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     key = profiles.profile_of(build_record(**here).row()).key
     model = load_predictor(db, "least_squares", "unet3d", machine=key)
     configs = [UNetConfig((side,) * 3, 1) for side in (SIDE, NEXT_SIDE)]
-    low, high = (
-        max(upper, floor)
-        for upper, floor in zip(
-            model.upper_bytes(configs), closed_form_floor(model, configs), strict=True
-        )
-    )
+    (low, high), _ = replace_below_floor(model, configs, model.upper_bytes(configs))
     budget = int((low + high) / 2)
     assert largest_image_side(model, budget, 1).side == SIDE
     return db, budget
