@@ -302,9 +302,10 @@ def every_model(
             ),
             "bound from": text(
                 width=80,
-                help="xR: the prediction times the model's conformal ratio R; floor: the "
-                "model's bound fell below the refined closed-form estimate, which every "
-                "measured run exceeded, and was raised to it.",
+                help="xR: the prediction times the model's conformal ratio R; closed form: "
+                "the model's bound fell below the refined closed-form estimate, which every "
+                "measured run exceeded, and was replaced by that estimate times the most a "
+                "run exceeded it.",
             ),
             "credible": text(
                 width=60, help="No: left out of the answer, its prediction absurd here (above)."

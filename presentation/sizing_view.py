@@ -581,7 +581,7 @@ def models_frame(table: pd.DataFrame, decision: Decision, usable_bytes: float) -
             "predicted GiB": (table["predicted_bytes"] / GIB).to_numpy(),
             "bound GiB": (table["upper_bytes"] / GIB).to_numpy(),
             "bound from": [
-                "floor" if raised else f"x{ratio:.2f}"
+                "closed form" if raised else f"x{ratio:.2f}"
                 for raised, ratio in zip(
                     table["raised_to_closed_form"], table["bound_ratio"], strict=True
                 )
