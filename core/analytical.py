@@ -22,6 +22,14 @@ constant 0.2 GiB, so the refined model reads low by about that much.
 `modeling.estimators.baselines.AnalyticalLeastSquares` is the model that fits such
 constants, on these same terms, by least squares.
 
+* **Convolution-gradient workspace** (`backprop_workspace_bytes`): not a term of
+  the refined model, because only some kernels allocate it. TensorFlow's own
+  CPU kernels (oneDNN off, or a dtype oneDNN does not take on the CPU) compute
+  a convolution's gradients through an im2col buffer of one image, output
+  voxels x kernel volume x input channels (``Conv3DCustomBackpropInputOp`` and
+  ``...FilterOp`` in tensorflow/core/kernels/conv_grad_ops_3d.cc); oneDNN
+  kernels do not. It is a feature the fitted models may weigh per machine.
+
 Pure Python on purpose: `profiling.estimate` (the sweep's pre-check) imports
 this module, and must stay light. The estimator wrappers that evaluate these
 models like the fitted ones live in `modeling.estimators.analytical`.
@@ -36,6 +44,8 @@ from functools import lru_cache
 from core.units import GIB
 from core.workloads.base import (
     FLOAT32_BYTES,
+    LayerOutput,
+    element_bytes,
     layer_output_bytes,
     layer_outputs,
     parameter_counts,
@@ -57,6 +67,16 @@ NOT_KEPT_KINDS = frozenset({"batchnorm"})
 # While differentiating a layer, the gradient arriving at its output and the one
 # it passes to its input are both alive: at the peak, two tensors of the widest layer.
 BACKWARD_LIVE_GRADIENTS = 2
+# Under mixed precision Keras's BatchNormalization casts its input to float32
+# before normalising (keras/src/layers/normalization/batch_normalization.py,
+# "BN is prone to overflow ... we upcast to float32"); the gradient needs that
+# float32 copy, not the compute-dtype conv output, so the tensor kept under the
+# conv's name is float32 whatever the policy.
+BATCHNORM_INPUT_BYTES = FLOAT32_BYTES
+# Layer kinds whose gradient TensorFlow's own CPU kernels compute through an
+# im2col buffer (`backprop_workspace_bytes`). A transposed convolution's buffer
+# is as large as its own output, never the largest, so it is left out.
+IM2COL_KINDS = frozenset({"conv2d", "conv3d"})
 # The input batch (images and masks, float32) lives twice: as the NumPy arrays
 # the training loop holds, and as the tensors TensorFlow converts them to.
 INPUT_BYTES_PER_ELEMENT = FLOAT32_BYTES
@@ -129,6 +149,7 @@ class _PerSample:
     kept_bytes: int
     widest_bytes: int
     input_bytes: int
+    workspace_bytes: int  # not per sample: the buffer is one image's whatever the batch
     total_params: int
     trainable_params: int
 
@@ -142,12 +163,51 @@ def _per_sample_cached(config: UNetConfig) -> _PerSample:
     total_params, trainable = parameter_counts(config)
     return _PerSample(
         all_bytes=sum(size for _, size in sizes),
-        kept_bytes=sum(size for layer, size in sizes if layer.kind not in NOT_KEPT_KINDS),
+        kept_bytes=_kept_bytes(config, layers),
         widest_bytes=max(size for _, size in sizes),
         input_bytes=config.input_elements_per_sample() * INPUT_BYTES_PER_ELEMENT * INPUT_COPIES,
+        workspace_bytes=_largest_im2col_bytes(config, layers),
         total_params=total_params,
         trainable_params=trainable,
     )
+
+
+def _kept_bytes(config: UNetConfig, layers: list[LayerOutput]) -> int:
+    """Bytes of one sample's layer outputs that the backward pass keeps."""
+    kept = 0
+    for layer, following in zip(layers, [*layers[1:], None], strict=True):
+        if layer.kind in NOT_KEPT_KINDS:
+            continue
+        if following is not None and following.kind == "batchnorm":
+            kept += layer.elements * BATCHNORM_INPUT_BYTES
+        else:
+            kept += layer_output_bytes(config, layer)
+    return kept
+
+
+def backprop_workspace_bytes(config: UNetConfig) -> int:
+    """The largest im2col buffer TensorFlow's own CPU kernels allocate for one gradient.
+
+    Per convolution: one image's output positions x kernel volume x input
+    channels, in the compute dtype. The kernels allocate it per shard of
+    images that fits the L3 cache, which for these volumes is one image, so the
+    buffer does not grow with the batch. oneDNN's kernels do not allocate it;
+    see the module docstring.
+    """
+    return _per_sample(config).workspace_bytes
+
+
+def _largest_im2col_bytes(config: UNetConfig, layers: list[LayerOutput]) -> int:
+    """`backprop_workspace_bytes` from the layer list."""
+    largest = 0
+    for layer in layers:
+        if layer.kind not in IM2COL_KINDS:
+            continue
+        filters = layer.shape[-1]
+        positions = layer.elements // filters
+        patch = layer.params // filters - 1  # kernel volume x input channels (one bias each)
+        largest = max(largest, positions * patch * element_bytes(config, layer))
+    return largest
 
 
 def _per_sample(config: UNetConfig) -> _PerSample:

@@ -13,11 +13,15 @@ One row per run or configuration. Columns:
   ``activation_gib`` (what the backward pass keeps of a batch, in each tensor's
   dtype, with the gradients alive at the widest layer and the input batch) and
   ``state_gib`` (float32 weights, their gradients and the optimizer's slots, plus
-  the compute-dtype copy of every weight that mixed precision casts). Every knob
-  moves at least one of them, so a model reading them can follow a knob it never
-  saw varied, where side, batch and knob codes cannot;
-* the analytical terms, bytes: the paper's Eq. 1 / Eq. 2 and the refined model's
-  terms (`core.analytical.REFINED_TERM_COLUMNS`);
+  the compute-dtype copy of every weight that mixed precision casts) and
+  ``workspace_gib`` (the largest im2col buffer of TensorFlow's own convolution
+  gradients, `core.analytical.backprop_workspace_bytes`: large where oneDNN
+  does not run the network, absent where it does, so a model learns its weight
+  per machine profile). Every knob moves at least one of them, so a model
+  reading them can follow a knob it never saw varied, where side, batch and knob
+  codes cannot;
+* the analytical terms, bytes: the paper's Eq. 1 / Eq. 2, the refined model's
+  terms (`core.analytical.REFINED_TERM_COLUMNS`) and ``workspace_bytes``;
 * from runs only: ``baseline_bytes`` (measured post-import memory) and the
   target ``peak_bytes`` (the kernel's high-water mark, ``peak_hwm_bytes``).
 
@@ -35,6 +39,7 @@ from core import workloads
 from core.analytical import (
     PAPER_TERM_COLUMNS,
     REFINED_TERM_COLUMNS,
+    backprop_workspace_bytes,
     paper_estimate,
     refined_breakdown,
 )
@@ -46,6 +51,7 @@ from core.workloads.unet3d import UNetConfig
 TARGET_COLUMN = "peak_bytes"
 BASELINE_COLUMN = "baseline_bytes"
 MEASURED_PEAK_COLUMN = "peak_hwm_bytes"
+WORKSPACE_COLUMN = "workspace_bytes"
 OK_STATUS = "ok"
 # Every workload's image and knob columns; a model fitted on one workload sees
 # the others' as empty (constant), so only its own can vary.
@@ -63,7 +69,7 @@ MEGA = 10**6
 # What the shape-only models (symbolic regression, the ML baselines) see of the shape.
 SHAPE_INPUTS: tuple[str, ...] = ("side", "megavoxels", "batch_size")
 # ... and of the network (the module docstring says what each holds).
-ARCHITECTURE_INPUTS: tuple[str, ...] = ("activation_gib", "state_gib")
+ARCHITECTURE_INPUTS: tuple[str, ...] = ("activation_gib", "state_gib", "workspace_gib")
 
 
 def config_of(row: pd.Series | dict) -> WorkloadConfig:
@@ -91,11 +97,14 @@ def _config_row(config: WorkloadConfig) -> dict[str, object]:
         "paper_weight_bytes": paper.weight_bytes,
     }
     row.update({name: refined[name] for name in REFINED_TERM_COLUMNS})
-    row.update(_architecture_terms(config, refined))
+    row[WORKSPACE_COLUMN] = backprop_workspace_bytes(config)
+    row.update(_architecture_terms(config, refined, row[WORKSPACE_COLUMN]))
     return row
 
 
-def _architecture_terms(config: WorkloadConfig, refined: dict[str, int]) -> dict[str, float]:
+def _architecture_terms(
+    config: WorkloadConfig, refined: dict[str, int], workspace_bytes: int
+) -> dict[str, float]:
     kept_bytes = refined["activation_bytes"] + refined["backward_bytes"] + refined["input_bytes"]
     state_bytes = refined["weight_bytes"] + refined["gradient_bytes"] + refined["optimizer_bytes"]
     compute_bytes = BYTES_PER_ELEMENT[config.precision]
@@ -103,7 +112,11 @@ def _architecture_terms(config: WorkloadConfig, refined: dict[str, int]) -> dict
         # Mixed precision keeps float32 variables and casts each to the compute dtype
         # for the forward pass; the cast copies live until the backward pass uses them.
         state_bytes += refined["weight_bytes"] // FLOAT32_BYTES * compute_bytes
-    return {"activation_gib": kept_bytes / GIB, "state_gib": state_bytes / GIB}
+    return {
+        "activation_gib": kept_bytes / GIB,
+        "state_gib": state_bytes / GIB,
+        "workspace_gib": workspace_bytes / GIB,
+    }
 
 
 def config_frame(configs: Sequence[WorkloadConfig]) -> pd.DataFrame:
@@ -151,5 +164,5 @@ def model_inputs(frame: pd.DataFrame) -> list[str]:
 
 
 def analytical_columns() -> list[str]:
-    """Every analytical term column (bytes), paper's first."""
-    return [*PAPER_TERM_COLUMNS, *REFINED_TERM_COLUMNS]
+    """Every analytical term column (bytes), paper's first, the workspace last."""
+    return [*PAPER_TERM_COLUMNS, *REFINED_TERM_COLUMNS, WORKSPACE_COLUMN]

@@ -244,10 +244,11 @@ def activation_bytes_per_sample(config: WorkloadConfig) -> int:
 
 def layer_output_bytes(config: WorkloadConfig, layer: LayerOutput) -> int:
     """Bytes of ``layer``'s output for one sample, in its dtype under ``config.precision``."""
-    return layer.elements * _element_bytes(config, layer)
+    return layer.elements * element_bytes(config, layer)
 
 
-def _element_bytes(config: WorkloadConfig, layer: LayerOutput) -> int:
+def element_bytes(config: WorkloadConfig, layer: LayerOutput) -> int:
+    """Bytes per value of ``layer``'s output under ``config.precision``."""
     if layer.kind in FLOAT32_KINDS:
         return FLOAT32_BYTES
     return BYTES_PER_ELEMENT[config.precision]

@@ -7,8 +7,9 @@
   peak they saw, which the extrapolation split shows.
 * `AnalyticalLeastSquares`: peak = c0 + c1 * per-batch terms + c2 * model-state
   terms, the refined model's terms (`core.analytical`) with coefficients
-  fit by least squares on relative error. This is *fitted*, unlike the refined
-  analytical model, and is named so everywhere.
+  fit by least squares on relative error, optionally + c3 * the convolution
+  gradients' im2col workspace. This is *fitted*, unlike the refined analytical
+  model, and is named so everywhere.
 
 Settings are seeded; ``*_CANDIDATES`` are what `modeling.evaluation.selection` chooses
 from on validation data.
@@ -29,6 +30,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 from xgboost import XGBRegressor
+
+from modeling.features import WORKSPACE_COLUMN
 
 # The refined terms, grouped the way they scale: with the batch, or not at all.
 PER_BATCH_TERMS: tuple[str, ...] = ("activation_bytes", "backward_bytes", "input_bytes")
@@ -79,41 +82,57 @@ def make_regressor(kind: str, random_state: int = 0, **params: Any) -> Transform
 
 
 def least_squares_inputs(frame: pd.DataFrame) -> pd.DataFrame:
-    """The two grouped analytical terms (bytes) from a feature frame."""
-    return pd.DataFrame(
+    """The grouped analytical terms (bytes), and the convolution-gradient workspace if given.
+
+    A model stored before the workspace term existed reads only the refined terms.
+    """
+    terms = pd.DataFrame(
         {
             "per_batch_bytes": frame[list(PER_BATCH_TERMS)].sum(axis=1),
             "model_state_bytes": frame[list(MODEL_STATE_TERMS)].sum(axis=1),
         },
         index=frame.index,
     )
+    if WORKSPACE_COLUMN in frame:
+        terms[WORKSPACE_COLUMN] = frame[WORKSPACE_COLUMN]
+    return terms
 
 
 class AnalyticalLeastSquares(RegressorMixin, BaseEstimator):
     """Least squares on the analytical terms: ``c0 + c1 * per_batch + c2 * model_state``.
 
+    ``workspace=True`` adds ``c3 * workspace_bytes``, the im2col buffer of
+    TensorFlow's own convolution gradients (`core.analytical.backprop_workspace_bytes`),
+    for machines where oneDNN does not run the network.
     Fit on relative error (weights 1/peak^2). A term that is constant in the
     training data (model state, when the network never changes) cannot be told
     apart from the intercept; it gets coefficient 0 and the intercept absorbs it.
     X : feature frame with the refined term columns; y and predictions in bytes.
     """
 
+    def __init__(self, *, workspace: bool = False) -> None:
+        self.workspace = workspace
+
+    def _inputs(self) -> tuple[str, ...]:
+        return (*LEAST_SQUARES_INPUTS, WORKSPACE_COLUMN) if self.workspace else LEAST_SQUARES_INPUTS
+
     def fit(self, X: pd.DataFrame, y: Any) -> AnalyticalLeastSquares:
+        inputs = self._inputs()
         terms = least_squares_inputs(X)
         target = np.asarray(y, dtype=float)
-        if len(target) != len(terms) or len(target) < len(LEAST_SQUARES_INPUTS) + 1:
+        if len(target) != len(terms) or len(target) < len(inputs) + 1:
             raise ValueError(
                 f"least squares needs as many targets as rows and at least "
-                f"{len(LEAST_SQUARES_INPUTS) + 1}; got {len(terms)} rows, {len(target)} targets"
+                f"{len(inputs) + 1}; got {len(terms)} rows, {len(target)} targets"
             )
-        varying = [name for name in LEAST_SQUARES_INPUTS if terms[name].nunique() > 1]
+        varying = [name for name in inputs if terms[name].nunique() > 1]
         regression = LinearRegression()
         regression.fit(terms[varying], target, sample_weight=1.0 / np.square(target))
-        coefficients = dict.fromkeys(LEAST_SQUARES_INPUTS, 0.0)
+        coefficients = dict.fromkeys(inputs, 0.0)
         coefficients.update(zip(varying, regression.coef_.tolist(), strict=True))
         self.intercept_bytes_ = float(regression.intercept_)
         self.coefficients_ = coefficients
-        self.n_features_in_ = len(LEAST_SQUARES_INPUTS)
+        self.n_features_in_ = len(inputs)
         self.formula_ = " + ".join(
             [f"{self.intercept_bytes_ / 2**30:.4g} GiB"]
             + [f"{value:.4g}*{name}" for name, value in coefficients.items() if value]
@@ -122,14 +141,16 @@ class AnalyticalLeastSquares(RegressorMixin, BaseEstimator):
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         check_is_fitted(self)
+        inputs = list(self._inputs())
         terms = least_squares_inputs(X)
-        weights = np.array([self.coefficients_[name] for name in LEAST_SQUARES_INPUTS])
-        return self.intercept_bytes_ + terms[list(LEAST_SQUARES_INPUTS)].to_numpy(float) @ weights
+        weights = np.array([self.coefficients_[name] for name in inputs])
+        return self.intercept_bytes_ + terms[inputs].to_numpy(float) @ weights
 
     def to_state(self) -> dict[str, Any]:
         """The fitted model as plain data (JSON): intercept, coefficients, formula."""
         check_is_fitted(self)
         return {
+            "workspace": self.workspace,
             "intercept_bytes": self.intercept_bytes_,
             "coefficients": self.coefficients_,
             "formula": self.formula_,
@@ -137,10 +158,12 @@ class AnalyticalLeastSquares(RegressorMixin, BaseEstimator):
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AnalyticalLeastSquares:
-        model = cls()
-        coefficients = {name: float(state["coefficients"][name]) for name in LEAST_SQUARES_INPUTS}
+        # Models stored before the workspace term existed have none.
+        model = cls(workspace=bool(state.get("workspace", False)))
+        inputs = model._inputs()
+        coefficients = {name: float(state["coefficients"][name]) for name in inputs}
         model.intercept_bytes_ = float(state["intercept_bytes"])
         model.coefficients_ = coefficients
         model.formula_ = str(state["formula"])
-        model.n_features_in_ = len(LEAST_SQUARES_INPUTS)
+        model.n_features_in_ = len(inputs)
         return model

@@ -111,6 +111,13 @@ def catalogue(*, quick: bool = False) -> tuple[ModelSpec, ...]:
             _analytical_columns,
         ),
         ModelSpec(
+            "least_squares_workspace",
+            "least squares on analytical terms + conv workspace",
+            LEAST_SQUARES,
+            lambda frame, params, seed: AnalyticalLeastSquares(workspace=True),
+            _analytical_columns,
+        ),
+        ModelSpec(
             "symbolic", "symbolic regression (gplearn)", SYMBOLIC, _symbolic, model_inputs, symbolic
         ),
         ModelSpec(

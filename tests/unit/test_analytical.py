@@ -11,6 +11,7 @@ from core.analytical import (
     DEFAULT_FRAMEWORK_BYTES,
     REFINED_TERM_COLUMNS,
     MemoryBreakdown,
+    backprop_workspace_bytes,
     paper_estimate,
     refined_breakdown,
 )
@@ -78,12 +79,35 @@ def test_backward_buffers_are_two_of_the_widest_layer_per_sample() -> None:
     assert breakdown.backward_bytes == 2 * 2 * (64**3 * 32 * 4)
 
 
-def test_half_precision_roughly_halves_the_activation_terms() -> None:
+def test_half_precision_halves_kept_activations_but_the_float32_batchnorm_inputs() -> None:
+    # Keras's BatchNormalization upcasts its input to float32, and its gradient keeps
+    # that copy: every block conv's output stays 4 bytes a value. What halves are the
+    # ReLU, pooling, upsampling and concatenation outputs.
     full = refined_breakdown(REFERENCE_64)
     half = refined_breakdown(dataclasses.replace(REFERENCE_64, precision="mixed_bfloat16"))
+    halved_kinds = {"relu", "maxpool", "conv3d_transpose", "concat"}
+    halved_values = sum(
+        layer.elements for layer in REFERENCE_64.layers() if layer.kind in halved_kinds
+    )
 
-    assert 0.45 < half.activation_bytes / full.activation_bytes < 0.55
+    assert full.activation_bytes - half.activation_bytes == 2 * 2 * halved_values
     assert half.optimizer_bytes == full.optimizer_bytes
+
+
+def test_conv_gradient_workspace_is_one_images_largest_im2col_buffer() -> None:
+    # At 128^3 the largest is decode0's first conv: 128^3 positions x 27 taps x 32
+    # input channels (16 upsampled + 16 skipped), float32. With UpSampling3D the 32
+    # channels of the level below arrive unreduced: 32 + 16 = 48. The batch is no factor.
+    transpose = UNetConfig((128, 128, 128), batch_size=1)
+
+    assert backprop_workspace_bytes(transpose) == 128**3 * 27 * 32 * 4
+    assert backprop_workspace_bytes(dataclasses.replace(transpose, batch_size=8)) == (
+        backprop_workspace_bytes(transpose)
+    )
+    upsample = dataclasses.replace(transpose, upsampling="upsample")
+    assert backprop_workspace_bytes(upsample) == 128**3 * 27 * 48 * 4
+    half = dataclasses.replace(transpose, precision="mixed_bfloat16")
+    assert backprop_workspace_bytes(half) == 128**3 * 27 * 32 * 2
 
 
 def test_refined_rejects_a_negative_framework_baseline() -> None:

@@ -41,6 +41,31 @@ def test_a_constant_term_gets_no_coefficient_and_the_intercept_absorbs_it(make_r
     assert model.formula_.startswith(f"{model.intercept_bytes_ / 2**30:.4g} GiB + ")
 
 
+def test_least_squares_with_the_workspace_term_recovers_it(make_runs) -> None:
+    frame = measured_frame(make_runs(batches=(1, 2, 4)))
+    terms = least_squares_inputs(frame)
+    target = 0.8e9 + 2.0 * terms["per_batch_bytes"] + 1.1 * terms["workspace_bytes"]
+
+    model = AnalyticalLeastSquares(workspace=True).fit(frame, target)
+
+    assert model.coefficients_["workspace_bytes"] == pytest.approx(1.1, rel=1e-6)
+    assert "1.1*workspace_bytes" in model.formula_
+    np.testing.assert_allclose(model.predict(frame), target, rtol=1e-9)
+    restored = AnalyticalLeastSquares.from_state(model.to_state())
+    np.testing.assert_allclose(restored.predict(frame), target, rtol=1e-9)
+
+
+def test_a_least_squares_model_stored_before_the_workspace_term_still_predicts(make_runs) -> None:
+    frame = measured_frame(make_runs())
+    state = AnalyticalLeastSquares().fit(frame, frame["peak_bytes"]).to_state()
+    del state["workspace"]  # as models stored before the term existed
+
+    restored = AnalyticalLeastSquares.from_state(state)
+
+    assert restored.workspace is False
+    assert restored.predict(frame).shape == (len(frame),)
+
+
 @pytest.mark.parametrize("kind", ML_KINDS)
 def test_every_ml_baseline_fits_and_predicts_positive_bytes(make_runs, kind: str) -> None:
     frame = measured_frame(make_runs(batches=(1, 2, 4)))

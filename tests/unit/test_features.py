@@ -75,6 +75,7 @@ def test_only_knobs_that_vary_become_model_inputs() -> None:
         "batch_size",
         "activation_gib",
         "state_gib",
+        "workspace_gib",
     ]
     assert varying_knobs(mixed) == ["base_filters", "element_bytes"]
 

@@ -175,8 +175,9 @@ def test_size_buy_rounds_up_to_a_purchasable_size(evaluated: Path, capsys) -> No
         ),
         (
             ["evaluate", "--models", "svm"],
-            "error: unknown model(s) svm; known: paper, refined, least_squares, symbolic, "
-            "hybrid_ratio, hybrid_terms, xgboost, random_forest, extra_trees, mlp\n",
+            "error: unknown model(s) svm; known: paper, refined, least_squares, "
+            "least_squares_workspace, symbolic, hybrid_ratio, hybrid_terms, xgboost, "
+            "random_forest, extra_trees, mlp\n",
         ),
     ],
 )

@@ -1,0 +1,119 @@
+"""How much of a oneDNN-off peak is the convolution gradients' im2col workspace?
+
+    python -m benchmarks.conv_workspace [--points 64x1 96x1 64x2] [--steps 2]
+
+With oneDNN off, TensorFlow computes 3D convolution gradients with its
+"custom" CPU kernels, which allocate an im2col buffer per image
+(`core.analytical.backprop_workspace_bytes`); its "eigen_tensor" kernels,
+selectable by kernel label, compute the same gradients without it. Each point
+trains the reference U-Net for ``--steps`` steps in a fresh process twice,
+once per kernel, and prints both processes' high-water marks (``ru_maxrss``,
+the kernel's figure for the peak), their difference and that difference as a
+multiple of the largest buffer memplan predicts. The training step is a
+``tf.function`` over the model `core.workloads.unet3d.build_model` builds
+(Adam, Dice loss), because a kernel label applies only where a graph is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+
+from core.analytical import backprop_workspace_bytes
+from core.units import GIB
+from core.workloads.unet3d import UNetConfig
+
+KERNELS = ("custom", "eigen_tensor")
+GRADIENT_OPS = ("Conv3DBackpropInputV2", "Conv3DBackpropFilterV2")
+DEFAULT_POINTS = ("64x1", "96x1", "64x2")
+# Linux reports ru_maxrss in KiB.
+MAXRSS_UNIT_BYTES = 1024
+
+
+def _parse_point(text: str) -> tuple[int, int]:
+    side, _, batch = text.partition("x")
+    if not (side.isdigit() and batch.isdigit()):
+        raise argparse.ArgumentTypeError(f"a point is SIDExBATCH, e.g. 64x1; got {text!r}")
+    UNetConfig((int(side),) * 3, batch_size=int(batch))  # refuses an invalid size
+    return int(side), int(batch)
+
+
+def _child(side: int, batch: int, kernel: str, steps: int) -> None:
+    """Train in this process and print its high-water mark in bytes."""
+    import numpy as np
+    import tensorflow as tf
+
+    from core.workloads.unet3d import build_model, dice_loss
+
+    config = UNetConfig((side,) * 3, batch_size=batch)
+    model = build_model(config)
+    rng = np.random.default_rng(0)
+    images = rng.standard_normal((batch, side, side, side, 1), dtype=np.float32)
+    masks = (rng.random((batch, side, side, side, 1)) > 0.5).astype(np.float32)
+    labels = {} if kernel == "custom" else dict.fromkeys(GRADIENT_OPS, kernel)
+
+    @tf.function
+    def step(x, y):
+        with tf.compat.v1.get_default_graph()._kernel_label_map(labels):
+            with tf.GradientTape() as tape:
+                loss = dice_loss(y, model(x, training=True))
+            gradients = tape.gradient(loss, model.trainable_variables)
+        model.optimizer.apply(gradients, model.trainable_variables)
+        return loss
+
+    for _ in range(steps):
+        step(images, masks)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * MAXRSS_UNIT_BYTES)
+
+
+def _measure(side: int, batch: int, kernel: str, steps: int) -> int:
+    # oneDNN off, as on a CPU where it is TensorFlow's default, so the
+    # gradients run on TensorFlow's own kernels whatever this machine's default.
+    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    command = [sys.executable, "-m", "benchmarks.conv_workspace", "--child"]
+    command += [f"{side}x{batch}", kernel, str(steps)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{side}^3 batch {batch} ({kernel}) failed:\n{done.stderr[-2000:]}")
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", nargs="+", type=_parse_point, default=None)
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        point, kernel, steps = args.child
+        _child(*_parse_point(point), kernel, int(steps))
+        return 0
+    points = args.points or [_parse_point(text) for text in DEFAULT_POINTS]
+    started = time.monotonic()
+    print(
+        "| point | custom kernels, GiB | eigen_tensor kernels, GiB | difference, GiB "
+        "| largest buffer predicted, GiB | difference / buffer |"
+    )
+    print("|---|---|---|---|---|---|")
+    for side, batch in points:
+        custom, eigen = (_measure(side, batch, kernel, args.steps) for kernel in KERNELS)
+        workspace = backprop_workspace_bytes(UNetConfig((side,) * 3, batch_size=batch))
+        print(
+            f"| {side}^3 batch {batch} | {custom / GIB:.2f} | {eigen / GIB:.2f} "
+            f"| {(custom - eigen) / GIB:.2f} | {workspace / GIB:.2f} "
+            f"| {(custom - eigen) / workspace:.2f} |",
+            flush=True,
+        )
+    print(
+        f"\n{len(points)} points, {args.steps} steps each, in "
+        f"{(time.monotonic() - started) / 60:.1f} min"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
