@@ -18,12 +18,14 @@ pytestmark = pytest.mark.tensorflow
 
 
 def test_the_custom_kernels_peak_above_eigen_by_about_the_predicted_buffer() -> None:
-    # 32^3 batch 1: the largest buffer is 32^3 x 27 x 32 x 4 bytes = 108 MiB.
-    workspace = backprop_workspace_bytes(UNetConfig((32, 32, 32)))
-    custom = conv_workspace._measure(32, 1, "custom", steps=1)
-    eigen = conv_workspace._measure(32, 1, "eigen_tensor", steps=1)
+    # 64^3 batch 1: the largest buffer is 64^3 x 27 x 32 x 4 bytes = 0.84 GiB, far above
+    # the run-to-run noise of a peak (at 32^3 its 108 MiB were not).
+    workspace = backprop_workspace_bytes(UNetConfig((64, 64, 64)))
+    custom = conv_workspace._measure(64, 1, "custom", steps=1)
+    eigen = conv_workspace._measure(64, 1, "eigen_tensor", steps=1)
 
-    assert 0.5 * workspace < custom - eigen < 3 * workspace
+    measured = f"custom {custom} B, eigen_tensor {eigen} B, largest buffer {workspace} B"
+    assert 0.5 * workspace < custom - eigen < 3 * workspace, measured
 
 
 def test_a_point_that_is_not_side_x_batch_is_refused(capsys) -> None:
