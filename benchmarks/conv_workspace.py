@@ -7,9 +7,11 @@ With oneDNN off, TensorFlow computes 3D convolution gradients with its
 (`core.analytical.backprop_workspace_bytes`); its "eigen_tensor" kernels,
 selectable by kernel label, compute the same gradients without it. Each point
 trains the reference U-Net for ``--steps`` steps in a fresh process twice,
-once per kernel, and prints both processes' high-water marks (``ru_maxrss``,
-the kernel's figure for the peak), their difference and that difference as a
-multiple of the largest buffer memplan predicts. The training step is a
+once per kernel, and prints both processes' high-water marks (``VmHWM``, the
+peak memplan's runs record), their difference and that difference as a
+multiple of the largest buffer memplan predicts. Not ``ru_maxrss``: Linux
+carries it across exec, so a child started from a large process (a test
+suite) would report its parent's size. The training step is a
 ``tf.function`` over the model `core.workloads.unet3d.build_model` builds
 (Adam, Dice loss), because a kernel label applies only where a graph is built.
 """
@@ -18,20 +20,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from core.analytical import backprop_workspace_bytes
+from core.machine import read_proc_status_bytes
 from core.units import GIB
 from core.workloads.unet3d import UNetConfig
 
 KERNELS = ("custom", "eigen_tensor")
 GRADIENT_OPS = ("Conv3DBackpropInputV2", "Conv3DBackpropFilterV2")
 DEFAULT_POINTS = ("64x1", "96x1", "64x2")
-# Linux reports ru_maxrss in KiB.
-MAXRSS_UNIT_BYTES = 1024
+# The child runs as `python -m benchmarks.conv_workspace` from the repository root.
+REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _parse_point(text: str) -> tuple[int, int]:
@@ -67,7 +70,7 @@ def _child(side: int, batch: int, kernel: str, steps: int) -> None:
 
     for _ in range(steps):
         step(images, masks)
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * MAXRSS_UNIT_BYTES)
+    print(read_proc_status_bytes(os.getpid(), "VmHWM"))
 
 
 def _measure(side: int, batch: int, kernel: str, steps: int) -> int:
@@ -76,7 +79,9 @@ def _measure(side: int, batch: int, kernel: str, steps: int) -> int:
     env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
     command = [sys.executable, "-m", "benchmarks.conv_workspace", "--child"]
     command += [f"{side}x{batch}", kernel, str(steps)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        command, env=env, cwd=REPOSITORY_ROOT, capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise SystemExit(f"{side}^3 batch {batch} ({kernel}) failed:\n{done.stderr[-2000:]}")
     return int(done.stdout.strip().splitlines()[-1])
