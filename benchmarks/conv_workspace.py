@@ -50,13 +50,11 @@ def _child(side: int, batch: int, kernel: str, steps: int) -> None:
     import numpy as np
     import tensorflow as tf
 
-    from core.workloads.unet3d import build_model, dice_loss
+    from core.workloads.unet3d import build_model, dice_loss, synthetic_batch
 
     config = UNetConfig((side,) * 3, batch_size=batch)
     model = build_model(config)
-    rng = np.random.default_rng(0)
-    images = rng.standard_normal((batch, side, side, side, 1), dtype=np.float32)
-    masks = (rng.random((batch, side, side, side, 1)) > 0.5).astype(np.float32)
+    images, masks = synthetic_batch(config, np.random.default_rng(0))
     labels = {} if kernel == "custom" else dict.fromkeys(GRADIENT_OPS, kernel)
 
     @tf.function
