@@ -3,13 +3,16 @@
     python -m benchmarks.conv_workspace [--points 64x1 96x1 64x2] [--steps 2]
 
 With oneDNN off, TensorFlow computes 3D convolution gradients with its
-"custom" CPU kernels, which allocate an im2col buffer per image
-(`core.analytical.backprop_workspace_bytes`); its "eigen_tensor" kernels,
-selectable by kernel label, compute the same gradients without it. Each point
-trains the reference U-Net for ``--steps`` steps in a fresh process twice,
-once per kernel, and prints both processes' high-water marks (``VmHWM``, the
-peak memplan's runs record), their difference and that difference as a
-multiple of the largest buffer memplan predicts. Not ``ru_maxrss``: Linux
+"custom" CPU kernels, which allocate im2col buffers
+(`core.analytical.conv_gradient_buffers`, sized by this machine's L3 cache);
+its "eigen_tensor" kernels, selectable by kernel label, compute the same
+gradients without them. Each point trains the reference U-Net for ``--steps``
+steps in a fresh process twice, once per kernel, and prints both processes'
+high-water marks (``VmHWM``, the peak memplan's runs record), their difference
+and that difference as a multiple of the workspace memplan predicts (the
+largest layer's input- and filter-gradient buffers together,
+`core.analytical.backprop_workspace_bytes`). `benchmarks.conv_buffers`
+checks the buffers op by op. Not ``ru_maxrss``: Linux
 carries it across exec, so a child started from a large process (a test
 suite) would report its parent's size. The training step is a
 ``tf.function`` over the model `core.workloads.unet3d.build_model` builds
@@ -20,21 +23,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
+from benchmarks.children import run_child
 from core.analytical import backprop_workspace_bytes
-from core.machine import read_proc_status_bytes
+from core.machine import l3_cache_bytes, read_proc_status_bytes
 from core.units import GIB
 from core.workloads.unet3d import UNetConfig
 
 KERNELS = ("custom", "eigen_tensor")
 GRADIENT_OPS = ("Conv3DBackpropInputV2", "Conv3DBackpropFilterV2")
 DEFAULT_POINTS = ("64x1", "96x1", "64x2")
-# The child runs as `python -m benchmarks.conv_workspace` from the repository root.
-REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _parse_point(text: str) -> tuple[int, int]:
@@ -72,17 +71,12 @@ def _child(side: int, batch: int, kernel: str, steps: int) -> None:
 
 
 def _measure(side: int, batch: int, kernel: str, steps: int) -> int:
-    # oneDNN off, as on a CPU where it is TensorFlow's default, so the
-    # gradients run on TensorFlow's own kernels whatever this machine's default.
-    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    command = [sys.executable, "-m", "benchmarks.conv_workspace", "--child"]
-    command += [f"{side}x{batch}", kernel, str(steps)]
-    done = subprocess.run(
-        command, env=env, cwd=REPOSITORY_ROOT, capture_output=True, text=True, check=False
+    answer = run_child(
+        "benchmarks.conv_workspace",
+        [f"{side}x{batch}", kernel, str(steps)],
+        f"{side}^3 batch {batch} ({kernel})",
     )
-    if done.returncode != 0:
-        raise SystemExit(f"{side}^3 batch {batch} ({kernel}) failed:\n{done.stderr[-2000:]}")
-    return int(done.stdout.strip().splitlines()[-1])
+    return int(answer)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,12 +93,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     print(
         "| point | custom kernels, GiB | eigen_tensor kernels, GiB | difference, GiB "
-        "| largest buffer predicted, GiB | difference / buffer |"
+        "| workspace predicted, GiB | difference / workspace |"
     )
     print("|---|---|---|---|---|---|")
     for side, batch in points:
         custom, eigen = (_measure(side, batch, kernel, args.steps) for kernel in KERNELS)
-        workspace = backprop_workspace_bytes(UNetConfig((side,) * 3, batch_size=batch))
+        config = UNetConfig((side,) * 3, batch_size=batch)
+        workspace = backprop_workspace_bytes(config, l3_cache_bytes())
         print(
             f"| {side}^3 batch {batch} | {custom / GIB:.2f} | {eigen / GIB:.2f} "
             f"| {(custom - eigen) / GIB:.2f} | {workspace / GIB:.2f} "

@@ -25,10 +25,13 @@ constants, on these same terms, by least squares.
 * **Convolution-gradient workspace** (`backprop_workspace_bytes`): not a term of
   the refined model, because only some kernels allocate it. TensorFlow's own
   CPU kernels (oneDNN off, or a dtype oneDNN does not take on the CPU) compute
-  a convolution's gradients through an im2col buffer of one image, output
-  voxels x kernel volume x input channels (``Conv3DCustomBackpropInputOp`` and
+  a convolution's gradients through im2col buffers, output voxels x kernel
+  volume x input channels per image (``Conv3DCustomBackpropInputOp`` and
   ``...FilterOp`` in tensorflow/core/kernels/conv_grad_ops_3d.cc); oneDNN
-  kernels do not. It is a feature the fitted models may weigh per machine.
+  kernels do not. How many images one buffer holds depends on the L3 cache
+  size the kernels read (`conv_gradient_buffers`), a fact of the machine
+  (`core.machine.l3_cache_bytes`). It is a feature the fitted models may weigh
+  per machine.
 
 Pure Python on purpose: `profiling.estimate` (the sweep's pre-check) imports
 this module, and must stay light. The estimator wrappers that evaluate these
@@ -77,6 +80,13 @@ BATCHNORM_INPUT_BYTES = FLOAT32_BYTES
 # im2col buffer (`backprop_workspace_bytes`). A transposed convolution's buffer
 # is as large as its own output, never the largest, so it is left out.
 IM2COL_KINDS = frozenset({"conv2d", "conv3d"})
+# Those whose buffers `conv_gradient_buffers` does not size: the 2D kernels keep the
+# one-image rule, which is not checked against them.
+PLANAR_IM2COL_KINDS = frozenset({"conv2d"})
+# The 3D kernels fall back on Eigen's buffer-free ones when a buffer would hold more
+# than this many times the elements of the op's tensors (input, filter and
+# out_backprop): ``kMaxTempAllocationOverhead`` in conv_grad_ops_3d.cc.
+MAX_TEMP_ALLOCATION_OVERHEAD = 25
 # The input batch (images and masks, float32) lives twice: as the NumPy arrays
 # the training loop holds, and as the tensors TensorFlow converts them to.
 INPUT_BYTES_PER_ELEMENT = FLOAT32_BYTES
@@ -185,23 +195,125 @@ def _kept_bytes(config: UNetConfig, layers: list[LayerOutput]) -> int:
     return kept
 
 
-def backprop_workspace_bytes(config: UNetConfig) -> int:
-    """The largest im2col buffer TensorFlow's own CPU kernels allocate for one gradient.
+def backprop_workspace_bytes(config: UNetConfig, l3_cache_bytes: int | None = None) -> int:
+    """The im2col memory TensorFlow's own CPU kernels hold while differentiating a convolution.
 
-    Per convolution: one image's output positions x kernel volume x input
-    channels, in the compute dtype. The kernels allocate it per shard of
-    images that fits the L3 cache, which for these volumes is one image, so the
-    buffer does not grow with the batch. oneDNN's kernels do not allocate it;
-    see the module docstring.
+    With the L3 cache size the kernels read (``l3_cache_bytes``, a fact of the
+    machine): the largest sum of one 3D convolution's input- and filter-gradient
+    buffers (`conv_gradient_buffers`), which TensorFlow's executor may run side by
+    side. Without it (runs recorded before memplan read it): the largest single
+    buffer of one image, as if every shard were one image and no kernel fell back.
+    oneDNN's kernels allocate no such buffer; see the module docstring.
     """
-    return _per_sample(config).workspace_bytes
+    if l3_cache_bytes is None:
+        return _per_sample(config).workspace_bytes
+    return _sharded_workspace_bytes(config, int(l3_cache_bytes))
 
 
-def _largest_im2col_bytes(config: UNetConfig, layers: list[LayerOutput]) -> int:
-    """`backprop_workspace_bytes` from the layer list."""
+INPUT_GRADIENT = "input"  # Conv3DCustomBackpropInputOp: the gradient a layer passes back
+FILTER_GRADIENT = "filter"  # Conv3DCustomBackpropFilterOp: the gradient of its kernel
+GRADIENT_KERNELS = (INPUT_GRADIENT, FILTER_GRADIENT)
+
+
+@dataclass(frozen=True)
+class Conv3DShape:
+    """One stride-1 3D convolution as its gradient kernels see it, elements per image."""
+
+    batch: int
+    input_elements: int  # the layer's input: voxels x input channels
+    positions: int  # output voxels
+    patch: int  # kernel volume x input channels
+    filters: int  # output channels
+
+
+def im2col_touched_bytes(
+    shape: Conv3DShape, gradient: str, value_bytes: int, l3_cache_bytes: int
+) -> int:
+    """The im2col bytes one of TensorFlow's custom 3D gradient kernels writes (0: it falls back).
+
+    Following tensorflow/core/kernels/conv_grad_ops_3d.cc: one image's buffer is
+    output voxels x kernel volume x input channels; a buffer holds as many images
+    as fit ``l3_cache_bytes`` with the matrices they multiply (rounded up), except
+    that the input gradient of a batch of 1 takes one; a kernel whose buffer would
+    hold more than `MAX_TEMP_ALLOCATION_OVERHEAD` times the elements of its tensors
+    runs Eigen's buffer-free kernel instead. Only the batch's images are written,
+    so only they count: untouched pages take no memory. Checked op by op against
+    TensorFlow 2.21 (`benchmarks.conv_buffers`).
+    """
+    if gradient not in GRADIENT_KERNELS:
+        raise ValueError(f"gradient {gradient!r} is not one of {', '.join(GRADIENT_KERNELS)}")
+    image_buffer = shape.positions * shape.patch
+    work_unit = image_buffer + shape.positions * shape.filters + shape.patch * shape.filters
+    images = -(-(l3_cache_bytes // value_bytes) // work_unit)
+    if gradient == INPUT_GRADIENT and shape.batch == 1:
+        images = 1  # a batch of 1 runs one parallel contraction instead of shards
+    tensors = (
+        shape.batch * (shape.input_elements + shape.positions * shape.filters)
+        + shape.patch * shape.filters
+    )
+    if images * image_buffer // tensors > MAX_TEMP_ALLOCATION_OVERHEAD:
+        return 0
+    return min(images, shape.batch) * image_buffer * value_bytes
+
+
+@dataclass(frozen=True)
+class ConvGradientBuffers:
+    """The im2col bytes one 3D convolution's gradient kernels touch (0: none allocated)."""
+
+    layer: str
+    input_bytes: int
+    filter_bytes: int
+
+
+def conv_gradient_buffers(config: UNetConfig, l3_cache_bytes: int) -> list[ConvGradientBuffers]:
+    """Each 3D convolution's im2col buffers (`im2col_touched_bytes`) on a machine's L3 cache.
+
+    The first convolution passes no gradient back to the images, so it has no
+    input-gradient buffer.
+    """
+    layers = layer_outputs(config)
+    buffers = []
+    for previous, layer in zip(layers, layers[1:], strict=False):
+        if layer.kind != "conv3d":
+            continue
+        filters = layer.shape[-1]
+        shape = Conv3DShape(
+            batch=config.batch_size,
+            input_elements=previous.elements,
+            positions=layer.elements // filters,
+            patch=layer.params // filters - 1,  # kernel volume x input channels (one bias each)
+            filters=filters,
+        )
+        value_bytes = element_bytes(config, layer)
+        touched = {
+            gradient: im2col_touched_bytes(shape, gradient, value_bytes, l3_cache_bytes)
+            for gradient in GRADIENT_KERNELS
+        }
+        buffers.append(
+            ConvGradientBuffers(
+                layer=layer.name,
+                input_bytes=touched[INPUT_GRADIENT] if previous.kind != "input" else 0,
+                filter_bytes=touched[FILTER_GRADIENT],
+            )
+        )
+    return buffers
+
+
+@lru_cache(maxsize=4096)
+def _sharded_workspace_bytes(config: UNetConfig, l3_cache_bytes: int) -> int:
+    buffers = conv_gradient_buffers(config, l3_cache_bytes)
+    sharded = max((b.input_bytes + b.filter_bytes for b in buffers), default=0)
+    # 2D kernels shard differently (conv_grad_input_ops.cc); they keep the one-image rule.
+    return max(sharded, _largest_im2col_bytes(config, layer_outputs(config), PLANAR_IM2COL_KINDS))
+
+
+def _largest_im2col_bytes(
+    config: UNetConfig, layers: list[LayerOutput], kinds: frozenset[str] = IM2COL_KINDS
+) -> int:
+    """The largest one-image im2col buffer among ``layers`` of ``kinds``."""
     largest = 0
     for layer in layers:
-        if layer.kind not in IM2COL_KINDS:
+        if layer.kind not in kinds:
             continue
         filters = layer.shape[-1]
         positions = layer.elements // filters

@@ -12,6 +12,7 @@ import importlib.metadata
 import os
 import platform
 import socket
+import subprocess
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -90,6 +91,33 @@ def intra_op_threads() -> int:
     return usable_cores()
 
 
+# How long `l3_cache_bytes` waits for getconf, which answers at once where it exists.
+_GETCONF_TIMEOUT_S = 5
+
+
+@cache
+def l3_cache_bytes() -> int | None:
+    """The L3 cache size TensorFlow's CPU kernels read, bytes; None where it cannot be read.
+
+    Eigen (``Eigen::internal::CacheSizes``) reads it from CPUID, as glibc's
+    ``getconf LEVEL3_CACHE_SIZE`` does, not from the kernel's
+    /sys/devices/system/cpu/cpu0/cache: on a 2-vCPU AMD EPYC VM those say 256 MiB
+    and 32 MiB, and the convolution-gradient buffers measured there are sized by
+    256 MiB (`core.analytical.conv_gradient_buffers`).
+    """
+    try:
+        answer = subprocess.run(
+            ["getconf", "LEVEL3_CACHE_SIZE"],
+            capture_output=True,
+            text=True,
+            timeout=_GETCONF_TIMEOUT_S,
+            check=False,
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return int(answer) if answer.isdigit() and int(answer) > 0 else None
+
+
 @cache
 def machine_info() -> dict[str, object]:
     """The machine columns of a run (`core.records.RunRecord`), read from /proc and psutil.
@@ -108,6 +136,7 @@ def machine_info() -> dict[str, object]:
         "intra_op_threads": intra_op_threads(),
         "total_ram_bytes": psutil.virtual_memory().total,
         "os": platform.platform(),
+        "l3_cache_bytes": l3_cache_bytes(),
     }
 
 

@@ -37,13 +37,15 @@ from core import workloads
 from core.errors import ConfigError, DataFileError
 from core.filecolumns import first_true
 from core.records import STATUSES
-from core.units import MIB, TIB, format_bytes
+from core.units import GIB, MIB, TIB, format_bytes
 
 MIN_MEMORY_BYTES = 1 * MIB
 MAX_MEMORY_BYTES = 64 * TIB
 MAX_SEED = 2**32 - 1
 MAX_CPU_CORES = 2**16
 MAX_ESTIMATE_BYTES = 2**62
+# Ten times the largest L3 cache of 2026's CPUs (1.1 GiB, AMD EPYC 9684X).
+MAX_L3_CACHE_BYTES = 16 * GIB
 # The measurements an ``ok`` run must have.
 OK_NEEDS = ("peak_sampled_bytes", "peak_hwm_bytes", "baseline_bytes")
 JSON_LIST_COLUMNS: dict[str, type] = {"step_times_s": float, "step_hwm_bytes": int}
@@ -87,6 +89,7 @@ RUN_RANGES: dict[str, Range] = {
     "wall_s": Range(0, None, "seconds, 0 or more"),
     "cpu_cores": Range(1, MAX_CPU_CORES, f"a whole number from 1 to {MAX_CPU_CORES}"),
     "total_ram_bytes": _MEASURED,
+    "l3_cache_bytes": _bytes_range(1, MAX_L3_CACHE_BYTES, "bytes"),
 }
 SAMPLE_RANGES: dict[str, Range] = {
     "t_s": Range(0, None, "seconds since the run started, 0 or more"),

@@ -83,6 +83,9 @@ class RunRecord:
     # cluster (schema 4): the Slurm job that measured the run, None when measured locally
     slurm_job_id: str | None = None  # "1234", or "1234_5" for an array task
     slurm_cpus_per_task: int | None = None  # the job's --cpus-per-task
+    # schema 5: the L3 cache size TensorFlow's kernels read (`core.machine.l3_cache_bytes`);
+    # None for older runs and where it cannot be read
+    l3_cache_bytes: int | None = None
     samples: tuple[Sample, ...] = field(default=(), compare=False, repr=False)
 
     def row(self) -> dict[str, Any]:

@@ -28,6 +28,10 @@ Versions
 4. Slurm: ``runs`` gains ``slurm_job_id`` (``"1234"``, or ``"1234_5"`` for an
    array task) and ``slurm_cpus_per_task`` (the job's ``--cpus-per-task``) at
    the end of the table, NULL for runs measured locally and for every older run.
+5. The L3 cache size TensorFlow's CPU kernels read (``runs.l3_cache_bytes``, at
+   the end of the table; `core.machine.l3_cache_bytes`), which sizes the
+   convolution-gradient buffers of a machine without oneDNN. NULL for every older
+   run: memplan did not read it, and nothing guesses it.
 
 Changing the schema
 -------------------
@@ -57,7 +61,7 @@ from core import profiles
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Where a database keeps its version: the ``meta`` row with this key.
 VERSION_KEY = "schema_version"
 # What every run and evaluation before schema 2 measured.
@@ -66,6 +70,8 @@ LEGACY_WORKLOAD = "unet3d"
 NEW_MACHINE_COLUMNS: tuple[str, ...] = ("cpu_vendor", "cpu_isa", "usable_cores", "intra_op_threads")
 # The Slurm job facts runs record since schema 4 (NULL for a run measured locally).
 SLURM_COLUMNS: tuple[str, ...] = ("slurm_job_id", "slurm_cpus_per_task")
+# The cache fact runs record since schema 5.
+CACHE_COLUMNS: tuple[str, ...] = ("l3_cache_bytes",)
 
 _SQL_TYPES: dict[type, str] = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
 _ARROW_TYPES: dict[type, pa.DataType] = {
@@ -153,6 +159,7 @@ ADDED_COLUMNS: Mapping[int, Mapping[str, Mapping[str, Any]]] = types.MappingProx
             "evaluations": {"machine_profile": None},
         },
         4: {"runs": {name: None for name in SLURM_COLUMNS}},
+        5: {"runs": {name: None for name in CACHE_COLUMNS}},
     }
 )
 
@@ -382,6 +389,14 @@ def _v3_to_v4(con: duckdb.DuckDBPyConnection) -> None:
     _rebuild(con, "runs", _V4_RUNS, dict.fromkeys(SLURM_COLUMNS))
 
 
+# Schema 4's runs table with the cache column appended.
+_V5_RUNS = _V4_RUNS.removesuffix(")") + ", l3_cache_bytes BIGINT)"
+
+
+def _v4_to_v5(con: duckdb.DuckDBPyConnection) -> None:
+    _rebuild(con, "runs", _V5_RUNS, dict.fromkeys(CACHE_COLUMNS))
+
+
 # In order: MIGRATIONS[i] goes from version i + 1 to i + 2.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -401,6 +416,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "runs record the Slurm job that measured them and its CPUs per task "
         "(unknown for older runs and for runs measured locally)",
         _v3_to_v4,
+    ),
+    Migration(
+        4,
+        "runs record the L3 cache size TensorFlow's CPU kernels read (unknown for older runs)",
+        _v4_to_v5,
     ),
 )
 

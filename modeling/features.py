@@ -14,14 +14,17 @@ One row per run or configuration. Columns:
   dtype, with the gradients alive at the widest layer and the input batch) and
   ``state_gib`` (float32 weights, their gradients and the optimizer's slots, plus
   the compute-dtype copy of every weight that mixed precision casts) and
-  ``workspace_gib`` (the largest im2col buffer of TensorFlow's own convolution
-  gradients, `core.analytical.backprop_workspace_bytes`: large where oneDNN
+  ``workspace_gib`` (the im2col buffers of TensorFlow's own convolution
+  gradients, `core.analytical.backprop_workspace_bytes`, sized by the machine's
+  L3 cache, ``l3_cache_bytes``, where the run recorded it: large where oneDNN
   does not run the network, absent where it does, so a model learns its weight
   per machine profile). Every knob moves at least one of them, so a model
   reading them can follow a knob it never saw varied, where side, batch and knob
   codes cannot;
 * the analytical terms, bytes: the paper's Eq. 1 / Eq. 2, the refined model's
   terms (`core.analytical.REFINED_TERM_COLUMNS`) and ``workspace_bytes``;
+* ``l3_cache_bytes``: the machine's L3 cache as TensorFlow reads it (NaN: unknown,
+  the workspace then follows the one-image rule);
 * from runs only: ``baseline_bytes`` (measured post-import memory) and the
   target ``peak_bytes`` (the kernel's high-water mark, ``peak_hwm_bytes``).
 
@@ -52,6 +55,7 @@ TARGET_COLUMN = "peak_bytes"
 BASELINE_COLUMN = "baseline_bytes"
 MEASURED_PEAK_COLUMN = "peak_hwm_bytes"
 WORKSPACE_COLUMN = "workspace_bytes"
+L3_CACHE_COLUMN = "l3_cache_bytes"
 OK_STATUS = "ok"
 # Every workload's image and knob columns; a model fitted on one workload sees
 # the others' as empty (constant), so only its own can vary.
@@ -82,7 +86,7 @@ def equivalent_side(config: WorkloadConfig) -> float:
     return config.elements ** (1 / len(config.image_shape))
 
 
-def _config_row(config: WorkloadConfig) -> dict[str, object]:
+def _config_row(config: WorkloadConfig, l3_cache_bytes: int | None) -> dict[str, object]:
     paper = paper_estimate(config)
     refined = refined_breakdown(config, framework_bytes=0).parts()
     upsampling = getattr(config, "upsampling", None)
@@ -97,7 +101,8 @@ def _config_row(config: WorkloadConfig) -> dict[str, object]:
         "paper_weight_bytes": paper.weight_bytes,
     }
     row.update({name: refined[name] for name in REFINED_TERM_COLUMNS})
-    row[WORKSPACE_COLUMN] = backprop_workspace_bytes(config)
+    row[WORKSPACE_COLUMN] = backprop_workspace_bytes(config, l3_cache_bytes)
+    row[L3_CACHE_COLUMN] = np.nan if l3_cache_bytes is None else float(l3_cache_bytes)
     row.update(_architecture_terms(config, refined, row[WORKSPACE_COLUMN]))
     return row
 
@@ -119,13 +124,32 @@ def _architecture_terms(
     }
 
 
-def config_frame(configs: Sequence[WorkloadConfig]) -> pd.DataFrame:
-    """Feature rows for configurations to predict (no measured columns but a NaN baseline)."""
-    frame = pd.DataFrame([_config_row(config) for config in configs])
+def config_frame(
+    configs: Sequence[WorkloadConfig],
+    l3_cache_bytes: int | None | Sequence[int | None] = None,
+) -> pd.DataFrame:
+    """Feature rows for configurations to predict (no measured columns but a NaN baseline).
+
+    l3_cache_bytes : the L3 cache of the machine they would run on, one for all or
+    one per configuration (`core.machine.l3_cache_bytes`; None: unknown).
+    """
+    caches = (
+        list(l3_cache_bytes)
+        if isinstance(l3_cache_bytes, Sequence)
+        else [l3_cache_bytes] * len(configs)
+    )
+    frame = pd.DataFrame(
+        [_config_row(config, cache) for config, cache in zip(configs, caches, strict=True)]
+    )
     if frame.empty:
-        frame = pd.DataFrame(columns=list(_config_row(UNetConfig((16, 16, 16))))).astype(float)
+        empty = _config_row(UNetConfig((16, 16, 16)), None)
+        frame = pd.DataFrame(columns=list(empty)).astype(float)
     frame[BASELINE_COLUMN] = np.nan
     return frame
+
+
+def _known_cache(value: object) -> int | None:
+    return None if value is None or pd.isna(value) else int(value)
 
 
 def measured_frame(runs: pd.DataFrame) -> pd.DataFrame:
@@ -142,7 +166,12 @@ def measured_frame(runs: pd.DataFrame) -> pd.DataFrame:
         )
     usable = runs[(runs["status"] == OK_STATUS) & runs[MEASURED_PEAK_COLUMN].notna()]
     configs = [config_of(row) for _, row in usable.iterrows()]
-    frame = config_frame(configs)
+    caches = (
+        [_known_cache(value) for value in usable[L3_CACHE_COLUMN]]
+        if L3_CACHE_COLUMN in usable
+        else None
+    )
+    frame = config_frame(configs, caches)
     frame.index = pd.Index(usable["run_id"].to_numpy(), name="run_id")
     frame[BASELINE_COLUMN] = usable[BASELINE_COLUMN].to_numpy(dtype=float)
     frame[TARGET_COLUMN] = usable[MEASURED_PEAK_COLUMN].to_numpy(dtype=float)

@@ -241,6 +241,7 @@ def _unmeasured_facts(points_dir: Path, point: _Point, partition: slurm.Partitio
         "usable_cores": None,
         "intra_op_threads": None,
         "total_ram_bytes": partition.max_memory_bytes,
+        "l3_cache_bytes": None,
         "slurm_job_id": point.job_id,
     }
 

@@ -23,6 +23,7 @@ from modeling.evaluation.bounds import ConformalBound, upper_bound
 from modeling.features import (
     BASELINE_COLUMN,
     KNOB_COLUMNS,
+    L3_CACHE_COLUMN,
     TARGET_COLUMN,
     config_frame,
     equivalent_side,
@@ -32,6 +33,12 @@ from modeling.features import (
 def _median_baseline(frame: pd.DataFrame) -> float:
     measured = frame[BASELINE_COLUMN].dropna() if BASELINE_COLUMN in frame else pd.Series([])
     return float(measured.median()) if len(measured) else float(DEFAULT_FRAMEWORK_BYTES)
+
+
+def _machine_l3_cache(frame: pd.DataFrame) -> int | None:
+    """The L3 cache the runs recorded (the most common value; a profile's runs share one)."""
+    known = frame[L3_CACHE_COLUMN].dropna() if L3_CACHE_COLUMN in frame else pd.Series([])
+    return int(known.mode().iloc[0]) if len(known) else None
 
 
 def closed_form_excess(frame: pd.DataFrame, framework_bytes: float) -> float | None:
@@ -63,6 +70,9 @@ class TrainingRange:
     # models stored before it was kept (`modeling.stored.bundle.load_predictors` fills it in).
     closed_form_excess: float | None = None
     excess_runs: int | None = None  # how many runs that maximum is over
+    # The machine's L3 cache as TensorFlow reads it, which sizes the convolution-gradient
+    # workspace of the configurations predicted (None: the runs did not record it).
+    l3_cache_bytes: int | None = None
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> TrainingRange:
@@ -77,6 +87,7 @@ class TrainingRange:
             framework_bytes=framework,
             closed_form_excess=closed_form_excess(frame, framework),
             excess_runs=len(frame),
+            l3_cache_bytes=_machine_l3_cache(frame),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,6 +101,7 @@ class TrainingRange:
             "framework_bytes": self.framework_bytes,
             "closed_form_excess": self.closed_form_excess,
             "excess_runs": self.excess_runs,
+            "l3_cache_bytes": self.l3_cache_bytes,
         }
 
     @classmethod
@@ -152,7 +164,7 @@ class Predictor:
 
     def point_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray:
         """Point predictions, bytes, one per configuration."""
-        frame = config_frame(configs)
+        frame = config_frame(configs, self.training_range.l3_cache_bytes)
         return np.asarray(self.estimator.predict(frame[list(self.columns)]), dtype=float)
 
     def bound_for(self, config: WorkloadConfig) -> ConformalBound:

@@ -1,8 +1,9 @@
-"""What earlier releases left on disk still opens: schema-1, -2 and -3 databases and exports.
+"""What earlier releases left on disk still opens: schema-1 to -4 databases and exports.
 
 The fixtures in tests/fixtures/schema1/ were written by memplan 256831b (schema 1),
-those in tests/fixtures/schema2/ by memplan 99b704d (schema 2) and those in
-tests/fixtures/schema3/ by memplan 82bb04d (schema 3), each with its own code
+those in tests/fixtures/schema2/ by memplan 99b704d (schema 2), those in
+tests/fixtures/schema3/ by memplan 82bb04d (schema 3) and those in
+tests/fixtures/schema4/ by memplan fabaf94 (schema 4), each with its own code
 (see the README in each). Every test copies what it changes to tmp_path
 first, so the fixtures themselves are never written to.
 """
@@ -24,6 +25,7 @@ import pytest
 from core import database, profiles, schema, store
 from core.errors import DataFileError, StoreError
 from modeling.errors import ModelingError
+from modeling.features import measured_frame
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import cli, exchange
@@ -35,6 +37,8 @@ FIXTURE_MAX_BYTES = 500_000
 MACHINE_COLUMNS = ("cpu_vendor", "cpu_isa", "usable_cores", "intra_op_threads")
 # The Slurm job schema 4 added to runs, at the end of the table; no older run recorded it.
 SLURM_COLUMNS = ("slurm_job_id", "slurm_cpus_per_task")
+# The L3 cache schema 5 added to runs, after them; no older run recorded it.
+CACHE_COLUMNS = ("l3_cache_bytes",)
 
 
 @dataclass(frozen=True)
@@ -121,9 +125,22 @@ SCHEMA3 = Generation(
         "v3-alex-224-b512",
     ),
 )
-# The profile key 82bb04d stored for the schema-3 evaluation (its README).
+# fabaf94 wrote the schema-3 fixtures' runs again, renamed, two of them with Slurm jobs.
+SCHEMA4 = Generation(
+    version=4,
+    rows=SCHEMA3.rows,
+    run_ids=tuple(run_id.replace("v3-", "v4-") for run_id in SCHEMA3.run_ids),
+)
+# The profile key 82bb04d stored for the schema-3 evaluation (its README); fabaf94
+# stored the same for the same Intel VM's schema-4 evaluation.
 SCHEMA3_PROFILE = "e347700dc4"
 GENERATIONS = pytest.mark.parametrize(
+    "generation",
+    [SCHEMA1, SCHEMA2, SCHEMA3, SCHEMA4],
+    ids=["schema1", "schema2", "schema3", "schema4"],
+)
+# The generations from before schema 4, whose runs recorded no Slurm job.
+BEFORE_SLURM = pytest.mark.parametrize(
     "generation", [SCHEMA1, SCHEMA2, SCHEMA3], ids=["schema1", "schema2", "schema3"]
 )
 # The generations from before schema 3, whose runs recorded no machine facts.
@@ -154,6 +171,15 @@ def v2_db(tmp_path: Path) -> Path:
 def v3_db(tmp_path: Path) -> Path:
     """A private copy of the schema-3 database."""
     return _copy(SCHEMA3, tmp_path)
+
+
+def _migrated_runs(generation: Generation, tmp_path: Path) -> tuple[Path, pd.DataFrame]:
+    """A private copy of a generation's database, migrated, and its runs (checked in order)."""
+    db = _copy(generation, tmp_path)
+    database.ensure_database(db)
+    runs = store.load_runs(db)
+    assert tuple(runs["run_id"]) == generation.run_ids
+    return db, runs
 
 
 def _tables(db: Path) -> dict[str, pd.DataFrame]:
@@ -193,9 +219,10 @@ def _file_state(db: Path) -> tuple[bytes, int, list[str]]:
 
 def test_there_is_one_migration_per_version_step_up_to_the_current_one() -> None:
     assert [m.from_version for m in schema.MIGRATIONS] == list(range(1, schema.SCHEMA_VERSION))
-    assert [m.to_version for m in schema.migrations_from(1)] == [2, 3, 4]
-    assert [m.to_version for m in schema.migrations_from(2)] == [3, 4]
-    assert [m.to_version for m in schema.migrations_from(3)] == [4]
+    assert [m.to_version for m in schema.migrations_from(1)] == [2, 3, 4, 5]
+    assert [m.to_version for m in schema.migrations_from(2)] == [3, 4, 5]
+    assert [m.to_version for m in schema.migrations_from(3)] == [4, 5]
+    assert [m.to_version for m in schema.migrations_from(4)] == [5]
     assert schema.migrations_from(schema.SCHEMA_VERSION) == ()
 
 
@@ -217,7 +244,7 @@ def test_an_older_database_is_migrated_keeping_every_row_and_value(
     database.ensure_database(db)
 
     after = _tables(db)
-    assert _version(db) == str(schema.SCHEMA_VERSION) == "4"
+    assert _version(db) == str(schema.SCHEMA_VERSION) == "5"
     for name in schema.TABLES:
         if name == "meta":
             continue  # only the version changed (checked above)
@@ -247,35 +274,56 @@ def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(
     described = [row[0] for row in _columns(db)["runs"]]
     assert described.index("workload") == described.index("message") + 1
     assert described.index("cpu_vendor") == described.index("hostname") + 1
-    assert described[described.index("onednn_enabled") + 1 :] == list(SLURM_COLUMNS)
+    assert described[described.index("onednn_enabled") + 1 :] == [
+        *SLURM_COLUMNS,
+        *CACHE_COLUMNS,
+    ]
 
 
 @BEFORE_MACHINE_FACTS
 def test_migrated_runs_have_no_machine_facts_they_did_not_record(
     generation: Generation, tmp_path: Path
 ) -> None:
-    db = _copy(generation, tmp_path)
-    database.ensure_database(db)
+    _, runs = _migrated_runs(generation, tmp_path)
 
-    runs = store.load_runs(db)
-
-    assert tuple(runs["run_id"]) == generation.run_ids
     assert runs[list(MACHINE_COLUMNS)].isna().all().all()
     for profile in profiles.profiles_in(runs).values():
         assert profile.cpu_isa is None and profile.usable_cores is None
         assert "instruction set unknown" in profile.label
 
 
-@GENERATIONS
+@BEFORE_SLURM
 def test_migrated_runs_record_no_slurm_job(generation: Generation, tmp_path: Path) -> None:
-    db = _copy(generation, tmp_path)
-    database.ensure_database(db)
+    db, runs = _migrated_runs(generation, tmp_path)
 
-    runs = store.load_runs(db)
-
-    assert tuple(runs["run_id"]) == generation.run_ids
     assert runs[list(SLURM_COLUMNS)].isna().all().all()
     assert all(store.get_run(db, run_id)["slurm_job_id"] is None for run_id in generation.run_ids)
+
+
+@GENERATIONS
+def test_migrated_runs_record_no_l3_cache(generation: Generation, tmp_path: Path) -> None:
+    _, runs = _migrated_runs(generation, tmp_path)
+
+    assert runs["l3_cache_bytes"].isna().all()
+    # Unknown, so the workspace feature keeps the one-image rule the runs were fit with.
+    assert measured_frame(runs)["l3_cache_bytes"].isna().all()
+
+
+def test_migrated_schema_4_runs_keep_the_slurm_jobs_that_measured_them(tmp_path: Path) -> None:
+    db = _copy(SCHEMA4, tmp_path)
+    database.ensure_database(db)
+
+    runs = store.load_runs(db).set_index("run_id")
+
+    assert runs.loc["v4-unet-48-b1", "slurm_job_id"] == "4321_1"
+    assert runs.loc["v4-unet-64-b1", "slurm_job_id"] == "4322"
+    assert runs.loc[["v4-unet-48-b1", "v4-unet-64-b1"], "slurm_cpus_per_task"].tolist() == [2, 2]
+    assert runs.drop(["v4-unet-48-b1", "v4-unet-64-b1"])["slurm_job_id"].isna().all()
+    assert [p.name for p in results.load_predictors(db, machine=SCHEMA3_PROFILE)] == [
+        "paper",
+        "refined",
+        "least_squares",
+    ]
 
 
 def test_migrated_schema_1_runs_read_back_as_unet_runs(old_db: Path) -> None:
@@ -548,7 +596,7 @@ def test_a_failed_migration_leaves_the_database_as_it_was(
 
     assert _version(db) == str(generation.version)
     after = _tables(db)
-    assert not set(SLURM_COLUMNS) & set(after["runs"].columns)
+    assert not set(CACHE_COLUMNS) & set(after["runs"].columns)
     assert _columns(db) == _columns(generation.db)
     for name in schema.TABLES:
         pd.testing.assert_frame_equal(after[name], before[name])
@@ -622,7 +670,9 @@ def test_an_older_export_imports_as_the_migrated_database_holds_it(
 
     assert stored == len(generation.run_ids)
     imported = store.load_runs(target)
-    assert imported[list(SLURM_COLUMNS)].isna().all().all()
+    assert imported[list(CACHE_COLUMNS)].isna().all().all()
+    if generation.version < 4:
+        assert imported[list(SLURM_COLUMNS)].isna().all().all()
     if generation.version < 3:
         assert imported[list(MACHINE_COLUMNS)].isna().all().all()
     pd.testing.assert_frame_equal(imported, store.load_runs(db))
@@ -659,14 +709,20 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
     assert from_1.column("workload").to_pylist() == ["unet3d", "unet3d"]
     for name in MACHINE_COLUMNS:
         assert from_1.column(name).to_pylist() == [None, None]
-    for name in SLURM_COLUMNS:
+    for name in (*SLURM_COLUMNS, *CACHE_COLUMNS):
         assert from_1.column(name).to_pylist() == [None, None]
     assert schema.upgrade_export("runs", runs, 2).column_names == [
         "run_id",
         *MACHINE_COLUMNS,
         *SLURM_COLUMNS,
+        *CACHE_COLUMNS,
     ]
-    assert schema.upgrade_export("runs", runs, 3).column_names == ["run_id", *SLURM_COLUMNS]
+    assert schema.upgrade_export("runs", runs, 3).column_names == [
+        "run_id",
+        *SLURM_COLUMNS,
+        *CACHE_COLUMNS,
+    ]
+    assert schema.upgrade_export("runs", runs, 4).column_names == ["run_id", *CACHE_COLUMNS]
     assert schema.upgrade_export("runs", runs, schema.SCHEMA_VERSION).column_names == ["run_id"]
     evaluations = schema.upgrade_export("evaluations", pa.table({"evaluation_id": ["e"]}), 2)
     assert evaluations.column("machine_profile").to_pylist() == [None]
@@ -674,9 +730,9 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
     assert schema.infer_version("runs", ["run_id"]) == 1
     assert schema.infer_version("runs", ["run_id", "workload"]) == 2
     assert schema.infer_version("runs", ["run_id", "workload", *MACHINE_COLUMNS]) == 3
-    assert (
-        schema.infer_version("runs", ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS]) == 4
-    )
+    slurm = ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS]
+    assert schema.infer_version("runs", slurm) == 4
+    assert schema.infer_version("runs", [*slurm, *CACHE_COLUMNS]) == 5
     # A nullable column a later version adds is NULL in the rows of an older export.
     latest = schema.SCHEMA_VERSION
     monkeypatch.setitem(schema.ADDED_COLUMNS[latest], "runs", {"gpu": None})
@@ -684,7 +740,7 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
         None,
         None,
     ]
-    no_gpu = ["run_id", "workload", *MACHINE_COLUMNS]
+    no_gpu = ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS]
     assert schema.infer_version("runs", no_gpu) == latest - 1  # no gpu: older
 
 

@@ -9,9 +9,14 @@ from sklearn.exceptions import NotFittedError
 
 from core.analytical import (
     DEFAULT_FRAMEWORK_BYTES,
+    FILTER_GRADIENT,
+    INPUT_GRADIENT,
     REFINED_TERM_COLUMNS,
+    Conv3DShape,
     MemoryBreakdown,
     backprop_workspace_bytes,
+    conv_gradient_buffers,
+    im2col_touched_bytes,
     paper_estimate,
     refined_breakdown,
 )
@@ -94,7 +99,7 @@ def test_half_precision_halves_kept_activations_but_the_float32_batchnorm_inputs
     assert half.optimizer_bytes == full.optimizer_bytes
 
 
-def test_conv_gradient_workspace_is_one_images_largest_im2col_buffer() -> None:
+def test_without_the_l3_cache_the_workspace_is_one_images_largest_im2col_buffer() -> None:
     # At 128^3 the largest is decode0's first conv: 128^3 positions x 27 taps x 32
     # input channels (16 upsampled + 16 skipped), float32. With UpSampling3D the 32
     # channels of the level below arrive unreduced: 32 + 16 = 48. The batch is no factor.
@@ -108,6 +113,55 @@ def test_conv_gradient_workspace_is_one_images_largest_im2col_buffer() -> None:
     assert backprop_workspace_bytes(upsample) == 128**3 * 27 * 48 * 4
     half = dataclasses.replace(transpose, precision="mixed_bfloat16")
     assert backprop_workspace_bytes(half) == 128**3 * 27 * 32 * 2
+
+
+# The U-Net's widest convolution at 32^3 (decode0_conv0: 32 channels in, 16 out).
+DECODE0_32 = Conv3DShape(
+    batch=1, input_elements=32**3 * 32, positions=32**3, patch=27 * 32, filters=16
+)
+ONE_IMAGE_FLOAT32 = 32**3 * 27 * 32 * 4  # 108 MiB
+# The L3 cache an AVX2 AMD EPYC VM reports (getconf), which its kernels were measured to use.
+EPYC_VM_L3 = 256 * 2**20
+
+
+def test_a_batch_of_one_writes_one_images_im2col_buffer() -> None:
+    assert im2col_touched_bytes(DECODE0_32, INPUT_GRADIENT, 4, EPYC_VM_L3) == ONE_IMAGE_FLOAT32
+    # The filter gradient would shard 3 images; with one image its buffer is 53 times
+    # the op's tensors, over the limit of 25, so TensorFlow runs Eigen's kernel.
+    assert im2col_touched_bytes(DECODE0_32, FILTER_GRADIENT, 4, EPYC_VM_L3) == 0
+
+
+def test_the_l3_cache_sets_how_many_images_a_buffer_holds_and_when_kernels_fall_back() -> None:
+    batch_2 = dataclasses.replace(DECODE0_32, batch=2)
+    batch_4 = dataclasses.replace(DECODE0_32, batch=4)
+
+    # 256 MiB / 4 bytes over one image's ~28.8 M values: 3 images a buffer. At batch 2
+    # that is 26 times the tensors (fallback); at batch 4, 13 times (3 images written).
+    assert im2col_touched_bytes(batch_2, FILTER_GRADIENT, 4, EPYC_VM_L3) == 0
+    assert im2col_touched_bytes(batch_4, FILTER_GRADIENT, 4, EPYC_VM_L3) == 3 * ONE_IMAGE_FLOAT32
+    assert im2col_touched_bytes(batch_4, INPUT_GRADIENT, 4, EPYC_VM_L3) == 3 * ONE_IMAGE_FLOAT32
+    # bfloat16: twice the values fit, 5 images a buffer, of which a batch of 4 writes 4.
+    assert im2col_touched_bytes(batch_4, FILTER_GRADIENT, 2, EPYC_VM_L3) == (
+        4 * ONE_IMAGE_FLOAT32 // 2
+    )
+    # A 32 MiB cache holds less than an image: one image a buffer, never a fallback here.
+    assert im2col_touched_bytes(batch_2, FILTER_GRADIENT, 4, 32 * 2**20) == ONE_IMAGE_FLOAT32
+
+
+def test_an_unknown_gradient_kernel_is_refused() -> None:
+    with pytest.raises(ValueError, match="gradient 'bias' is not one of input, filter"):
+        im2col_touched_bytes(DECODE0_32, "bias", 4, EPYC_VM_L3)
+
+
+def test_with_the_l3_cache_the_workspace_is_the_largest_layers_two_gradient_buffers() -> None:
+    config = UNetConfig((64, 64, 64), batch_size=1)
+    buffers = {b.layer: b for b in conv_gradient_buffers(config, EPYC_VM_L3)}
+
+    # The images need no gradient: the first convolution has no input buffer.
+    assert buffers["encode0_conv0"].input_bytes == 0
+    widest = buffers["decode0_conv0"]
+    assert widest.input_bytes == widest.filter_bytes == 64**3 * 27 * 32 * 4
+    assert backprop_workspace_bytes(config, EPYC_VM_L3) == 2 * 64**3 * 27 * 32 * 4
 
 
 def test_refined_rejects_a_negative_framework_baseline() -> None:

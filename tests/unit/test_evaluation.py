@@ -7,14 +7,16 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from core.analytical import REFINED_TERM_COLUMNS
+from core.analytical import REFINED_TERM_COLUMNS, backprop_workspace_bytes
+from core.workloads.unet3d import UNetConfig
 from modeling.errors import ModelingError
 from modeling.estimators.catalogue import ModelSpec, catalogue, pick
+from modeling.evaluation.bounds import ConformalBound
 from modeling.evaluation.protocol import evaluate, score_split, summarise
 from modeling.evaluation.selection import fit_with_selection
 from modeling.evaluation.splits import kinds_for, make_split
 from modeling.features import measured_frame
-from modeling.stored.predictor import TrainingRange
+from modeling.stored.predictor import Predictor, TrainingRange
 
 
 class SpyModel(RegressorMixin, BaseEstimator):
@@ -180,3 +182,39 @@ def test_a_fitted_range_keeps_how_far_above_the_closed_form_its_runs_peaked(fram
         k: v for k, v in fitted.to_dict().items() if k not in ("closed_form_excess", "excess_runs")
     }
     assert TrainingRange.from_dict(older).closed_form_excess is None
+
+
+def test_a_fitted_range_keeps_the_l3_cache_its_runs_recorded(frame) -> None:
+    # A model predicts for the machine it was fitted on, so it sizes the workspace of a
+    # configuration by the L3 cache that machine's runs recorded (None: not recorded).
+    assert TrainingRange.of(frame).l3_cache_bytes is None
+    recorded = TrainingRange.of(frame.assign(l3_cache_bytes=float(256 * 2**20)))
+    assert recorded.l3_cache_bytes == 256 * 2**20
+    assert TrainingRange.from_dict(recorded.to_dict()) == recorded
+    older = {k: v for k, v in recorded.to_dict().items() if k != "l3_cache_bytes"}
+    assert TrainingRange.from_dict(older).l3_cache_bytes is None
+
+
+class _Workspace:
+    """An estimator that predicts the workspace column, to see which cache a prediction used."""
+
+    def predict(self, frame: pd.DataFrame) -> np.ndarray:
+        return frame["workspace_bytes"].to_numpy(dtype=float)
+
+
+def test_a_predictor_sizes_the_workspace_by_its_machines_l3_cache(frame) -> None:
+    l3_bytes = 256 * 2**20
+    fitted = TrainingRange.of(frame.assign(l3_cache_bytes=float(l3_bytes)))
+    predictor = Predictor(
+        name="workspace",
+        title="workspace",
+        kind="test",
+        estimator=_Workspace(),
+        columns=("workspace_bytes",),
+        bound=ConformalBound(0.9, 1.1, 20, "constructed"),
+        extrapolation_bound=None,
+        training_range=fitted,
+    )
+    config = UNetConfig((32, 32, 32), batch_size=4)
+
+    assert predictor.point_bytes([config]).tolist() == [backprop_workspace_bytes(config, l3_bytes)]

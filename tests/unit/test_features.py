@@ -5,7 +5,7 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from core.analytical import paper_estimate, refined_breakdown
+from core.analytical import backprop_workspace_bytes, paper_estimate, refined_breakdown
 from core.errors import ConfigError
 from core.records import RUN_COLUMNS
 from core.workloads.unet3d import UNetConfig
@@ -118,3 +118,44 @@ def test_a_runs_frame_without_the_needed_columns_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="lacks column\\(s\\) baseline_bytes"):
         measured_frame(runs)
+
+
+# The L3 cache an AVX2 AMD EPYC VM reports, by which its kernels were measured to shard.
+EPYC_VM_L3 = 256 * 2**20
+
+
+def test_the_workspace_follows_the_l3_cache_each_run_recorded(make_record) -> None:
+    point = dict(depth=32, height=32, width=32, batch_size=4)
+    runs = pd.DataFrame(
+        [
+            make_record(run_id="recorded", l3_cache_bytes=EPYC_VM_L3, **point).row(),
+            make_record(run_id="older", l3_cache_bytes=None, **point).row(),
+        ]
+    )
+
+    frame = measured_frame(runs)
+
+    config = UNetConfig((32, 32, 32), batch_size=4)
+    assert frame.loc["recorded", "l3_cache_bytes"] == EPYC_VM_L3
+    assert frame.loc["recorded", "workspace_bytes"] == backprop_workspace_bytes(config, EPYC_VM_L3)
+    # A run that did not record it keeps the one-image rule it was fitted with.
+    assert pd.isna(frame.loc["older", "l3_cache_bytes"])
+    assert frame.loc["older", "workspace_bytes"] == backprop_workspace_bytes(config)
+    # On this cache 3 images share a buffer: the two decode0 buffers of 3 images, not one.
+    assert frame.loc["recorded", "workspace_bytes"] == 2 * 3 * 32**3 * 27 * 32 * 4
+
+
+def test_configurations_to_predict_take_the_l3_cache_of_the_machine_asked_about() -> None:
+    configs = [UNetConfig((32, 32, 32), batch_size=2), UNetConfig((32, 32, 32), batch_size=4)]
+
+    one_machine = config_frame(configs, EPYC_VM_L3)
+    per_config = config_frame(configs, [EPYC_VM_L3, None])
+
+    assert one_machine["l3_cache_bytes"].tolist() == [EPYC_VM_L3, EPYC_VM_L3]
+    # Batch 2 falls back on Eigen's kernels at the widest layer; batch 4 does not.
+    assert one_machine["workspace_bytes"].tolist() == [
+        backprop_workspace_bytes(config, EPYC_VM_L3) for config in configs
+    ]
+    assert per_config["workspace_bytes"].iloc[1] == backprop_workspace_bytes(configs[1])
+    with pytest.raises(ValueError):
+        config_frame(configs, [EPYC_VM_L3])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from core import machine
@@ -99,3 +101,43 @@ def test_this_machines_profile_at_bfloat16_is_its_onednn_off_profile_on_an_avx2_
     assert on.onednn_enabled and not half.onednn_enabled
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
     assert machine.this_profile().key == half.key
+
+
+@pytest.fixture
+def getconf(monkeypatch: pytest.MonkeyPatch):
+    """Pretend ``getconf LEVEL3_CACHE_SIZE`` prints the given text (an exception: fails)."""
+
+    def pretend(answer: str | Exception) -> None:
+        def run(command, **kwargs):
+            assert command == ["getconf", "LEVEL3_CACHE_SIZE"]
+            if isinstance(answer, Exception):
+                raise answer
+            return subprocess.CompletedProcess(command, 0, stdout=answer, stderr="")
+
+        machine.l3_cache_bytes.cache_clear()
+        monkeypatch.setattr(machine.subprocess, "run", run)
+
+    yield pretend
+    machine.l3_cache_bytes.cache_clear()
+
+
+def test_the_l3_cache_is_what_getconf_reads_from_the_cpu(getconf) -> None:
+    getconf("268435456\n")
+
+    assert machine.l3_cache_bytes() == 256 * 2**20
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["0\n", "\n", "undefined\n", FileNotFoundError("getconf"), subprocess.TimeoutExpired("g", 5)],
+    ids=["zero", "empty", "undefined", "no getconf", "hangs"],
+)
+def test_an_l3_cache_that_cannot_be_read_is_unknown_not_guessed(getconf, answer) -> None:
+    getconf(answer)
+
+    assert machine.l3_cache_bytes() is None
+
+
+def test_every_run_records_the_l3_cache_with_the_other_machine_facts() -> None:
+    assert "l3_cache_bytes" in machine.machine_info()
+    assert machine.machine_info()["l3_cache_bytes"] == machine.l3_cache_bytes()

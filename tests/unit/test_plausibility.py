@@ -135,6 +135,12 @@ IMPLAUSIBLE = {
         _set(2, "cpu_cores", "-4"),
         "column cpu_cores, row 3: -4 is negative; cpu_cores must be a whole number from 1 to 65536",
     ),
+    "l3_cache_beyond_any_cpu": (
+        "runs",
+        _set(1, "l3_cache_bytes", str(2**40)),
+        "column l3_cache_bytes, row 2: 1099511627776 is too large; l3_cache_bytes must be "
+        "bytes from 1 B to 16.00 GiB (1 to 17179869184 bytes)",
+    ),
     "negative_seed": (
         "runs",
         _set(0, "seed", "-1"),
