@@ -123,6 +123,36 @@ def test_one_score_per_configuration_the_worst_of_its_runs(frame) -> None:
     assert (scores[1:] == 1.0).all()
 
 
+def test_a_configurations_score_is_its_worst_ratio_over_every_model_that_held_it_out(
+    frame,
+) -> None:
+    runs = frame.index.astype(str)
+    exact = pd.DataFrame(
+        {
+            "model": "m",
+            "split": CV,
+            "seed": 0,
+            "run_id": runs,
+            "measured_bytes": 1.0,
+            "predicted_bytes": 1.0,
+        }
+    )
+    # A random split's model, fit on other runs, predicted configuration 0 30% low.
+    first = runs[(point_ids(frame) == 0).to_numpy()]
+    random = exact[exact["run_id"].isin(first)].assign(
+        split="random", seed=1, predicted_bytes=1 / 1.3
+    )
+    predictions = pd.concat([exact, random], ignore_index=True)
+
+    inside = configuration_scores(predictions, frame, "m", CV)
+
+    assert inside[0] == pytest.approx(1.3)
+    assert (inside[1:] == 1.0).all()
+    # Checking that random split, its own predictions calibrate nothing.
+    checked = split_coverage(predictions, frame, "m", "random")
+    assert (checked.covered, checked.tested) == (0, 2)
+
+
 def test_bounds_count_distinct_configurations_not_runs(frame, calibrated) -> None:
     _, _, predictors, _ = calibrated
     n_configurations = point_ids(frame).nunique()
@@ -130,7 +160,9 @@ def test_bounds_count_distinct_configurations_not_runs(frame, calibrated) -> Non
 
     for predictor in predictors:
         assert predictor.bound.n_calibration == n_configurations == 24  # 48 runs
-        assert predictor.bound.source == "5-fold cross-conformal, 24 distinct configurations"
+        assert predictor.bound.source == (
+            "5-fold cross-conformal and 2 random splits, 24 distinct configurations"
+        )
         assert not predictor.bound.thin
         forward = predictor.extrapolation_bound
         assert forward is not None and forward.n_calibration == n_forward == 12
