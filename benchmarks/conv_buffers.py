@@ -33,8 +33,8 @@ from core.analytical import (
 from core.machine import l3_cache_bytes, read_proc_status_bytes
 from core.units import MIB
 from core.workloads.base import BYTES_PER_ELEMENT
+from core.workloads.unet3d import BLOCK_KERNEL_VOLUME
 
-KERNEL_VOLUME = 3 * 3 * 3
 # The U-Net's widest convolution (decode0_conv0): a skip and an upsampled map of 16 channels.
 DEFAULT_IN_CHANNELS = 32
 DEFAULT_FILTERS = 16
@@ -71,7 +71,7 @@ class Case:
             batch=self.batch,
             input_elements=voxels * self.in_channels,
             positions=voxels,
-            patch=KERNEL_VOLUME * self.in_channels,
+            patch=BLOCK_KERNEL_VOLUME * self.in_channels,
             filters=self.filters,
         )
 

@@ -271,17 +271,30 @@ def conv_gradient_buffers(config: UNetConfig, l3_cache_bytes: int) -> list[ConvG
     The first convolution passes no gradient back to the images, so it has no
     input-gradient buffer.
     """
-    layers = layer_outputs(config)
+    return _conv3d_buffers(config, layer_outputs(config), l3_cache_bytes)
+
+
+def _im2col_dims(layer: LayerOutput) -> tuple[int, int, int]:
+    """A convolution layer's output positions, patch (kernel volume x input channels), filters."""
+    filters = layer.shape[-1]
+    patch = layer.params // filters - 1  # one bias per filter
+    return layer.elements // filters, patch, filters
+
+
+def _conv3d_buffers(
+    config: UNetConfig, layers: list[LayerOutput], l3_cache_bytes: int
+) -> list[ConvGradientBuffers]:
+    """`conv_gradient_buffers` from the layer list."""
     buffers = []
     for previous, layer in zip(layers, layers[1:], strict=False):
         if layer.kind != "conv3d":
             continue
-        filters = layer.shape[-1]
+        positions, patch, filters = _im2col_dims(layer)
         shape = Conv3DShape(
             batch=config.batch_size,
             input_elements=previous.elements,
-            positions=layer.elements // filters,
-            patch=layer.params // filters - 1,  # kernel volume x input channels (one bias each)
+            positions=positions,
+            patch=patch,
             filters=filters,
         )
         value_bytes = element_bytes(config, layer)
@@ -301,10 +314,11 @@ def conv_gradient_buffers(config: UNetConfig, l3_cache_bytes: int) -> list[ConvG
 
 @lru_cache(maxsize=4096)
 def _sharded_workspace_bytes(config: UNetConfig, l3_cache_bytes: int) -> int:
-    buffers = conv_gradient_buffers(config, l3_cache_bytes)
+    layers = layer_outputs(config)
+    buffers = _conv3d_buffers(config, layers, l3_cache_bytes)
     sharded = max((b.input_bytes + b.filter_bytes for b in buffers), default=0)
     # 2D kernels shard differently (conv_grad_input_ops.cc); they keep the one-image rule.
-    return max(sharded, _largest_im2col_bytes(config, layer_outputs(config), PLANAR_IM2COL_KINDS))
+    return max(sharded, _largest_im2col_bytes(config, layers, PLANAR_IM2COL_KINDS))
 
 
 def _largest_im2col_bytes(
@@ -315,9 +329,7 @@ def _largest_im2col_bytes(
     for layer in layers:
         if layer.kind not in kinds:
             continue
-        filters = layer.shape[-1]
-        positions = layer.elements // filters
-        patch = layer.params // filters - 1  # kernel volume x input channels (one bias each)
+        positions, patch, _ = _im2col_dims(layer)
         largest = max(largest, positions * patch * element_bytes(config, layer))
     return largest
 

@@ -194,7 +194,7 @@ def _scores_by_configuration(
     leave_out_seed: int | None = None,
 ) -> pd.Series:
     """Configuration -> score for calibration ``split``, optionally without one random seed."""
-    pooled = predictions["split"].isin(POOLED.get(split, (split,)))
+    pooled = predictions["split"].isin(POOLED[split])
     if leave_out_seed is not None:
         pooled &= ~((predictions["split"] == RANDOM) & (predictions["seed"] == leave_out_seed))
     mine = predictions[(predictions["model"] == model) & pooled]
@@ -266,13 +266,18 @@ def split_coverage(
     rows = predictions[(predictions["model"] == model) & (predictions["split"] == split)]
     configuration = _configurations(frame)
     calibrations = [CV] if split == RANDOM else [CV, FORWARD]
-    covered: list[bool] = []
-    for seed, held_out in rows.groupby("seed"):
-        own = int(seed) if split == RANDOM else None
-        scores = {
-            name: _scores_by_configuration(predictions, frame, model, name, own)
+
+    def calibration_scores(leave_out_seed: int | None) -> dict[str, pd.Series]:
+        return {
+            name: _scores_by_configuration(predictions, frame, model, name, leave_out_seed)
             for name in calibrations
         }
+
+    # Only a random split's own predictions are pooled, so only its seeds need their own.
+    shared = None if split == RANDOM else calibration_scores(None)
+    covered: list[bool] = []
+    for seed, held_out in rows.groupby("seed"):
+        scores = shared if shared is not None else calibration_scores(int(seed))
         tested = set(configuration.loc[held_out["run_id"].astype(str)])
         multipliers = [
             conformal_quantile(others.to_numpy(dtype=float), coverage)
