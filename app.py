@@ -1,12 +1,13 @@
 """memplan's dashboard: ``streamlit run app.py`` (or ``bash scripts/start.sh``).
 
-Only wiring: the page config, the sidebar every page shares, and the pages,
-each a script in `dashboard/` that reads like a description of its page.
+Only wiring: the page config, the sidebar every page shares, the pages, each a
+script in `dashboard/` that reads like a description of its page, and the footer
+under every page (the memplan version).
 """
 
 import streamlit as st
 
-from dashboard import sidebar
+from dashboard import footer, sidebar
 
 st.set_page_config(page_title="memplan", page_icon=":material/memory:", layout="wide")
 
@@ -19,5 +20,10 @@ pages = st.navigation(
         st.Page("dashboard/sweeps_page.py", title="Sweeps", icon=":material/table_view:"),
     ]
 )
+# The footer is written first, below the page's container, so a page (or the
+# sidebar) that stops early, on a damaged database say, still has it.
+page = st.container()
+footer.render()
 sidebar.render()
-pages.run()
+with page:
+    pages.run()

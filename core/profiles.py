@@ -1,9 +1,10 @@
 """Machine profiles: the facts about a machine that change a training run's peak memory.
 
-The same configuration peaks up to 2.9x higher on an AVX2-only AMD EPYC than on
-an AVX-512 Intel Xeon (oneDNN picks other kernels and scratch buffers), and
-turning oneDNN off doubled one point; restricting the process to 1-16 cores
-moved it by at most 5% (`../shared/DESIGN.md`). So runs are grouped, and models
+The same configuration peaked up to 2.7x higher on an AVX2-only AMD EPYC (oneDNN
+off, TensorFlow's default there) than on the Intel Xeon of the bundled reference,
+and turning oneDNN on there nearly halved 64^3 batch 2; one usable core instead of two
+lowered that point's peak from 3.16 to 2.36 GiB on that EPYC (docs/machines.md
+has each figure's command and machine). So runs are grouped, and models
 fitted, per *profile*: CPU vendor and model, the instruction-set level the
 kernels choose from, the CPUs and the cores the process may use, TensorFlow's
 intra-op threads, total RAM, the framework versions and oneDNN on/off — never

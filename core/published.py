@@ -3,10 +3,10 @@
 Dell EMC and Intel trained the same kind of 3D U-Net on BraTS volumes of
 240x240x144 at batch 16 (Dell EMC white paper "Overcoming the memory bottleneck
 in AI healthcare", 2019, summarised by Intel in "Addressing the Memory
-Bottleneck in AI Model Training": ``shared/references/002_*.txt``; the server
-outcomes are from the same study, as ``shared/DESIGN.md`` records them). They are
-shown as labelled points with their software stack, never fitted: a different
-stack, thread count and implementation make them a different measurement.
+Bottleneck in AI Model Training"; the server outcomes are from the same study).
+They are shown as labelled points with their software stack, never fitted: a
+different stack, thread count and implementation make them a different
+measurement.
 
 Nothing here is measured by memplan; every figure is the publication's, in its
 own words (``quote``) beside the number a chart draws.

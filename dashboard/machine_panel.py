@@ -2,7 +2,7 @@
 without models.
 
 Models are fitted per workload and machine profile (`core.profiles`): the same
-configuration can peak 2.9x higher on another kind of CPU, so both pages answer
+configuration can peak 2.7x higher on another kind of CPU, so both pages answer
 for one profile, chosen beside the workload. It opens on
 `modeling.machines.choose_machine`'s default (this machine when it has models,
 else the bundled reference, else the latest evaluation) and says why this
@@ -39,7 +39,7 @@ from profiling import calibration
 
 MACHINE_HELP = (
     "Models are fitted per machine profile (CPU, instruction set, cores, RAM, framework "
-    "versions): the same configuration can peak 2.9x higher on another kind of CPU. The "
+    "versions): the same configuration can peak 2.7x higher on another kind of CPU. The "
     "default is this machine when it has models, else the bundled reference."
 )
 

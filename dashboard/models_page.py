@@ -2,7 +2,7 @@
 
 One workload and one machine profile at a time (the selectors on top,
 `dashboard.machine_panel`; kept in the URL): that profile's runs, its latest
-evaluation's models — the same configuration can peak 2.9x higher on another
+evaluation's models — the same configuration can peak 2.7x higher on another
 kind of CPU, so nothing of another profile is drawn. From top to bottom: peak
 memory against image size (measured dots over each chosen model's curves, one
 per batch size); predicted against measured and the

@@ -50,7 +50,7 @@ POLL_S = 2.0
 # reference 2-core machine: the full evaluation takes 9-17 minutes
 # (modeling/stored/bundle.py); the quick one, `python -m modeling evaluate --workload
 # unet3d --quick --no-store` on the bundled data/memplan.duckdb (40 ok U-Net runs),
-# took 65 s wall clock (2026-11, on 2 cores shared with other work; README says ~1 min).
+# took 65 s wall clock (2026-11, on 2 cores shared with other work; docs/dashboard.md says ~1 min).
 REFIT_QUICK = "quick (smoke-test settings, ~1 min on 2 cores)"
 REFIT_FULL = "full evaluation (~17 min on 2 cores)"
 REFIT_NO = "no"

@@ -1,7 +1,7 @@
 """Which machine profile an answer is for: the one asked for, else this machine's, else the bundled.
 
 Models are fitted per workload and machine profile (`core.profiles`), since the
-same configuration can peak 2.9x higher on another kind of CPU. A sizing answer
+same configuration can peak 2.7x higher on another kind of CPU. A sizing answer
 therefore needs a profile, and says which: `choose_machine` resolves a
 ``--machine`` value (a key or a unique prefix) or picks the default — the
 profile of the machine asking, when it has fitted models, else the first

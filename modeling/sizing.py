@@ -27,7 +27,7 @@ estimate is replaced, and the answer says so: not by that estimate, which
 every run exceeded and which is therefore no bound, but by it times the most
 any run the model was fitted on exceeded it (`replace_below_floor`). With
 oneDNN on, an AVX2 EPYC's runs exceeded it by up to 1.33x; 176^3 at batch 2,
-six times their largest image x batch, measured 1.10x it (README).
+six times their largest image x batch, measured 1.10x it (docs/data.md).
 
 "Fits" means the bound is at or under the budget. Sizes and batches are
 scanned upward and the answer is the last one before the first that does not

@@ -1,7 +1,7 @@
 """Machine profiles as the pages show them: which to offer, what one lacks, how they compare.
 
 Models are fitted per workload and machine profile (`core.profiles`,
-`modeling.machines`): the same configuration can peak 2.9x higher on another
+`modeling.machines`): the same configuration can peak 2.7x higher on another
 kind of CPU. Nothing here needs Streamlit:
 
 * `runs_on` — a runs frame's runs of one profile (`core.profiles.with_keys` keys them);

@@ -305,8 +305,8 @@ def load_predictors(
 
 
 # Mean MAPEs are compared to this many decimals (0.1 percentage point): finer
-# differences are far below the run-to-run noise of a peak (1-7%, README's
-# "Measurement floor") and would pick a model by chance.
+# differences are far below the run-to-run noise of a peak (1-7%, docs/runs.md,
+# "The measurement floor") and would pick a model by chance.
 MAPE_DECIMALS = 1
 
 

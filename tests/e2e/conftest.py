@@ -46,7 +46,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--headless=new",
 ]
-# The screenshots the README shows are taken at this size.
+# The screenshots the README and docs/dashboard.md show are taken at this size.
 VIEWPORT = {"width": 1400, "height": 900}
 # Starting Streamlit imports pandas, Altair and DuckDB: seconds, more on a busy 2-core box.
 SERVER_START_TIMEOUT_S = 90.0

@@ -2,8 +2,8 @@
 launched from the sidebar appears.
 
 Screenshots of every page land in ``artifacts/screenshots/`` (models.png, sizing.png,
-sweeps.png, and the sidebar during and after the sweep). The README shows copies of the
-page screenshots; to refresh them, run this suite and copy them over:
+sweeps.png, and the sidebar during and after the sweep). docs/dashboard.md shows copies of
+the page screenshots; to refresh them, run this suite and copy them over:
 
     .venv/bin/python -m pytest -q tests/e2e
     cd artifacts/screenshots
@@ -11,6 +11,8 @@ page screenshots; to refresh them, run this suite and copy them over:
     cp sweeps_1400.png ../../docs/screenshots/sweeps.png
     cp sizing_decision_1400.png ../../docs/screenshots/sizing.png  # the Dell question
     # docs/screenshots/report.png: the top 2400 px of artifacts/screenshots/report_1400.png
+    # docs/screenshots/sizing_answer.png (the README's): the top of the Sizing page on the
+    # Dell question for the bundled Intel profile, down to "Memory to buy" (2165 px here)
 
 The tests run in file order and share one server: the sweep test is last because it adds
 a run to the database the others read.
@@ -46,7 +48,7 @@ NEXT_FRAME = "() => new Promise(done => requestAnimationFrame(() => requestAnima
 # The widths the sidebar's launcher is checked at while a sweep runs (the last one stays).
 SIDEBAR_WIDTHS = (1024, 1400)
 VIEWPORT_HEIGHT = 900
-# A screenshot taller than this is cut: the README needs the top of a page, not a scroll.
+# A screenshot taller than this is cut: the docs need the top of a page, not a scroll.
 MAX_SHOT_PX = 4000
 APP_IDLE = (
     '[data-testid="stApp"][data-test-connection-state="CONNECTED"]'
