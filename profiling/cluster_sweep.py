@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 import sys
 import time
 import uuid
@@ -178,6 +179,56 @@ def _check(options: SlurmOptions, repeats: int) -> None:
 
 # --- the work directory ---------------------------------------------------------------
 
+# The work directory and the two folders in it that jobs read from: submitit unpickles
+# ``logs/<job>_submitted.pkl`` on the node, so whoever can write there runs code as you.
+WORK_SUBDIRS = ("logs", "points")
+PRIVATE_MODE = 0o700
+
+
+def _unsafe_because(path: Path) -> str | None:
+    """Why ``path`` (an existing directory) is not private to this user; None when it is."""
+    info = path.lstat()
+    me = os.geteuid()
+    if stat.S_ISLNK(info.st_mode):
+        if info.st_uid != me:
+            return f"is a symbolic link owned by uid {info.st_uid}, not by you (uid {me})"
+        info = path.stat()
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a directory"
+    if info.st_uid != me:
+        return f"is owned by uid {info.st_uid}, not by you (uid {me})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'} " + (
+            f"(mode {stat.S_IMODE(info.st_mode):04o})"
+        )
+    return None
+
+
+def prepare_work_dir(work_dir: Path) -> None:
+    """Make ``work_dir`` and its ``logs/``, ``points/`` (mode 0700), or check existing ones.
+
+    An existing one must be owned by this user and writable by nobody else: the
+    jobs load the pickled call submitit writes there and run it as this user.
+    Raises `ConfigError` naming the directory and how to fix it.
+    """
+    work_dir = Path(work_dir)
+    for path in (work_dir, *(work_dir / name for name in WORK_SUBDIRS)):
+        if path == work_dir:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(mode=PRIVATE_MODE)
+            os.chmod(path, PRIVATE_MODE)  # whatever the umask took away or added
+            continue
+        except FileExistsError:
+            pass
+        reason = _unsafe_because(path)
+        if reason:
+            raise ConfigError(
+                f"the Slurm work directory {path} {reason}; its jobs run code stored there, "
+                f"so it must be yours and writable only by you: `chown $(id -un) {path} && "
+                f"chmod 700 {path}` if you trust what is in it, or give another --work-dir"
+            )
+
 
 def _load_manifest(work_dir: Path, db_path: Path) -> dict[str, Any]:
     path = work_dir / MANIFEST
@@ -297,8 +348,7 @@ def run_cluster_sweep(
     partition = slurm.partition(options.partition)
     database.ensure_database(db_path)
     work_dir = Path(options.work_dir or default_work_dir(db_path))
-    points_dir = work_dir / "points"
-    points_dir.mkdir(parents=True, exist_ok=True)
+    prepare_work_dir(work_dir)
     manifest = _load_manifest(work_dir, db_path)
     summary = SweepSummary(sweep_id=uuid.uuid4().hex[:12])
     total = len(configs) * repeats
