@@ -39,9 +39,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from core import database, profiles, store, workloads
-from core.errors import ConfigError, StoreError
-from core.records import RUN_COLUMNS, PeakBound, RunRecord
+from core import database, datafiles, profiles, store, workloads
+from core.errors import ConfigError, DataFileError, StoreError
+from core.records import PeakBound, RunRecord
 from core.units import format_gib
 from core.workloads.base import WorkloadConfig, format_image_shape
 from profiling import pending, slurm, slurm_job, sweeplock
@@ -270,19 +270,31 @@ def _settings_for(point: _Point, settings: RunSettings) -> RunSettings:
     return dataclasses.replace(settings, memory_limit_bytes=limit)
 
 
-def _unmeasured_facts(points_dir: Path, point: _Point, partition: slurm.Partition) -> dict:
-    """The machine columns of a point whose job left no record.
+# What a job's node.json may fill in a run: the node's machine and software facts and the
+# job's Slurm figures (`profiling.slurm_job.measure` writes exactly these), never a
+# measurement, the configuration or how the run ended.
+NODE_COLUMNS = (
+    "hostname",
+    "cpu_vendor",
+    "cpu_model",
+    "cpu_isa",
+    "cpu_cores",
+    "usable_cores",
+    "intra_op_threads",
+    "total_ram_bytes",
+    "os",
+    "l3_cache_bytes",
+    "python_version",
+    "tensorflow_version",
+    "keras_version",
+    "numpy_version",
+    "slurm_job_id",
+    "slurm_cpus_per_task",
+)
 
-    The node's own facts when the job got as far as writing them; else what
-    ``sinfo`` says of the partition, with the CPU unknown, so the run never joins
-    a machine profile (`core.profiles`) and is never fitted.
-    """
-    path = slurm_job.node_path(points_dir, point.point_id)
-    if path.exists():
-        try:
-            return json.loads(path.read_text())
-        except ValueError:
-            pass
+
+def _partition_facts(point: _Point, partition: slurm.Partition) -> dict[str, Any]:
+    """What ``sinfo`` says of the partition, with the CPU unknown (never fitted, no profile)."""
     return {
         "hostname": f"slurm:{partition.name}",
         "cpu_vendor": None,
@@ -297,14 +309,32 @@ def _unmeasured_facts(points_dir: Path, point: _Point, partition: slurm.Partitio
     }
 
 
+def _node_facts(path: Path) -> dict[str, Any]:
+    """The node columns of a job's node.json; `DataFileError` if it is not an object of them."""
+    try:
+        facts = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as error:
+        raise DataFileError(f"{path}: not readable JSON ({error})") from None
+    if not isinstance(facts, dict):
+        raise DataFileError(f"{path}: a {type(facts).__name__}, not an object of node facts")
+    return {name: facts[name] for name in NODE_COLUMNS if name in facts}
+
+
 def _unmeasured_record(
     point: _Point,
     status: str,
     message: str,
     settings: RunSettings,
     sweep_id: str,
-    facts: dict[str, Any],
+    points_dir: Path,
+    partition: slurm.Partition,
 ) -> RunRecord:
+    """The run of a point whose job left no record, with the machine it ran on.
+
+    The node's own facts when the job got as far as writing them and they pass
+    the checks an import makes; else (the file moved aside, named on stderr)
+    what ``sinfo`` says of the partition.
+    """
     base = skipped_record(
         point.config,
         _settings_for(point, settings),
@@ -313,10 +343,19 @@ def _unmeasured_record(
         repeat=point.repeat,
         estimate_bytes=point.bound.bound_bytes,
     )
-    # A file is data: it may fill runs columns, never which run this is or how it ended.
     own = {"run_id": point.run_id, "status": status}
-    known = {k: v for k, v in facts.items() if k in RUN_COLUMNS and k not in own}
-    return dataclasses.replace(base, **known, **own)
+    record = dataclasses.replace(base, **_partition_facts(point, partition), **own)
+    path = slurm_job.node_path(points_dir, point.point_id)
+    if not path.exists():
+        return record
+    try:
+        facts = _node_facts(path)
+        from_node = dataclasses.replace(record, **facts)
+        datafiles.check_record(path, from_node.row(), [])
+    except (DataFileError, TypeError) as error:
+        pending.quarantine(path, str(error))
+        return record
+    return from_node
 
 
 # --- the sweep ------------------------------------------------------------------------
@@ -361,9 +400,9 @@ def run_cluster_sweep(
         run = _ClusterRun(db_path, work_dir, points, settings, options, partition, summary, lock)
         try:
             run.drive(show_progress)
-        except BaseException as error:
-            if isinstance(error, KeyboardInterrupt):
-                run.cancel()
+        except BaseException:
+            # Ctrl-C, SIGTERM or any failure here: no job is left running unwatched.
+            run.cancel()
             record_interrupted(db_path, summary.sweep_id)
             raise
     return summary
@@ -484,9 +523,14 @@ class _ClusterRun:
             self._skip_dominated(point)
 
     def _record(self, point: _Point, status: str, message: str) -> None:
-        facts = _unmeasured_facts(self.points_dir, point, self.partition)
         record = _unmeasured_record(
-            point, status, message, self.settings, self.summary.sweep_id, facts
+            point,
+            status,
+            message,
+            self.settings,
+            self.summary.sweep_id,
+            self.points_dir,
+            self.partition,
         )
         self._store(point, record)
 
@@ -572,10 +616,9 @@ class _ClusterRun:
         now = time.monotonic()
         for point in active:
             result = slurm_job.result_path(self.points_dir, point.point_id)
-            if result.exists():
-                self._ingest(point, result)
-                continue
             state = states.get(point.job_id or "")
+            if result.exists() and self._ingest(point, result, state):
+                continue
             if state in slurm.QUEUED_STATES:
                 point.state = QUEUED
             elif state in slurm.RUNNING_STATES:
@@ -589,16 +632,30 @@ class _ClusterRun:
             else:
                 point.ended_at = point.ended_at or now
 
-    def _ingest(self, point: _Point, result: Path) -> None:
+    def _ingest(self, point: _Point, result: Path, state: str | None) -> bool:
+        """Store the job's record; False when it was refused and the job may yet write one.
+
+        The file passes the checks an import makes and must be this point's run
+        (its run id and configuration); anything else is moved aside and named.
+        """
         try:
-            record = pending.from_json(result.read_text())
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            bad = result.with_name(result.name + ".bad")
-            os.replace(result, bad)
-            self._record(point, "error", f"the job's record was unreadable ({error}); see {bad}")
-            return
+            record = pending.from_json(result.read_text(), result)
+            config = workloads.config_columns(point.config)
+            theirs = {name: getattr(record, name) for name in config}
+            if record.run_id != point.run_id or theirs != config:
+                raise DataFileError(
+                    f"{result}: run {record.run_id} ({theirs}) is not this point's run "
+                    f"{point.run_id} ({config})"
+                )
+        except (OSError, DataFileError) as error:
+            bad = pending.quarantine(result, str(error))
+            if state in slurm.QUEUED_STATES or state in slurm.RUNNING_STATES:
+                return False  # its job still runs: its own record comes later
+            self._record(point, "error", f"the job's record was refused ({error}); see {bad}")
+            return True
         # Stored under the sweep that brought it home (an earlier submitter may have died).
         self._store(point, dataclasses.replace(record, sweep_id=self.summary.sweep_id))
+        return True
 
     def _ended(self, point: _Point, state: str) -> None:
         """A job ended without a record: submit once more, or record how it ended."""
@@ -637,3 +694,6 @@ class _ClusterRun:
                 )
             except StoreError:
                 return  # the database is busy: the point is measured again next time
+            except Exception as error:  # the jobs are cancelled; never hide why we stopped
+                print(f"warning: could not record the cancelled points: {error}", file=sys.stderr)
+                return
