@@ -38,7 +38,7 @@ def _pending_file(db: Path, name: str, **changes) -> Path:
 
 
 BAD_RECORDS = {
-    "huge_peak": ({"peak_hwm_bytes": 9 * 10**18}, "column peak_hwm_bytes, row 1: 9000000000000000000 is too large"),
+    "huge_peak": ({"peak_hwm_bytes": 9 * 10**18}, "row 1: 9000000000000000000 is too"),
     "odd_image": ({"depth": 33, "height": 33, "width": 33}, "is not a valid workload"),
     "batch_zero": ({"batch_size": 0}, "is not a valid workload"),
     "negative_steps": ({"steps": -3}, "column steps, row 1: -3 is negative"),
@@ -69,10 +69,10 @@ def test_implausible_pending_records_are_quarantined_and_never_stored(db: Path, 
     assert len(store.load_runs(db)) == 1
 
 
-@pytest.mark.parametrize(
-    "text",
-    ["[1, 2]", '{"run": [1]}', '{"run": {}}', '{"samples": []}', "nul", '{"run": {"run_id": "x"}, "samples": 5}'],
-)  # fmt: skip
+NOT_RECORDS = ["[1, 2]", '{"run": [1]}', '{"run": {}}', '{"samples": []}', "nul"]
+
+
+@pytest.mark.parametrize("text", [*NOT_RECORDS, '{"run": {"run_id": "x"}, "samples": 5}'])
 def test_a_pending_file_that_is_not_a_record_is_quarantined(db: Path, text: str, capsys) -> None:
     path = pending.pending_dir(db) / "junk.json"
     path.parent.mkdir()
@@ -126,9 +126,12 @@ def _point(tmp_path: Path) -> tuple[cluster_sweep._Point, Path]:
 PARTITION = slurm.Partition(name="debug", max_memory_bytes=16 * 2**30, max_cpus=4)
 
 
+SETTINGS = RunSettings(memory_limit_bytes=2**30)
+
+
 def _unmeasured(point, points: Path):
     return cluster_sweep._unmeasured_record(
-        point, "interrupted", "cancelled", RunSettings(memory_limit_bytes=2**30), "s1", points, PARTITION
+        point, "interrupted", "cancelled", SETTINGS, "s1", points, PARTITION
     )
 
 
