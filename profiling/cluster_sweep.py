@@ -42,7 +42,7 @@ from tqdm import tqdm
 from core import database, datafiles, profiles, store, workloads
 from core.errors import ConfigError, DataFileError, StoreError
 from core.records import PeakBound, RunRecord
-from core.units import format_gib
+from core.units import MIN_MEMORY_LIMIT_BYTES, format_bytes, format_gib
 from core.workloads.base import WorkloadConfig, format_image_shape
 from profiling import pending, slurm, slurm_job, sweeplock
 from profiling.runner import (
@@ -163,8 +163,13 @@ def point_id(config: WorkloadConfig, settings: RunSettings, repeat: int) -> str:
 
 def _check(options: SlurmOptions, repeats: int) -> None:
     problems = []
-    if repeats < 1:
-        problems.append(f"repeats must be at least 1, got {repeats}")
+    least_mem = JOB_PROCESS_ALLOWANCE_BYTES + MIN_MEMORY_LIMIT_BYTES
+    if options.mem_bytes is not None and options.mem_bytes < least_mem:
+        problems.append(
+            f"--mem {format_bytes(options.mem_bytes)} is too small: the job's own Python takes "
+            f"{JOB_PROCESS_ALLOWANCE_BYTES // _MIB} MiB and a point at least "
+            f"{MIN_MEMORY_LIMIT_BYTES // _MIB} MiB more; give at least {least_mem // _MIB}MiB"
+        )
     if options.max_parallel < 1:
         problems.append(f"--max-parallel must be at least 1, got {options.max_parallel}")
     if options.cpus_per_task < 1:
@@ -382,7 +387,7 @@ def run_cluster_sweep(
     `profiling.sweeplock.SweepBusyError` while another sweep writes to ``db_path``.
     """
     _check(options, repeats)
-    configs = expand_grid(grid)
+    configs = expand_grid(grid, repeats)
     bounds = point_bounds(configs, precheck)
     partition = slurm.partition(options.partition)
     database.ensure_database(db_path)
