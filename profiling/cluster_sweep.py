@@ -386,6 +386,7 @@ def run_cluster_sweep(
     Raises `profiling.slurm.SlurmError` when Slurm is missing or refuses, and
     `profiling.sweeplock.SweepBusyError` while another sweep writes to ``db_path``.
     """
+    database.check_writable(db_path, "a sweep")
     _check(options, repeats)
     configs = expand_grid(grid, repeats)
     bounds = point_bounds(configs, precheck)

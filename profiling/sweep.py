@@ -293,6 +293,7 @@ def run_sweep(
     `profiling.sweeplock.SweepBusyError`, naming it, while another sweep writes
     to ``db_path``.
     """
+    database.check_writable(db_path, "a sweep")
     check_memory_limit_floor(settings.memory_limit_bytes)
     configs = expand_grid(grid, repeats)
     database.ensure_database(db_path)
