@@ -261,6 +261,36 @@ DAMAGE_SIGNS = (
 )
 
 
+# DuckDB's file starts with three 4 KiB headers, then its blocks; its own PRAGMA
+# database_size says how many blocks of what size the file holds.
+HEADER_BYTES = 3 * 4096
+
+
+def _check_length(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A file too short for the blocks in use is truncated: `damaged`, at once.
+
+    DuckDB itself only notices when a query reaches a missing block, so a
+    half-truncated file would answer `list` from the blocks it still has. The
+    blocks in use (not the free ones, which DuckDB may cut off the end of the
+    file) must fit after the headers, wherever they lie: a lower bound that a
+    whole file always meets.
+    """
+    cursor = con.execute("PRAGMA database_size")
+    names = [column[0] for column in cursor.description]
+    row = dict(zip(names, cursor.fetchone(), strict=True))
+    used = int(row["used_blocks"])
+    least = HEADER_BYTES + int(row["block_size"]) * used
+    actual = path.stat().st_size
+    if actual < least:
+        raise damaged(
+            path,
+            ValueError(
+                f"the file has {actual} bytes, too few for the {used} blocks of "
+                f"{row['block_size']} bytes its header says are in use: it was truncated"
+            ),
+        )
+
+
 def _is_lock_error(error: duckdb.Error) -> bool:
     message = str(error).lower()
     return any(sign in message for sign in LOCK_SIGNS)
@@ -406,6 +436,7 @@ def connect(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConn
         _create(path)
     con = _open(existing(path) if read_only_mode() else path, read_only)
     try:
+        _check_length(con, path)
         _check_schema(con, path, read_only)
         yield con
     except duckdb.Error as error:
