@@ -43,7 +43,7 @@ def stocked(tmp_path: Path) -> tuple[Path, Path]:
     return db, export
 
 
-def _commands(export: Path) -> list[list[str]]:
+def _commands(export: Path, out: Path) -> list[list[str]]:
     tiny = ["--image-size", "16", "--batch-size", "1", "--base-filters", "4", "--steps", "2"]
     sweep = ["--image-sizes", "16", "--batch-sizes", "1", "--base-filters", "4", "--steps", "2"]
     return [
@@ -52,6 +52,7 @@ def _commands(export: Path) -> list[list[str]]:
         ["machines"],
         ["machines", "--compare"],
         ["show", "nope"],
+        ["export", str(out)],
         ["import", str(export)],
         ["run", *tiny],
         ["sweep", *sweep, "--quiet"],
@@ -64,7 +65,7 @@ def test_every_command_writes_nothing_under_read_only(stocked, tmp_path, monkeyp
     monkeypatch.setenv("MEMPLAN_READ_ONLY", "1")
     before = _snapshot(db.parent)
     results = {}
-    for command in _commands(export):
+    for command in _commands(export, tmp_path / "out.csv"):
         code = cli.main([*command, "--db", str(db)])
         err = capsys.readouterr().err.strip()
         results[command[0] + (" --compare" if "--compare" in command else "")] = (code, err)
@@ -73,8 +74,9 @@ def test_every_command_writes_nothing_under_read_only(stocked, tmp_path, monkeyp
         code, err = results[name]
         assert code == 2 and "\n" not in err, (name, err)
         assert "MEMPLAN_READ_ONLY is set, so nothing is written to" in err, (name, err)
-    for name in ("list", "summary", "machines", "machines --compare"):
+    for name in ("list", "summary", "machines", "machines --compare", "export"):
         assert results[name][0] == 0, (name, results[name])
+    assert (tmp_path / "out.csv").exists()  # the file asked for, and nothing else
     assert len(store.load_runs(db)) == 1
 
 
