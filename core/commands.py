@@ -67,8 +67,14 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_db(args: argparse.Namespace) -> Path:
-    return database.ensure_database(args.db or database.default_db_path())
+def open_db(args: argparse.Namespace, writes: str | None = None) -> Path:
+    """The database ``--db`` or the default names, made ready; ``writes`` names a command that
+    stores, refused up front under ``MEMPLAN_READ_ONLY`` (`core.database.check_writable`).
+    """
+    path = args.db or database.default_db_path()
+    if writes:
+        database.check_writable(path, writes)
+    return database.ensure_database(path)
 
 
 Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]

@@ -78,6 +78,41 @@ LOCK_RETRY_MAX_S = 0.5
 LOCK_RETRY_JITTER = 0.5
 
 
+READ_ONLY_ENV_VAR = "MEMPLAN_READ_ONLY"
+TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+
+
+def read_only_mode() -> bool:
+    """Whether ``MEMPLAN_READ_ONLY`` asks that nothing be written: no file, no row, no lock."""
+    return os.environ.get(READ_ONLY_ENV_VAR, "").strip().lower() in TRUE_VALUES
+
+
+def check_writable(path: Path, what: str = "this command") -> Path:
+    """``path`` unless read-only mode is on; a `StoreError` saying why ``what`` cannot run if so.
+
+    Commands that store (a run, a sweep, an import, a calibration) call it before
+    they start, so nothing is measured that could not be kept.
+    """
+    if read_only_mode():
+        raise StoreError(
+            f"{READ_ONLY_ENV_VAR} is set, so nothing is written to {path} and {what} cannot "
+            f"run; unset {READ_ONLY_ENV_VAR} (or run it where the database may be written)"
+        )
+    return Path(path)
+
+
+def existing(path: Path) -> Path:
+    """``path`` if a file is there; a `StoreError` saying what to do if not (nothing is created)."""
+    path = Path(path)
+    if not path.is_file():
+        raise StoreError(
+            f"database {path} does not exist, and {READ_ONLY_ENV_VAR} is set, so none is "
+            f"created: point {DB_ENV_VAR} at an existing memplan database, or create this one "
+            f"first without {READ_ONLY_ENV_VAR} (e.g. `python -m profiling list --db {path}`)"
+        )
+    return path
+
+
 def default_db_path() -> Path:
     """``$MEMPLAN_DB`` if set, else ``data/memplan.duckdb`` in the repository (never the cwd)."""
     configured = os.environ.get(DB_ENV_VAR, "").strip()
@@ -101,6 +136,10 @@ def ensure_database(path: Path) -> Path:
     not a memplan database at all, or damaged, raises StoreError.
     """
     path = Path(path)
+    if read_only_mode():  # never created, never migrated: checked as it is
+        with connect(existing(path), read_only=True):
+            pass
+        return path
     if _create(path):
         return path
     try:
@@ -121,31 +160,44 @@ def _create(path: Path) -> bool:
     """
     if path.exists():
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_writable(path, "a new database")
     # The name ends in .duckdb.tmp so .gitignore covers it; the token keeps it private.
     temp = path.with_name(f"{path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}{path.suffix}.tmp")
     try:
-        with contextlib.closing(duckdb.connect(str(temp))) as con:
-            con.begin()
-            schema.create(con)
-            bundled = BUNDLED_EXPORTS if _is_repository_db(path) else ()
-            for runs_file, samples_file in bundled:
-                if not runs_file.exists():
-                    continue
-                runs = datafiles.read_runs(runs_file)
-                samples = None
-                if samples_file.exists():
-                    run_ids = set(runs.column("run_id").to_pylist())
-                    samples = datafiles.read_samples(samples_file, run_ids)
-                datafiles.insert_runs(con, runs, samples, source=runs_file, target=path)
-            con.commit()
-            # Fold the WAL into the file so the file alone is the whole database.
-            con.execute("CHECKPOINT")
-        _publish(temp, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _build(path, temp)
+    except (OSError, duckdb.Error) as error:
+        # /sys, /proc/nope, a read-only mount, a folder of someone else's: one line, exit 2.
+        raise StoreError(
+            f"cannot create database {path}: {first_line(error)}; point {DB_ENV_VAR} or --db "
+            "at a file in a folder you can write"
+        ) from None
     finally:
         for leftover in (temp, temp.with_name(temp.name + ".wal")):
-            leftover.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                leftover.unlink(missing_ok=True)
     return True
+
+
+def _build(path: Path, temp: Path) -> None:
+    """A new database at ``temp``, filled if ``path`` is REPOSITORY_DB, then published."""
+    with contextlib.closing(duckdb.connect(str(temp))) as con:
+        con.begin()
+        schema.create(con)
+        bundled = BUNDLED_EXPORTS if _is_repository_db(path) else ()
+        for runs_file, samples_file in bundled:
+            if not runs_file.exists():
+                continue
+            runs = datafiles.read_runs(runs_file)
+            samples = None
+            if samples_file.exists():
+                run_ids = set(runs.column("run_id").to_pylist())
+                samples = datafiles.read_samples(samples_file, run_ids)
+            datafiles.insert_runs(con, runs, samples, source=runs_file, target=path)
+        con.commit()
+        # Fold the WAL into the file so the file alone is the whole database.
+        con.execute("CHECKPOINT")
+    _publish(temp, path)
 
 
 def _is_repository_db(path: Path) -> bool:
@@ -207,6 +259,36 @@ DAMAGE_SIGNS = (
     "could not read enough bytes",
     "not a valid duckdb database file",
 )
+
+
+# DuckDB's file starts with three 4 KiB headers, then its blocks; its own PRAGMA
+# database_size says how many blocks of what size the file holds.
+HEADER_BYTES = 3 * 4096
+
+
+def _check_length(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A file too short for the blocks in use is truncated: `damaged`, at once.
+
+    DuckDB itself only notices when a query reaches a missing block, so a
+    half-truncated file would answer `list` from the blocks it still has. The
+    blocks in use (not the free ones, which DuckDB may cut off the end of the
+    file) must fit after the headers, wherever they lie: a lower bound that a
+    whole file always meets.
+    """
+    cursor = con.execute("PRAGMA database_size")
+    names = [column[0] for column in cursor.description]
+    row = dict(zip(names, cursor.fetchone(), strict=True))
+    used = int(row["used_blocks"])
+    least = HEADER_BYTES + int(row["block_size"]) * used
+    actual = path.stat().st_size
+    if actual < least:
+        raise damaged(
+            path,
+            ValueError(
+                f"the file has {actual} bytes, too few for the {used} blocks of "
+                f"{row['block_size']} bytes its header says are in use: it was truncated"
+            ),
+        )
 
 
 def _is_lock_error(error: duckdb.Error) -> bool:
@@ -348,9 +430,13 @@ def connect(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConn
     reading the block inside the ``with``.
     """
     path = Path(path)
-    _create(path)
-    con = _open(path, read_only)
+    if not read_only:
+        check_writable(path, "a write")  # MEMPLAN_READ_ONLY: no write reaches DuckDB at all
+    if not read_only_mode():
+        _create(path)
+    con = _open(existing(path) if read_only_mode() else path, read_only)
     try:
+        _check_length(con, path)
         _check_schema(con, path, read_only)
         yield con
     except duckdb.Error as error:

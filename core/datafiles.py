@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 
 from core import plausibility, schema
 from core.errors import DataFileError
-from core.filecolumns import typed_table
+from core.filecolumns import convert_value, typed_table
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS
 from core.units import GIB, MIB, format_bytes
 
@@ -352,6 +352,52 @@ def read_samples(path: Path, run_ids: set[str]) -> pa.Table:
     )
     plausibility.check_samples(path, table, sorted(run_ids))
     return table
+
+
+def check_record(
+    path: Path, row: Mapping[str, Any], samples: Sequence[Any]
+) -> tuple[dict[str, Any], list[tuple[float, int]]]:
+    """One run (column -> value) and its timeline ([t_s, rss_bytes] pairs), as an import checks.
+
+    For the records that reach the database without a file import (a sweep's
+    pending records, a Slurm job's result): every column typed as
+    `core.filecolumns` types a file's, then `core.plausibility`'s checks, with the
+    same messages (row 1 is the record). Returns the typed row and samples;
+    `DataFileError` names ``path`` and the first problem.
+    """
+    if not isinstance(row, Mapping):
+        raise DataFileError(f"{path}: the run is a {type(row).__name__}, not an object of columns")
+    unknown = sorted(set(row) - set(RUN_COLUMNS))
+    if unknown:
+        raise DataFileError(
+            f"{path}: {listed(unknown)} is not a column of runs; the columns are "
+            f"{', '.join(RUN_COLUMNS)}"
+        )
+    typed = {
+        name: convert_value(
+            path, name, kind, row.get(name), nullable=name in schema.NULLABLE_RUN_COLUMNS, row=1
+        )
+        for name, kind in schema.RUN_TYPES.items()
+    }
+    plausibility.check_runs(path, {name: [typed[name]] for name in RUN_COLUMNS})
+    if not isinstance(samples, list | tuple) or len(samples) > MAX_ROWS["samples"]:
+        raise DataFileError(f"{path}: samples is not a list of [t_s, rss_bytes] pairs")
+    pairs = []
+    for number, pair in enumerate(samples, start=1):
+        if not isinstance(pair, list | tuple) or len(pair) != 2:
+            raise DataFileError(f"{path}: sample {number}: {pair!r} is not a [t_s, rss_bytes] pair")
+        t_s = convert_value(path, "t_s", float, pair[0], nullable=False, row=number)
+        rss = convert_value(path, "rss_bytes", int, pair[1], nullable=False, row=number)
+        pairs.append((t_s, rss))
+    table = pa.table(
+        {
+            "run_id": pa.array([typed["run_id"]] * len(pairs), pa.string()),
+            "t_s": pa.array([t for t, _ in pairs], pa.float64()),
+            "rss_bytes": pa.array([r for _, r in pairs], pa.int64()),
+        }
+    )
+    plausibility.check_samples(path, table, [typed["run_id"]])
+    return typed, pairs
 
 
 # --- inserting --------------------------------------------------------------------------

@@ -123,32 +123,36 @@ def _cast_whole(column: pa.Array, kind: type) -> pa.Array | None:
         return None
 
 
+def convert_value(
+    path: Path, name: str, kind: type, value: Any, *, nullable: bool, row: int, empty: Any = None
+) -> Any:
+    """One value of column ``name`` as ``kind``; DataFileError naming the row if it is not one."""
+    if value is None:
+        if empty is None and not nullable:
+            raise DataFileError(f"{path}: row {row}: {name} is empty; it needs {TYPE_WORDS[kind]}")
+        return empty
+    try:
+        return _CONVERTERS[kind](value)
+    except _OutOfRange:
+        raise DataFileError(
+            f"{path}: column {name}, row {row}: {value!r} is out of range; {name} takes "
+            "whole numbers from -2^63 to 2^63 - 1"
+            if kind is int
+            else f"{path}: column {name}, row {row}: {value!r} is too large to be a number"
+        ) from None
+    except (ValueError, TypeError):
+        raise DataFileError(
+            f"{path}: column {name}, row {row}: {value!r} is not {TYPE_WORDS[kind]}"
+        ) from None
+
+
 def _convert_values(
     path: Path, name: str, kind: type, column: pa.Array, empty: Any, nullable: bool, first_row: int
 ) -> pa.Array:
-    convert = _CONVERTERS[kind]
-    converted: list[Any] = []
-    for row, value in enumerate(column.to_pylist(), start=first_row):
-        if value is None:
-            if empty is None and not nullable:
-                raise DataFileError(
-                    f"{path}: row {row}: {name} is empty; it needs {TYPE_WORDS[kind]}"
-                )
-            converted.append(empty)
-            continue
-        try:
-            converted.append(convert(value))
-        except _OutOfRange:
-            raise DataFileError(
-                f"{path}: column {name}, row {row}: {value!r} is out of range; {name} takes "
-                "whole numbers from -2^63 to 2^63 - 1"
-                if kind is int
-                else f"{path}: column {name}, row {row}: {value!r} is too large to be a number"
-            ) from None
-        except ValueError:
-            raise DataFileError(
-                f"{path}: column {name}, row {row}: {value!r} is not {TYPE_WORDS[kind]}"
-            ) from None
+    converted = [
+        convert_value(path, name, kind, value, nullable=nullable, row=row, empty=empty)
+        for row, value in enumerate(column.to_pylist(), start=first_row)
+    ]
     return pa.array(converted, ARROW_TYPES[kind])
 
 

@@ -15,6 +15,8 @@ header), its value, and what would be right:
   rest 0 s or more;
 * steps and CPU cores at least 1, repeats 0 or more, seeds what NumPy and Keras
   take (0 to 2^32 - 1);
+* ``created_at`` is an ISO 8601 time no later than now (plus MAX_CLOCK_SKEW_S for
+  a node whose clock runs a little ahead);
 * an ``ok`` run has both peaks and a baseline;
 * each run appears once, each sample (run_id, t_s) once, and every sample
   belongs to a run being imported.
@@ -26,6 +28,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,8 @@ MAX_L3_CACHE_BYTES = 16 * GIB
 # The measurements an ``ok`` run must have.
 OK_NEEDS = ("peak_sampled_bytes", "peak_hwm_bytes", "baseline_bytes")
 JSON_LIST_COLUMNS: dict[str, type] = {"step_times_s": float, "step_hwm_bytes": int}
+# How far ahead of this machine's clock a run's created_at may be (a node's clock drifts).
+MAX_CLOCK_SKEW_S = 3600
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,24 @@ def _check_configs(path: Path, columns: dict[str, list[Any]]) -> None:
             ) from None
 
 
+def _check_created_at(path: Path, columns: dict[str, list[Any]]) -> None:
+    latest = datetime.now(UTC) + timedelta(seconds=MAX_CLOCK_SKEW_S)
+    for row, text in enumerate(columns["created_at"], start=1):
+        try:
+            when = datetime.fromisoformat(text)
+        except (TypeError, ValueError):
+            raise DataFileError(
+                f"{path}: column created_at, row {row}: {text!r} is not an ISO 8601 time; "
+                "created_at must be like 2025-01-31T12:00:00+00:00"
+            ) from None
+        if (when if when.tzinfo else when.replace(tzinfo=UTC)) > latest:
+            raise DataFileError(
+                f"{path}: column created_at, row {row}: {text!r} is in the future; created_at "
+                f"is when the run was measured, at most {MAX_CLOCK_SKEW_S // 60} minutes ahead "
+                f"of this machine's clock ({datetime.now(UTC).isoformat(timespec='seconds')})"
+            )
+
+
 def _check_status(path: Path, columns: dict[str, list[Any]]) -> None:
     for row, status in enumerate(columns["status"], start=1):
         if status not in STATUSES:
@@ -210,6 +233,7 @@ def check_runs(path: Path, columns: dict[str, list[Any]]) -> None:
             )
         first_row[run_id] = row
     _check_ranges(path, columns, RUN_RANGES)
+    _check_created_at(path, columns)
     _check_status(path, columns)
     _check_json_lists(path, columns)
     _check_configs(path, columns)

@@ -56,13 +56,32 @@ def physical_ram_bytes() -> int:
     return int(psutil.virtual_memory().total)
 
 
+# The smallest memory limit a point may run under: a bare Python interpreter with
+# memory_profiler's sampler is ~30 MiB, so a limit below this stops every child before it
+# imports anything (TensorFlow's import alone takes ~0.7 GiB). It keeps 107 bytes out.
+MIN_MEMORY_LIMIT_BYTES = 64 * MIB
+
+
+def check_memory_limit_floor(limit_bytes: int) -> int:
+    """``limit_bytes`` if at least MIN_MEMORY_LIMIT_BYTES; `ConfigError` saying so if not."""
+    if limit_bytes < MIN_MEMORY_LIMIT_BYTES:
+        raise ConfigError(
+            f"memory limit {format_bytes(limit_bytes)} is too small for any point: a child "
+            f"cannot start Python in it; give at least {MIN_MEMORY_LIMIT_BYTES // MIB}MiB "
+            "(TensorFlow's import alone takes about 0.7 GiB)"
+        )
+    return limit_bytes
+
+
 def check_memory_limit(limit_bytes: int, total_ram_bytes: int | None = None) -> int:
     """``limit_bytes`` if this machine has that much RAM; `ConfigError` naming both if not.
 
     ``total_ram_bytes`` defaults to this machine's physical memory. A limit above
     it could never be reached before the machine swaps or the kernel kills the
-    child, so it would protect nothing.
+    child, so it would protect nothing; one below MIN_MEMORY_LIMIT_BYTES could
+    not start the child at all.
     """
+    check_memory_limit_floor(limit_bytes)
     ram = physical_ram_bytes() if total_ram_bytes is None else int(total_ram_bytes)
     if limit_bytes > ram:
         most = f"{ram * 10 // GIB / 10:.1f}GiB"

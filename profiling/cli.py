@@ -168,7 +168,7 @@ def _prepare_run(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     config = config_from_args(args, args.image_size, args.batch_size)
-    db_path = open_db(args)
+    db_path = open_db(args, writes="`run`")
     record = run_point(config, settings)
     store.insert_run(db_path, record)
     print(

@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 import sys
 import time
 import uuid
@@ -38,10 +39,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from core import database, profiles, store, workloads
-from core.errors import ConfigError, StoreError
-from core.records import RUN_COLUMNS, PeakBound, RunRecord
-from core.units import format_gib
+from core import database, datafiles, profiles, store, workloads
+from core.errors import ConfigError, DataFileError, StoreError
+from core.records import PeakBound, RunRecord
+from core.units import MIN_MEMORY_LIMIT_BYTES, format_bytes, format_gib
 from core.workloads.base import WorkloadConfig, format_image_shape
 from profiling import pending, slurm, slurm_job, sweeplock
 from profiling.runner import (
@@ -162,8 +163,13 @@ def point_id(config: WorkloadConfig, settings: RunSettings, repeat: int) -> str:
 
 def _check(options: SlurmOptions, repeats: int) -> None:
     problems = []
-    if repeats < 1:
-        problems.append(f"repeats must be at least 1, got {repeats}")
+    least_mem = JOB_PROCESS_ALLOWANCE_BYTES + MIN_MEMORY_LIMIT_BYTES
+    if options.mem_bytes is not None and options.mem_bytes < least_mem:
+        problems.append(
+            f"--mem {format_bytes(options.mem_bytes)} is too small: the job's own Python takes "
+            f"{JOB_PROCESS_ALLOWANCE_BYTES // _MIB} MiB and a point at least "
+            f"{MIN_MEMORY_LIMIT_BYTES // _MIB} MiB more; give at least {least_mem // _MIB}MiB"
+        )
     if options.max_parallel < 1:
         problems.append(f"--max-parallel must be at least 1, got {options.max_parallel}")
     if options.cpus_per_task < 1:
@@ -177,6 +183,56 @@ def _check(options: SlurmOptions, repeats: int) -> None:
 
 
 # --- the work directory ---------------------------------------------------------------
+
+# The work directory and the two folders in it that jobs read from: submitit unpickles
+# ``logs/<job>_submitted.pkl`` on the node, so whoever can write there runs code as you.
+WORK_SUBDIRS = ("logs", "points")
+PRIVATE_MODE = 0o700
+
+
+def _unsafe_because(path: Path) -> str | None:
+    """Why ``path`` (an existing directory) is not private to this user; None when it is."""
+    info = path.lstat()
+    me = os.geteuid()
+    if stat.S_ISLNK(info.st_mode):
+        if info.st_uid != me:
+            return f"is a symbolic link owned by uid {info.st_uid}, not by you (uid {me})"
+        info = path.stat()
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a directory"
+    if info.st_uid != me:
+        return f"is owned by uid {info.st_uid}, not by you (uid {me})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'} " + (
+            f"(mode {stat.S_IMODE(info.st_mode):04o})"
+        )
+    return None
+
+
+def prepare_work_dir(work_dir: Path) -> None:
+    """Make ``work_dir`` and its ``logs/``, ``points/`` (mode 0700), or check existing ones.
+
+    An existing one must be owned by this user and writable by nobody else: the
+    jobs load the pickled call submitit writes there and run it as this user.
+    Raises `ConfigError` naming the directory and how to fix it.
+    """
+    work_dir = Path(work_dir)
+    for path in (work_dir, *(work_dir / name for name in WORK_SUBDIRS)):
+        if path == work_dir:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(mode=PRIVATE_MODE)
+            os.chmod(path, PRIVATE_MODE)  # whatever the umask took away or added
+            continue
+        except FileExistsError:
+            pass
+        reason = _unsafe_because(path)
+        if reason:
+            raise ConfigError(
+                f"the Slurm work directory {path} {reason}; its jobs run code stored there, "
+                f"so it must be yours and writable only by you: `chown $(id -un) {path} && "
+                f"chmod 700 {path}` if you trust what is in it, or give another --work-dir"
+            )
 
 
 def _load_manifest(work_dir: Path, db_path: Path) -> dict[str, Any]:
@@ -219,19 +275,31 @@ def _settings_for(point: _Point, settings: RunSettings) -> RunSettings:
     return dataclasses.replace(settings, memory_limit_bytes=limit)
 
 
-def _unmeasured_facts(points_dir: Path, point: _Point, partition: slurm.Partition) -> dict:
-    """The machine columns of a point whose job left no record.
+# What a job's node.json may fill in a run: the node's machine and software facts and the
+# job's Slurm figures (`profiling.slurm_job.measure` writes exactly these), never a
+# measurement, the configuration or how the run ended.
+NODE_COLUMNS = (
+    "hostname",
+    "cpu_vendor",
+    "cpu_model",
+    "cpu_isa",
+    "cpu_cores",
+    "usable_cores",
+    "intra_op_threads",
+    "total_ram_bytes",
+    "os",
+    "l3_cache_bytes",
+    "python_version",
+    "tensorflow_version",
+    "keras_version",
+    "numpy_version",
+    "slurm_job_id",
+    "slurm_cpus_per_task",
+)
 
-    The node's own facts when the job got as far as writing them; else what
-    ``sinfo`` says of the partition, with the CPU unknown, so the run never joins
-    a machine profile (`core.profiles`) and is never fitted.
-    """
-    path = slurm_job.node_path(points_dir, point.point_id)
-    if path.exists():
-        try:
-            return json.loads(path.read_text())
-        except ValueError:
-            pass
+
+def _partition_facts(point: _Point, partition: slurm.Partition) -> dict[str, Any]:
+    """What ``sinfo`` says of the partition, with the CPU unknown (never fitted, no profile)."""
     return {
         "hostname": f"slurm:{partition.name}",
         "cpu_vendor": None,
@@ -246,14 +314,32 @@ def _unmeasured_facts(points_dir: Path, point: _Point, partition: slurm.Partitio
     }
 
 
+def _node_facts(path: Path) -> dict[str, Any]:
+    """The node columns of a job's node.json; `DataFileError` if it is not an object of them."""
+    try:
+        facts = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as error:
+        raise DataFileError(f"{path}: not readable JSON ({error})") from None
+    if not isinstance(facts, dict):
+        raise DataFileError(f"{path}: a {type(facts).__name__}, not an object of node facts")
+    return {name: facts[name] for name in NODE_COLUMNS if name in facts}
+
+
 def _unmeasured_record(
     point: _Point,
     status: str,
     message: str,
     settings: RunSettings,
     sweep_id: str,
-    facts: dict[str, Any],
+    points_dir: Path,
+    partition: slurm.Partition,
 ) -> RunRecord:
+    """The run of a point whose job left no record, with the machine it ran on.
+
+    The node's own facts when the job got as far as writing them and they pass
+    the checks an import makes; else (the file moved aside, named on stderr)
+    what ``sinfo`` says of the partition.
+    """
     base = skipped_record(
         point.config,
         _settings_for(point, settings),
@@ -262,10 +348,19 @@ def _unmeasured_record(
         repeat=point.repeat,
         estimate_bytes=point.bound.bound_bytes,
     )
-    # A file is data: it may fill runs columns, never which run this is or how it ended.
     own = {"run_id": point.run_id, "status": status}
-    known = {k: v for k, v in facts.items() if k in RUN_COLUMNS and k not in own}
-    return dataclasses.replace(base, **known, **own)
+    record = dataclasses.replace(base, **_partition_facts(point, partition), **own)
+    path = slurm_job.node_path(points_dir, point.point_id)
+    if not path.exists():
+        return record
+    try:
+        facts = _node_facts(path)
+        from_node = dataclasses.replace(record, **facts)
+        datafiles.check_record(path, from_node.row(), [])
+    except (DataFileError, TypeError) as error:
+        pending.quarantine(path, str(error))
+        return record
+    return from_node
 
 
 # --- the sweep ------------------------------------------------------------------------
@@ -291,14 +386,14 @@ def run_cluster_sweep(
     Raises `profiling.slurm.SlurmError` when Slurm is missing or refuses, and
     `profiling.sweeplock.SweepBusyError` while another sweep writes to ``db_path``.
     """
+    database.check_writable(db_path, "a sweep")
     _check(options, repeats)
-    configs = expand_grid(grid)
+    configs = expand_grid(grid, repeats)
     bounds = point_bounds(configs, precheck)
     partition = slurm.partition(options.partition)
     database.ensure_database(db_path)
     work_dir = Path(options.work_dir or default_work_dir(db_path))
-    points_dir = work_dir / "points"
-    points_dir.mkdir(parents=True, exist_ok=True)
+    prepare_work_dir(work_dir)
     manifest = _load_manifest(work_dir, db_path)
     summary = SweepSummary(sweep_id=uuid.uuid4().hex[:12])
     total = len(configs) * repeats
@@ -311,9 +406,9 @@ def run_cluster_sweep(
         run = _ClusterRun(db_path, work_dir, points, settings, options, partition, summary, lock)
         try:
             run.drive(show_progress)
-        except BaseException as error:
-            if isinstance(error, KeyboardInterrupt):
-                run.cancel()
+        except BaseException:
+            # Ctrl-C, SIGTERM or any failure here: no job is left running unwatched.
+            run.cancel()
             record_interrupted(db_path, summary.sweep_id)
             raise
     return summary
@@ -434,9 +529,14 @@ class _ClusterRun:
             self._skip_dominated(point)
 
     def _record(self, point: _Point, status: str, message: str) -> None:
-        facts = _unmeasured_facts(self.points_dir, point, self.partition)
         record = _unmeasured_record(
-            point, status, message, self.settings, self.summary.sweep_id, facts
+            point,
+            status,
+            message,
+            self.settings,
+            self.summary.sweep_id,
+            self.points_dir,
+            self.partition,
         )
         self._store(point, record)
 
@@ -522,10 +622,9 @@ class _ClusterRun:
         now = time.monotonic()
         for point in active:
             result = slurm_job.result_path(self.points_dir, point.point_id)
-            if result.exists():
-                self._ingest(point, result)
-                continue
             state = states.get(point.job_id or "")
+            if result.exists() and self._ingest(point, result, state):
+                continue
             if state in slurm.QUEUED_STATES:
                 point.state = QUEUED
             elif state in slurm.RUNNING_STATES:
@@ -539,16 +638,30 @@ class _ClusterRun:
             else:
                 point.ended_at = point.ended_at or now
 
-    def _ingest(self, point: _Point, result: Path) -> None:
+    def _ingest(self, point: _Point, result: Path, state: str | None) -> bool:
+        """Store the job's record; False when it was refused and the job may yet write one.
+
+        The file passes the checks an import makes and must be this point's run
+        (its run id and configuration); anything else is moved aside and named.
+        """
         try:
-            record = pending.from_json(result.read_text())
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            bad = result.with_name(result.name + ".bad")
-            os.replace(result, bad)
-            self._record(point, "error", f"the job's record was unreadable ({error}); see {bad}")
-            return
+            record = pending.from_json(result.read_text(), result)
+            config = workloads.config_columns(point.config)
+            theirs = {name: getattr(record, name) for name in config}
+            if record.run_id != point.run_id or theirs != config:
+                raise DataFileError(
+                    f"{result}: run {record.run_id} ({theirs}) is not this point's run "
+                    f"{point.run_id} ({config})"
+                )
+        except (OSError, DataFileError) as error:
+            bad = pending.quarantine(result, str(error))
+            if state in slurm.QUEUED_STATES or state in slurm.RUNNING_STATES:
+                return False  # its job still runs: its own record comes later
+            self._record(point, "error", f"the job's record was refused ({error}); see {bad}")
+            return True
         # Stored under the sweep that brought it home (an earlier submitter may have died).
         self._store(point, dataclasses.replace(record, sweep_id=self.summary.sweep_id))
+        return True
 
     def _ended(self, point: _Point, state: str) -> None:
         """A job ended without a record: submit once more, or record how it ended."""
@@ -587,3 +700,6 @@ class _ClusterRun:
                 )
             except StoreError:
                 return  # the database is busy: the point is measured again next time
+            except Exception as error:  # the jobs are cancelled; never hide why we stopped
+                print(f"warning: could not record the cancelled points: {error}", file=sys.stderr)
+                return

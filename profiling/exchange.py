@@ -88,6 +88,7 @@ def import_runs(db_path: Path, runs_file: Path, samples_file: Path | None = None
     All or nothing: every check runs before the first write, and the writes are
     one transaction. Raises DataFileError naming the first problem found.
     """
+    database.check_writable(db_path, "an import")
     runs_file = Path(runs_file)
     runs = read_runs(runs_file)
     run_ids = runs.column("run_id").to_pylist()

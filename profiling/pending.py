@@ -20,9 +20,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from core import store
-from core.errors import StoreError
-from core.records import RUN_COLUMNS, RunRecord, Sample
+from core import datafiles, store
+from core.errors import DataFileError, StoreError
+from core.records import RunRecord, Sample
 
 PENDING_SUFFIX = ".pending"
 # What `core.store.insert_run` says of a run id the database already has.
@@ -52,13 +52,33 @@ def to_json(record: RunRecord) -> str:
     )
 
 
-def from_json(text: str) -> RunRecord:
-    values = json.loads(text)
-    row = values["run"]
-    samples = tuple(Sample(t_s=t, rss_bytes=rss) for t, rss in values.get("samples", []))
-    # A record left by an older memplan lacks the columns added since (all nullable).
-    known = {name: row[name] for name in RUN_COLUMNS if name in row}
-    return RunRecord(**known, samples=samples)
+def from_json(text: str, source: Path | str = "a pending record") -> RunRecord:
+    """The record ``text`` holds, checked as an import checks a row (`core.datafiles.check_record`).
+
+    `DataFileError` (a ValueError) naming ``source`` when it is not JSON, not a
+    record, or not one that could have been measured.
+    """
+    try:
+        values = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise DataFileError(f"{source}: not JSON ({error})") from None
+    if not isinstance(values, dict) or "run" not in values:
+        raise DataFileError(f"{source}: not a memplan record ({{'run': ..., 'samples': ...}})")
+    row, pairs = datafiles.check_record(Path(source), values["run"], values.get("samples", []))
+    samples = tuple(Sample(t_s=t, rss_bytes=rss) for t, rss in pairs)
+    return RunRecord(**row, samples=samples)
+
+
+def quarantine(path: Path, reason: str) -> Path:
+    """Move ``path`` aside as ``<name>.bad`` (never deleted), say so on stderr; the new path."""
+    bad = path.with_name(path.name + ".bad")
+    number = 1
+    while bad.exists():
+        number += 1
+        bad = path.with_name(f"{path.name}.{number}.bad")
+    os.replace(path, bad)
+    print(f"warning: {path} was refused and moved to {bad}: {reason}", file=sys.stderr)
+    return bad
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -114,8 +134,10 @@ def store_record(db_path: Path, record: RunRecord) -> None:
 def ingest(db_path: Path) -> int:
     """Store every record left pending for ``db_path``; how many it stored.
 
-    Call it only while holding the database's sweep lock. A file that is not a
-    record is renamed ``*.bad`` and named on stderr, never deleted.
+    Call it only while holding the database's sweep lock. Each file passes the
+    checks an import makes (`from_json`); one that does not is moved aside
+    (`quarantine`: ``*.bad``, named on stderr, never deleted), so it never stops
+    this sweep or a later one.
     """
     directory = pending_dir(db_path)
     if not directory.is_dir():
@@ -123,11 +145,9 @@ def ingest(db_path: Path) -> int:
     stored = 0
     for path in sorted(directory.glob("*.json")):
         try:
-            record = from_json(path.read_text())
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            bad = path.with_name(path.name + ".bad")
-            os.replace(path, bad)
-            print(f"warning: {path} is not a run ({error}); moved to {bad}", file=sys.stderr)
+            record = from_json(path.read_text(), path)
+        except (OSError, DataFileError) as error:
+            quarantine(path, str(error))
             continue
         _insert(db_path, record)
         path.unlink(missing_ok=True)

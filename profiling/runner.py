@@ -180,7 +180,11 @@ def run_point(
         result_path = Path(tmp) / "result.json"
         stderr_path = Path(tmp) / "stderr.txt"
         command = child_command(config, settings, result_path, parent_pid=os.getpid())
-        oom_kills_before = processes.oom_kill_counts()
+        # The child's own OOM-kill counter where the kernel lets us make it a cgroup;
+        # the machine's counters only for the message (`profiling.processes`).
+        cgroup = processes.ChildCgroup.create()
+        oom_kills_before = cgroup.counts() if cgroup else {}
+        machine_before = processes.oom_kill_counts()
         with open(stderr_path, "wb") as stderr:
             started_epoch, started = time.time(), time.monotonic()
             # Own session: the child's group can be killed whole, and a Ctrl-C in
@@ -192,7 +196,7 @@ def run_point(
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
                 start_new_session=True,
-                preexec_fn=processes.die_with_parent(),
+                preexec_fn=processes.child_preexec(cgroup),
             )
             watchdog = _Watchdog(process, settings, started_epoch)
             try:
@@ -208,10 +212,18 @@ def run_point(
             except BaseException:
                 _kill_group(process)
                 process.wait()
+                if cgroup:
+                    cgroup.remove()
                 raise
             wall_s = time.monotonic() - started
         result = _read_result(result_path)
-        status, message = _classify(process.returncode, watchdog, stderr_path, oom_kills_before)
+        oom_kills_after = cgroup.counts() if cgroup else {}
+        elsewhere = processes.oom_kills_since(machine_before, processes.oom_kill_counts())
+        if cgroup:
+            cgroup.remove()
+        status, message = _classify(
+            process.returncode, watchdog, stderr_path, oom_kills_before, oom_kills_after, elsewhere
+        )
 
     samples = tuple(watchdog.samples)
     return _record(
@@ -241,6 +253,8 @@ def _classify(
     watchdog: _Watchdog,
     stderr_path: Path,
     oom_kills_before: dict[str, int],
+    oom_kills_after: dict[str, int],
+    elsewhere: str | None,
 ) -> tuple[str, str]:
     if watchdog.killed_for:
         return watchdog.killed_for, watchdog.kill_message
@@ -249,16 +263,24 @@ def _classify(
     tail = tail_lines(stderr_path, STDERR_TAIL_LINES)
     if returncode > 0:
         return "error", f"child exited with code {returncode}:\n{tail}"
-    return classify_signal(-returncode, oom_kills_before, processes.oom_kill_counts(), tail)
+    return classify_signal(-returncode, oom_kills_before, oom_kills_after, tail, elsewhere)
 
 
 def classify_signal(
-    number: int, oom_kills_before: dict[str, int], oom_kills_after: dict[str, int], tail: str = ""
+    number: int,
+    oom_kills_before: dict[str, int],
+    oom_kills_after: dict[str, int],
+    tail: str = "",
+    elsewhere: str | None = None,
 ) -> tuple[str, str]:
     """The status and message of a child ended by signal ``number`` that memplan did not send.
 
-    Only the kernel's own count of OOM kills makes a SIGKILL ``oom``; a crash
-    (SIGSEGV, SIGABRT, ...) is an ``error``; anything else is ``killed``.
+    ``oom_kills_before``/``_after`` are the child's own OOM-kill counters
+    (`profiling.processes.ChildCgroup`; {} where the kernel offers none): only
+    one of them moving makes a SIGKILL ``oom``. ``elsewhere`` says which of the
+    machine's counters moved meanwhile; they count other processes too, so they
+    are never evidence, only news in the message. A crash (SIGSEGV, SIGABRT, ...)
+    is an ``error``; anything else is ``killed``.
     """
     name = processes.signal_name(number)
     if number == signal.SIGKILL:
@@ -272,7 +294,12 @@ def classify_signal(
     elif oom_kills_after:
         kernel = f"the kernel counted no OOM kill meanwhile ({', '.join(oom_kills_after)})"
     else:
-        kernel = "the kernel shows no OOM-kill counter here, so it is not taken for out of memory"
+        kernel = (
+            "the kernel offers no OOM-kill counter of the child's own here, so it is not "
+            "taken for out of memory"
+        )
+    if number == signal.SIGKILL and elsewhere:
+        kernel += f" (the machine's counters moved, for some process: {elsewhere})"
     return "killed", (
         f"killed by {name} (signal {number}) from outside memplan; {kernel}. "
         "A resumed sweep measures this point again"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,7 +37,7 @@ from core.errors import ConfigError, StoreError
 from core.machine import this_profile
 from core.records import PeakBound, RunRecord
 from core.settings import read_settings_file
-from core.units import GIB, format_gib
+from core.units import GIB, check_memory_limit_floor, format_gib
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import PRECISIONS, WorkloadConfig, format_image_shape
 from profiling import pending, sweeplock
@@ -55,6 +56,11 @@ STEP_S_PER_VOXEL = 4e-6
 # How long an interrupted sweep may wait for the database to record that it was
 # interrupted: it must end within 2 s of a SIGTERM, whoever holds the database.
 INTERRUPT_RECORD_S = 0.8
+# The most a sweep measures: points (configurations x repeats) and repeats of a point.
+# The largest bundled sweep has 441 points; at ~20 s a point, 10,000 are over two days
+# of one machine. A bigger study is several sweeps (they resume, and share a database).
+MAX_SWEEP_POINTS = 10_000
+MAX_REPEATS = 100
 
 # A grid's lists, by the config field each one varies (plural where the CLI's flag is).
 KNOB_LISTS: dict[str, str] = {
@@ -126,11 +132,34 @@ def default_memory_limit_bytes() -> int:
     return int(min(memory.total * DEFAULT_MEMORY_FRACTION, memory.available - HOST_RESERVE_BYTES))
 
 
-def expand_grid(grid: Grid) -> list[WorkloadConfig]:
+def check_sweep_size(grid: Grid, repeats: int) -> int:
+    """The points ``grid`` x ``repeats`` makes, counted without building them.
+
+    `ConfigError` when repeats or the points exceed MAX_REPEATS or
+    MAX_SWEEP_POINTS, naming the figures and what to do.
+    """
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise ConfigError(f"--repeats must be from 1 to {MAX_REPEATS}, got {repeats}")
+    lists = [grid.image_sizes, grid.batch_sizes, *grid.knob_lists().values()]
+    combinations = math.prod(len(values) for values in lists)
+    points = combinations * repeats
+    if points > MAX_SWEEP_POINTS:
+        sizes = " x ".join(str(len(values)) for values in lists)
+        raise ConfigError(
+            f"the sweep has {points:,} points ({sizes} combinations x {repeats} repeat(s)); "
+            f"one sweep measures at most {MAX_SWEEP_POINTS:,}: split the grid into several "
+            "sweeps (they resume and can share a database)"
+        )
+    return points
+
+
+def expand_grid(grid: Grid, repeats: int = 1) -> list[WorkloadConfig]:
     """Every valid configuration of ``grid``, smallest estimated peak first.
 
-    Raises `ConfigError` naming every invalid value before anything runs.
+    Raises `ConfigError` naming every invalid value, or a grid over the limits
+    (`check_sweep_size`, with ``repeats``), before anything runs or is built.
     """
+    check_sweep_size(grid, repeats)
     workload = workloads.get(grid.workload)
     knobs = grid.knob_lists()
     foreign = [name for name in knobs if name not in workload.NETWORK_KNOBS]
@@ -264,12 +293,12 @@ def run_sweep(
     `profiling.sweeplock.SweepBusyError`, naming it, while another sweep writes
     to ``db_path``.
     """
-    if repeats < 1:
-        raise ConfigError(f"repeats must be at least 1, got {repeats}")
-    configs = expand_grid(grid)
+    database.check_writable(db_path, "a sweep")
+    check_memory_limit_floor(settings.memory_limit_bytes)
+    configs = expand_grid(grid, repeats)
     database.ensure_database(db_path)
     bounds = point_bounds(configs, precheck)
-    points = [(config, repeat) for config in configs for repeat in range(repeats)]
+    points = _Points(configs, repeats)
     summary = SweepSummary(sweep_id=uuid.uuid4().hex[:12])
     with sweeplock.hold(db_path, summary.sweep_id, command, len(points)) as lock:
         # Holding the lock, no other sweep runs: every sweep still "running" is dead.
@@ -295,9 +324,23 @@ def run_sweep(
     return summary
 
 
+@dataclass(frozen=True)
+class _Points:
+    """Each configuration ``repeats`` times, in order, made one at a time as the loop asks."""
+
+    configs: Sequence[WorkloadConfig]
+    repeats: int
+
+    def __len__(self) -> int:
+        return len(self.configs) * self.repeats
+
+    def __iter__(self) -> Iterator[tuple[WorkloadConfig, int]]:
+        return ((config, repeat) for config in self.configs for repeat in range(self.repeats))
+
+
 def _run_points(
     db_path: Path,
-    points: list[tuple[WorkloadConfig, int]],
+    points: _Points,
     bounds: Mapping[WorkloadConfig, PeakBound],
     settings: RunSettings,
     summary: SweepSummary,
@@ -309,7 +352,7 @@ def _run_points(
 ) -> None:
     # Points count as done per machine profile, not hostname: two VMs may share a name.
     # The profile depends on the precision where oneDNN is on but cannot take its dtype.
-    precisions = {config.precision for config, _ in points}
+    precisions = {config.precision for config in points.configs}
     keys = {precision: this_profile(precision).key for precision in precisions}
     measured = {
         precision: store.completed_points(db_path, key, statuses=("ok", "oom"))
@@ -321,20 +364,21 @@ def _run_points(
     }
     failed: list[tuple[WorkloadConfig, str]] = []
     # A point the estimate already rules out costs nothing, so it does not inflate the ETA.
-    costs = [
-        estimated_seconds(config, settings.steps)
+    costs = {
+        config: estimated_seconds(config, settings.steps)
         if run_over_bound or bounds[config].bound_bytes <= settings.memory_limit_bytes
         else 0.0
-        for config, _ in points
-    ]
+        for config in points.configs
+    }
     bar = tqdm(
-        total=round(sum(costs)),
+        total=round(sum(costs.values()) * points.repeats),
         disable=not show_progress,
         unit="s",
         bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]",
     )
     try:
-        for done, ((config, repeat), cost) in enumerate(zip(points, costs, strict=True)):
+        for done, (config, repeat) in enumerate(points):
+            cost = costs[config]
             label = f"{format_image_shape(config.image_shape)} batch {config.batch_size}"
             bar.set_description_str(f"{done}/{len(points)} points, now {label}")
             lock.update(points_done=done, current_point=label)

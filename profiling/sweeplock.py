@@ -21,6 +21,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ READ_TRIES = 20
 READ_RETRY_S = 0.01
 # psutil's create_time has clock-tick resolution; a pid reused within this is no worry.
 CREATE_TIME_TOLERANCE_S = 0.05
+# Who holds a lock is a few hundred bytes of JSON (a cluster sweep's point states more).
+MAX_HOLDER_BYTES = 16 * 2**20
 
 
 class SweepBusyError(MemplanError):
@@ -77,9 +80,45 @@ class Holder:
 
 
 def lock_path(db_path: Path) -> Path:
-    """``runs.duckdb.sweep.lock`` for ``runs.duckdb``."""
-    db_path = Path(db_path)
+    """``runs.duckdb.sweep.lock`` beside the file ``db_path`` really is.
+
+    Symbolic links (of the file and of its folders) are resolved first, so two
+    names of one database share one lock.
+    """
+    db_path = Path(db_path).resolve()
     return db_path.with_name(db_path.name + LOCK_SUFFIX)
+
+
+class LockFileError(MemplanError):
+    """The lock file is not a plain file memplan can own (a link, a folder, a device...)."""
+
+
+def _open(path: Path, flags: int) -> int:
+    """``path`` opened without following a symbolic link, checked to be a plain file.
+
+    `LockFileError` for a link, a folder or anything else: writing who holds the
+    lock truncates the file, which must never reach another one.
+    """
+    fix = f"remove it (`rm -ri {path}`) and start again; memplan makes a new one"
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise LockFileError(
+                f"the sweep lock {path} is a symbolic link, which memplan never follows "
+                f"(it would overwrite what it points to); {fix}"
+            ) from None
+        if error.errno == errno.EISDIR:
+            raise LockFileError(
+                f"the sweep lock {path} is a directory, not a file; {fix}"
+            ) from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
+        what = "has other names (hard links)" if stat.S_ISREG(info.st_mode) else "is not a file"
+        raise LockFileError(f"the sweep lock {path} {what}; {fix}")
+    return fd
 
 
 class SweepLock:
@@ -117,12 +156,12 @@ def hold(
     """Hold ``db_path``'s sweep lock while the block runs; `SweepBusyError` if another has it."""
     path = lock_path(db_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open(path, os.O_RDWR | os.O_CREAT)
     try:
         deadline = time.monotonic() + ACQUIRE_PATIENCE_S
         while not _try_flock(fd, fcntl.LOCK_EX):
             if time.monotonic() >= deadline:
-                current = _read(path)
+                current = _read(fd)
                 raise SweepBusyError(
                     f"another sweep is already writing to {Path(db_path).name} "
                     f"({current.describe()}); wait for it to finish or stop it first "
@@ -153,31 +192,35 @@ def hold(
         os.close(fd)
 
 
-def _read(path: Path) -> Holder:
+def _read(fd: int) -> Holder:
     for attempt in range(READ_TRIES):
         try:
-            values = json.loads(path.read_text())
+            size = min(os.fstat(fd).st_size, MAX_HOLDER_BYTES)
+            values = json.loads(os.pread(fd, size, 0))
             return Holder(**{f.name: values.get(f.name) for f in dataclasses.fields(Holder)})
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, AttributeError):
             if attempt + 1 < READ_TRIES:
                 time.sleep(READ_RETRY_S)
     return Holder()
 
 
 def holder(db_path: Path) -> Holder | None:
-    """The sweep writing to ``db_path`` now, or None when none is."""
+    """The sweep writing to ``db_path`` now, or None when none is.
+
+    A lock file that is not a plain file cannot be held (`hold` refuses it): None.
+    """
     path = lock_path(db_path)
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+        fd = _open(path, os.O_RDONLY)
+    except (FileNotFoundError, LockFileError):
         return None
     try:
         if _try_flock(fd, fcntl.LOCK_SH):
             fcntl.flock(fd, fcntl.LOCK_UN)
             return None
+        return _read(fd)
     finally:
         os.close(fd)
-    return _read(path)
 
 
 def holder_process(current: Holder | None) -> psutil.Process | None:

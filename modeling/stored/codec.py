@@ -20,7 +20,10 @@ Reading one builds the estimator from those values: JSON, XGBoost's JSON model
 and skops archives, which hold arrays and a schema and are read with
 `skops.io.loads`, trusting only `TRUSTED_TYPES` on top of skops' own safe
 list. Nothing a stored row says is imported, called or evaluated. A pickle (what
-memplan stored before) or anything else is refused with `UnreadableModel`.
+memplan stored before) or anything else is refused with `UnreadableModel`, and so
+is a tree whose node indices, features or counts are out of range
+(`modeling.stored.structure`): scikit-learn and XGBoost trust those arrays, and a
+tampered one would crash the process on predict.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from modeling.estimators.analytical import PaperModel, RefinedAnalyticalModel
 from modeling.estimators.baselines import AnalyticalLeastSquares
 from modeling.estimators.hybrid import HybridSymbolicRegression
 from modeling.estimators.symbolic import SymbolicRegression
+from modeling.stored import structure
 
 FORMAT = "memplan-model"
 VERSION = 1
@@ -146,11 +150,19 @@ def _from_skops(data: bytes) -> Any:
 def _target_regressor(loaded: Any) -> TransformedTargetRegressor:
     if type(loaded) is not TransformedTargetRegressor:
         raise UnreadableModel(f"its skops part is a {type(loaded).__name__}, not a baseline model")
+    try:  # a tampered tree would read outside its arrays on predict: SIGSEGV
+        structure.check_sklearn(loaded)
+    except ValueError as error:
+        raise UnreadableModel(f"its scikit-learn trees are malformed ({error})") from None
     return loaded
 
 
 def _xgboost(members: dict[str, bytes]) -> TransformedTargetRegressor:
     wrapper = _target_regressor(_from_skops(members[WRAPPER_MEMBER]))
+    try:  # XGBoost trusts its arrays: a child index out of range is a SIGSEGV on predict
+        structure.check_booster_json(members[BOOSTER_MEMBER])
+    except ValueError as error:
+        raise UnreadableModel(f"its XGBoost model is malformed ({error})") from None
     regressor = XGBRegressor(n_jobs=1)
     try:
         regressor.load_model(bytearray(members[BOOSTER_MEMBER]))

@@ -13,28 +13,9 @@ A dashboard shared with a team (docs/dashboard.md, "Sharing the dashboard") and
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+# The switch lives in `core.database`, which refuses every write and every new file
+# while it is on, for both CLIs and the dashboard alike.
+from core.database import READ_ONLY_ENV_VAR, TRUE_VALUES, existing
+from core.database import read_only_mode as read_only
 
-from core.database import DB_ENV_VAR
-from core.errors import StoreError
-
-READ_ONLY_ENV_VAR = "MEMPLAN_READ_ONLY"
-TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
-
-
-def read_only() -> bool:
-    """Whether `READ_ONLY_ENV_VAR` asks for reading that never writes."""
-    return os.environ.get(READ_ONLY_ENV_VAR, "").strip().lower() in TRUE_VALUES
-
-
-def existing(path: Path) -> Path:
-    """``path`` if a file is there; a `StoreError` saying what to do if not (nothing is created)."""
-    path = Path(path)
-    if not path.is_file():
-        raise StoreError(
-            f"database {path} does not exist, and {READ_ONLY_ENV_VAR} is set, so none is "
-            f"created: point {DB_ENV_VAR} at an existing memplan database, or create this one "
-            f"first without {READ_ONLY_ENV_VAR} (e.g. `python -m profiling list --db {path}`)"
-        )
-    return path
+__all__ = ["READ_ONLY_ENV_VAR", "TRUE_VALUES", "existing", "read_only"]
