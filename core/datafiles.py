@@ -122,7 +122,7 @@ def write(
 
 _IN_PARTS = (
     "; export and import it in parts, e.g. one sweep at a time "
-    "(`python -m profiling export --sweep ID`)"
+    "(`memplan export --sweep ID`)"
 )
 
 

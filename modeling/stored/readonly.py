@@ -1,7 +1,7 @@
 """Read-only mode: with ``MEMPLAN_READ_ONLY`` set, reading results writes nothing, anywhere.
 
 A dashboard shared with a team (README, "Sharing the dashboard") and
-``python -m modeling size`` then open the database read-only and only that:
+``memplan size`` then open the database read-only and only that:
 
 * a missing database is an error naming it (`existing`), not a new file;
 * an older database is refused with the command that migrates it
@@ -35,6 +35,6 @@ def existing(path: Path) -> Path:
         raise StoreError(
             f"database {path} does not exist, and {READ_ONLY_ENV_VAR} is set, so none is "
             f"created: point {DB_ENV_VAR} at an existing memplan database, or create this one "
-            f"first without {READ_ONLY_ENV_VAR} (e.g. `python -m profiling list --db {path}`)"
+            f"first without {READ_ONLY_ENV_VAR} (e.g. `memplan list --db {path}`)"
         )
     return path
