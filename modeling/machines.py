@@ -120,10 +120,7 @@ def _has_calibration(workload: str) -> bool:
 def _measure_more(workload: str, key: str) -> str:
     """The command that gives profile ``key`` (this machine's) enough runs of ``workload``."""
     if _has_calibration(workload):
-        return (
-            f"`memplan calibrate --workload {workload}` measures them and fits "
-            "its models"
-        )
+        return f"`memplan calibrate --workload {workload}` measures them and fits its models"
     return (
         f"measure at least {MIN_POINTS} configurations (`memplan sweep --workload "
         f"{workload} ...`), then `memplan evaluate --workload {workload} "

@@ -107,8 +107,7 @@ def _read(directory: Path, table: str) -> pa.Table:
         rows = pq.read_table(path)
     except (pa.ArrowException, OSError) as error:
         raise ModelingError(
-            f"cannot read {path}: {error}; give a folder written by "
-            "`memplan export-results`"
+            f"cannot read {path}: {error}; give a folder written by `memplan export-results`"
         ) from error
     tag = (rows.schema.metadata or {}).get(datafiles.VERSION_METADATA_KEY.encode())
     version, rows = datafiles.export_version(

@@ -169,8 +169,7 @@ def no_models_error(path: Path, workload: str, machine: str | None = None) -> No
         which += f" for machine profile {machine}"
         flags += f" --machine {machine}"
     return NoModelsError(
-        f"no fitted models{which} in {path} yet; run "
-        f"`memplan evaluate{flags} --db {path}` first"
+        f"no fitted models{which} in {path} yet; run `memplan evaluate{flags} --db {path}` first"
     )
 
 
