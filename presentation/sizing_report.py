@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,6 +38,7 @@ import pandas as pd
 from core import published, workloads
 from core.profiles import MachineProfile
 from core.units import GIB
+from core.version import __version__
 from core.workloads.base import WorkloadConfig
 from modeling.decision import Confidence, Decision, approx_gib, sampled_aside
 from modeling.evaluation.bounds import ConformalBound
@@ -353,13 +353,13 @@ def git_commit(root: Path = REPO_ROOT) -> str | None:
 
 
 def memplan_version(root: Path = REPO_ROOT) -> str:
-    """``memplan 0.1.0, commit 1a2b3c4d5e6f`` (``unknown commit`` without a readable .git)."""
-    try:
-        version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        version = "unknown version"
+    """``memplan 0.2.0, commit 1a2b3c4d5e6f`` (``unknown commit`` without a readable .git).
+
+    The version is `core.version`'s (pyproject.toml reads it from there too); the
+    commit is that of the checkout at ``root``.
+    """
     commit = git_commit(root)
-    return f"memplan {version}, " + (
+    return f"memplan {__version__}, " + (
         f"commit {commit[:COMMIT_CHARS]}" if commit else UNKNOWN_COMMIT
     )
 

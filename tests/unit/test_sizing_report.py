@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from core import database, profiles, published, store
+from core.version import __version__
 from core.workloads.unet3d import UNetConfig
 from modeling import machines
 from modeling.decision import Decision
@@ -249,15 +250,15 @@ def test_the_report_stands_alone_no_script_and_no_url(dell_html: str) -> None:
 def test_the_version_names_pyproject_and_the_commit(dell_html: str) -> None:
     version = sizing_report.memplan_version()
 
-    assert re.fullmatch(r"memplan 0\.1\.0, (commit [0-9a-f]{12}|unknown commit)", version)
+    assert re.fullmatch(r"memplan 0\.2\.0, (commit [0-9a-f]{12}|unknown commit)", version)
     assert version in dell_html
     assert "2026-01-02 03:04 UTC" in dell_html
 
 
 def test_the_commit_is_read_from_git_files_without_git(tmp_path: Path) -> None:
     sha = "0123456789abcdef0123456789abcdef01234567"
-    (tmp_path / "pyproject.toml").write_text('[project]\nversion = "9.8.7"\n')
-    assert sizing_report.memplan_version(tmp_path) == "memplan 9.8.7, unknown commit"
+    # The version is core.version's, whatever the folder holds; the commit is the folder's.
+    assert sizing_report.memplan_version(tmp_path) == f"memplan {__version__}, unknown commit"
 
     git = tmp_path / ".git"
     git.mkdir()
@@ -267,7 +268,7 @@ def test_the_commit_is_read_from_git_files_without_git(tmp_path: Path) -> None:
 
     (git / "refs" / "heads").mkdir(parents=True)
     (git / "refs" / "heads" / "main").write_text(sha.replace("0", "f") + "\n")
-    assert sizing_report.memplan_version(tmp_path) == "memplan 9.8.7, commit f123456789ab"
+    assert sizing_report.memplan_version(tmp_path) == f"memplan {__version__}, commit f123456789ab"
 
 
 def test_stored_text_is_escaped_never_markup(
