@@ -4,8 +4,8 @@ Layers, bottom up: ``core`` (workloads, store, units, errors) <- ``profiling``
 (measures) and ``modeling`` (predicts), which never import each other <-
 ``presentation`` (Streamlit-free frames, charts and text reports) <-
 ``dashboard`` and ``app.py``, and beside them ``memplan`` (the command line),
-which never import each other. No special case: ``python -m profiling`` and
-``python -m modeling`` are aliases that start ``python -m memplan`` as a new
+which never import each other. No special case: ``memplan`` and
+``memplan`` are aliases that start ``python -m memplan`` as a new
 process, importing nothing. Every import counts, inside functions too.
 """
 
@@ -141,7 +141,7 @@ def test_the_command_line_reaches_no_dashboard_module_even_indirectly():
 
 @pytest.mark.parametrize("package", ["profiling", "modeling"])
 def test_the_old_entry_points_import_nothing_of_the_project(package):
-    # `python -m profiling` / `python -m modeling` exec `python -m memplan` instead.
+    # `memplan` / `memplan` exec `python -m memplan` instead.
     assert GRAPH[f"{package}.__main__"] == set()
 
 
