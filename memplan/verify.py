@@ -15,7 +15,6 @@ import pandas as pd
 
 from core import store
 from core.machine import this_profile
-from core.units import check_memory_limit
 from memplan.exitcodes import FAILED_EXIT_CODE, SUCCESS_EXIT_CODE
 from memplan.sweep import stored_command, sweep_here
 from modeling.errors import ModelingError
@@ -49,7 +48,6 @@ def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> int | Ve
             "or stored; unset it to verify"
         )
     request = verification.sweep_request(claim)
-    check_memory_limit(request.memory_limit_bytes)
     command = stored_command(request.sweep_args(db_path.resolve()))
     out = sys.stderr if quiet_stdout else sys.stdout
     print(f"verifying: {command}", file=out, flush=True)

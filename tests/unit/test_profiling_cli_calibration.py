@@ -180,4 +180,3 @@ def test_an_unknown_machine_is_refused_with_the_known_ones(two_machines, capsys)
     error = capsys.readouterr().err
     assert error.startswith("error: no machine profile 'zzz'; the known profiles are: ")
     assert f"{_key(AMD)} ({AMD_LABEL})" in error
-
