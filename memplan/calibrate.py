@@ -25,7 +25,6 @@ from profiling.calibration import (
 )
 from profiling.sweep import run_sweep
 
-SUMMARY = "measure the calibration grid on this machine and fit its models"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The budget and batch of the sizing command `calibrate` ends with (an example to edit).
 EXAMPLE_BUDGET = "64GiB"

@@ -5,51 +5,82 @@ Library first, thin CLI: each subcommand is a module of this package with
 ``prepare(parser)`` and ``run(args) -> int``, which parses its flags, calls
 `profiling` or `modeling`, and prints the result. Every `MemplanError` becomes
 one line ``error: ...`` on stderr; the exit codes are `memplan.exitcodes`'.
+
+`main` imports only the module of the subcommand it runs: the answers load
+scikit-learn and friends (seconds), which ``memplan list`` has no use for.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
+from dataclasses import dataclass
 
-from core.commands import Command, add_commands, run_handler
+from core.commands import run_handler
 from core.version import __version__
-from memplan import (
-    calibrate,
-    evaluate,
-    exitcodes,
-    machines,
-    report,
-    results,
-    run,
-    runs,
-    size,
-    sweep,
-    transfer,
-)
+from memplan import exitcodes
 
 PROGRAM = "memplan"
-# name -> (adds the subcommand's arguments, runs it and returns the exit code, summary)
-COMMANDS: dict[str, Command] = {
-    "run": (run.prepare, run.run, run.SUMMARY),
-    "sweep": (sweep.prepare, sweep.run, sweep.SUMMARY),
-    "calibrate": (calibrate.prepare, calibrate.run, calibrate.SUMMARY),
-    "machines": (machines.prepare, machines.run, machines.SUMMARY),
-    "list": (runs.prepare_list, runs.run_list, runs.LIST_SUMMARY),
-    "show": (runs.prepare_show, runs.run_show, runs.SHOW_SUMMARY),
-    "summary": (runs.prepare_summary, runs.run_summary, runs.SUMMARY_SUMMARY),
-    "export": (transfer.prepare_export, transfer.run_export, transfer.EXPORT_SUMMARY),
-    "import": (transfer.prepare_import, transfer.run_import, transfer.IMPORT_SUMMARY),
-    "evaluate": (evaluate.prepare, evaluate.run, evaluate.SUMMARY),
-    "export-results": (results.prepare, results.run, results.SUMMARY),
-    "report": (report.prepare, report.run, report.SUMMARY),
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """Where a subcommand's ``prepare(parser)`` and ``run(args) -> int`` live."""
+
+    module: str
+    summary: str
+    prepare: str = "prepare"
+    run: str | None = "run"  # None: its own subcommands set theirs (`size`)
+
+
+COMMANDS = {
+    "run": Subcommand("memplan.run", "profile one configuration in a fresh process"),
+    "sweep": Subcommand("memplan.sweep", "profile a grid of configurations, resumably"),
+    "calibrate": Subcommand(
+        "memplan.calibrate", "measure the calibration grid on this machine and fit its models"
+    ),
+    "machines": Subcommand("memplan.machines", "list the machine profiles of the stored runs"),
+    "list": Subcommand("memplan.runs", "list stored runs", "prepare_list", "run_list"),
+    "show": Subcommand("memplan.runs", "show one run in full", "prepare_show", "run_show"),
+    "summary": Subcommand(
+        "memplan.runs",
+        "peak memory by image size and batch size",
+        "prepare_summary",
+        "run_summary",
+    ),
+    "export": Subcommand(
+        "memplan.transfer",
+        "write runs (and timelines) to CSV or Parquet",
+        "prepare_export",
+        "run_export",
+    ),
+    "import": Subcommand(
+        "memplan.transfer",
+        "store runs measured elsewhere from CSV or Parquet",
+        "prepare_import",
+        "run_import",
+    ),
+    "evaluate": Subcommand(
+        "memplan.evaluate", "score every model on the stored runs and store the fitted models"
+    ),
+    "export-results": Subcommand(
+        "memplan.results", "write the latest evaluation as Parquet (the bundled results)"
+    ),
+    "report": Subcommand(
+        "memplan.report",
+        "write a self-contained HTML sizing report (decision, evidence, chart, runs)",
+    ),
+    "size": Subcommand("memplan.size", "answer a sizing question from a stored model", run=None),
 }
-# Longer descriptions than the one-line summaries `memplan --help` lists.
-DESCRIPTIONS = {"export-results": results.DESCRIPTION, "report": report.DESCRIPTION}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every subcommand's parser; with ``only``, the flags of that one alone (``""``: none).
+
+    A subcommand not prepared still shows in ``--help`` with its summary.
+    """
     parser = argparse.ArgumentParser(
         prog=PROGRAM,
         description="Profile, predict and size the memory of 3D U-Net (and AlexNet) training;\n"
@@ -59,12 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROGRAM} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    add_commands(commands, COMMANDS)
-    for name, description in DESCRIPTIONS.items():
-        commands.choices[name].description = description
-    sizing = commands.add_parser("size", help=size.SUMMARY, description=size.SUMMARY)
-    questions = sizing.add_subparsers(dest="question", required=True, metavar="QUESTION")
-    add_commands(questions, size.COMMANDS)
+    for name, subcommand in COMMANDS.items():
+        sub = commands.add_parser(name, help=subcommand.summary, description=subcommand.summary)
+        if only is None or name == only:
+            module = importlib.import_module(subcommand.module)
+            getattr(module, subcommand.prepare)(sub)
+            if subcommand.run is not None:
+                sub.set_defaults(handler=getattr(module, subcommand.run))
     return parser
 
 
@@ -73,7 +105,10 @@ def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # Before the subcommand come only --help and --version: its name is the first word.
+    chosen = next((word for word in argv if not word.startswith("-")), "")
+    args = build_parser(chosen if chosen in COMMANDS else "").parse_args(argv)
     # SIGTERM stops a sweep the same clean way as Ctrl-C.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from core import database, profiles, store, workloads
 from core.commands import add_db_option, positive_int
-from memplan import options
+from memplan import model_options
 from modeling.errors import ModelingError
 from modeling.estimators.catalogue import catalogue, pick, spec_names
 from modeling.evaluation.bounds import DEFAULT_COVERAGE
@@ -27,8 +27,6 @@ from modeling.features import measured_frame
 from modeling.stored import readonly
 from modeling.stored import tables as results
 from presentation import report
-
-SUMMARY = "score every model on the stored runs and store the fitted models"
 
 
 def prepare(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +69,7 @@ def prepare(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--coverage",
-        type=options.fraction,
+        type=model_options.fraction,
         default=DEFAULT_COVERAGE,
         help=f"coverage of the stored upper bounds (default {DEFAULT_COVERAGE})",
     )
@@ -98,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             f"{readonly.READ_ONLY_ENV_VAR} is set, so nothing is stored: pass --no-store to "
             "score the models without storing them, or unset it"
         )
-    db_path = options.db_for_reading(args)
+    db_path = model_options.db_for_reading(args)
     specs = pick(catalogue(quick=args.quick), args.models)
     runs = store.load_runs(db_path, status="ok", workload=args.workload)
     runs = profiles.with_keys(runs)

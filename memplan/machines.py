@@ -12,12 +12,9 @@ from core.machine import this_profile
 from core.units import GIB
 from core.workloads.base import PRECISIONS
 from memplan import jsonout, options
-from modeling.evaluation.protocol import MIN_POINTS
 from presentation import machines as machines_view
 from presentation.report import markdown_table
 from profiling.calibration import calibration_for, profile_table
-
-SUMMARY = "list the machine profiles of the stored runs"
 
 
 def prepare(parser: argparse.ArgumentParser) -> None:
@@ -102,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(table.to_string(index=False))
     if here.key not in set(table["profile"]):
+        # Here, not at the top: modeling.evaluation.protocol loads scikit-learn (seconds).
+        from modeling.evaluation.protocol import MIN_POINTS
+
         workload = args.workload or workloads.DEFAULT_WORKLOAD
         how = (
             f"`memplan calibrate --workload {workload}` measures the few it needs"

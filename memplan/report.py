@@ -9,13 +9,12 @@ from pathlib import Path
 from core import store
 from core.commands import config_from_args, positive_int
 from core.units import GIB, parse_bytes
-from memplan import options
+from memplan import model_options
 from memplan.size import stored_models
 from modeling.errors import ModelingError
 from modeling.sizing import DEFAULT_HEADROOM, MAX_HEADROOM
 from presentation import sizing_report
 
-SUMMARY = "write a self-contained HTML sizing report (decision, evidence, chart, runs)"
 DESCRIPTION = (
     "write a self-contained HTML sizing report for one question: the decision, "
     "the model and its bound, the evidence, the runs and the published reference points; "
@@ -36,9 +35,10 @@ def _headroom(text: str) -> float:
 
 
 def prepare(parser: argparse.ArgumentParser) -> None:
+    parser.description = DESCRIPTION
     parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
     parser.add_argument("--batch-size", type=positive_int, required=True)
-    parser.add_argument("--budget", type=parse_bytes, required=True, help=options.BUDGET_HELP)
+    parser.add_argument("--budget", type=parse_bytes, required=True, help=model_options.BUDGET_HELP)
     parser.add_argument(
         "--headroom",
         type=_headroom,
@@ -49,7 +49,7 @@ def prepare(parser: argparse.ArgumentParser) -> None:
         "--output", type=Path, required=True, help="the HTML file to write, e.g. sizing.html"
     )
     parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
-    options.add_model_options(parser)
+    model_options.add_model_options(parser)
 
 
 def _report_target(output: Path, force: bool) -> Path:
@@ -73,7 +73,7 @@ def _report_command(args: argparse.Namespace, model: str, machine: str | None) -
     words += ["--image-size", args.image_size, "--batch-size", str(args.batch_size)]
     words += ["--budget", f"{args.budget / GIB:g}GiB", "--headroom", f"{args.headroom:g}"]
     words += ["--model", model] + (["--machine", machine] if machine else [])
-    for knob, value in options.knobs(args).items():
+    for knob, value in model_options.knobs(args).items():
         words += [f"--{knob.replace('_', '-')}", str(value)]
     return shlex.join([*words, "--output", str(args.output)])
 

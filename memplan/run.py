@@ -10,8 +10,6 @@ from memplan import options
 from memplan.exitcodes import FAILED_EXIT_CODE, SUCCESS_EXIT_CODE
 from profiling.runner import run_point
 
-SUMMARY = "profile one configuration in a fresh process"
-
 
 def prepare(parser: argparse.ArgumentParser) -> None:
     add_workload_option(parser)

@@ -15,9 +15,6 @@ from memplan import jsonout, options
 from presentation import workload_labels
 from presentation.summary import PEAK_COLUMNS, networks, peak_table, to_markdown
 
-LIST_SUMMARY = "list stored runs"
-SHOW_SUMMARY = "show one run in full"
-SUMMARY_SUMMARY = "peak memory by image size and batch size"
 # Columns `list` prints; `--all-columns` prints every stored one.
 LIST_COLUMNS = [
     "run_id",

@@ -11,17 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from core import workloads
-from core.commands import positive_int
+from core.commands import add_commands, positive_int
 from core.units import parse_bytes
-from memplan import jsonout, options, verify
+from memplan import jsonout, model_options, options, verify
 from modeling import machines
 from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side, memory_to_buy
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from presentation import report, verification
 from presentation.verification import Claim, Verification
-
-SUMMARY = "answer a sizing question from a stored model"
 
 
 def _add_verify_option(parser: argparse.ArgumentParser) -> None:
@@ -35,17 +33,17 @@ def _add_verify_option(parser: argparse.ArgumentParser) -> None:
 
 
 def prepare_image(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--budget", type=parse_bytes, required=True, help=options.BUDGET_HELP)
+    parser.add_argument("--budget", type=parse_bytes, required=True, help=model_options.BUDGET_HELP)
     parser.add_argument("--batch-size", type=positive_int, required=True)
-    options.add_model_options(parser)
+    model_options.add_model_options(parser)
     _add_verify_option(parser)
     options.add_json_option(parser)
 
 
 def prepare_batch(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
-    parser.add_argument("--budget", type=parse_bytes, required=True, help=options.BUDGET_HELP)
-    options.add_model_options(parser)
+    parser.add_argument("--budget", type=parse_bytes, required=True, help=model_options.BUDGET_HELP)
+    model_options.add_model_options(parser)
     _add_verify_option(parser)
     options.add_json_option(parser)
 
@@ -59,7 +57,7 @@ def prepare_buy(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_HEADROOM,
         help=f"fraction on top of the bound (default {DEFAULT_HEADROOM})",
     )
-    options.add_model_options(parser)
+    model_options.add_model_options(parser)
     options.add_json_option(parser)
 
 
@@ -72,8 +70,10 @@ def stored_models(
     is written to the database (the bundle is never installed), and in read-only
     mode it is not even created or migrated.
     """
-    db_path = options.db_for_reading(args)
-    machine = machines.choose_machine(db_path, args.workload, args.machine, options.precision(args))
+    db_path = model_options.db_for_reading(args)
+    machine = machines.choose_machine(
+        db_path, args.workload, args.machine, model_options.precision(args)
+    )
     predictors = bundle.load_predictors(db_path, args.workload, machine.key)
     asked = results.select_predictor(
         predictors,
@@ -100,12 +100,12 @@ def answer_json(
     args: argparse.Namespace, question: str, machine: machines.MachineChoice, answer: Any
 ) -> dict[str, Any]:
     """The answer as JSON-ready data: the question, the machine profile, the answer's fields."""
-    precision = options.precision(args)
+    precision = model_options.precision(args)
     onednn = machine.profile.onednn_note_for(precision) if machine.profile else None
     return {
         "question": question,
         "workload": args.workload,
-        "knobs": options.knobs(args),
+        "knobs": model_options.knobs(args),
         "machine": {
             "profile": machine.key,
             "label": machine.label,
@@ -118,7 +118,7 @@ def answer_json(
 
 def run_image(args: argparse.Namespace) -> int:
     _, predictor, machine, db_path = stored_models(args)
-    knobs = options.knobs(args)
+    knobs = model_options.knobs(args)
     answer = largest_image_side(
         predictor, args.budget, args.batch_size, knobs, workload=args.workload
     )
@@ -131,7 +131,7 @@ def run_image(args: argparse.Namespace) -> int:
 def run_batch(args: argparse.Namespace) -> int:
     shape = workloads.get(args.workload).parse_image_shape(args.image_size)
     _, predictor, machine, db_path = stored_models(args)
-    knobs = options.knobs(args)
+    knobs = model_options.knobs(args)
     answer = largest_batch(predictor, args.budget, shape, knobs, workload=args.workload)
     claim = verification.batch_claim(answer, args.workload, knobs, machine.key, machine.label)
     shown = (report.batch_lines(answer), answer_json(args, "batch", machine, answer))
@@ -152,10 +152,10 @@ def _answer_verified(
         said = verification.verify(claim, verify.runs_for(db_path, claim), args.db)
         if args.json:
             return jsonout.emit({**data, "verification": _verdict(said)})
-        _print_answer(machine, [*lines, said.line], options.precision(args))
+        _print_answer(machine, [*lines, said.line], model_options.precision(args))
         return 0
     if not args.json:
-        _print_answer(machine, lines, options.precision(args))
+        _print_answer(machine, lines, model_options.precision(args))
     said = verify.measure(claim, db_path, quiet_stdout=args.json)
     if isinstance(said, int):
         return said  # the sweep was interrupted
@@ -179,12 +179,12 @@ def run_buy(args: argparse.Namespace) -> int:
         shape,
         args.batch_size,
         args.headroom,
-        options.knobs(args),
+        model_options.knobs(args),
         workload=args.workload,
     )
     if args.json:
         return jsonout.emit(answer_json(args, "buy", machine, answer))
-    _print_answer(machine, report.memory_lines(answer), options.precision(args))
+    _print_answer(machine, report.memory_lines(answer), model_options.precision(args))
     return 0
 
 
@@ -196,3 +196,9 @@ COMMANDS = {
     "batch": (prepare_batch, run_batch, BATCH_SUMMARY),
     "buy": (prepare_buy, run_buy, BUY_SUMMARY),
 }
+
+
+def prepare(parser: argparse.ArgumentParser) -> None:
+    """``size``'s questions, each a subcommand of its own."""
+    questions = parser.add_subparsers(dest="question", required=True, metavar="QUESTION")
+    add_commands(questions, COMMANDS)

@@ -34,7 +34,6 @@ from profiling.cluster_sweep import (
 from profiling.runner import RunSettings
 from profiling.sweep import GRID_KNOBS, Grid, SweepSummary, grid_from_mapping, run_sweep
 
-SUMMARY = "profile a grid of configurations, resumably"
 # What a sweep stores as its command line: `profiling.launcher` finds its job's sweep by it.
 PROGRAM = "memplan"
 

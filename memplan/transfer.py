@@ -9,9 +9,6 @@ from core.commands import add_db_option, open_db
 from memplan import options
 from profiling import exchange
 
-EXPORT_SUMMARY = "write runs (and timelines) to CSV or Parquet"
-IMPORT_SUMMARY = "store runs measured elsewhere from CSV or Parquet"
-
 
 def prepare_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="runs file, .csv or .parquet")
