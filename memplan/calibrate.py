@@ -12,6 +12,7 @@ from pathlib import Path
 from core.commands import add_workload_option, open_db
 from core.errors import ConfigError
 from core.machine import this_profile
+from core.profiles import MachineProfile
 from memplan import options
 from memplan.exitcodes import INTERRUPTED_EXIT_CODE
 from memplan.sweep import stored_command
@@ -23,6 +24,7 @@ from profiling.calibration import (
     fit_command,
     missing_points,
 )
+from profiling.runner import RunSettings
 from profiling.sweep import run_sweep
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -101,8 +103,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-# The command's flags and the grid, the settings, database and profile it measures them with.
-def _measure(args, calibration, settings, db_path: Path, here_key: str) -> None:
+def _measure(
+    args: argparse.Namespace,
+    calibration: Calibration,
+    settings: RunSettings,
+    db_path: Path,
+    here_key: str,
+) -> None:
     """Sweep the grid's points still missing here; say which still have no ok run."""
     summary = run_sweep(
         db_path,
@@ -137,7 +144,7 @@ def _fit(workload: str, machine: str, db_path: Path) -> int:
     return 0
 
 
-def _print_next_steps(args: argparse.Namespace, here, db_path: Path) -> None:
+def _print_next_steps(args: argparse.Namespace, here: MachineProfile, db_path: Path) -> None:
     print(f"\nMachine profile: {here.label}, key {here.key}")
     db_flag = f" --db {db_path}" if args.db else ""
     sizing = (

@@ -242,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
     return SUCCESS_EXIT_CODE
 
 
-# The sweep's settings as keywords, each a flag of `memplan sweep`: a reason for 7 parameters.
+# Past the grid and where it goes, each keyword is a flag of `memplan sweep` (8 parameters).
 def sweep_here(
     db_path: Path,
     grid: Grid,
