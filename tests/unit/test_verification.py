@@ -3,6 +3,7 @@ rules, the sweep that verifies; and ``memplan size ... --verify``, its sweep fak
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -551,6 +552,19 @@ def test_verify_runs_the_two_point_sweep_and_exits_0_when_the_answer_fits(
     )
     assert command.endswith(f"--memory-limit {6 * GIB} --run-over-bound --db {db.resolve()}")
     assert f"verifying: {command}" in lines
+
+
+def test_verify_with_json_prints_only_json_on_stdout_and_keeps_the_exit_code(
+    db: Path, here: None, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    fake_sweep(monkeypatch, FakeSweep(db, [measured(ANSWERED, status="oom", peak_hwm_bytes=None)]))
+
+    assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify", "--json"]) == 1
+
+    captured = capsys.readouterr()
+    said = json.loads(captured.out)
+    assert said["verification"]["verdict"] == "refuted" and said["answer"]["side"] == 128
+    assert captured.err.startswith("verifying: memplan sweep --workload unet3d ")
 
 
 def test_verify_exits_1_when_a_run_refutes_the_answer(
