@@ -2,7 +2,7 @@
 
     python -m benchmarks.accuracy [--db FILE] [--seeds 10] > docs/accuracy.md
 
-Runs the same evaluation as ``python -m modeling evaluate`` (random 70/30
+Runs the same evaluation as ``memplan evaluate`` (random 70/30
 splits and the extrapolation split, settings chosen on validation data only)
 on the stored ``ok`` runs — by default the bundled reference data — then fits
 each model on all runs for its formula and bounds. Prints the machine and the

@@ -170,7 +170,7 @@ def profile_runs(runs: pd.DataFrame, workload: str, source: Path) -> ProfileRuns
 
 
 def evaluable(candidate: Candidate, workload: str) -> bool:
-    """Whether `python -m modeling evaluate` can score every model on one run per point.
+    """Whether `memplan evaluate` can score every model on one run per point.
 
     Asked of the protocol's own splits: each split kind's training runs, less the
     validation runs carved from them to choose a model's settings, must leave the
@@ -365,7 +365,7 @@ def _run(args: argparse.Namespace, command: str) -> int:
     print(f"- A (chosen on): {_who(a)}")
     print(f"- B (checked on): {_who(b)}\n")
     print(
-        f"{len(ranked)} product grids of at least {MIN_POINTS} points that `python -m modeling "
+        f"{len(ranked)} product grids of at least {MIN_POINTS} points that `memplan "
         "evaluate` can use (every split leaves symbolic regression "
         f"{MIN_SAMPLES} runs to fit on) were measured ok on both; "
         f"model {spec.title}, fitted on a profile's runs at the grid's points, MAPE on every ok "

@@ -1,8 +1,8 @@
-"""Command-line pieces both CLIs share: value parsers, the --db and workload options, dispatch.
+"""Command-line pieces every subcommand shares: value parsers, the --db and workload options,
+dispatch.
 
-`python -m profiling` and `python -m modeling` build their subcommands and
-turn a `MemplanError` into one ``error: ...`` line (exit 2) with these, so
-flags mean the same in both.
+`memplan`'s subcommands (`memplan.cli`) are built and turn a `MemplanError` into
+one ``error: ...`` line (exit 2) with these, so a flag means the same in each.
 """
 
 from __future__ import annotations

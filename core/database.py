@@ -16,7 +16,7 @@ Schema versions (`core.schema` has the tables and the migrations):
   file no longer opens in the older memplan.
 * Opened read-only (``connect(path, read_only=True)``), an older database is
   never written to: the open fails with a StoreError saying to open it once
-  read-write, e.g. ``python -m profiling list --db PATH``, which migrates it.
+  read-write, e.g. ``memplan list --db PATH``, which migrates it.
 * A database from a newer memplan is refused, read-only or not, naming both
   versions; nothing is written to it.
 
@@ -366,7 +366,7 @@ def _check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -
         raise _NeedsMigration(
             f"database {path} has schema version {found}, older than this memplan's "
             f"{SCHEMA_VERSION}, and a read-only open never migrates it; open it once read-write "
-            f"to migrate it in place, e.g. `python -m profiling list --db {path}`"
+            f"to migrate it in place, e.g. `memplan list --db {path}`"
         )
     _migrate(con, path, found)
 

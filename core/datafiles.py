@@ -121,8 +121,7 @@ def write(
 
 
 _IN_PARTS = (
-    "; export and import it in parts, e.g. one sweep at a time "
-    "(`python -m profiling export --sweep ID`)"
+    "; export and import it in parts, e.g. one sweep at a time (`memplan export --sweep ID`)"
 )
 
 

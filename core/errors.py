@@ -3,6 +3,10 @@
 Every message says what was wrong and what would be right.
 """
 
+# What a command stopped by Ctrl-C or SIGTERM exits with (the shell's 128 + SIGINT):
+# `memplan` after marking its sweep interrupted, and `profiling.job` running it.
+INTERRUPTED_EXIT_CODE = 130
+
 
 class MemplanError(Exception):
     """Base of every error memplan reports to a user as one line."""

@@ -70,7 +70,7 @@ KEY_LENGTH = 10
 # What an answer for a profile whose runs had oneDNN off must add: TensorFlow's own
 # default turned it off there (`core.machine.ONEDNN_DEFAULT_FLAGS`), one variable turns it
 # on, and the peaks differ by that much (data/REFERENCE.md, the knob design measured
-# both ways on one AVX2-only EPYC: `python -m profiling machines --compare`).
+# both ways on one AVX2-only EPYC: `memplan machines --compare`).
 ONEDNN_OFF_NOTE = (
     "On this profile TensorFlow runs without oneDNN, its default on CPUs without AVX-512 "
     "VNNI or BF16, AVX-VNNI or AMX. TF_ENABLE_ONEDNN_OPTS=1 in the training job's "

@@ -3,7 +3,7 @@
 A memplan database is one DuckDB file holding eight tables: ``meta`` (key/value,
 ``schema_version`` among them), ``sweeps``, ``runs`` (one `RunRecord` per row,
 its fields in order), ``samples`` (their memory timelines), and what
-``python -m modeling evaluate`` stores (`modeling.stored.tables`):
+``memplan evaluate`` stores (`modeling.stored.tables`):
 ``evaluations``, ``scores``, ``predictions`` and ``models``. `create` makes all
 of them at SCHEMA_VERSION; `migrate` brings a file written by an older memplan
 to it. This module is the bottom of the storage code: it runs SQL on a

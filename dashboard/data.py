@@ -13,7 +13,7 @@ key. Computing it opens no DuckDB connection, so a slider change never waits on
 a lock a running sweep holds; it reuses the cached frames and models. A run a
 sweep has just written changes the version, and the next rerun reads it.
 
-Nothing here fits a model: the models come from ``python -m modeling evaluate``
+Nothing here fits a model: the models come from ``memplan evaluate``
 (or the bundled evaluation of the bundled runs, `modeling.stored.bundle`).
 
 Read-only (``MEMPLAN_READ_ONLY``, `modeling.stored.readonly`), nothing here

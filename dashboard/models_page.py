@@ -12,7 +12,7 @@ floor that bounds how finely any model can be judged.
 
 Without a stored evaluation of the workload on that profile the page says what
 the profile lacks and how to get it (a sweep this machine can launch, or
-``python -m modeling evaluate --workload NAME --machine KEY``), and still shows
+``memplan evaluate --workload NAME --machine KEY``), and still shows
 the measured points and the two analytical models, which need no fitting.
 
 Where one chosen model's predictions dwarf the others' (`presentation.curves.dwarfing`),

@@ -218,8 +218,7 @@ def _knob(param: str, text: str, choices: SizingChoices, state: SizingState) -> 
 def _model(text: str, choices: SizingChoices) -> str:
     if not choices.models:
         raise ValueError(
-            "no model is stored yet (run `python -m modeling evaluate "
-            f"--workload {choices.workload}`)"
+            f"no model is stored yet (run `memplan evaluate --workload {choices.workload}`)"
         )
     if text not in choices.models:
         raise ValueError(f"the stored models are {_listed(choices.models)}")

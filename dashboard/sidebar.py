@@ -48,7 +48,7 @@ POLL_S = 2.0
 # What "Refit models afterwards" offers, the quick refit first (the default): a sweep
 # of a few points should not cost a quarter of an hour of models. Durations on the
 # reference 2-core machine: the full evaluation takes 9-17 minutes
-# (modeling/stored/bundle.py); the quick one, `python -m modeling evaluate --workload
+# (modeling/stored/bundle.py); the quick one, `memplan evaluate --workload
 # unet3d --quick --no-store` on the bundled data/memplan.duckdb (40 ok U-Net runs),
 # took 65 s wall clock (2026-11, on 2 cores shared with other work; docs/dashboard.md says ~1 min).
 REFIT_QUICK = "quick (smoke-test settings, ~1 min on 2 cores)"
@@ -150,7 +150,7 @@ def refit_command(
     """
     if choice == REFIT_NO:
         return None
-    command = [sys.executable, "-m", "modeling", "evaluate", "--db", str(db)]
+    command = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db)]
     if workload is not None:
         command += ["--workload", workload]
     if machine is not None:
@@ -488,7 +488,7 @@ def _launch(db: Path) -> None:
 
 
 def _import_form(db: Path) -> None:
-    st.caption("Runs measured on another machine, as `python -m profiling export` writes them.")
+    st.caption("Runs measured on another machine, as `memplan export` writes them.")
     runs_file = st.file_uploader(
         "Runs file (CSV or Parquet)", type=UPLOAD_TYPES, key=KEYS["runs_file"]
     )

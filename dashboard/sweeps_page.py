@@ -121,7 +121,7 @@ st.download_button(
     data=lambda: browse.runs_csv(shown),
     file_name="memplan-runs.csv",
     mime="text/csv",
-    help="The runs shown, in the export format: `python -m profiling import` takes it back.",
+    help="The runs shown, in the export format: `memplan import` takes it back.",
     disabled=shown.empty,
 )
 
@@ -186,7 +186,7 @@ if compared.empty:
     st.info(
         "No configuration among the runs shown was measured on two machine profiles yet. "
         "To compare this machine with the reference, calibrate it: "
-        f"{code(f'python -m profiling calibrate --workload {workloads_shown[0]}')} measures "
+        f"{code(f'memplan calibrate --workload {workloads_shown[0]}')} measures "
         "the calibration grid here (on the Models page, choosing this machine offers to "
         "launch it); runs measured on another machine can be imported from the sidebar."
     )

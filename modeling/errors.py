@@ -8,4 +8,4 @@ class ModelingError(MemplanError, ValueError):
 
 
 class NoModelsError(ModelingError):
-    """The database holds no fitted models yet (run ``python -m modeling evaluate``)."""
+    """The database holds no fitted models yet (run ``memplan evaluate``)."""

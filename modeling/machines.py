@@ -110,7 +110,7 @@ def choose_machine(
 
 
 def _has_calibration(workload: str) -> bool:
-    """Whether `python -m profiling calibrate` has a grid for ``workload`` (`CALIBRATION_FILE`)."""
+    """Whether `memplan calibrate` has a grid for ``workload`` (`CALIBRATION_FILE`)."""
     try:
         return workload in json.loads(database.CALIBRATION_FILE.read_text())
     except (OSError, ValueError):
@@ -120,13 +120,10 @@ def _has_calibration(workload: str) -> bool:
 def _measure_more(workload: str, key: str) -> str:
     """The command that gives profile ``key`` (this machine's) enough runs of ``workload``."""
     if _has_calibration(workload):
-        return (
-            f"`python -m profiling calibrate --workload {workload}` measures them and fits "
-            "its models"
-        )
+        return f"`memplan calibrate --workload {workload}` measures them and fits its models"
     return (
-        f"measure at least {MIN_POINTS} configurations (`python -m profiling sweep --workload "
-        f"{workload} ...`), then `python -m modeling evaluate --workload {workload} "
+        f"measure at least {MIN_POINTS} configurations (`memplan sweep --workload "
+        f"{workload} ...`), then `memplan evaluate --workload {workload} "
         f"--machine {key}` fits them"
     )
 
@@ -145,5 +142,5 @@ def _why_not_here(
         )
     return (
         f"{machine} has runs but no fitted models: "
-        f"`python -m modeling evaluate --workload {workload} --machine {here.key}` fits them."
+        f"`memplan evaluate --workload {workload} --machine {here.key}` fits them."
     )

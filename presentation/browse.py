@@ -174,7 +174,7 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def runs_csv(runs: pd.DataFrame) -> bytes:
-    """The runs as CSV in the export format, so `python -m profiling import` takes it back."""
+    """The runs as CSV in the export format, so `memplan import` takes it back."""
     frame = runs[list(RUN_COLUMNS)]
     with tempfile.TemporaryDirectory(prefix="memplan-csv-") as tmp:
         path = Path(tmp) / "runs.csv"

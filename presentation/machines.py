@@ -205,7 +205,7 @@ class Sweep:
         return len(self.image_sizes) * len(self.batch_sizes)
 
     def command(self, db: object | None = None) -> str:
-        """``python -m profiling sweep --workload W --image-sizes ... --batch-sizes ...``.
+        """``memplan sweep --workload W --image-sizes ... --batch-sizes ...``.
 
         Points already measured on the machine running it are skipped (a sweep resumes).
         """
@@ -213,7 +213,7 @@ class Sweep:
         batches = " ".join(map(str, self.batch_sizes))
         where = f" --db {db}" if db is not None else ""
         return (
-            f"python -m profiling sweep --workload {self.workload} --image-sizes {sizes} "
+            f"memplan sweep --workload {self.workload} --image-sizes {sizes} "
             f"--batch-sizes {batches}{where}"
         )
 
@@ -236,7 +236,7 @@ class Shortfall:
 
     def evaluate_command(self, db: object | None = None) -> str:
         where = f" --db {db}" if db is not None else ""
-        return f"python -m modeling evaluate --workload {self.workload} --machine {self.key}{where}"
+        return f"memplan evaluate --workload {self.workload} --machine {self.key}{where}"
 
     def message(self) -> str:
         """What the profile has and lacks, in words (not escaped: see `markdown`)."""
@@ -272,7 +272,7 @@ class Shortfall:
         )
         if self.sweep.source == FROM_CALIBRATION:
             sweep += (
-                f" (`python -m profiling calibrate --workload {self.workload}` does both on "
+                f" (`memplan calibrate --workload {self.workload}` does both on "
                 "the machine it runs on)"
             )
         sweep += "."
@@ -283,7 +283,7 @@ class Shortfall:
             + sweep
             + (
                 f" These runs must be measured on that machine ({self.label}), not this one: run "
-                "the sweep there, then export its runs (`python -m profiling export`) and import "
+                "the sweep there, then export its runs (`memplan export`) and import "
                 "them here."
             )
         )

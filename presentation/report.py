@@ -102,7 +102,7 @@ def _bound_notes(bounds: Sequence[ConformalBound]) -> list[str]:
     if any(b.legacy for b in bounds):
         notes.append(
             "older evaluation: its bounds counted held-out residuals, the same configuration "
-            "once per seed; re-run `python -m modeling evaluate` for bounds counted by "
+            "once per seed; re-run `memplan evaluate` for bounds counted by "
             "configuration."
         )
     return notes

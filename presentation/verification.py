@@ -5,7 +5,7 @@ batch at an image) is a prediction until a run measures it. Verifying it
 measures two points on this machine, under the answer's budget as the memory
 limit: the answer, which should fit, and the next size up, which should not
 (the limit stops it before it can hurt the host). No Streamlit here: the CLI
-(``python -m modeling size image|batch --verify``) and the Sizing page's
+(``memplan size image|batch --verify``) and the Sizing page's
 "Verify by measuring" button both use it.
 
 * `Claim` — the answer to check: its configuration, the next size up, the
@@ -194,7 +194,7 @@ class Verification:
 
     verdict: Verdict
     text: str
-    command: str = ""  # ``python -m modeling size ... --verify``; empty once a run counts
+    command: str = ""  # ``memplan size ... --verify``; empty once a run counts
 
     @property
     def line(self) -> str:
@@ -327,9 +327,9 @@ def _knob_flags(config: WorkloadConfig) -> list[str]:
 
 
 def verify_command(claim: Claim, db_path: Path | None = None) -> str:
-    """``python -m modeling size image|batch ... --verify``: the same question, measured."""
+    """``memplan size image|batch ... --verify``: the same question, measured."""
     answered = claim.answered
-    words = ["python", "-m", "modeling", "size", claim.question, "--workload", claim.workload]
+    words = ["memplan", "size", claim.question, "--workload", claim.workload]
     if claim.question == IMAGE:
         words += ["--batch-size", str(answered.batch_size)]
     else:
@@ -385,7 +385,7 @@ def slurm_command(claim: Claim) -> str:
     A job's memory limit is its ``--mem`` less what the job's own Python takes
     (`profiling.cluster_sweep.JOB_PROCESS_ALLOWANCE_BYTES`), so ``--mem`` adds it back.
     """
-    words = ["python", "-m", "profiling", "sweep"]
+    words = ["memplan", "sweep"]
     for name, values in _grid_values(claim).items():
         listed = [values] if isinstance(values, str) else values
         words += [f"--{name.replace('_', '-')}", *map(str, listed)]

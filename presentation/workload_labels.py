@@ -155,4 +155,4 @@ def short_network(run: Mapping[str, Any]) -> str:
 
 def evaluate_command(workload: str) -> str:
     """The command that fits and scores ``workload``'s models."""
-    return f"python -m modeling evaluate --workload {workload}"
+    return f"memplan evaluate --workload {workload}"

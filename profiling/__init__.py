@@ -1,4 +1,4 @@
 """memplan's measurements: the 3D U-Net workload, isolated profiled runs, sweeps, DuckDB store.
 
-Run ``python -m profiling --help`` for the command line.
+Run ``memplan --help`` for the command line.
 """

@@ -78,7 +78,7 @@ class Calibration:
         sizes = " ".join(str(side) for side in self.image_sizes)
         batches = " ".join(str(batch) for batch in self.batch_sizes)
         return (
-            f"python -m profiling sweep --workload {self.workload} --image-sizes {sizes} "
+            f"memplan sweep --workload {self.workload} --image-sizes {sizes} "
             f"--batch-sizes {batches}"
         )
 
@@ -255,11 +255,11 @@ FIT_EXTRAPOLATION_SEEDS = 1
 
 
 def fit_command(workload: str, machine: str, db_path: Path) -> list[str]:
-    """The ``python -m modeling evaluate`` that fits profile ``machine`` after calibrating."""
+    """The ``memplan evaluate`` that fits profile ``machine`` after calibrating."""
     return [
         sys.executable,
         "-m",
-        "modeling",
+        "memplan",
         "evaluate",
         "--workload",
         workload,

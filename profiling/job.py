@@ -31,6 +31,8 @@ from typing import Any
 
 import psutil
 
+from core.errors import INTERRUPTED_EXIT_CODE
+
 JOB_FILE = "job.json"
 STATE_FILE = "state.json"
 
@@ -39,9 +41,6 @@ PHASE_FINISHED = "finished"
 PHASE_FAILED = "failed"
 PHASE_CANCELLED = "cancelled"
 FINAL_PHASES = (PHASE_FINISHED, PHASE_FAILED, PHASE_CANCELLED)
-# A command stopped by Ctrl-C / SIGTERM: `python -m profiling sweep` exits 130
-# after marking its sweep interrupted; the shell's convention for SIGINT.
-INTERRUPTED_EXIT_CODE = 130
 # Every memplan CLI reports a failure as one line starting with this.
 ERROR_PREFIX = "error: "
 # The run statuses a model learns from, and why a command needing them was skipped.

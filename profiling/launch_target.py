@@ -3,7 +3,7 @@
 The dashboard's launch form says where its sweep runs; this turns what its boxes
 say into `profiling.cluster_sweep.SlurmOptions` (`slurm_options`, a
 `ConfigError` naming the box that is wrong), and a request and its target into
-the arguments of ``python -m profiling sweep`` (`sweep_args`). ``None`` stands
+the arguments of ``memplan sweep`` (`sweep_args`). ``None`` stands
 for this machine throughout: the sweep runs as it always has.
 
 A Slurm sweep has no memory limit of its own: each point's limit is its job's
@@ -76,7 +76,7 @@ def slurm_options(
 
 
 def slurm_args(options: SlurmOptions) -> list[str]:
-    """``options`` as the flags of ``python -m profiling sweep --executor slurm``."""
+    """``options`` as the flags of ``memplan sweep --executor slurm``."""
     args = ["--executor", "slurm", "--partition", options.partition]
     if options.account:
         args += ["--account", options.account]
@@ -95,7 +95,7 @@ def slurm_args(options: SlurmOptions) -> list[str]:
 
 
 def sweep_args(request: SweepRequest, db_path: Path, target: SlurmOptions | None) -> list[str]:
-    """The arguments after ``python -m profiling`` that sweep ``request`` on ``target``.
+    """The arguments after ``memplan`` that sweep ``request`` on ``target``.
 
     ``target`` None: this machine, exactly `SweepRequest.sweep_args`. A Slurm
     target drops the request's memory limit (module docstring) and adds its flags.

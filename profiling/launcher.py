@@ -1,7 +1,7 @@
 """Launch one sweep as a detached background job, watch it, cancel it (no Streamlit here).
 
 The dashboard's sidebar uses this; so can anything else. A job is a sequence of
-commands — ``python -m profiling sweep ...`` and optionally a model refit the
+commands — ``memplan sweep ...`` and optionally a model refit the
 caller names (profiling never imports modeling) — run by `profiling.job` in a
 session of its own, so a page reload, a second browser tab or a closed browser
 neither kills nor duplicates it. Its files live in a folder beside the database
@@ -100,7 +100,7 @@ def launch(
         # Refused now, naming the partitions there are, not in the job's log a minute later.
         slurm.partition(target.partition)
     sweep_args = launch_target.sweep_args(request, db_path, target)
-    commands = [JobCommand(PHASE_SWEEPING, (sys.executable, "-m", "profiling", *sweep_args))]
+    commands = [JobCommand(PHASE_SWEEPING, (sys.executable, "-m", "memplan", *sweep_args))]
     if refit_command:
         commands.append(
             JobCommand(
@@ -110,8 +110,9 @@ def launch(
                 needs_new_runs=refit_needs_new_runs,
             )
         )
-    # `python -m profiling sweep` stores its command line like this; status finds the sweep by it.
-    sweep_command = shlex.join(["python", "-m", "profiling", *sweep_args])
+    # `memplan sweep` stores its command line like this (`memplan.sweep.stored_command`);
+    # status finds the sweep by it.
+    sweep_command = shlex.join(["memplan", *sweep_args])
     return start_job(
         db_path,
         commands,

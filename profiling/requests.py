@@ -32,7 +32,7 @@ class SweepRequest:
     run_over_bound: bool = False
 
     def sweep_args(self, db_path: Path) -> list[str]:
-        """The arguments after ``python -m profiling``: every knob of the grid, as its flag."""
+        """The arguments after ``memplan``: every knob of the grid, as its flag."""
         args = ["sweep"]
         for knob, values in self.grid.to_dict().items():
             listed = [values] if isinstance(values, str) else values

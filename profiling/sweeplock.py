@@ -70,7 +70,7 @@ class Holder:
     point_states: list[dict[str, Any]] | None = None
 
     def describe(self) -> str:
-        """``pid 123 on host, started 2025-...: python -m profiling sweep ...``."""
+        """``pid 123 on host, started 2025-...: memplan sweep ...``."""
         if self.pid is None:
             return "a process that has not said who it is yet"
         where = f" on {self.hostname}" if self.hostname else ""

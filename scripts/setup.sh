@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Creates .venv (Python 3.11) and installs requirements*.txt into it, again only
-# when those files change. Sourced by scripts/start.sh and scripts/test.sh.
+# Creates .venv (Python 3.11), installs requirements*.txt into it and the project
+# itself (editable, so the `memplan` command runs this checkout), again only when
+# those files or pyproject.toml change. Sourced by scripts/start.sh and scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -13,10 +14,12 @@ fi
 [ -x .venv/bin/python ] || "$python_bin" -m venv .venv
 
 stamp=.venv/.requirements.sha256
-wanted=$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)
+wanted=$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   echo "installing requirements into .venv (first time: a few minutes)..." >&2
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+  # Dependencies come from the requirements files alone: --no-deps.
+  .venv/bin/python -m pip install --quiet --no-deps -e .
   echo "$wanted" > "$stamp"
 fi

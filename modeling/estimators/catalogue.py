@@ -1,4 +1,4 @@
-"""The catalogue of models `python -m modeling evaluate` compares, each with its candidate settings.
+"""The catalogue of models `memplan evaluate` compares, each with its candidate settings.
 
 A `ModelSpec` says how to build a model for a training frame (``build``),
 which feature columns it reads (``columns``), and which settings

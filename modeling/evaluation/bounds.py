@@ -72,7 +72,7 @@ class ConformalBound:
         if self.legacy:
             return (
                 f"{self.n_calibration} held-out residuals, not counted by configuration (an older "
-                "evaluation: re-run `python -m modeling evaluate` for a bound counted by "
+                "evaluation: re-run `memplan evaluate` for a bound counted by "
                 "configuration)"
             )
         if self.thin:

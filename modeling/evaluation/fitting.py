@@ -102,7 +102,7 @@ def fit_predictor(
         raise ModelingError(
             f"only {checks[CV].n_configurations} distinct configuration(s) to calibrate "
             f"{spec.name!r} on; a {coverage:.0%} bound needs {min_calibration_size(coverage)}: "
-            "measure more (python -m profiling sweep)"
+            "measure more (memplan sweep)"
         )
 
     def build(rows: pd.DataFrame, params: dict) -> object:

@@ -16,7 +16,7 @@ only then does it see the test rows, once, to be scored: MAPE, R² and the
 worst-case percentage error. Test rows never reach ``fit`` or the selection:
 `score_split` hands them over only to ``predict``.
 
-`summarise` turns the per-seed scores into the table ``python -m modeling
+`summarise` turns the per-seed scores into the table ``memplan
 evaluate`` prints: mean and spread (standard deviation over seeds) of MAPE.
 """
 
@@ -152,7 +152,7 @@ def score_or_explain(
     except ValueError as error:
         raise ModelingError(
             f"{spec.name} cannot be fitted on {where} ({len(split.train)} run(s) to fit on): "
-            f"{error}; measure more configurations{remedy} (python -m profiling sweep)"
+            f"{error}; measure more configurations{remedy} (memplan sweep)"
         ) from error
 
 
@@ -184,7 +184,7 @@ def evaluate(
     if n_points < MIN_POINTS:
         raise ModelingError(
             f"only {n_points} distinct measured configuration(s) ({len(frame)} ok run(s)); "
-            f"the evaluation needs at least {MIN_POINTS}; measure more (python -m profiling sweep)"
+            f"the evaluation needs at least {MIN_POINTS}; measure more (memplan sweep)"
         )
     scores: list[Score] = []
     predictions: list[pd.DataFrame] = []

@@ -2,9 +2,9 @@
 
 A fresh checkout's default database is built from the bundled runs
 (`core.database.BUNDLED_EXPORTS`); the models the dashboard and
-``python -m modeling size`` predict with come from a full evaluation of those
+``memplan size`` predict with come from a full evaluation of those
 same runs (``python -m benchmarks.accuracy --store-db``, which scores them as
-``python -m modeling evaluate`` does and prints the tables in `docs/`), which
+``memplan evaluate`` does and prints the tables in `docs/`), which
 takes 30-50 minutes per workload and machine profile on a 2-core machine.
 Rather than make every new user wait for it, the results of one such
 evaluation per workload and profile are exported (one Parquet file per results
@@ -16,7 +16,7 @@ holds exactly the runs of that workload and profile they were fit on (same
 data fingerprint): more runs of that machine need their own evaluation; runs
 of another machine do not affect it.
 
-    python -m modeling export-results data/reference_results --db results.duckdb
+    memplan export-results data/reference_results --db results.duckdb
 
 An export is stamped with its schema version like a runs export (Parquet
 metadata ``memplan_schema_version``, `core.datafiles`). One without it is from
@@ -31,7 +31,7 @@ Reading never needs the install: `load_predictors`, `load_scores` and
 `load_predictions` answer from the database's latest evaluation of a workload
 and profile and, when it has none but holds exactly the runs a bundle was fit
 on, from that bundle's files read into memory. Read-only mode
-(`modeling.stored.readonly`) and ``python -m modeling size`` use only those,
+(`modeling.stored.readonly`) and ``memplan size`` use only those,
 so they never write.
 """
 
@@ -86,7 +86,7 @@ def export_results(
         if evaluation_id is None:
             raise ModelingError(
                 f"{db_path} holds no evaluation to export; run "
-                f"`python -m modeling evaluate --db {db_path}` first"
+                f"`memplan evaluate --db {db_path}` first"
             )
         for table in RESULT_TABLES:
             datafiles.write(
@@ -107,8 +107,7 @@ def _read(directory: Path, table: str) -> pa.Table:
         rows = pq.read_table(path)
     except (pa.ArrowException, OSError) as error:
         raise ModelingError(
-            f"cannot read {path}: {error}; give a folder written by "
-            "`python -m modeling export-results`"
+            f"cannot read {path}: {error}; give a folder written by `memplan export-results`"
         ) from error
     tag = (rows.schema.metadata or {}).get(datafiles.VERSION_METADATA_KEY.encode())
     version, rows = datafiles.export_version(
@@ -255,7 +254,7 @@ def load_predictors(
         if rows is None:
             raise
         flags = f"--workload {workload}" + (f" --machine {machine}" if machine else "")
-        refit = f"python -m modeling evaluate {flags} --db {db_path}"
+        refit = f"memplan evaluate {flags} --db {db_path}"
         source = f"the bundled results of {workload}"
         records = rows.to_dict("records")
         predictors = [tables.predictor_from_row(row, source, refit) for row in records]

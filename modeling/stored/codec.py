@@ -89,7 +89,7 @@ def _skops(estimator: Any) -> bytes:
 
 
 def encode(estimator: Any) -> bytes:
-    """``estimator`` (fitted, of a type `python -m modeling evaluate` makes) as stored bytes."""
+    """``estimator`` (fitted, of a type `memplan evaluate` makes) as stored bytes."""
     for type_name, cls in JSON_TYPES.items():
         if type(estimator) is cls:
             return _archive(type_name, estimator.to_state(), {})

@@ -1,7 +1,7 @@
 """Read-only mode: with ``MEMPLAN_READ_ONLY`` set, reading results writes nothing, anywhere.
 
 A dashboard shared with a team (docs/dashboard.md, "Sharing the dashboard") and
-``python -m modeling size`` then open the database read-only and only that:
+``memplan size`` then open the database read-only and only that:
 
 * a missing database is an error naming it (`existing`), not a new file;
 * an older database is refused with the command that migrates it

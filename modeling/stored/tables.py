@@ -3,7 +3,7 @@
 Four tables in the *same* database file as ``runs``, part of its schema
 (`core.schema`, which also migrates the results of older databases):
 
-* ``evaluations`` — one row per ``python -m modeling evaluate``: the workload
+* ``evaluations`` — one row per ``memplan evaluate``: the workload
   whose runs it fit, when, the command, which data (fingerprint, run and point
   counts), seeds, machine;
 * ``scores`` — one row per model x split kind x seed (`modeling.evaluation.protocol.Score`);
@@ -12,7 +12,7 @@ Four tables in the *same* database file as ``runs``, part of its schema
 * ``models`` — each model fit on all the runs: its formula and settings, the
   fitted estimator itself (BLOB, as data: `modeling.stored.codec`), the
   columns it reads, its conformal bounds and training range. `load_predictors`
-  rebuilds them, so the dashboard and ``python -m modeling size`` predict
+  rebuilds them, so the dashboard and ``memplan size`` predict
   without refitting.
 
 Each workload and machine profile (`core.profiles`) has its own evaluations: the
@@ -169,8 +169,7 @@ def no_models_error(path: Path, workload: str, machine: str | None = None) -> No
         which += f" for machine profile {machine}"
         flags += f" --machine {machine}"
     return NoModelsError(
-        f"no fitted models{which} in {path} yet; run "
-        f"`python -m modeling evaluate{flags} --db {path}` first"
+        f"no fitted models{which} in {path} yet; run `memplan evaluate{flags} --db {path}` first"
     )
 
 
@@ -300,7 +299,7 @@ def load_predictors(
         rows = [dict(zip(columns, values, strict=True)) for values in result.fetchall()]
     if not rows:
         raise no_models_error(path, workload, machine)
-    refit = f"python -m modeling evaluate --db {path}"
+    refit = f"memplan evaluate --db {path}"
     return [predictor_from_row(row, str(path), refit) for row in rows]
 
 

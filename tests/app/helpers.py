@@ -18,7 +18,7 @@ from core import database, store
 from core.analytical import refined_breakdown
 from core.profiles import profile_of
 from core.workloads.alexnet import AlexNetConfig
-from modeling import cli as modeling_cli
+from memplan import cli as memplan_cli
 from presentation.text import WORD_JOINER
 from profiling import exchange
 from tests.conftest import build_record
@@ -72,7 +72,7 @@ def database_without_evaluation(path: Path, keep_runs: int | None = None) -> Pat
 
     Dropping a run changes the data's fingerprint, so the bundled evaluation is
     not installed: what a fresh sweep's database looks like before
-    ``python -m modeling evaluate``. ``keep_runs=0`` leaves it without runs.
+    ``memplan evaluate``. ``keep_runs=0`` leaves it without runs.
     """
     database.ensure_database(path)
     runs = pq.read_table(database.BUNDLED_RUNS)
@@ -193,7 +193,7 @@ def evaluate_alexnet(path: Path) -> None:
 
     Each machine profile with enough runs gets its own evaluation.
     """
-    code = modeling_cli.main(
+    code = memplan_cli.main(
         [
             "evaluate",
             "--db",

@@ -183,9 +183,7 @@ def test_without_an_evaluation_the_page_says_how_and_still_draws_the_analytical_
     assert f"has {configurations} distinct measured configurations of the 3D U-Net" in shown(
         at.warning[0].value
     )
-    assert at.code[0].value == (
-        f"python -m modeling evaluate --workload unet3d --machine {key} --db {db}"
-    )
+    assert at.code[0].value == (f"memplan evaluate --workload unet3d --machine {key} --db {db}")
     models = widget(at.multiselect, "Models")
     assert models.value == ["paper", "refined"]
     chart = peak_chart(at)
@@ -246,9 +244,7 @@ def test_alexnet_runs_without_an_evaluation_get_the_command_and_the_analytical_c
     )
     key = profile_key()
     assert widget(at.main.selectbox, "Machine").value == key
-    assert at.code[0].value.startswith(
-        f"python -m modeling evaluate --workload alexnet --machine {key}"
-    )
+    assert at.code[0].value.startswith(f"memplan evaluate --workload alexnet --machine {key}")
     assert widget(at.multiselect, "Models").value == ["paper", "refined"]
     chart = peak_chart(at)
     measured = chart["measured"]["rows"]
@@ -317,7 +313,7 @@ def test_the_page_opens_on_the_bundled_machine_and_says_why_not_this_one(referen
     assert f"Profile `{bundled.key}` · the bundled reference" in captions
     (note,) = machine_note(at)
     assert note == shown(bundled.note)
-    assert "python -m profiling calibrate --workload unet3d" in note
+    assert "memplan calibrate --workload unet3d" in note
     assert dict(at.query_params) == {"workload": "unet3d", "machine": bundled.key}
 
 
@@ -350,7 +346,7 @@ def test_this_machine_without_runs_says_what_it_lacks_and_launches_the_sweep(
     [(request, refit)] = launched
     assert [shape[0] for shape in request.grid.image_sizes] == list(CALIBRATION.image_sizes)
     assert tuple(request.grid.batch_sizes) == CALIBRATION.batch_sizes
-    # Then this machine's models are fitted the way `python -m profiling calibrate` fits them.
+    # Then this machine's models are fitted the way `memplan calibrate` fits them.
     assert refit == fit_command("unet3d", here.key, reference_db)
 
 
@@ -375,8 +371,7 @@ def test_another_machines_runs_are_drawn_alone_and_must_be_measured_there(alexne
     # Its runs had oneDNN off: the page says what the variable would change.
     assert [c for c in at.caption if shown(c.value) == profiles.ONEDNN_OFF_NOTE]
     assert at.code[0].value == (
-        "python -m profiling sweep --workload alexnet --image-sizes 96 128 160 192 224 "
-        "--batch-sizes 1 2"
+        "memplan sweep --workload alexnet --image-sizes 96 128 160 192 224 --batch-sizes 1 2"
     )
     assert not at.main.button  # not this machine: nothing to launch here
 

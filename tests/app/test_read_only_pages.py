@@ -87,7 +87,7 @@ def test_a_read_only_dashboard_shows_what_this_machine_lacks_but_launches_nothin
     at = machine.set_value(this_profile().key).run()
 
     assert [c.value for c in at.code if c.language == "bash"][0].startswith(
-        "python -m profiling sweep --workload unet3d"
+        "memplan sweep --workload unet3d"
     )
     assert not at.main.button
     assert any("read-only: run the command" in caption.value for caption in at.caption)
@@ -138,7 +138,7 @@ def test_a_model_row_that_would_run_code_is_refused_on_the_models_and_sizing_pag
             f"stored model 'xgboost' in {reference_db} is refused, nothing of it was run: it is "
             "a pickle"
         )
-        assert "python -m modeling evaluate --db" in shown(error.value)
+        assert "memplan evaluate --db" in shown(error.value)
     assert not marker.exists()
 
 

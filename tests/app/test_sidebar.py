@@ -176,7 +176,7 @@ def test_the_refit_after_a_sweep_evaluates_the_swept_workload(reference_db):
     command = refit_command(REFIT_QUICK, reference_db, "alexnet")
     assert command[1:] == [
         "-m",
-        "modeling",
+        "memplan",
         "evaluate",
         "--db",
         str(reference_db),

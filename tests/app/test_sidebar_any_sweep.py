@@ -17,7 +17,7 @@ from core import database, store
 from profiling import launcher
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-COMMAND = "python -m profiling sweep --image-sizes 16 --batch-sizes 1 2"
+COMMAND = "memplan sweep --image-sizes 16 --batch-sizes 1 2"
 CLI_SWEEP = """
 import sys, time
 from profiling import sweeplock

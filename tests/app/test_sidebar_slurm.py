@@ -24,7 +24,7 @@ from profiling.launcher import JobCommand
 from tests.app.helpers import shown
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-COMMAND = "python -m profiling sweep --image-sizes 32 64 --executor slurm --partition debug"
+COMMAND = "memplan sweep --image-sizes 32 64 --executor slurm --partition debug"
 SUBMITTER = """
 import signal, sys, time
 from core import store

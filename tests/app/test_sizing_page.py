@@ -325,7 +325,7 @@ def test_without_stored_models_the_page_says_how_to_get_them(
         f"No fitted 3D U-Net (IntelAI/unet) models yet for {BUNDLED_LABEL} — the most runs:"
     )
     assert at.code[0].value == (
-        f"python -m modeling evaluate --workload unet3d --machine {BUNDLED_MACHINE} --db {db}"
+        f"memplan evaluate --workload unet3d --machine {BUNDLED_MACHINE} --db {db}"
     )
     assert widget(at.selectbox, "Model").disabled
     assert not [m for m in at.metric if m.label == "Upper bound"]
@@ -435,7 +435,7 @@ def test_alexnet_runs_without_an_evaluation_get_the_command_that_makes_one(
 
     (info,) = at.info
     assert "No fitted AlexNet-style 2D CNN (Torres et al. 2021) models" in info.value
-    evaluate = f"python -m modeling evaluate --workload alexnet --machine {profile_key()}"
+    evaluate = f"memplan evaluate --workload alexnet --machine {profile_key()}"
     assert at.code[0].value.startswith(evaluate)
     assert widget(at.selectbox, "Model").disabled
     assert not [m for m in at.metric if m.label == "Upper bound"]
@@ -500,7 +500,7 @@ def test_this_machine_without_models_gets_the_sweep_that_gives_it_some(
     assert not [m for m in at.metric if m.label == "Upper bound"]
     (lacks,) = [shown(w.value) for w in at.warning]
     assert lacks.startswith(f"{here.label} (profile {here.key}) has no measured run")
-    assert at.code[0].value.startswith("python -m profiling sweep --workload unet3d")
+    assert at.code[0].value.startswith("memplan sweep --workload unet3d")
 
     widget(at.main.button, "Launch this sweep").click().run()
     [(request, refit)] = launched

@@ -67,7 +67,7 @@ def test_a_budget_above_what_this_machine_can_give_disables_the_buttons_and_says
     assert "--executor slurm --partition P --mem 14GiB" in refusals[0]
     predictions = [c for c in captions(at) if c.startswith("A prediction, not verified by a run")]
     assert len(predictions) == 2
-    assert "`python -m modeling size image --workload alexnet --batch-size 32 " in predictions[0]
+    assert "`memplan size image --workload alexnet --batch-size 32 " in predictions[0]
 
 
 def test_another_machines_answer_cannot_be_verified_here(alexnet_db: Path) -> None:

@@ -185,10 +185,10 @@ def test_machines_are_listed_by_profile_and_compared_at_a_chosen_batch(reference
 
 def test_the_sweeps_table_shows_status_and_points_done(reference_db):
     grid = {"image_sizes": ["32", "64"], "batch_sizes": [1, 2]}
-    store.create_sweep(reference_db, "sweep0000001", "python -m profiling sweep", grid, 4)
+    store.create_sweep(reference_db, "sweep0000001", "memplan sweep", grid, 4)
     store.update_sweep(reference_db, "sweep0000001", points_done=3)
     # A running sweep holds the database's sweep lock for as long as it lives.
-    with sweeplock.hold(reference_db, "sweep0000001", "python -m profiling sweep", 4):
+    with sweeplock.hold(reference_db, "sweep0000001", "memplan sweep", 4):
         at = sweeps_page()
     sweeps = table_with(at, "points done / total")
     [row] = sweeps.to_dict("records")
@@ -202,7 +202,7 @@ def test_the_sweeps_table_shows_status_and_points_done(reference_db):
 
 def test_a_sweep_left_running_by_a_dead_process_shows_as_interrupted(reference_db):
     grid = {"image_sizes": ["32"], "batch_sizes": [1]}
-    store.create_sweep(reference_db, "sweep0000002", "python -m profiling sweep", grid, 1)
+    store.create_sweep(reference_db, "sweep0000002", "memplan sweep", grid, 1)
     at = sweeps_page()
     [row] = table_with(at, "points done / total").to_dict("records")
     assert (row["sweep"], row["status"]) == ("sweep0000002", "interrupted")
@@ -282,7 +282,7 @@ def test_one_machine_has_nothing_to_compare_and_the_page_says_how_to_get_another
     assert info.startswith(
         "No configuration among the runs shown was measured on two machine profiles yet."
     )
-    assert "python -m profiling calibrate --workload unet3d" in info
+    assert "memplan calibrate --workload unet3d" in info
 
 
 def test_the_same_configurations_on_two_machines_are_compared_side_by_side(two_machines_db):

@@ -1,6 +1,6 @@
 """The downloadable sizing report in a real browser, opened from disk with the network cut off.
 
-``python -m modeling report`` writes the Dell–Intel study's question (240x240x144
+``memplan report`` writes the Dell–Intel study's question (240x240x144
 at batch 16, 256 GiB, 20% headroom) on the bundled Intel reference; Debian's
 chromium opens the file at 1024 and 1400 px wide with every request that is
 not the file itself refused and recorded: none may be attempted. The headline
@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from core import database
-from modeling import cli
+from memplan import cli
 from profiling import exchange
 
 pytestmark = pytest.mark.e2e

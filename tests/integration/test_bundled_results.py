@@ -109,7 +109,7 @@ def test_an_export_reinstalls_as_the_same_evaluation(tmp_path: Path) -> None:
 def test_exporting_without_an_evaluation_says_how_to_make_one(tmp_path: Path) -> None:
     db = database.ensure_database(tmp_path / "empty.duckdb")
 
-    with pytest.raises(ModelingError, match="python -m modeling evaluate"):
+    with pytest.raises(ModelingError, match="memplan evaluate"):
         bundle.export_results(db, tmp_path / "export")
 
 

@@ -1,4 +1,4 @@
-"""``python -m profiling calibrate`` end to end: a real TensorFlow child on a one-point grid.
+"""``memplan calibrate`` end to end: a real TensorFlow child on a one-point grid.
 
 The calibration file names one point (a 32^3 cube at batch 1, ~15 s of
 TensorFlow), so the test stays cheap; ``--no-fit`` skips the model fitting,
@@ -37,7 +37,7 @@ ONE_POINT = {
 
 def calibrate(grids: Path, db: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "profiling", "calibrate", "--calibration-file", str(grids)]
+        [sys.executable, "-m", "memplan", "calibrate", "--calibration-file", str(grids)]
         + ["--db", str(db), "--no-fit", "--quiet"],
         cwd=REPO,
         capture_output=True,

@@ -1,4 +1,4 @@
-"""`python -m profiling` refuses bad input with one line, in a real subprocess on real files.
+"""`memplan` refuses bad input with one line, in a real subprocess on real files.
 
 Probes 5, 10 and 11 of the hardening issue, as a user meets them: an
 implausible or overflowing import, a file too large to check, a memory limit
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 def memplan(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if k != database.DB_ENV_VAR}
     return subprocess.run(
-        [sys.executable, "-m", "profiling", *args],
+        [sys.executable, "-m", "memplan", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -108,7 +108,7 @@ def test_importing_a_timeline_above_the_size_limit_is_refused_at_once(tmp_path, 
     assert line == (
         f"error: {huge} is 1.00 GiB (1,073,741,825 bytes), more than the 1.00 GiB a samples "
         "file may have; export "
-        "and import it in parts, e.g. one sweep at a time (`python -m profiling export "
+        "and import it in parts, e.g. one sweep at a time (`memplan export "
         "--sweep ID`)"
     )
 

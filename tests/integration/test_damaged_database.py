@@ -142,7 +142,7 @@ def test_duckdbs_own_lock_message_is_still_a_lock(tmp_path):
 
 def _profiling(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "profiling", *args],
+        [sys.executable, "-m", "memplan", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -47,7 +47,7 @@ def db(tmp_path: Path):
 
 
 def test_a_launched_sweep_runs_detached_stores_its_run_and_reports_the_refit(db: Path):
-    refit = [sys.executable, "-m", "modeling", "evaluate", "--db", str(db), "--quick"]
+    refit = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db), "--quick"]
     started = launcher.launch(db, tiny_request(), refit_command=refit)
     assert started.running
 
@@ -76,7 +76,7 @@ def test_a_launched_sweep_runs_detached_stores_its_run_and_reports_the_refit(db:
     assert current.refit.startswith("models not refit: ")
     assert current.refit.endswith(
         "only 1 distinct measured configuration(s) (1 ok run(s)); "
-        "the evaluation needs at least 10; measure more (python -m profiling sweep)"
+        "the evaluation needs at least 10; measure more (memplan sweep)"
     )
 
 
@@ -103,7 +103,7 @@ def test_after_a_sweep_the_models_are_refit_on_every_stored_run_of_each_machine(
     db = database.ensure_database(tmp_path / "reference.duckdb")
     exchange.import_runs(db, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
     assert bundle.install_bundled_results(db)
-    refit = [sys.executable, "-m", "modeling", "evaluate", "--db", str(db), "--quick"]
+    refit = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db), "--quick"]
 
     launcher.launch(db, tiny_request(), refit_command=refit)
     deadline = time.monotonic() + SWEEP_TIMEOUT_S

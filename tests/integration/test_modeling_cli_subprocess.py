@@ -1,4 +1,4 @@
-"""`python -m modeling` as a user runs it: a real subprocess, exit codes and exact messages."""
+"""`memplan` as a user runs it: a real subprocess, exit codes and exact messages."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def modeling(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "modeling", *args],
+        [sys.executable, "-m", "memplan", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -28,7 +28,7 @@ def test_help_lists_every_command_and_sizing_question() -> None:
     for question in ("image", "batch", "buy"):
         assert question in size.stdout
     # Each start imports scikit-learn, xgboost and gplearn: check one question's own help.
-    assert modeling("size", "buy", "--help").stdout.startswith("usage: python -m modeling size buy")
+    assert modeling("size", "buy", "--help").stdout.startswith("usage: memplan size buy")
 
 
 def test_sizing_on_an_empty_database_is_one_error_line_with_the_next_step(tmp_path) -> None:
@@ -39,5 +39,5 @@ def test_sizing_on_an_empty_database_is_one_error_line_with_the_next_step(tmp_pa
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == (
-        f"error: no fitted models in {db} yet; run `python -m modeling evaluate --db {db}` first\n"
+        f"error: no fitted models in {db} yet; run `memplan evaluate --db {db}` first\n"
     )

@@ -1,4 +1,4 @@
-"""`python -m profiling` end to end: real TensorFlow children on tiny networks.
+"""`memplan` end to end: real TensorFlow children on tiny networks.
 
 Each test profiles 16^3 volumes through a 4-filter U-Net (a few seconds of
 TensorFlow per point) into a temporary DuckDB file, as a user would.
@@ -28,7 +28,7 @@ TINY_GRID = ["--image-sizes", "16", "--batch-sizes", "1", "--base-filters", "4",
 
 def memplan(*args: str, env: dict[str, str] | None = None, check: bool = False):
     return subprocess.run(
-        [sys.executable, "-m", "profiling", *args],
+        [sys.executable, "-m", "memplan", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -47,9 +47,7 @@ def test_help_lists_every_subcommand_and_each_has_its_own_help():
     result = memplan("--help", check=True)
     for command in ["run", "sweep", "list", "show", "export", "import"]:
         assert command in result.stdout
-        assert memplan(command, "--help", check=True).stdout.startswith(
-            "usage: python -m profiling"
-        )
+        assert memplan(command, "--help", check=True).stdout.startswith("usage: memplan")
 
 
 def test_a_real_run_is_profiled_end_to_end_into_the_database(db):
@@ -192,7 +190,7 @@ def test_an_invalid_grid_is_refused_before_anything_runs(db):
 def test_sigterm_stops_a_sweep_cleanly_and_the_next_run_resumes(db, tmp_path):
     log = (tmp_path / "sweep.log").open("w")
     sweep = subprocess.Popen(
-        [sys.executable, "-m", "profiling", "sweep", *TINY_GRID, "--quiet", "--db", str(db)],
+        [sys.executable, "-m", "memplan", "sweep", *TINY_GRID, "--quiet", "--db", str(db)],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -1,4 +1,4 @@
-"""``python -m modeling report``: writes one self-contained HTML file, and nothing else.
+"""``memplan report``: writes one self-contained HTML file, and nothing else.
 
 The report reads the database (and the bundled models of its runs, in memory)
 and writes only the file named by ``--output``: never over an existing one
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from core import database
-from modeling import cli
+from memplan import cli
 from modeling.stored import readonly
 from profiling import exchange
 
@@ -71,7 +71,7 @@ def test_report_writes_the_html_and_nothing_to_the_database(
     html = output.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and HEADLINE in html
     assert (
-        "python -m modeling report --workload unet3d --image-size 240x240x144 --batch-size 16 "
+        "memplan report --workload unet3d --image-size 240x240x144 --batch-size 16 "
         "--budget 256GiB --headroom 0.2 --model symbolic --machine 9b59349f74 --output"
     ) in html
     assert _state(db) == before

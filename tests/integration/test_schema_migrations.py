@@ -24,11 +24,12 @@ import pytest
 
 from core import database, profiles, schema, store
 from core.errors import DataFileError, StoreError
+from memplan import cli
 from modeling.errors import ModelingError
 from modeling.features import measured_frame
 from modeling.stored import bundle
 from modeling.stored import tables as results
-from profiling import cli, exchange
+from profiling import exchange
 
 FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 # A fixture generation is kept small enough to live in the repository.
@@ -506,7 +507,7 @@ def test_a_schema_1_databases_results_load_but_its_pickled_models_are_refused(
     assert str(refused.value).startswith(
         f"stored model 'paper' in {old_db} is refused, nothing of it was run: it is a pickle"
     )
-    assert f"Re-run `python -m modeling evaluate --db {old_db}` to refit" in str(refused.value)
+    assert f"Re-run `memplan evaluate --db {old_db}` to refit" in str(refused.value)
     with pytest.raises(ModelingError, match="stored model 'paper' .* is refused"):
         results.load_predictor(old_db, "refined")
 
@@ -528,7 +529,7 @@ def test_a_read_only_open_of_an_older_database_writes_nothing(
     assert str(refused.value) == (
         f"database {db} has schema version {generation.version}, older than this memplan's "
         f"{schema.SCHEMA_VERSION}, and a read-only open never migrates it; open it once "
-        f"read-write to migrate it in place, e.g. `python -m profiling list --db {db}`"
+        f"read-write to migrate it in place, e.g. `memplan list --db {db}`"
     )
     assert _file_state(db) == before
     assert _version(db) == str(generation.version)
@@ -642,7 +643,7 @@ def test_a_database_of_a_newer_memplan_is_refused_and_left_alone(tmp_path: Path)
     for attempt in (
         lambda: database.ensure_database(db),
         lambda: store.load_runs(db),
-        lambda: store.create_sweep(db, "s1", "python -m profiling sweep", {}, points_total=1),
+        lambda: store.create_sweep(db, "s1", "memplan sweep", {}, points_total=1),
     ):
         with pytest.raises(StoreError) as refused:
             attempt()
@@ -751,7 +752,7 @@ def test_a_new_export_carries_the_current_version_and_round_trips(
 ) -> None:
     db = _copy(generation, tmp_path)
     runs_file, samples_file = tmp_path / f"runs{suffix}", tmp_path / f"samples{suffix}"
-    database.ensure_database(db)  # as `python -m profiling export` does first
+    database.ensure_database(db)  # as `memplan export` does first
     exchange.export_runs(db, runs_file, samples_file)
 
     if suffix == ".parquet":

@@ -1,4 +1,4 @@
-"""``python -m modeling size image --verify`` for real: a subprocess that runs a real sweep.
+"""``memplan size image --verify`` for real: a subprocess that runs a real sweep.
 
 The models are fitted on synthetic runs recorded as this machine's profile (a real
 fit needs ten measured configurations: minutes of TensorFlow), made pessimistic
@@ -21,7 +21,7 @@ import pytest
 from core import database, profiles, store
 from core.machine import machine_info, onednn_enabled, software_info
 from core.workloads.unet3d import UNetConfig
-from modeling import cli as modeling_cli
+from memplan import cli as memplan_cli
 from modeling.sizing import largest_image_side, replace_below_floor
 from modeling.stored.bundle import load_predictor
 from presentation import verification
@@ -46,7 +46,7 @@ def this_machines_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
         row.update(here, peak_hwm_bytes=row["peak_hwm_bytes"] + PESSIMISM_BYTES)
         store.insert_run(db, build_record(**row))
     fit = ["evaluate", "--db", str(db), "--models", "least_squares", "--seeds", "2"]
-    assert modeling_cli.main([*fit, "--extrapolation-seeds", "1"]) == 0
+    assert memplan_cli.main([*fit, "--extrapolation-seeds", "1"]) == 0
     key = profiles.profile_of(build_record(**here).row()).key
     model = load_predictor(db, "least_squares", "unet3d", machine=key)
     configs = [UNetConfig((side,) * 3, 1) for side in (SIDE, NEXT_SIDE)]
@@ -64,7 +64,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
         pytest.skip(f"this machine cannot give a run {budget} bytes now")
 
     result = subprocess.run(
-        [sys.executable, "-m", "modeling", "size", "image", "--budget", str(budget)]
+        [sys.executable, "-m", "memplan", "size", "image", "--budget", str(budget)]
         + ["--batch-size", "1", "--db", str(db), "--verify"],
         cwd=REPO,
         capture_output=True,
@@ -82,7 +82,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
     assert (runs["memory_limit_bytes"] == budget).all()
 
     again = subprocess.run(
-        [sys.executable, "-m", "modeling", "size", "image", "--budget", str(budget)]
+        [sys.executable, "-m", "memplan", "size", "image", "--budget", str(budget)]
         + ["--batch-size", "1", "--db", str(db)],
         cwd=REPO,
         capture_output=True,

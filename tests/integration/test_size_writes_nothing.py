@@ -1,4 +1,4 @@
-"""``python -m modeling size`` writes nothing: never the bundle, and in read-only mode not at all.
+"""``memplan size`` writes nothing: never the bundle, and in read-only mode not at all.
 
 With ``MEMPLAN_READ_ONLY=1`` a missing database is a message (no file), an
 existing one is opened read-only only, and the bundled models of the bundled
@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from core import database
-from modeling import cli
+from memplan import cli
 from modeling.stored import bundle, readonly
 from modeling.stored import tables as results
 from profiling import exchange

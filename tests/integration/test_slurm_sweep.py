@@ -31,7 +31,7 @@ def _sweep_command(db: Path, partition: str, *flags: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "profiling",
+        "memplan",
         "sweep",
         *GRID,
         "--executor",

@@ -16,10 +16,11 @@ from core import database, store
 from core.errors import StoreError
 from core.records import PeakBound
 from core.workloads.unet3d import UNetConfig
+from memplan import sweep as sweep_command
 from modeling.guard import fitted_bounds
 from modeling.stored import bundle
 from presentation import sweep_guard
-from profiling import cli, exchange
+from profiling import exchange
 from profiling.estimate import estimate_peak_bytes
 from profiling.runner import RunSettings
 from profiling.sweep import Grid, run_sweep
@@ -82,13 +83,13 @@ def test_a_sweep_runs_a_point_whose_fitted_bound_fits_though_the_closed_form_doe
 def test_a_slurm_sweep_takes_the_nodes_fitted_bounds_from_their_profile_prefix(
     reference_db: Path,
 ) -> None:
-    precheck = cli._nodes_precheck(reference_db, INTEL[:4], "unet3d")
+    precheck = sweep_command._nodes_precheck(reference_db, INTEL[:4], "unet3d")
     assert precheck is not None
     assert precheck([DELL_BATCH_8]) == fitted_bounds(reference_db, [DELL_BATCH_8], INTEL)
     with pytest.raises(
         StoreError, match=f"no machine profile 'zz'; the known profiles are: {INTEL}"
     ):
-        cli._nodes_precheck(reference_db, "zz", "unet3d")
+        sweep_command._nodes_precheck(reference_db, "zz", "unet3d")
 
 
 def test_this_machines_precheck_bounds_each_point_by_its_precisions_profile(

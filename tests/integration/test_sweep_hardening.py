@@ -45,7 +45,7 @@ def sweep_args(db: Path, *batches: str, limit: str = "3GiB") -> list[str]:
     return [
         sys.executable,
         "-m",
-        "profiling",
+        "memplan",
         "sweep",
         *TINY,
         "--batch-sizes",
@@ -173,7 +173,7 @@ def test_probe3_the_dashboard_sees_and_cancels_a_cli_sweep_and_cannot_launch_bes
     wait_for(lambda: profiled_children(cli.pid), "the CLI sweep's child")
     current = launcher.status(db)
     assert current.running and current.external and current.pid == cli.pid
-    assert current.command.startswith("python -m profiling sweep --image-sizes 16")
+    assert current.command.startswith("memplan sweep --image-sizes 16")
     request = requests.parse_request("16", "1 2", "4", 2, "3GiB")
     with pytest.raises(LauncherError, match=rf"already running for runs.duckdb \(pid {cli.pid}"):
         launcher.launch(db, request)

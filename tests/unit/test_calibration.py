@@ -69,7 +69,7 @@ def test_a_good_entry_reads_as_a_calibration_with_its_grid(tmp_path):
     )
     assert found.grid().image_sizes[0] == (32, 32, 32)
     assert found.sweep_command() == (
-        "python -m profiling sweep --workload unet3d --image-sizes 32 48 64 80 96 --batch-sizes 1 2"
+        "memplan sweep --workload unet3d --image-sizes 32 48 64 80 96 --batch-sizes 1 2"
     )
     assert found.to_entry() == ENTRY
 

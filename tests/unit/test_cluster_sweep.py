@@ -14,7 +14,8 @@ from core import database, profiles, store
 from core.errors import ConfigError
 from core.records import PeakBound
 from core.workloads.unet3d import UNetConfig
-from profiling import cli, slurm, slurm_job
+from memplan import cli
+from profiling import slurm, slurm_job
 from profiling.cluster_sweep import (
     JOB_PROCESS_ALLOWANCE_BYTES,
     NEW,

@@ -248,7 +248,7 @@ def test_the_bounds_table_says_an_older_bound_counted_residuals(calibrated) -> N
     assert "| 118 residuals (older evaluation) |" in table
     assert table.endswith(
         "older evaluation: its bounds counted held-out residuals, the same configuration once "
-        "per seed; re-run `python -m modeling evaluate` for bounds counted by configuration."
+        "per seed; re-run `memplan evaluate` for bounds counted by configuration."
     )
 
 

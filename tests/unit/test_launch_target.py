@@ -18,13 +18,15 @@ import pytest
 
 from core import database, store
 from core.errors import ConfigError
-from profiling import cli, job, jobstatus, launch_target, launcher, requests, slurm, sweeplock
+from memplan import cli
+from memplan import sweep as sweep_command
+from profiling import job, jobstatus, launch_target, launcher, requests, slurm, sweeplock
 from profiling.cluster_sweep import SlurmOptions, default_work_dir
 from profiling.jobstatus import PointState
 from profiling.launcher import JobCommand
 
 PY = sys.executable
-COMMAND = "python -m profiling sweep --image-sizes 32 64 --executor slurm --partition debug"
+COMMAND = "memplan sweep --image-sizes 32 64 --executor slurm --partition debug"
 EXECUTOR = "Slurm partition debug"
 # What `run_cluster_sweep` writes into its lock after each look at the jobs.
 POINT_STATES = [
@@ -170,7 +172,7 @@ def test_a_slurm_sweeps_flags_are_exactly_what_the_cli_accepts(tmp_path: Path):
     parsed = cli.build_parser().parse_args(args)
     assert (parsed.image_sizes, parsed.batch_sizes, parsed.steps) == (["32", "64"], [1, 2], 3)
     assert parsed.executor == "slurm" and parsed.memory_limit is None
-    assert cli._slurm_options(parsed) == options  # the CLI's own reading, checks included
+    assert sweep_command._slurm_options(parsed) == options  # the CLI's own reading, checks included
     assert launch_target.describe(options) == "Slurm partition debug, account lab"
 
 
@@ -185,7 +187,7 @@ def test_every_slurm_option_survives_the_round_trip_through_the_cli(tmp_path: Pa
         poll_s=0.5,
     )
     args = launch_target.sweep_args(request(), tmp_path / "x.duckdb", options)
-    assert cli._slurm_options(cli.build_parser().parse_args(args)) == options
+    assert sweep_command._slurm_options(cli.build_parser().parse_args(args)) == options
 
 
 def test_without_slurms_commands_a_slurm_launch_is_refused_with_the_install_hint(db, monkeypatch):

@@ -22,8 +22,8 @@ from tqdm import tqdm
 
 from core import database, store
 from core.errors import ConfigError
+from memplan.cli import build_parser
 from profiling import job, joblog, jobstatus, launcher, requests
-from profiling.cli import build_parser
 from profiling.launcher import JobCommand, LauncherError
 
 PY = sys.executable
@@ -97,7 +97,7 @@ def test_a_valid_form_becomes_a_request_with_its_points_counted():
         "--db",
         "/data/x.duckdb",
     ]
-    # Exactly what `python -m profiling sweep` accepts.
+    # Exactly what `memplan sweep` accepts.
     parsed = build_parser().parse_args(args)
     assert (parsed.image_sizes, parsed.batch_sizes, parsed.memory_limit) == (
         ["32", "64", "96x96x64"],
@@ -319,7 +319,7 @@ def test_the_phase_moves_from_sweeping_to_refitting(db: Path, tmp_path: Path):
 
 
 def test_points_done_and_total_come_from_the_jobs_sweep_in_the_sweeps_table(db: Path):
-    command = "python -m profiling sweep --image-sizes 16 --db x"
+    command = "memplan sweep --image-sizes 16 --db x"
     # An older sweep with the same command line is not this job's.
     store.create_sweep(db, "older", command, {}, 9)
     time.sleep(1.1)  # created_at has one-second resolution
@@ -468,7 +468,7 @@ def test_a_launched_sweeps_refit_waits_for_new_runs_only_when_asked(db, monkeypa
     assert not started[0][0].needs_new_runs  # the sweep itself always runs
 
 
-SWEEP_COMMAND = "python -m profiling sweep --image-sizes 32 --db x"
+SWEEP_COMMAND = "memplan sweep --image-sizes 32 --db x"
 
 
 def refit_after_gated_sweep(db: Path, gate: Path) -> None:

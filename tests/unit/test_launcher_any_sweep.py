@@ -21,7 +21,7 @@ from profiling import job, jobstatus, launcher, sweeplock
 from profiling.launcher import JobCommand, LauncherError
 
 PY = sys.executable
-COMMAND = "python -m profiling sweep --image-sizes 16 --db x"
+COMMAND = "memplan sweep --image-sizes 16 --db x"
 # Holds the sweep lock like a sweep, records itself running, then sleeps.
 STAND_IN = """
 import sys, time

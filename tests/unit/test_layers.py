@@ -3,9 +3,10 @@
 Layers, bottom up: ``core`` (workloads, store, units, errors) <- ``profiling``
 (measures) and ``modeling`` (predicts), which never import each other <-
 ``presentation`` (Streamlit-free frames, charts and text reports) <-
-``dashboard`` and ``app.py``. The command-line entry points (``*.cli``,
-``*.__main__``) sit on top of their package and may use ``presentation``; the
-dashboard imports none of them. Every import counts, inside functions too.
+``dashboard`` and ``app.py``, and beside them ``memplan`` (the command line),
+which never import each other. No special case: ``memplan`` and
+``memplan`` are aliases that start ``python -m memplan`` as a new
+process, importing nothing. Every import counts, inside functions too.
 """
 
 from __future__ import annotations
@@ -16,9 +17,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("core", "profiling", "modeling", "presentation", "dashboard")
-LAYER = {"core": 0, "profiling": 1, "modeling": 1, "presentation": 2, "dashboard": 3, "app": 4}
-ENTRY_LAYER = 2.5  # a package's CLI: above presentation, below the dashboard
+PACKAGES = ("core", "profiling", "modeling", "presentation", "dashboard", "memplan")
+LAYER = {
+    "core": 0,
+    "profiling": 1,
+    "modeling": 1,
+    "presentation": 2,
+    "dashboard": 3,
+    "memplan": 3,
+    "app": 4,
+}
 
 
 def _module_name(path: Path) -> str:
@@ -63,12 +71,8 @@ def _imports(module: str) -> set[str]:
 GRAPH = {module: _imports(module) for module in MODULES}
 
 
-# The command-line pieces both CLIs share: argparse options and dispatch.
+# The command-line pieces every subcommand shares: argparse options and dispatch.
 CLI_SUPPORT = "core.commands"
-
-
-def _is_entry(module: str) -> bool:
-    return module.rsplit(".", 1)[-1] in ("cli", "__main__")
 
 
 def _reachable(module: str) -> set[str]:
@@ -83,8 +87,8 @@ def _reachable(module: str) -> set[str]:
     return seen
 
 
-def _layer(module: str) -> float:
-    return ENTRY_LAYER if _is_entry(module) else LAYER[module.split(".")[0]]
+def _layer(module: str) -> int:
+    return LAYER[module.split(".")[0]]
 
 
 def _package(module: str) -> str:
@@ -126,7 +130,25 @@ def test_profiling_and_modeling_never_import_each_other():
 def test_the_dashboard_reaches_no_command_line_module_even_indirectly():
     pages = [m for m in GRAPH if _package(m) in ("dashboard", "app")]
     loaded = set().union(*(_reachable(page) for page in pages))
-    assert [m for m in loaded if _is_entry(m) or m == CLI_SUPPORT] == []
+    assert [m for m in loaded if _package(m) == "memplan" or m == CLI_SUPPORT] == []
+
+
+def test_the_command_line_reaches_no_dashboard_module_even_indirectly():
+    commands = [m for m in GRAPH if _package(m) == "memplan"]
+    loaded = set().union(*(_reachable(command) for command in commands))
+    assert [m for m in loaded if _package(m) in ("dashboard", "app")] == []
+
+
+@pytest.mark.parametrize("package", ["profiling", "modeling"])
+def test_the_old_entry_points_import_nothing_of_the_project(package):
+    # `memplan` / `memplan` exec `python -m memplan` instead.
+    assert GRAPH[f"{package}.__main__"] == set()
+
+
+def test_the_graph_holds_the_command_line():
+    # memplan.cli loads its subcommands' modules by name (importlib); each is walked itself.
+    assert "profiling.sweep" in GRAPH["memplan.sweep"]
+    assert "modeling.sizing" in GRAPH["memplan.size"]
 
 
 def test_the_presentation_layer_does_not_need_streamlit():

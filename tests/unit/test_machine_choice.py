@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from core import database, profiles, store
+from memplan.cli import main
 from modeling import machines
-from modeling.cli import main
 from modeling.errors import NoModelsError
 from modeling.stored import bundle
 from profiling import exchange
@@ -79,7 +79,7 @@ def test_without_models_for_this_machine_the_answer_says_why_and_what_to_run(
     assert choice.reason == machines.LATEST
     assert choice.note == (
         f"This machine ({this_machine.label}, profile {this_machine.key}) has runs but no "
-        f"fitted models: `python -m modeling evaluate --workload unet3d --machine "
+        f"fitted models: `memplan evaluate --workload unet3d --machine "
         f"{this_machine.key}` fits them."
     )
 
@@ -97,7 +97,7 @@ def test_a_machine_with_too_few_runs_is_told_to_calibrate(this_machine, tmp_path
 
     assert choice.key == elsewhere
     assert "has 4 measured configuration(s) of unet3d, fewer than the 10" in choice.note
-    assert "`python -m profiling calibrate --workload unet3d`" in choice.note
+    assert "`memplan calibrate --workload unet3d`" in choice.note
 
 
 def test_the_bundled_reference_answers_on_a_new_machine(tmp_path: Path, monkeypatch) -> None:
@@ -119,7 +119,7 @@ def test_no_models_anywhere_says_what_to_run(tmp_path: Path) -> None:
     db = tmp_path / "empty.duckdb"
     database.ensure_database(db)
 
-    with pytest.raises(NoModelsError, match="run `python -m modeling evaluate --db "):
+    with pytest.raises(NoModelsError, match="run `memplan evaluate --db "):
         machines.choose_machine(db, "unet3d")
 
 

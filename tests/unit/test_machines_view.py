@@ -278,15 +278,13 @@ def test_a_machine_without_runs_gets_the_smallest_points_the_reference_measured(
     assert (found.sweep.image_sizes, found.sweep.batch_sizes) == ((16, 32, 48, 64, 80), (1, 2))
     assert found.sweep.new_points == 10
     assert found.sweep.command() == (
-        "python -m profiling sweep --workload unet3d --image-sizes 16 32 48 64 80 --batch-sizes 1 2"
+        "memplan sweep --workload unet3d --image-sizes 16 32 48 64 80 --batch-sizes 1 2"
     )
     assert found.message().startswith(
         f"AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.16 (profile {AMD_KEY}) has no measured "
         "run of the 3D U-Net (IntelAI/unet), so no models of its own: a fit needs at least 10"
     )
-    assert f"`python -m modeling evaluate --workload unet3d --machine {AMD_KEY}`" in (
-        found.message()
-    )
+    assert f"`memplan evaluate --workload unet3d --machine {AMD_KEY}`" in (found.message())
     assert "must be measured on that machine" not in found.message()
 
 
@@ -323,7 +321,7 @@ def test_the_calibration_grids_missing_points_are_the_sweep_when_there_is_one():
     assert (found.sweep.image_sizes, found.sweep.batch_sizes) == ((32, 64, 96), (1, 4))
     assert found.sweep.source == machines.FROM_CALIBRATION
     assert "about 12 min where it was measured" in found.message()
-    assert "`python -m profiling calibrate --workload unet3d` does both" in found.message()
+    assert "`memplan calibrate --workload unet3d` does both" in found.message()
 
 
 def test_another_machines_runs_must_be_measured_there():
@@ -347,7 +345,7 @@ def test_enough_runs_without_models_need_only_the_fit():
     assert found.sweep is None
     assert "39 distinct measured configurations" in found.message()
     assert found.evaluate_command("db.duckdb") == (
-        f"python -m modeling evaluate --workload unet3d --machine {INTEL_KEY} --db db.duckdb"
+        f"memplan evaluate --workload unet3d --machine {INTEL_KEY} --db db.duckdb"
     )
 
 

@@ -1,4 +1,4 @@
-"""`python -m modeling` through `main(argv)`: evaluate, store, then answer sizing questions."""
+"""`memplan` through `main(argv)`: evaluate, store, then answer sizing questions."""
 
 import shutil
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from core import database, profiles, store
-from modeling.cli import main
+from memplan.cli import main
 from modeling.stored import tables as results
 from tests.conftest import build_record, build_runs
 
@@ -106,7 +106,7 @@ def test_size_image_answers_with_the_next_size_up(evaluated: Path, capsys) -> No
     # This machine has no runs in the test database: the answer says so, and what to run.
     assert lines[-1].startswith("note: This machine (")
     assert lines[-1].endswith(
-        "`python -m profiling calibrate --workload unet3d` measures them and fits its models."
+        "`memplan calibrate --workload unet3d` measures them and fits its models."
     )
 
 
@@ -193,7 +193,7 @@ def test_sizing_before_any_evaluation_says_what_to_run(db: Path, capsys) -> None
 
     assert code == 2
     assert capsys.readouterr().err == (
-        f"error: no fitted models in {db} yet; run `python -m modeling evaluate --db {db}` first\n"
+        f"error: no fitted models in {db} yet; run `memplan evaluate --db {db}` first\n"
     )
 
 

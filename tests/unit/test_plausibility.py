@@ -317,7 +317,7 @@ def test_a_file_above_the_size_limit_is_refused_before_it_is_read(tmp_path, db, 
     assert str(refused.value) == (
         f"{big} is {limit} ({size:,} bytes), more than the {limit} a {table} file may have; "
         "export and import "
-        "it in parts, e.g. one sweep at a time (`python -m profiling export --sweep ID`)"
+        "it in parts, e.g. one sweep at a time (`memplan export --sweep ID`)"
     )
 
 
@@ -333,7 +333,7 @@ def test_a_file_with_more_rows_than_the_limit_is_refused(tmp_path, exported, mon
             datafiles.read_samples(path, {"r1", "r2"})
         assert str(refused.value) == (
             f"{path} holds more than 5 rows, the most a samples file may have; export and "
-            "import it in parts, e.g. one sweep at a time (`python -m profiling export "
+            "import it in parts, e.g. one sweep at a time (`memplan export "
             "--sweep ID`)"
         )
 

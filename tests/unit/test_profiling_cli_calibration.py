@@ -1,4 +1,4 @@
-"""``python -m profiling machines`` and ``calibrate``, called in-process, without TensorFlow.
+"""``memplan machines`` and ``calibrate``, called in-process, without TensorFlow.
 
 The machine running the tests is pretended to be AMD (whatever CPU CI has), so
 the output is exact; measuring for real is tests/integration/test_calibrate_cli.py.
@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from core import profiles, store
-from modeling.evaluation.protocol import MIN_POINTS
-from profiling import cli
+from memplan import calibrate, cli, machines
 from tests.conftest import build_record
 
 INTEL = {"cpu_vendor": "Intel", "cpu_model": "Intel Xeon", "cpu_isa": "avx512"}
@@ -40,7 +39,8 @@ def _key(facts: dict) -> str:
 @pytest.fixture(autouse=True)
 def on_amd(monkeypatch: pytest.MonkeyPatch) -> str:
     profile = profiles.profile_of(build_record(**AMD).row())
-    monkeypatch.setattr(cli, "this_profile", lambda precision="float32": profile)
+    for module in (calibrate, machines):
+        monkeypatch.setattr(module, "this_profile", lambda precision="float32": profile)
     return profile.key
 
 
@@ -63,7 +63,7 @@ def test_machines_lists_each_profile_and_says_this_one_has_no_runs(db, capsys, o
     assert lines[1].split() == [_key(INTEL), *label.split(), "unet3d", "1", "1", "1", "no"]
     assert lines[3] == (
         f"This machine ({AMD_LABEL}, profile {on_amd}) has no runs here; "
-        "`python -m profiling calibrate --workload unet3d` measures the few it needs."
+        "`memplan calibrate --workload unet3d` measures the few it needs."
     )
 
 
@@ -91,8 +91,8 @@ def test_calibrate_without_a_grid_for_the_workload_says_how_to_make_one(db, tmp_
         f"error: no calibration grid for workload 'alexnet' in {grids}. Choose one from runs "
         "of two machine profiles with `python -m benchmarks.calibration --workload alexnet "
         "--other RUNS_FILE_OR_DB --write`, or measure a grid of your own with "
-        "`python -m profiling sweep --workload alexnet ...` and fit it with "
-        "`python -m modeling evaluate --workload alexnet --machine KEY`\n"
+        "`memplan sweep --workload alexnet ...` and fit it with "
+        "`memplan evaluate --workload alexnet --machine KEY`\n"
     )
 
 
@@ -114,8 +114,8 @@ def test_calibrate_measures_nothing_this_profile_already_has(db, tmp_path, capsy
     assert lines[2] == "0 of 2 point(s) to measure here"
     assert lines[-2] == f"Machine profile: {AMD_LABEL}, key {on_amd}"
     assert lines[-1].startswith(
-        f"Fit its models with `python -m modeling evaluate --workload unet3d --machine {on_amd} "
-        f"--db {db} --seeds 3 --extrapolation-seeds 1`, then size with: python -m modeling size "
+        f"Fit its models with `memplan evaluate --workload unet3d --machine {on_amd} "
+        f"--db {db} --seeds 3 --extrapolation-seeds 1`, then size with: memplan size "
         f"image --workload unet3d --budget 64GiB --batch-size 2 --machine {on_amd} --db {db}"
     )
     assert len(store.load_runs(db)) == 3
@@ -180,7 +180,3 @@ def test_an_unknown_machine_is_refused_with_the_known_ones(two_machines, capsys)
     error = capsys.readouterr().err
     assert error.startswith("error: no machine profile 'zzz'; the known profiles are: ")
     assert f"{_key(AMD)} ({AMD_LABEL})" in error
-
-
-def test_the_cli_asks_for_as_many_configurations_as_an_evaluation_needs() -> None:
-    assert cli.MIN_FIT_CONFIGURATIONS == MIN_POINTS

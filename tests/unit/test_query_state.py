@@ -254,7 +254,7 @@ def test_without_stored_models_a_model_in_the_link_is_ignored_with_the_hint() ->
     state, problems = from_params({"model": "symbolic"}, choices, default)
 
     assert state.model is None
-    hint = "no model is stored yet (run `python -m modeling evaluate --workload unet3d`)"
+    hint = "no model is stored yet (run `memplan evaluate --workload unet3d`)"
     assert hint in problems[0]
     assert "model" not in to_params(default)
 

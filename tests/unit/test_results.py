@@ -14,7 +14,7 @@ import skops.io as sio
 
 from core import database
 from core.workloads.unet3d import UNetConfig
-from modeling import cli
+from memplan import cli
 from modeling.errors import ModelingError, NoModelsError
 from modeling.estimators.catalogue import catalogue, pick
 from modeling.evaluation.fitting import fit_predictors, with_calibration
@@ -56,7 +56,7 @@ def db(tmp_path: Path) -> Path:
 
 def test_stored_models_predict_exactly_like_the_fitted_ones(db, fitted) -> None:
     frame, evaluation, predictors = fitted
-    store_results(db, evaluation, predictors, command="python -m modeling evaluate")
+    store_results(db, evaluation, predictors, command="memplan evaluate")
     configs = [UNetConfig((s, s, s), b) for s in (64, 160) for b in (1, 4)]
 
     loaded = load_predictors(db)
@@ -228,7 +228,7 @@ def test_a_weakest_split_better_by_a_hair_is_a_tie_and_the_worst_case_decides() 
 
 def test_a_database_without_results_says_how_to_make_them(db) -> None:
     with pytest.raises(
-        NoModelsError, match="no fitted models in .* yet; run `python -m modeling evaluate --db"
+        NoModelsError, match="no fitted models in .* yet; run `memplan evaluate --db"
     ):
         load_predictors(db)
     assert load_evaluations(db).empty
@@ -286,7 +286,7 @@ def _archive(type_name: str, state: dict, members: dict[str, bytes] | None = Non
 def _refusal(name: str) -> str:
     return (
         f"stored model '{name}' in .* is refused, nothing of it was run: .*"
-        "Re-run `python -m modeling evaluate --db "
+        "Re-run `memplan evaluate --db "
     )
 
 

@@ -123,7 +123,7 @@ def test_a_child_started_with_die_with_parent_dies_when_its_parent_is_killed():
 HOLDER = """
 import sys, time
 from profiling import sweeplock
-with sweeplock.hold(sys.argv[1], sys.argv[2], "python -m profiling sweep --stand-in", 3):
+with sweeplock.hold(sys.argv[1], sys.argv[2], "memplan sweep --stand-in", 3):
     print("held", flush=True)
     time.sleep(120)
 """
@@ -142,7 +142,7 @@ def test_a_second_sweep_on_a_database_is_refused_naming_the_one_that_holds_it(db
     try:
         current = sweeplock.holder(db)
         assert current.pid == other.pid and current.sweep_id == "other"
-        assert current.command == "python -m profiling sweep --stand-in"
+        assert current.command == "memplan sweep --stand-in"
         assert sweeplock.holder_process(current).pid == other.pid
         with (
             pytest.raises(sweeplock.SweepBusyError) as refused,
@@ -151,7 +151,7 @@ def test_a_second_sweep_on_a_database_is_refused_naming_the_one_that_holds_it(db
             pass
         message = str(refused.value)
         assert f"another sweep is already writing to runs.duckdb (pid {other.pid} on " in message
-        assert "python -m profiling sweep --stand-in" in message
+        assert "memplan sweep --stand-in" in message
     finally:
         other.kill()
         other.wait()
@@ -176,7 +176,7 @@ def test_the_lock_of_a_sweep_killed_with_sigkill_is_free_at_once(db: Path):
 
 def test_only_sweeps_whose_process_is_gone_are_marked_interrupted(db: Path):
     for sweep_id in ("dead", "alive", "done"):
-        store.create_sweep(db, sweep_id, "python -m profiling sweep", {}, 2)
+        store.create_sweep(db, sweep_id, "memplan sweep", {}, 2)
     store.update_sweep(db, "done", status="finished", finished=True)
     other = hold_in_another_process(db, "alive")
     try:
@@ -253,9 +253,9 @@ def test_a_record_whose_insert_fails_stays_pending_and_says_where(db: Path, monk
 
 
 def test_a_killed_run_exports_imports_filters_and_lists(db: Path, tmp_path: Path):
+    from memplan.cli import main
     from presentation import browse
     from profiling import exchange
-    from profiling.cli import main
 
     killed = build_record(status="killed", message="killed by SIGKILL (signal 9) ...")
     store.insert_run(db, killed)

@@ -81,7 +81,7 @@ def test_an_older_bound_counted_residuals_and_says_so_rather_than_configurations
     assert "distinct configurations" not in old.name and "thin" not in old.name
     assert old.name == (
         "90% split-conformal upper bound (x1.060, 15 held-out residuals, not counted by "
-        "configuration (an older evaluation: re-run `python -m modeling evaluate` for a bound "
+        "configuration (an older evaluation: re-run `memplan evaluate` for a bound "
         "counted by configuration))"
     )
 

@@ -1,11 +1,10 @@
 """Verified answers (`presentation.verification`): which run counts, every wording, the limit
-rules, the sweep that verifies; and ``python -m modeling size ... --verify``, its sweep faked."""
+rules, the sweep that verifies; and ``memplan size ... --verify``, its sweep faked."""
 
 from __future__ import annotations
 
-import shlex
+import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +12,16 @@ import pandas as pd
 import pytest
 
 from core import database, profiles, store
+from core.errors import StoreError
 from core.units import GIB
 from core.workloads.alexnet import AlexNetConfig
 from core.workloads.unet3d import UNetConfig
-from modeling import cli as modeling_cli
+from memplan import cli as memplan_cli
+from memplan import verify as memplan_verify
 from modeling.sizing import Basis, BatchAnswer, ImageSizeAnswer
 from presentation import verification
 from presentation.verification import Claim, Verdict
+from profiling.sweep import expand_grid
 from tests.conftest import build_record, build_runs
 
 # build_record's machine ("Test CPU") and another one.
@@ -181,7 +183,7 @@ def test_an_answer_no_run_measured_is_a_prediction_with_the_command_that_verifie
 
     assert result.verdict is Verdict.PREDICTION
     command = (
-        "python -m modeling size image --workload unet3d --batch-size 2 --budget 64GiB "
+        "memplan size image --workload unet3d --batch-size 2 --budget 64GiB "
         f"--model symbolic --machine {HERE.key} --verify"
     )
     assert result.command == command
@@ -246,7 +248,7 @@ def test_a_batch_answer_names_the_next_batch() -> None:
         "verified: 240x240x144 at batch 3 fits at 61.2 GiB (measured); batch 4 measured at 80 GiB"
     )
     assert said(claim).command.startswith(
-        "python -m modeling size batch --workload unet3d --image-size 240x240x144 --budget 64GiB"
+        "memplan size batch --workload unet3d --image-size 240x240x144 --budget 64GiB"
     )
 
 
@@ -324,7 +326,7 @@ def test_the_command_names_only_the_knobs_that_differ_from_the_network_default()
     )
 
     assert verification.verify_command(claim, Path("/data/x.duckdb")) == (
-        "python -m modeling size image --workload unet3d --batch-size 2 --budget 64GiB "
+        "memplan size image --workload unet3d --batch-size 2 --budget 64GiB "
         "--base-filters 8 --precision mixed_float16 --db /data/x.duckdb --verify"
     )
 
@@ -359,7 +361,7 @@ def test_a_budget_above_what_this_machine_can_give_names_both_and_the_slurm_swee
         "the 64 GiB budget is more than this machine can safely give a run now (15.2 GiB: at "
         "most 75% of its RAM, keeping 2 GiB free for the host): measure it on a bigger machine "
         "(its runs count for that machine's own profile), e.g. a Slurm node with that memory: "
-        "`python -m profiling sweep --workload unet3d --image-sizes 208 224 --batch-sizes 2 "
+        "`memplan sweep --workload unet3d --image-sizes 208 224 --batch-sizes 2 "
         "--base-filters 16 --levels 5 --in-channels 1 --classes 1 --precisions float32 "
         "--upsamplings transpose --executor slurm --partition P --mem 65GiB` (docs/slurm.md)"
     )
@@ -432,7 +434,7 @@ def test_an_alexnet_sweep_names_only_its_own_knobs_and_one_point_without_a_next_
     }
 
 
-# --- python -m modeling size ... --verify, the sweep faked -----------------------------------
+# --- memplan size ... --verify, the sweep faked -----------------------------------
 
 CHEAP = ["--models", "least_squares", "--seeds", "2", "--extrapolation-seeds", "1"]
 # test_modeling_cli's answer on these runs: 128^3 fits 6 GiB at batch 2, 144^3 does not.
@@ -446,7 +448,7 @@ def evaluated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     database.ensure_database(path)
     for row in build_runs(noise=0.01).to_dict("records"):
         store.insert_run(path, build_record(**row))
-    assert modeling_cli.main(["evaluate", "--db", str(path), *CHEAP]) == 0
+    assert memplan_cli.main(["evaluate", "--db", str(path), *CHEAP]) == 0
     return path
 
 
@@ -457,20 +459,17 @@ def db(evaluated_template: Path, tmp_path: Path, capsys: pytest.CaptureFixture) 
 
 
 class FakeSweep:
-    """Stands in for ``python -m profiling sweep``: stores ``records`` and exits with ``code``."""
+    """Stands in for `memplan.sweep.sweep_here`: stores ``records`` and returns ``code``."""
 
     def __init__(self, db: Path, records: list, code: int = 0) -> None:
         self.db, self.records, self.code = db, records, code
-        self.argv: list[str] = []
-        self.cwd: Path | None = None
+        self.calls: list[dict[str, Any]] = []
 
-    def __call__(self, argv: list[str], cwd: Path) -> FakeSweep:
-        self.argv, self.cwd = argv, cwd
+    def __call__(self, db_path: Path, grid, settings, *, command: str, **flags: Any) -> int:
+        self.calls.append(dict(db_path=db_path, grid=grid, settings=settings, command=command))
+        self.calls[-1].update(flags)
         for record in self.records:
             store.insert_run(self.db, record)
-        return self
-
-    def wait(self) -> int:
         return self.code
 
 
@@ -486,12 +485,12 @@ def measured(config: UNetConfig, **overrides: Any):
 @pytest.fixture
 def here(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine is the test runs' ("Test CPU"), and can give a run 16 GiB."""
-    monkeypatch.setattr(modeling_cli, "this_profile", lambda precision="float32": HERE)
+    monkeypatch.setattr(memplan_verify, "this_profile", lambda precision="float32": HERE)
     monkeypatch.setattr(verification, "safe_limit_bytes", lambda: 16 * GIB)
 
 
 def fake_sweep(monkeypatch: pytest.MonkeyPatch, sweep: FakeSweep) -> FakeSweep:
-    monkeypatch.setattr(modeling_cli.subprocess, "Popen", sweep)
+    monkeypatch.setattr(memplan_verify, "sweep_here", sweep)
     return sweep
 
 
@@ -501,18 +500,18 @@ def output_lines(capsys: pytest.CaptureFixture) -> tuple[list[str], str]:
 
 
 def test_an_answer_without_verify_says_it_is_a_prediction(db: Path, capsys) -> None:
-    assert modeling_cli.main([*SIZE_IMAGE, "--db", str(db)]) == 0
+    assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db)]) == 0
 
     lines, _ = output_lines(capsys)
     (line,) = [line for line in lines if "verified by a run" in line]
-    assert line.startswith("a prediction, not verified by a run: verify it with `python -m ")
+    assert line.startswith("a prediction, not verified by a run: verify it with `memplan size ")
     assert f"--db {db} --verify`" in line
 
 
 def test_an_answer_a_stored_run_verified_says_so_without_verify(db: Path, capsys) -> None:
     store.insert_run(db, measured(ANSWERED, peak_hwm_bytes=5 * GIB))
 
-    assert modeling_cli.main([*SIZE_IMAGE, "--db", str(db)]) == 0
+    assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db)]) == 0
 
     lines, _ = output_lines(capsys)
     assert (
@@ -535,7 +534,7 @@ def test_verify_runs_the_two_point_sweep_and_exits_0_when_the_answer_fits(
         ),
     )
 
-    assert modeling_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 0
+    assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 0
 
     lines, err = output_lines(capsys)
     assert lines[-1] == (
@@ -543,12 +542,29 @@ def test_verify_runs_the_two_point_sweep_and_exits_0_when_the_answer_fits(
         "144x144x144 stopped at the 6 GiB limit"
     )
     assert not any(line.startswith("a prediction") for line in lines) and err == ""
-    assert sweep.argv[:3] == [sys.executable, "-m", "profiling"]
-    assert sweep.cwd == database.REPO_ROOT
-    args = shlex.join(sweep.argv[3:])
-    assert args.startswith("sweep --workload unet3d --image-sizes 128 144 --batch-sizes 2 ")
-    assert args.endswith(f"--memory-limit {6 * GIB} --run-over-bound --db {db.resolve()}")
-    assert f"verifying: python -m profiling {args}" in lines
+    (call,) = sweep.calls  # in this process: no `memplan sweep` child
+    assert call["db_path"] == db and call["run_over_bound"] is True
+    assert call["settings"].memory_limit_bytes == 6 * GIB
+    assert [c.image_shape for c in expand_grid(call["grid"])] == [(128,) * 3, (144,) * 3]
+    command = call["command"]
+    assert command.startswith(
+        "memplan sweep --workload unet3d --image-sizes 128 144 --batch-sizes 2 "
+    )
+    assert command.endswith(f"--memory-limit {6 * GIB} --run-over-bound --db {db.resolve()}")
+    assert f"verifying: {command}" in lines
+
+
+def test_verify_with_json_prints_only_json_on_stdout_and_keeps_the_exit_code(
+    db: Path, here: None, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    fake_sweep(monkeypatch, FakeSweep(db, [measured(ANSWERED, status="oom", peak_hwm_bytes=None)]))
+
+    assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify", "--json"]) == 1
+
+    captured = capsys.readouterr()
+    said = json.loads(captured.out)
+    assert said["verification"]["verdict"] == "refuted" and said["answer"]["side"] == 128
+    assert captured.err.startswith("verifying: memplan sweep --workload unet3d ")
 
 
 def test_verify_exits_1_when_a_run_refutes_the_answer(
@@ -556,7 +572,7 @@ def test_verify_exits_1_when_a_run_refutes_the_answer(
 ) -> None:
     fake_sweep(monkeypatch, FakeSweep(db, [measured(ANSWERED, status="oom", peak_hwm_bytes=None)]))
 
-    assert modeling_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 1
+    assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 1
 
     lines, _ = output_lines(capsys)
     assert lines[-1].startswith(
@@ -570,7 +586,7 @@ def test_verify_exits_2_when_the_sweep_skipped_the_answer(
     skipped = measured(ANSWERED, status="skipped", peak_hwm_bytes=None, message="no room now")
     fake_sweep(monkeypatch, FakeSweep(db, [skipped]))
 
-    assert modeling_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 2
+    assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 2
 
     _, err = output_lines(capsys)
     assert err == (
@@ -578,18 +594,19 @@ def test_verify_exits_2_when_the_sweep_skipped_the_answer(
     )
 
 
-def test_verify_passes_on_an_interrupted_sweep_and_names_a_failed_one(
+def test_verify_passes_on_an_interrupted_sweep_and_reports_a_failed_one(
     db: Path, here: None, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     fake_sweep(monkeypatch, FakeSweep(db, [], code=130))
-    assert modeling_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 130
+    assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 130
 
-    fake_sweep(monkeypatch, FakeSweep(db, [], code=2))
-    assert modeling_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 2
+    def locked(*args: Any, **kwargs: Any) -> int:
+        raise StoreError("the database is locked by another sweep")
+
+    monkeypatch.setattr(memplan_verify, "sweep_here", locked)
+    assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 2
     _, err = output_lines(capsys)
-    assert err.endswith(
-        "error: the verification sweep failed (exit code 2); its messages are above\n"
-    )
+    assert err.endswith("error: the database is locked by another sweep\n")
 
 
 def test_verify_above_what_this_machine_can_give_exits_2_without_measuring(
@@ -597,7 +614,7 @@ def test_verify_above_what_this_machine_can_give_exits_2_without_measuring(
 ) -> None:
     sweep = fake_sweep(monkeypatch, FakeSweep(db, []))
 
-    code = modeling_cli.main(
+    code = memplan_cli.main(
         ["size", "batch", "--image-size", "64", "--budget", "20GiB"]
         + [
             "--db",
@@ -606,7 +623,7 @@ def test_verify_above_what_this_machine_can_give_exits_2_without_measuring(
         ]
     )
 
-    assert code == 2 and sweep.argv == []
+    assert code == 2 and sweep.calls == []
     lines, err = output_lines(capsys)
     assert lines[1].startswith("largest batch: ")  # the answer still printed
     assert err.startswith(
@@ -621,11 +638,11 @@ def test_verify_of_another_machines_answer_exits_2_without_measuring(
 ) -> None:
     sweep = fake_sweep(monkeypatch, FakeSweep(db, []))
     other = profiles.profile_of(build_record(**ELSEWHERE).row())
-    monkeypatch.setattr(modeling_cli, "this_profile", lambda precision="float32": other)
+    monkeypatch.setattr(memplan_verify, "this_profile", lambda precision="float32": other)
 
-    assert modeling_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 2
+    assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 2
 
     _, err = output_lines(capsys)
-    assert sweep.argv == []
+    assert sweep.calls == []
     assert err.startswith(f"error: cannot verify here: this answer is for {HERE.label} (profile ")
     assert f"not this machine (profile {other.key})" in err

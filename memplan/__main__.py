@@ -1,0 +1,3 @@
+from memplan.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""``memplan calibrate``: measure the calibration grid on this machine and fit its models."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from core.commands import add_workload_option, open_db
+from core.errors import ConfigError
+from core.machine import this_profile
+from core.profiles import MachineProfile
+from memplan import options
+from memplan.exitcodes import INTERRUPTED_EXIT_CODE
+from memplan.sweep import stored_command
+from profiling import pending
+from profiling.calibration import (
+    CALIBRATION_FILE,
+    Calibration,
+    calibration_for,
+    fit_command,
+    missing_points,
+)
+from profiling.runner import RunSettings
+from profiling.sweep import run_sweep
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# The budget and batch of the sizing command `calibrate` ends with (an example to edit).
+EXAMPLE_BUDGET = "64GiB"
+EXAMPLE_BATCH = 2
+
+
+def prepare(parser: argparse.ArgumentParser) -> None:
+    add_workload_option(parser)
+    parser.add_argument(
+        "--calibration-file",
+        type=Path,
+        default=CALIBRATION_FILE,
+        help=f"the calibration grids (default {CALIBRATION_FILE.relative_to(REPO_ROOT)})",
+    )
+    parser.add_argument(
+        "--no-fit",
+        dest="fit",
+        action="store_false",
+        help="only measure the grid; fit this machine's models later",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    options.add_measure_options(parser)
+
+
+def _no_calibration(workload: str, path: Path) -> ConfigError:
+    return ConfigError(
+        f"no calibration grid for workload {workload!r} in {path}. Choose one from runs of two "
+        f"machine profiles with `python -m benchmarks.calibration --workload {workload} "
+        "--other RUNS_FILE_OR_DB --write`, or measure a grid of your own with "
+        f"`memplan sweep --workload {workload} ...` and fit it with "
+        f"`memplan evaluate --workload {workload} --machine KEY`"
+    )
+
+
+def _describe(calibration: Calibration) -> str:
+    sizes = " ".join(map(str, calibration.image_sizes))
+    batches = " ".join(map(str, calibration.batch_sizes))
+    took = f", {calibration.minutes:g} min there" if calibration.minutes is not None else ""
+    return (
+        f"{calibration.points} points (sides {sizes} x batches {batches}); chosen on "
+        f"{calibration.chosen_on} ({calibration.model} {calibration.chosen_mape_pct:g}% MAPE), "
+        f"checked on {calibration.checked_on} ({calibration.checked_mape_pct:g}%{took})"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    calibration = calibration_for(args.workload, args.calibration_file)
+    if calibration is None:
+        raise _no_calibration(args.workload, args.calibration_file)
+    settings = options.settings(args)
+    db_path = open_db(args)
+    here = this_profile()
+    started = time.perf_counter()
+    print(f"This machine: {here.label} (profile {here.key})")
+    print(f"Calibration grid of {args.workload}: {_describe(calibration)}")
+    missing = missing_points(db_path, calibration, here.key)
+    print(f"{len(missing)} of {calibration.points} point(s) to measure here", flush=True)
+    if missing:
+        try:
+            _measure(args, calibration, settings, db_path, here.key)
+        except KeyboardInterrupt:
+            print(
+                "interrupted: run the same command to measure the rest "
+                f"(a measured point not yet stored waits in {pending.pending_dir(db_path)})",
+                file=sys.stderr,
+            )
+            return INTERRUPTED_EXIT_CODE
+    print(f"measuring took {(time.perf_counter() - started) / 60:.1f} min", flush=True)
+    if args.fit:
+        code = _fit(args.workload, here.key, db_path)
+        if code != 0:
+            return code
+    _print_next_steps(args, here, db_path)
+    return 0
+
+
+def _measure(
+    args: argparse.Namespace,
+    calibration: Calibration,
+    settings: RunSettings,
+    db_path: Path,
+    here_key: str,
+) -> None:
+    """Sweep the grid's points still missing here; say which still have no ok run."""
+    summary = run_sweep(
+        db_path,
+        calibration.grid(),
+        settings,
+        command=stored_command(sys.argv[1:]),
+        show_progress=not args.quiet,
+    )
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts.items()))
+    print(f"measured: {counts or 'nothing new'} (sweep {summary.sweep_id}, in {db_path})")
+    still = missing_points(db_path, calibration, here_key)
+    if still:
+        listed = ", ".join(f"{size} batch {batch}" for size, batch in still)
+        print(
+            f"{len(still)} point(s) still have no ok run here ({listed}); "
+            f"`memplan list --status skipped --db {db_path}` says why",
+            file=sys.stderr,
+        )
+
+
+def _fit(workload: str, machine: str, db_path: Path) -> int:
+    """Fit profile ``machine``'s models with ``memplan evaluate``; its exit code."""
+    fitting = fit_command(workload, machine, db_path)
+    print(f"fitting: {shlex.join(['python', *fitting[1:]])}", flush=True)
+    fit_started = time.perf_counter()
+    # A process of its own, as when the dashboard launches a calibration (`fit_command`).
+    code = subprocess.run(fitting, cwd=REPO_ROOT, check=False).returncode
+    if code != 0:
+        print(f"error: fitting failed (exit code {code}); see above", file=sys.stderr)
+        return code
+    print(f"fitting took {(time.perf_counter() - fit_started) / 60:.1f} min")
+    return 0
+
+
+def _print_next_steps(args: argparse.Namespace, here: MachineProfile, db_path: Path) -> None:
+    print(f"\nMachine profile: {here.label}, key {here.key}")
+    db_flag = f" --db {db_path}" if args.db else ""
+    sizing = (
+        f"memplan size image --workload {args.workload} --budget {EXAMPLE_BUDGET} "
+        f"--batch-size {EXAMPLE_BATCH} --machine {here.key}{db_flag}"
+    )
+    if args.fit:
+        print(f"Size for this machine: {sizing}")
+    else:
+        fit = shlex.join(["memplan", *fit_command(args.workload, here.key, db_path)[3:]])
+        print(f"Fit its models with `{fit}`, then size with: {sizing}")

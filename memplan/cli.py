@@ -1,0 +1,118 @@
+"""``memplan``: measure, calibrate, list, show, export and import runs; evaluate the
+models on them and answer sizing questions.
+
+Library first, thin CLI: each subcommand is a module of this package with
+``prepare(parser)`` and ``run(args) -> int``, which parses its flags, calls
+`profiling` or `modeling`, and prints the result. Every `MemplanError` becomes
+one line ``error: ...`` on stderr; the exit codes are `memplan.exitcodes`'.
+
+`main` imports only the module of the subcommand it runs: the answers load
+scikit-learn and friends (seconds), which ``memplan list`` has no use for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import signal
+import sys
+from dataclasses import dataclass
+
+from core.commands import run_handler
+from core.version import __version__
+from memplan import exitcodes
+
+PROGRAM = "memplan"
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """Where a subcommand's ``prepare(parser)`` and ``run(args) -> int`` live."""
+
+    module: str
+    summary: str
+    prepare: str = "prepare"
+    run: str | None = "run"  # None: its own subcommands set theirs (`size`)
+
+
+COMMANDS = {
+    "run": Subcommand("memplan.run", "profile one configuration in a fresh process"),
+    "sweep": Subcommand("memplan.sweep", "profile a grid of configurations, resumably"),
+    "calibrate": Subcommand(
+        "memplan.calibrate", "measure the calibration grid on this machine and fit its models"
+    ),
+    "machines": Subcommand("memplan.machines", "list the machine profiles of the stored runs"),
+    "list": Subcommand("memplan.runs", "list stored runs", "prepare_list", "run_list"),
+    "show": Subcommand("memplan.runs", "show one run in full", "prepare_show", "run_show"),
+    "summary": Subcommand(
+        "memplan.runs",
+        "peak memory by image size and batch size",
+        "prepare_summary",
+        "run_summary",
+    ),
+    "export": Subcommand(
+        "memplan.transfer",
+        "write runs (and timelines) to CSV or Parquet",
+        "prepare_export",
+        "run_export",
+    ),
+    "import": Subcommand(
+        "memplan.transfer",
+        "store runs measured elsewhere from CSV or Parquet",
+        "prepare_import",
+        "run_import",
+    ),
+    "evaluate": Subcommand(
+        "memplan.evaluate", "score every model on the stored runs and store the fitted models"
+    ),
+    "export-results": Subcommand(
+        "memplan.results", "write the latest evaluation as Parquet (the bundled results)"
+    ),
+    "report": Subcommand(
+        "memplan.report",
+        "write a self-contained HTML sizing report (decision, evidence, chart, runs)",
+    ),
+    "size": Subcommand("memplan.size", "answer a sizing question from a stored model", run=None),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every subcommand's parser; with ``only``, the flags of that one alone (``""``: none).
+
+    A subcommand not prepared still shows in ``--help`` with its summary.
+    """
+    parser = argparse.ArgumentParser(
+        prog=PROGRAM,
+        description="Profile, predict and size the memory of 3D U-Net (and AlexNet) training;\n"
+        "the runs and the fitted models live in DuckDB.",
+        epilog=exitcodes.TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROGRAM} {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, subcommand in COMMANDS.items():
+        sub = commands.add_parser(name, help=subcommand.summary, description=subcommand.summary)
+        if only is None or name == only:
+            module = importlib.import_module(subcommand.module)
+            getattr(module, subcommand.prepare)(sub)
+            if subcommand.run is not None:
+                sub.set_defaults(handler=getattr(module, subcommand.run))
+    return parser
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # Before the subcommand come only --help and --version: its name is the first word.
+    chosen = next((word for word in argv if not word.startswith("-")), "")
+    args = build_parser(chosen if chosen in COMMANDS else "").parse_args(argv)
+    # SIGTERM stops a sweep the same clean way as Ctrl-C.
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        return run_handler(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return exitcodes.INTERRUPTED_EXIT_CODE

@@ -1,0 +1,65 @@
+"""The flags of the commands that answer from stored models (`size`, `report`,
+`evaluate`, `export-results`): the model, the machine profile, the database to read.
+
+Apart from `memplan.options` because they load `modeling` (and so scikit-learn),
+which the commands that only measure or list runs do without.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from core import database, workloads
+from core.commands import add_db_option, add_knob_options, add_workload_option, given_knobs, open_db
+from modeling.stored import readonly
+from modeling.stored import tables as results
+
+BUDGET_HELP = "memory available, e.g. 256GiB, 256GB or 64G; every unit is binary (GB = GiB = 2^30)"
+
+
+def add_machine_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--machine",
+        help="the machine profile to answer for: a key or a unique prefix (default: this "
+        "machine's if it has fitted models, else the bundled reference's)",
+    )
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    add_db_option(parser)
+    parser.add_argument(
+        "--model",
+        default=results.BEST,
+        help="a stored model (see `evaluate`); default: best, the lowest "
+        "mean error on its weakest split (random, extrapolation or knob)",
+    )
+    add_workload_option(parser)
+    add_machine_option(parser)
+    add_knob_options(parser)
+
+
+def knobs(args: argparse.Namespace) -> dict:
+    return given_knobs(args, args.workload)
+
+
+def precision(args: argparse.Namespace) -> str:
+    """The precision asked for, else the workload network's own."""
+    return knobs(args).get("precision", workloads.get(args.workload).Config.precision)
+
+
+def db_for_reading(args: argparse.Namespace) -> Path:
+    """The database to read; in read-only mode only an existing one, opened for nothing else."""
+    if readonly.read_only():
+        return readonly.existing(args.db or database.default_db_path())
+    return open_db(args)
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.9), got {text}")
+    return value

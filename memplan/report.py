@@ -1,0 +1,105 @@
+"""``memplan report``: a self-contained HTML sizing report for one question."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from core import store
+from core.commands import config_from_args, positive_int
+from core.units import GIB, parse_bytes
+from memplan import model_options
+from memplan.size import stored_models
+from modeling.errors import ModelingError
+from modeling.sizing import DEFAULT_HEADROOM, MAX_HEADROOM
+from presentation import sizing_report
+
+DESCRIPTION = (
+    "write a self-contained HTML sizing report for one question: the decision, "
+    "the model and its bound, the evidence, the runs and the published reference points; "
+    "print it to PDF from a browser"
+)
+
+
+def _headroom(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= MAX_HEADROOM:
+        raise argparse.ArgumentTypeError(
+            f"must be a fraction between 0 and {MAX_HEADROOM:g} (0.2 = 20%), got {text}"
+        )
+    return value
+
+
+def prepare(parser: argparse.ArgumentParser) -> None:
+    parser.description = DESCRIPTION
+    parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
+    parser.add_argument("--batch-size", type=positive_int, required=True)
+    parser.add_argument("--budget", type=parse_bytes, required=True, help=model_options.BUDGET_HELP)
+    parser.add_argument(
+        "--headroom",
+        type=_headroom,
+        default=DEFAULT_HEADROOM,
+        help=f"fraction on top of the bound (default {DEFAULT_HEADROOM})",
+    )
+    parser.add_argument(
+        "--output", type=Path, required=True, help="the HTML file to write, e.g. sizing.html"
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    model_options.add_model_options(parser)
+
+
+def _report_target(output: Path, force: bool) -> Path:
+    """Where the report goes; refused before any work if it cannot be written there."""
+    if output.is_dir():
+        raise ModelingError(
+            f"--output {output} is a folder; name a file, e.g. {output}/sizing.html"
+        )
+    if not output.parent.is_dir():
+        raise ModelingError(
+            f"folder {output.parent} does not exist; create it first or choose another --output"
+        )
+    if output.exists() and not force:
+        raise ModelingError(f"{output} already exists. Use --force to overwrite it.")
+    return output
+
+
+def _report_command(args: argparse.Namespace, model: str, machine: str | None) -> str:
+    """The command that asks the same question again, the model and profile pinned."""
+    words = ["memplan", "report", "--workload", args.workload]
+    words += ["--image-size", args.image_size, "--batch-size", str(args.batch_size)]
+    words += ["--budget", f"{args.budget / GIB:g}GiB", "--headroom", f"{args.headroom:g}"]
+    words += ["--model", model] + (["--machine", machine] if machine else [])
+    for knob, value in model_options.knobs(args).items():
+        words += [f"--{knob.replace('_', '-')}", str(value)]
+    return shlex.join([*words, "--output", str(args.output)])
+
+
+def run(args: argparse.Namespace) -> int:
+    output = _report_target(args.output, args.force)
+    config = config_from_args(args, args.image_size, args.batch_size)
+    predictors, asked, machine, db_path = stored_models(args)
+    runs = store.load_runs(db_path, workload=args.workload, machine=machine.key)
+    built = sizing_report.build_report(
+        predictors,
+        config,
+        runs,
+        budget_gib=args.budget / GIB,
+        headroom_pct=args.headroom * 100,
+        asked_model=asked.name,
+        machine_words=machine.sentence(),
+        machine_key=machine.key,
+        machine_note=machine.note,
+        profile=machine.profile,
+        command=_report_command(args, asked.name, machine.key),
+    )
+    try:
+        output.write_text(sizing_report.render_html(built), encoding="utf-8")
+    except OSError as error:
+        raise ModelingError(f"cannot write {output}: {error.strerror or error}") from error
+    print(f"wrote {output}")
+    print(built.headline)
+    return 0

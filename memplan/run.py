@@ -1,0 +1,40 @@
+"""``memplan run``: profile one configuration in a fresh process and store the run."""
+
+from __future__ import annotations
+
+import argparse
+
+from core import store
+from core.commands import add_knob_options, add_workload_option, config_from_args, open_db
+from memplan import options
+from memplan.exitcodes import FAILED_EXIT_CODE, SUCCESS_EXIT_CODE
+from profiling.runner import run_point
+
+
+def prepare(parser: argparse.ArgumentParser) -> None:
+    add_workload_option(parser)
+    parser.add_argument(
+        "--image-size",
+        required=True,
+        help="one side (144) or every side: DxHxW for the U-Net (240x240x144), HxW for AlexNet",
+    )
+    parser.add_argument("--batch-size", type=int, default=1)
+    add_knob_options(parser)
+    options.add_measure_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = options.settings(args)
+    config = config_from_args(args, args.image_size, args.batch_size)
+    db_path = open_db(args, writes="`run`")
+    record = run_point(config, settings)
+    store.insert_run(db_path, record)
+    print(
+        f"{record.status}: {config.image_label} batch {config.batch_size}, "
+        f"sampled peak {options.gib(record.peak_sampled_bytes)}, "
+        f"high-water mark {options.gib(record.peak_hwm_bytes)}, {record.wall_s:.1f} s "
+        f"(run {record.run_id[:12]} in {db_path})"
+    )
+    if record.message:
+        print(record.message)
+    return SUCCESS_EXIT_CODE if record.status == "ok" else FAILED_EXIT_CODE

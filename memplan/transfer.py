@@ -1,0 +1,42 @@
+"""``memplan export`` and ``import``: runs (and timelines) to and from CSV or Parquet."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from core.commands import add_db_option, open_db
+from memplan import options
+from profiling import exchange
+
+
+def prepare_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", type=Path, help="runs file, .csv or .parquet")
+    parser.add_argument("--timelines", type=Path, help="also write the samples to this file")
+    parser.add_argument("--sweep", help="only this sweep id")
+    options.add_workload_filter(parser)
+    add_db_option(parser)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    count = exchange.export_runs(
+        open_db(args), args.out, args.timelines, sweep_id=args.sweep, workload=args.workload
+    )
+    print(
+        f"exported {count} run(s) to {args.out}"
+        f"{f' and their timelines to {args.timelines}' if args.timelines else ''}"
+    )
+    return 0
+
+
+def prepare_import(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", type=Path, help="runs file, .csv or .parquet (as `export` writes)")
+    parser.add_argument("--timelines", type=Path, help="the matching samples file")
+    add_db_option(parser)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    db_path = open_db(args)
+    count = exchange.import_runs(db_path, args.runs, args.timelines)
+    print(f"imported {count} run(s) into {db_path}")
+    return 0

@@ -1,0 +1,70 @@
+"""``memplan size image|batch --verify``: measure a sizing answer here, then say what it shows.
+
+The two points (the answer and the next size up, under the budget as their
+memory limit: `presentation.verification.sweep_request`) are swept in this
+process by `memplan.sweep.sweep_here`, the use case ``memplan sweep`` runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from core import store
+from core.machine import this_profile
+from memplan.exitcodes import FAILED_EXIT_CODE, SUCCESS_EXIT_CODE
+from memplan.sweep import stored_command, sweep_here
+from modeling.errors import ModelingError
+from modeling.stored import readonly
+from presentation import verification
+from presentation.verification import Claim, Verdict, Verification
+from profiling.runner import RunSettings
+
+# `size ... --verify`'s exit codes: a run verified the answer, or refuted it (2: cannot tell).
+VERIFIED_EXIT_CODE, REFUTED_EXIT_CODE = SUCCESS_EXIT_CODE, FAILED_EXIT_CODE
+
+
+def runs_for(db_path: Path, claim: Claim) -> pd.DataFrame:
+    return store.load_runs(db_path, workload=claim.workload)
+
+
+def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> int | Verification:
+    """Sweep ``claim``'s two points into ``db_path``; what they say, or the sweep's exit code.
+
+    Skips a point already measured, so verifying twice measures nothing twice;
+    ``quiet_stdout`` sends the sweep's words to stderr (stdout then holds JSON).
+    Raises `ModelingError` when the answer cannot be verified here.
+    """
+    here = this_profile(claim.answered.precision).key
+    problem = verification.refusal(claim, here, verification.safe_limit_bytes())
+    if problem:
+        raise ModelingError(f"cannot verify here: {problem}")
+    if readonly.read_only():
+        raise ModelingError(
+            f"cannot verify here: {readonly.READ_ONLY_ENV_VAR} is set, so nothing is measured "
+            "or stored; unset it to verify"
+        )
+    request = verification.sweep_request(claim)
+    command = stored_command(request.sweep_args(db_path.resolve()))
+    out = sys.stderr if quiet_stdout else sys.stdout
+    print(f"verifying: {command}", file=out, flush=True)
+    settings = RunSettings(memory_limit_bytes=request.memory_limit_bytes, steps=request.steps)
+    with contextlib.redirect_stdout(out):
+        code = sweep_here(
+            db_path, request.grid, settings, command=command, run_over_bound=request.run_over_bound
+        )
+    if code != SUCCESS_EXIT_CODE:
+        return code
+    return verification.verify(claim, runs_for(db_path, claim))
+
+
+def exit_code(said: Verification) -> int:
+    """0 for a verified answer, 1 for a refuted one; `ModelingError` when the runs cannot tell."""
+    if said.verdict is Verdict.VERIFIED:
+        return VERIFIED_EXIT_CODE
+    if said.verdict is Verdict.REFUTED:
+        return REFUTED_EXIT_CODE
+    raise ModelingError(said.line)
