@@ -108,7 +108,7 @@ def existing(path: Path) -> Path:
         raise StoreError(
             f"database {path} does not exist, and {READ_ONLY_ENV_VAR} is set, so none is "
             f"created: point {DB_ENV_VAR} at an existing memplan database, or create this one "
-            f"first without {READ_ONLY_ENV_VAR} (e.g. `python -m profiling list --db {path}`)"
+            f"first without {READ_ONLY_ENV_VAR} (e.g. `memplan list --db {path}`)"
         )
     return path
 

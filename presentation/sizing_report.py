@@ -18,7 +18,7 @@ external resource. Every stored or typed string (model titles, run messages,
 machine names) goes through Jinja2 with autoescaping on, so none of it can
 become markup.
 
-Used by ``python -m modeling report`` and the dashboard's download button.
+Used by ``memplan report`` and the dashboard's download button.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from presentation.sizing_view import BoundedModel
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # The study behind `core.published` trained the U-Net; no other workload's question is its.
 STUDY_WORKLOAD = "unet3d"
-# A run id is a 32-digit hex; its first 12 name it uniquely (``python -m profiling show``).
+# A run id is a 32-digit hex; its first 12 name it uniquely (``memplan show``).
 RUN_ID_CHARS = 12
 COMMIT_CHARS = 12
 UNKNOWN_COMMIT = "unknown commit"
@@ -109,7 +109,7 @@ class BoundEvidence:
                 f"the multiplier that covered {coverage} of {self.n_configurations} held-out "
                 f"residuals (measured / predicted on runs the model was not fitted on; "
                 f"{self.source}). Those residuals count a configuration once per seed (an "
-                "older evaluation): re-run `python -m modeling evaluate` for a bound counted "
+                "older evaluation): re-run `memplan evaluate` for a bound counted "
                 "by configuration."
             )
         else:
@@ -278,7 +278,7 @@ class SizingReport:
         ]
         return " ".join(
             [
-                f"python -m profiling run --workload {config.workload}",
+                f"memplan run --workload {config.workload}",
                 f"--image-size {self.image} --batch-size {config.batch_size}",
                 *flags,
             ]

@@ -1,4 +1,4 @@
-"""Issue 27, finding 6: MEMPLAN_READ_ONLY holds for every `python -m profiling` command, and
+"""Issue 27, finding 6: MEMPLAN_READ_ONLY holds for every `memplan` command, and
 a MEMPLAN_DB that cannot be written gives one line and exit 2.
 
 Before, ``list`` created a database file and ``import`` wrote a row with
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from core import database, store
-from profiling import cli, exchange
+from memplan import cli
+from profiling import exchange
 from tests.conftest import build_record
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,7 +94,7 @@ def test_a_missing_database_is_not_created_under_read_only(tmp_path, monkeypatch
 @pytest.mark.parametrize("where", ["/sys/x.duckdb", "/proc/nope/x.duckdb"])
 def test_an_unwritable_memplan_db_is_one_line_and_exit_2(where: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "profiling", "list"],
+        [sys.executable, "-m", "memplan", "list"],
         cwd=REPO,
         env={**os.environ, "MEMPLAN_DB": where},
         capture_output=True,

@@ -18,7 +18,7 @@ import pytest
 
 from core import store
 from core.errors import ConfigError
-from profiling import cli as profiling_cli
+from memplan import cli as memplan_cli
 from profiling import cluster_sweep, pending, slurm_job
 from profiling.cluster_sweep import default_work_dir, prepare_work_dir
 from tests.conftest import build_record
@@ -30,7 +30,7 @@ NOBODY = 65534
 
 def _sweep(cluster, db: Path, *flags: str, timeout_s: float = 240) -> subprocess.CompletedProcess:
     command = [
-        sys.executable, "-m", "profiling", "sweep", *GRID, "--executor", "slurm",
+        sys.executable, "-m", "memplan", "sweep", *GRID, "--executor", "slurm",
         "--partition", cluster.partition, "--cpus-per-task", "1", "--poll", "1", "--quiet",
         "--db", str(db), *flags,
     ]  # fmt: skip
@@ -124,7 +124,7 @@ def test_finding3_a_result_dropped_into_a_running_sweep_is_quarantined(
 ) -> None:
     db = tmp_path / "runs.duckdb"
     command = [
-        sys.executable, "-m", "profiling", "sweep", *GRID, "--executor", "slurm",
+        sys.executable, "-m", "memplan", "sweep", *GRID, "--executor", "slurm",
         "--partition", slurm_cluster.partition, "--cpus-per-task", "1", "--poll", "1",
         "--quiet", "--db", str(db),
     ]  # fmt: skip
@@ -165,7 +165,7 @@ def test_finding3_any_exception_in_the_submitter_cancels_its_jobs(
         "--cpus-per-task", "1", "--poll", "1", "--quiet", "--db", str(db),
     ]  # fmt: skip
     with pytest.raises(RuntimeError, match="a bug in the submitter"):
-        profiling_cli.main(argv)
+        memplan_cli.main(argv)
 
     jobs = [job for entry in _manifest(db).values() for job in entry["jobs"]]
     assert len(jobs) == 1

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from core import database, store
-from profiling import cli, exchange
+from memplan import cli
+from profiling import exchange
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 

@@ -101,10 +101,7 @@ def test_the_dell_question_headlines_verify_first_with_the_spread_and_the_left_o
     assert "XGBoost (predicts 11.6 GiB)" in shown
     assert not dell.verified
     assert "Not verified: no run of exactly this configuration" in shown
-    assert (
-        "python -m profiling run --workload unet3d --image-size 240x240x144 --batch-size 16"
-        in shown
-    )
+    assert "memplan run --workload unet3d --image-size 240x240x144 --batch-size 16" in shown
 
 
 def test_the_bound_is_described_with_its_coverage_and_held_out_evidence(
@@ -157,7 +154,7 @@ def test_an_older_bound_says_it_counted_residuals_not_configurations(
     assert "split-conformal upper bound" in sentence
     assert "distinct configurations" not in sentence and "Thin evidence" not in sentence
     assert "of 15 held-out residuals" in sentence
-    assert "re-run `python -m modeling evaluate` for a bound counted by configuration" in sentence
+    assert "re-run `memplan evaluate` for a bound counted by configuration" in sentence
 
 
 def test_every_model_is_listed_credible_or_left_out_with_its_reason(

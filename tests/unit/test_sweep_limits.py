@@ -18,7 +18,7 @@ import pytest
 from core import store
 from core.errors import ConfigError
 from core.units import MIN_MEMORY_LIMIT_BYTES, check_memory_limit
-from profiling import cli
+from memplan import cli
 from profiling.sweep import MAX_REPEATS, MAX_SWEEP_POINTS, Grid, _Points, check_sweep_size
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_a_grid_of_131072_points_is_refused_before_anything_runs(tmp_path, capsy
 
 def test_a_billion_repeats_are_refused_at_once_in_little_memory(tmp_path) -> None:
     command = [
-        sys.executable, "-m", "profiling", "sweep", "--image-sizes", "16", "--batch-sizes",
+        sys.executable, "-m", "memplan", "sweep", "--image-sizes", "16", "--batch-sizes",
         "1", "--repeats", "1000000000", "--db", str(tmp_path / "runs.duckdb"),
     ]  # fmt: skip
     started = time.monotonic()

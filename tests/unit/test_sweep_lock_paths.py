@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from core import database
-from profiling import cli, sweeplock
+from memplan import cli
+from profiling import sweeplock
 from tests.unit.test_sweep_safety import hold_in_another_process
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,7 +51,7 @@ def test_the_cli_refuses_a_sweep_through_a_link_while_one_runs(db: Path, tmp_pat
     other = hold_in_another_process(db)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "profiling", "sweep", "--image-sizes", "16",
+            [sys.executable, "-m", "memplan", "sweep", "--image-sizes", "16",
              "--batch-sizes", "1", "--quiet", "--db", str(link)],
             cwd=REPO, capture_output=True, text=True, timeout=300,
         )  # fmt: skip

@@ -139,7 +139,7 @@ def test_the_refusal_names_the_refit_command() -> None:
         "estimator": _tampered_forest(_set("left_child", 0, 10**7)),
         "versions_json": "{}",
     }
-    refit = "python -m modeling evaluate --db runs.duckdb"
+    refit = "memplan evaluate --db runs.duckdb"
     with pytest.raises(ModelingError, match=f"nothing of it was run: .*Re-run `{refit}`"):
         tables._estimator(row, "runs.duckdb", refit)
 
