@@ -64,6 +64,12 @@ def key(workload: str, name: str) -> str:
     return SHARED_KEYS.get(name) or f"sizing_{workload}_{name}"
 
 
+def model_key(workload: str, machine: str | None) -> str:
+    """The model selector's key: one per machine profile, so a model picked for one profile
+    never answers for another (each opens on its own default, as a link to it does)."""
+    return f"{key(workload, 'model')}_{machine or 'mixed'}"
+
+
 def seed(widget_key: str, value: object, options: tuple | None = None) -> None:
     """Start a widget at ``value`` (from the URL) unless the user has already set it."""
     current = st.session_state.get(widget_key)
@@ -169,11 +175,11 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
         if problem:
             st.error(plain(problem))
     if choices.models:
-        seed(key(workload, "model"), start.model, choices.models)
+        seed(model_key(workload, start.machine), start.model, choices.models)
     model = st.selectbox(
         "Model",
         choices.models,
-        key=key(workload, "model"),
+        key=model_key(workload, start.machine),
         persist_state=PERSIST,
         format_func=lambda name: titles[name],
         disabled=not choices.models,
