@@ -8,7 +8,9 @@ a typed budget or headroom that cannot be answered saying why right under it
 (`presentation.sizing_view.input_problems`) while the answers wait for a valid one;
 answers on the right: the decision with its evidence (`modeling.decision`: the
 upper bound, the verdict worded by confidence, the credible models' spread, the
-absurd models named and left out), every model's prediction, the three sizing
+absurd models named and left out; for a precision or knob value that never trained
+on this profile, `modeling.trainable`'s reason instead, the value offered marked
+as failing there), every model's prediction, the three sizing
 answers of `modeling.sizing` (`dashboard.sizing_answers`: the largest image and
 batch verified by a run, or a prediction with a button that measures it), the
 Dell–Intel study's published figures beside the models credible there
@@ -24,6 +26,7 @@ the sizing scans are cached per question.
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -143,7 +146,12 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
         offer = sizing_view.KNOB_OFFERS[knob]
         seed(key(workload, knob), start.knob(knob), offered)
         value = columns[index % 2].selectbox(
-            offer.label, offered, key=key(workload, knob), persist_state=PERSIST, help=offer.help
+            offer.label,
+            offered,
+            key=key(workload, knob),
+            persist_state=PERSIST,
+            format_func=functools.partial(choices.knob_label, knob),
+            help=choices.knob_help(knob),
         )
         knobs.append((knob, value))
     left, right = st.columns(2)
@@ -226,6 +234,9 @@ def verdict(decision: Decision, state: SizingState, machine: str) -> None:
 
     machine : whose models answer, in words (`machine_panel.Picked.words`, not escaped).
     """
+    if decision.untrainable:  # the reason, not a prediction
+        st.error(f"**{decision.headline}.** " + plain(decision.untrainable))
+        return
     estimate = decision.estimate
     spare = decision.budget_bytes - decision.needed_bytes
     st.metric(
@@ -451,13 +462,16 @@ def render() -> None:
             )
             verdict(decision, state, picked.words)
             report_button(predictors, state, runs, picked)
-    if not problems:
+    refused = not problems and decision.untrainable
+    if not problems and not refused:
         # The page's full width: in the answers column the table scrolled at 1024 px.
         with st.expander("Every model's prediction and upper bound", expanded=True):
             every_model(table, decision, state, usable)
     st.subheader("What fits")
     if problems:
         st.info(sizing_view.waiting_text(problems))
+    elif refused:
+        st.info("No sizing answers for a setting that does not train here (above).")
     else:
         what_fits(db, version, state, picked, runs)
     if workload == published_panel.STUDY_WORKLOAD:
@@ -466,7 +480,7 @@ def render() -> None:
             sizing_view.credible_at(predictors, study), curves.measured_points(runs)
         )
     st.subheader("Refined analytical breakdown")
-    breakdown(state.config, runs, chosen["predicted_bytes"])
+    breakdown(state.config, runs, None if refused else chosen["predicted_bytes"])
 
 
 render()

@@ -44,7 +44,7 @@ from core.commands import (
 )
 from core.machine import this_profile
 from core.units import GIB, parse_bytes
-from modeling import machines
+from modeling import machines, trainable
 from modeling.errors import ModelingError
 from modeling.estimators.catalogue import catalogue, pick, spec_names
 from modeling.evaluation.bounds import DEFAULT_COVERAGE
@@ -342,10 +342,12 @@ def _stored_models(
 
     The database's models, or the bundled ones for its runs, read in memory: nothing
     is written to the database (the bundle is never installed), and in read-only
-    mode it is not even created or migrated.
+    mode it is not even created or migrated. A precision or knob value that never
+    trained on the profile is refused with the reason (`modeling.trainable.refuse`).
     """
     db_path = _db_for_reading(args)
     machine = machines.choose_machine(db_path, args.workload, args.machine, _precision(args))
+    trainable.refuse(db_path, args.workload, machine.key, _knobs(args))
     predictors = bundle.load_predictors(db_path, args.workload, machine.key)
     asked = results.select_predictor(
         predictors,

@@ -246,6 +246,8 @@ class SizingReport:
     def verification(self) -> str:
         """Whether a run of exactly this configuration on this profile measured the answer."""
         evidence = self.decision.evidence
+        if evidence.untrainable:
+            return f"Nothing to verify: {evidence.untrainable}"
         if evidence.measured_peak_bytes is not None:
             runs = ", ".join(run_id[:RUN_ID_CHARS] for run_id in evidence.run_ids)
             peak = evidence.measured_peak_bytes
@@ -639,7 +641,9 @@ only: the same configuration can peak much higher on another kind of CPU.</p>
 {% if r.onednn_note %}<p>Note: {{ r.onednn_note }}</p>{% endif %}
 
 <h2>The model and its bound</h2>
-{% if r.bound %}
+{% if r.decision.untrainable %}
+<p>{{ r.decision.untrainable }}</p>
+{% elif r.bound %}
 <p>{{ r.bound.sentence }}</p>
 <p>With {{ "{:g}".format(r.headroom_pct) }}% headroom the configuration asks for
 {{ r.decision.needed_bytes | gib }} of the {{ "{:,g}".format(r.budget_gib) }} GiB budget.</p>
@@ -649,7 +653,8 @@ only: the same configuration can peak much higher on another kind of CPU.</p>
 
 <h2 id="verified">Verified by a run?</h2>
 <p>{{ r.verification }}</p>
-{% if not r.verified %}<p><code>{{ r.measure_command }}</code></p>{% endif %}
+{% if not r.verified and not r.decision.untrainable %}<p><code>{{ r.measure_command }}</code></p>
+{% endif %}
 
 <h2>Measured vs predicted</h2>
 <figure id="chart">
@@ -662,6 +667,9 @@ server sizes it tried{% endif %}.</figcaption>
 </figure>
 
 <h2>Every model's estimate</h2>
+{% if r.decision.untrainable %}
+<p>None: no model is asked about a setting that does not train on this machine profile.</p>
+{% else %}
 <table id="models">
 <thead><tr><th>model</th><th class="num">point prediction</th><th class="num">upper bound</th>
 <th>believed?</th></tr></thead>
@@ -676,6 +684,7 @@ server sizes it tried{% endif %}.</figcaption>
 {% endfor %}
 </tbody>
 </table>
+{% endif %}
 
 <h2 id="published">Published reference points</h2>
 <p>{{ r.published_note }}</p>

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,7 +33,7 @@ from core.analytical import MemoryBreakdown
 from core.units import GIB, format_bound
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import PRECISIONS, WorkloadConfig
-from modeling import sizing
+from modeling import sizing, trainable
 from modeling.decision import (
     OUTLIER_FACTOR,
     Confidence,
@@ -62,6 +62,8 @@ DEFAULT_BUDGET_GIB = 256.0
 DEFAULT_SIDES = {"unet3d": 128, "alexnet": 224}
 DEFAULT_BATCHES = {"unet3d": 4, "alexnet": 32}
 FALLBACK_SIDE, FALLBACK_BATCH = 128, 4
+# How a knob value that never trained on the profile is offered (`modeling.trainable`).
+FAILS_HERE = "fails here"
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,8 @@ class SizingChoices:
     batch_sizes: tuple[int, ...]
     knobs: dict[str, tuple[Any, ...]]  # offered knob -> its values, in widget order
     models: tuple[str, ...]  # stored model names; empty before any evaluation
+    # Knob -> its values that never trained on the profile -> why (`modeling.trainable`).
+    failing: Mapping[str, Mapping[Any, str]] = field(default_factory=dict)
     min_budget_gib: float = MIN_BUDGET_GIB
     max_budget_gib: float = MAX_BUDGET_GIB
     max_headroom_pct: float = MAX_HEADROOM_PCT
@@ -132,6 +136,20 @@ class SizingChoices:
     @property
     def dims(self) -> int:
         return workload_labels.dims(self.workload)
+
+    def knob_label(self, knob: str, value: Any) -> str:
+        """A knob's value as offered: ``mixed_float16 (fails here)`` where it never trained."""
+        return f"{value} ({FAILS_HERE})" if value in self.failing.get(knob, {}) else str(value)
+
+    def knob_help(self, knob: str) -> str:
+        """The knob's help, and what a value marked as failing means, where one is."""
+        said = KNOB_OFFERS[knob].help
+        if not self.failing.get(knob):
+            return said
+        return (
+            f"{said} Marked '{FAILS_HERE}': every run of that value on this machine profile "
+            "ended in error; it gets the reason, not a prediction."
+        )
 
 
 @dataclass(frozen=True)
@@ -182,6 +200,10 @@ def choices_for(workload: str, model_names: Sequence[str], runs: pd.DataFrame) -
         batch_sizes=tuple(range(1, MAX_OFFERED_BATCH + 1)),
         knobs={offer.knob: _knob_values(offer, runs) for offer in offered_knobs(workload)},
         models=tuple(model_names),
+        failing={
+            knob: {value: failure.reason for value, failure in values.items()}
+            for knob, values in trainable.failing_values(runs, workload).items()
+        },
     )
 
 
@@ -540,6 +562,10 @@ def decision_sentence(decision: Decision, image_label: str, machine: str) -> str
     estimate = decision.estimate
     config = decision.config
     budget = f"{decision.budget_bytes / GIB:,g} GiB"
+    if decision.untrainable:
+        return (
+            f"{decision.untrainable} Asked: {image_label} at batch {config.batch_size}, {machine}."
+        )
     if estimate is None:
         return (
             f"{decision.spread.capitalize()} for {image_label} at batch {config.batch_size}, "

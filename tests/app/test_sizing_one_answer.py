@@ -60,3 +60,29 @@ def test_a_model_picked_on_a_machine_is_kept_for_that_machine(every_bundle_db: P
     widget(at.main.selectbox, "Machine").set_value(INTEL).run()
 
     assert widget(at.selectbox, "Model").value == picked
+
+
+def test_a_precision_that_never_trained_here_gets_the_reason_not_a_prediction(
+    every_bundle_db: Path,
+) -> None:
+    at = open_page(PAGE, **QUESTION, machine=KNOBS, precision="mixed_float16")
+
+    (refusal,) = [shown(e.value) for e in at.error if "does not train" in e.value]
+    assert refusal.startswith("**Does not train on this machine profile.** Precision mixed_float16")
+    assert "all 8 of its runs there ended in error" in refusal
+    assert "No OpKernel was registered to support Op 'MaxPool3D' for DT_HALF" in refusal
+    # No prediction anywhere: no bound, no fit, no sizing answer, no every-model table.
+    assert not [m for m in at.metric if m.label != "Refined closed-form estimate"]
+    assert "fit" not in " ".join(shown(b.value) for b in [*at.success, *at.warning])
+    assert not at.dataframe
+    # The choice says so before it is made; a precision that trains is offered plainly.
+    precision = widget(at.selectbox, "Precision")
+    assert precision.format_func("mixed_float16") == "mixed_float16 (fails here)"
+    assert precision.format_func("mixed_bfloat16") == "mixed_bfloat16"
+
+
+def test_a_precision_that_trains_here_is_predicted(every_bundle_db: Path) -> None:
+    at = open_page(PAGE, **QUESTION, machine=KNOBS, precision="mixed_bfloat16")
+
+    assert not [e for e in at.error if "does not train" in e.value]
+    assert widget(at.metric, "Upper bound").value.endswith(" GiB")
