@@ -308,26 +308,31 @@ def every_model(
     # Widths that add up to the page's content at 1024 px (about 520 px inside the
     # expander); the model stays pinned if a narrower window scrolls the rest.
     st.dataframe(
-        sizing_view.models_frame(table, decision, usable_bytes),
+        sizing_view.models_frame(table, decision),
         hide_index=True,
         width="stretch",
         column_config={
-            "model": text(width=170, pinned=True),
-            "predicted GiB": number(format="%,.2f", width=90, help="The point prediction."),
+            "model": text(width=160, pinned=True),
+            "predicted GiB": number(format="%,.2f", width=80, help="The point prediction."),
             "bound GiB": number(
-                format="%,.2f", width=80, help="The upper bound the verdict would use."
+                format="%,.2f",
+                width=70,
+                help="The model's upper bound: what the verdict would use, or, for a model "
+                "left out, the bound it is left out for.",
             ),
             "bound from": text(
-                width=80,
-                help="xR: the prediction times the model's conformal ratio R; closed form: "
-                "the model's bound fell below the refined closed-form estimate, which every "
-                "measured run exceeded, and was replaced by that estimate times the most a "
-                "run exceeded it.",
+                width=60, help="xR: the prediction times the model's conformal ratio R."
             ),
-            "credible": text(
-                width=60, help="No: left out of the answer, its prediction absurd here (above)."
+            "fits": text(
+                width=40,
+                help="The bound plus headroom within the budget; no verdict (–) for a model "
+                "left out of the answer.",
             ),
-            "fits": text(width=40, help="The bound plus headroom within the budget."),
+            "left out because": text(
+                width=120,
+                help="Empty: the model is credible here. Otherwise why it is left out of the "
+                "answer; the reasons in full are above the table.",
+            ),
         },
     )
     credible = table[[decision.credibility.is_credible(name) for name in table["model"]]]

@@ -68,6 +68,16 @@ class ModelEstimate:
     # What the bound rests on, in words (`ConformalBound.evidence`): how many distinct
     # configurations, and "thin evidence" where the bound is the worst of few; "" unknown.
     bound_evidence: str = ""
+    # The model's own conformal bound, before `replace_below_floor` (NaN: unknown).
+    own_upper_bytes: float = math.nan
+
+    @property
+    def shown_upper_bytes(self) -> float:
+        """The bound a table shows beside this model: its own where it fell below the closed
+        form (what it is left out for), else `upper_bytes`."""
+        if self.raised_to_closed_form and math.isfinite(self.own_upper_bytes):
+            return self.own_upper_bytes
+        return self.upper_bytes
 
 
 @dataclass(frozen=True)
@@ -106,9 +116,21 @@ class Credibility:
     def is_credible(self, name: str) -> bool:
         return any(e.name == name for e in self.credible)
 
+    @property
+    def by_name(self) -> dict[str, ModelEstimate]:
+        """Every model's estimate, credible or left out, by the model's name."""
+        return {e.name: e for e in self.credible} | {
+            o.estimate.name: o.estimate for o in self.left_out
+        }
+
+    def left_out_as(self, name: str) -> LeftOut | None:
+        """Why model ``name`` was left out, as `LeftOut`; None when it is credible."""
+        return next((out for out in self.left_out if out.estimate.name == name), None)
+
     def reason(self, name: str) -> str:
         """Why model ``name`` was left out; empty when it is credible."""
-        return next((out.reason for out in self.left_out if out.estimate.name == name), "")
+        out = self.left_out_as(name)
+        return out.reason if out else ""
 
 
 def approx_gib(value_bytes: float) -> str:
@@ -152,8 +174,10 @@ def _unusable(estimate: ModelEstimate) -> LeftOut | None:
     if not math.isfinite(estimate.upper_bytes):
         return LeftOut(estimate, "gives no finite upper bound here", "unbounded", "no bound")
     if estimate.raised_to_closed_form:
+        own = estimate.own_upper_bytes
+        bound = f"its bound, {approx_gib(own)}," if math.isfinite(own) else "its bound"
         reason = (
-            f"predicts {predicted}, and its bound falls below the refined closed-form "
+            f"predicts {predicted}, and {bound} falls below the refined closed-form "
             "estimate, which every measured run exceeded"
         )
         return LeftOut(estimate, reason, "below the floor", f"predicts {predicted}")

@@ -144,10 +144,11 @@ class ModelLine:
     name: str
     title: str
     predicted_bytes: float
-    upper_bytes: float
+    upper_bytes: float  # its own bound where it is left out below the closed form
     credible: bool
     reason: str  # why it is left out, in words; "" when credible
     answers: bool  # the model the decision uses
+    fits: str = sizing_view.NOT_JUDGED  # yes, no, or NOT_JUDGED when left out
 
 
 @dataclass(frozen=True)
@@ -426,18 +427,18 @@ def run_lines(runs: pd.DataFrame, config: WorkloadConfig) -> tuple[RunLine, ...]
 
 def _model_lines(models: Sequence[BoundedModel], decision: Decision) -> tuple[ModelLine, ...]:
     credibility = decision.credibility
-    estimates = {e.name: e for e in credibility.credible}
-    estimates |= {out.estimate.name: out.estimate for out in credibility.left_out}
+    estimates = credibility.by_name
     chosen = decision.estimate.name if decision.estimate else None
     return tuple(
         ModelLine(
             name=model.name,
             title=model.title,
             predicted_bytes=estimates[model.name].predicted_bytes,
-            upper_bytes=estimates[model.name].upper_bytes,
+            upper_bytes=estimates[model.name].shown_upper_bytes,
             credible=credibility.is_credible(model.name),
             reason=credibility.reason(model.name),
             answers=model.name == chosen,
+            fits=sizing_view.fits_cell(decision, model.name),
         )
         for model in models
         if model.name in estimates
@@ -672,14 +673,15 @@ server sizes it tried{% endif %}.</figcaption>
 {% else %}
 <table id="models">
 <thead><tr><th>model</th><th class="num">point prediction</th><th class="num">upper bound</th>
-<th>believed?</th></tr></thead>
+<th>fits the budget?</th><th>left out of the answer because</th></tr></thead>
 <tbody>
 {% for m in r.models %}
 <tr class="{{ 'this' if m.answers else ('' if m.credible else 'out') }}">
   <td>{{ m.title }}{% if m.answers %} <span class="tag">answers</span>{% endif %}</td>
   <td class="num">{{ m.predicted_bytes | gib }}</td>
   <td class="num">{{ m.upper_bytes | gib }}</td>
-  <td class="text">{% if m.credible %}credible{% else %}left out: {{ m.reason }}{% endif %}</td>
+  <td class="word">{{ m.fits }}</td>
+  <td class="text">{{ m.reason }}</td>
 </tr>
 {% endfor %}
 </tbody>

@@ -437,7 +437,8 @@ def config_predictions(
     (`modeling.sizing.replace_below_floor`), so it agrees with the sizing answers.
     One row per model x configuration, columns
     ``model, title, batch_size, image_shape, predicted_bytes, upper_bytes,
-    bound_ratio, raised_to_closed_form, beyond`` (how the configuration lies
+    bound_ratio, raised_to_closed_form, own_upper_bytes`` (the model's own bound,
+    before that replacement), ``beyond`` (how the configuration lies
     outside the model's measured range, in words; empty inside it), ``reach``
     (`reach`), ``bound_evidence`` (what the bound rests on: how many distinct
     configurations, `ConformalBound.evidence`).
@@ -451,6 +452,7 @@ def config_predictions(
         "upper_bytes",
         "bound_ratio",
         "raised_to_closed_form",
+        "own_upper_bytes",
         "beyond",
         "reach",
         "bound_evidence",
@@ -463,7 +465,8 @@ def config_predictions(
         bounds = [model.bound_for(config) for config in configs]
         ratios = np.array([bound.ratio for bound in bounds])
         # What `Predictor.upper_bytes` computes, without predicting a second time.
-        upper, raised = replace_below_floor(model, configs, upper_bound(predicted, ratios))
+        own = upper_bound(predicted, ratios)
+        upper, raised = replace_below_floor(model, configs, own)
         frames.append(
             pd.DataFrame(
                 {
@@ -475,6 +478,7 @@ def config_predictions(
                     "upper_bytes": upper,
                     "bound_ratio": ratios,
                     "raised_to_closed_form": raised,
+                    "own_upper_bytes": own,
                     "beyond": [
                         "; ".join(model.training_range.beyond(config)) for config in configs
                     ],
@@ -505,6 +509,7 @@ def estimates(table: pd.DataFrame) -> list[ModelEstimate]:
             beyond=str(row["beyond"]),
             reach=float(row["reach"]),
             bound_evidence=str(row.get("bound_evidence", "")),
+            own_upper_bytes=float(row.get("own_upper_bytes", math.nan)),
         )
         for row in table.to_dict("records")
     ]
@@ -593,27 +598,55 @@ def left_out_lines(decision: Decision) -> list[str]:
     return [f"{LEFT_OUT_WORDS[kind]}: {', '.join(titles)}" for kind, titles in grouped.items()]
 
 
-def models_frame(table: pd.DataFrame, decision: Decision, usable_bytes: float) -> pd.DataFrame:
+# Why a model is left out (`modeling.decision.LeftOut.kind`), in a table cell.
+LEFT_OUT_CELLS = {
+    "no positive prediction": "no positive peak",
+    "unbounded": "no finite bound",
+    "below the floor": "below closed form",
+    "outlier": "bound {times} median",
+}
+# A verdict not given: the model is left out of the answer, so whether it fits says nothing.
+NOT_JUDGED = "–"
+
+
+def left_out_cell(decision: Decision, name: str) -> str:
+    """Why model ``name`` is left out of the answer, in a few words; "" when it is credible."""
+    out = decision.credibility.left_out_as(name)
+    if out is None:
+        return ""
+    return LEFT_OUT_CELLS[out.kind].format(times=out.figure.rpartition(", ")[2])
+
+
+def fits_cell(decision: Decision, name: str) -> str:
+    """``yes`` or ``no``: model ``name``'s bound within what training may use of the budget;
+    `NOT_JUDGED` for a model left out of the answer."""
+    if not decision.credibility.is_credible(name):
+        return NOT_JUDGED
+    return (
+        "yes" if decision.credibility.by_name[name].upper_bytes <= decision.usable_bytes else "no"
+    )
+
+
+def models_frame(table: pd.DataFrame, decision: Decision) -> pd.DataFrame:
     """Every model's estimate for the question as the page's table shows it.
 
     table : `config_predictions` rows of the question's configuration. Short
-    column names so the table fits a 1024 px wide page; why a model is left out
-    is listed under the table, not in a cell too narrow to read.
+    column names so the table fits a 1024 px wide page. A model left out of the
+    answer says why in a column of its own (the full reasons are listed under the
+    table), gets no "fits" verdict, and shows the bound it is left out for: its
+    own, where that fell below the closed form.
     """
-    credibility = decision.credibility
+    by_name = decision.credibility.by_name
+    names = [name for name in table["model"] if name in by_name]
+    ratios = dict(zip(table["model"], table["bound_ratio"], strict=True))
     return pd.DataFrame(
         {
-            "model": table["title"].to_numpy(),
-            "predicted GiB": (table["predicted_bytes"] / GIB).to_numpy(),
-            "bound GiB": (table["upper_bytes"] / GIB).to_numpy(),
-            "bound from": [
-                "closed form" if raised else f"x{ratio:.2f}"
-                for raised, ratio in zip(
-                    table["raised_to_closed_form"], table["bound_ratio"], strict=True
-                )
-            ],
-            "credible": ["yes" if credibility.is_credible(n) else "no" for n in table["model"]],
-            "fits": ["yes" if upper <= usable_bytes else "no" for upper in table["upper_bytes"]],
+            "model": [by_name[name].title for name in names],
+            "predicted GiB": [by_name[name].predicted_bytes / GIB for name in names],
+            "bound GiB": [by_name[name].shown_upper_bytes / GIB for name in names],
+            "bound from": [f"x{ratios[name]:.2f}" for name in names],
+            "fits": [fits_cell(decision, name) for name in names],
+            "left out because": [left_out_cell(decision, name) for name in names],
         }
     )
 
