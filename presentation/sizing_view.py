@@ -1,13 +1,18 @@
 """What the Sizing page asks and answers, for any workload, as plain values: no Streamlit.
 
 * `SizingChoices` — what the page offers one workload: its valid square or
-  cube sides, batch sizes, the knobs it lets the user set and their values,
-  the stored models; `choices_for` builds it from the models and the runs;
+  cube sides, batch sizes, the knobs it lets the user set and their values
+  (a value whose every run on the profile ended in error marked as failing
+  there, `modeling.trainable`), the stored models; `choices_for` builds it from
+  the models and the runs;
 * `SizingState` — one question: workload, image, batch, knobs, budget,
   headroom, model, machine profile; `default_state` is the question a page opens on;
 * `config_predictions` — every model's point prediction and upper bound for
   configurations, a bound below the closed-form floor replaced as
   `modeling.sizing` does;
+* `models_frame` — every model's estimate as the page's table shows it: a model
+  left out of the answer says why in a column of its own and gets no "fits"
+  verdict (`left_out_cell`, `fits_cell`, shared with the report);
 * `breakdown_frame` — the refined analytical model's terms for one configuration;
 * `input_problems` — why a typed budget or headroom cannot be answered, in words,
   and `waiting_text`, what the answers say meanwhile;
