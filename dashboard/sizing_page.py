@@ -312,8 +312,8 @@ def every_model(
         hide_index=True,
         width="stretch",
         column_config={
-            "model": text(width=160, pinned=True),
-            "predicted GiB": number(format="%,.2f", width=80, help="The point prediction."),
+            "model": text(width=130, pinned=True),
+            "predicted GiB": number(format="%,.2f", width=90, help="The point prediction."),
             "bound GiB": number(
                 format="%,.2f",
                 width=70,
@@ -321,7 +321,7 @@ def every_model(
                 "left out, the bound it is left out for.",
             ),
             "bound from": text(
-                width=60, help="xR: the prediction times the model's conformal ratio R."
+                width=75, help="xR: the prediction times the model's conformal ratio R."
             ),
             "fits": text(
                 width=40,
@@ -329,7 +329,7 @@ def every_model(
                 "left out of the answer.",
             ),
             "left out because": text(
-                width=120,
+                width=115,
                 help="Empty: the model is credible here. Otherwise why it is left out of the "
                 "answer; the reasons in full are above the table.",
             ),
