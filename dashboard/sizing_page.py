@@ -8,7 +8,9 @@ a typed budget or headroom that cannot be answered saying why right under it
 (`presentation.sizing_view.input_problems`) while the answers wait for a valid one;
 answers on the right: the decision with its evidence (`modeling.decision`: the
 upper bound, the verdict worded by confidence, the credible models' spread, the
-absurd models named and left out), every model's prediction, the three sizing
+absurd models named and left out; for a precision or knob value that never trained
+on this profile, `modeling.trainable`'s reason instead, the value offered marked
+as failing there), every model's prediction, the three sizing
 answers of `modeling.sizing` (`dashboard.sizing_answers`: the largest image and
 batch verified by a run, or a prediction with a button that measures it), the
 Dell–Intel study's published figures beside the models credible there
@@ -24,6 +26,7 @@ the sizing scans are cached per question.
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -62,6 +65,12 @@ SHARED_KEYS = {"budget": "sizing_budget", "headroom": "sizing_headroom"}
 def key(workload: str, name: str) -> str:
     """The widget key of ``name`` for ``workload``: each workload keeps its own question."""
     return SHARED_KEYS.get(name) or f"sizing_{workload}_{name}"
+
+
+def model_key(workload: str, machine: str | None) -> str:
+    """The model selector's key: one per machine profile, so a model picked for one profile
+    never answers for another (each opens on its own default, as a link to it does)."""
+    return f"{key(workload, 'model')}_{machine or 'mixed'}"
 
 
 def seed(widget_key: str, value: object, options: tuple | None = None) -> None:
@@ -137,7 +146,12 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
         offer = sizing_view.KNOB_OFFERS[knob]
         seed(key(workload, knob), start.knob(knob), offered)
         value = columns[index % 2].selectbox(
-            offer.label, offered, key=key(workload, knob), persist_state=PERSIST, help=offer.help
+            offer.label,
+            offered,
+            key=key(workload, knob),
+            persist_state=PERSIST,
+            format_func=functools.partial(choices.knob_label, knob),
+            help=choices.knob_help(knob),
         )
         knobs.append((knob, value))
     left, right = st.columns(2)
@@ -169,11 +183,11 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
         if problem:
             st.error(plain(problem))
     if choices.models:
-        seed(key(workload, "model"), start.model, choices.models)
+        seed(model_key(workload, start.machine), start.model, choices.models)
     model = st.selectbox(
         "Model",
         choices.models,
-        key=key(workload, "model"),
+        key=model_key(workload, start.machine),
         persist_state=PERSIST,
         format_func=lambda name: titles[name],
         disabled=not choices.models,
@@ -220,6 +234,9 @@ def verdict(decision: Decision, state: SizingState, machine: str) -> None:
 
     machine : whose models answer, in words (`machine_panel.Picked.words`, not escaped).
     """
+    if decision.untrainable:  # the reason, not a prediction
+        st.error(f"**{decision.headline}.** " + plain(decision.untrainable))
+        return
     estimate = decision.estimate
     spare = decision.budget_bytes - decision.needed_bytes
     st.metric(
@@ -291,26 +308,31 @@ def every_model(
     # Widths that add up to the page's content at 1024 px (about 520 px inside the
     # expander); the model stays pinned if a narrower window scrolls the rest.
     st.dataframe(
-        sizing_view.models_frame(table, decision, usable_bytes),
+        sizing_view.models_frame(table, decision),
         hide_index=True,
         width="stretch",
         column_config={
-            "model": text(width=170, pinned=True),
+            "model": text(width=130, pinned=True),
             "predicted GiB": number(format="%,.2f", width=90, help="The point prediction."),
             "bound GiB": number(
-                format="%,.2f", width=80, help="The upper bound the verdict would use."
+                format="%,.2f",
+                width=70,
+                help="The model's upper bound: what the verdict would use, or, for a model "
+                "left out, the bound it is left out for.",
             ),
             "bound from": text(
-                width=80,
-                help="xR: the prediction times the model's conformal ratio R; closed form: "
-                "the model's bound fell below the refined closed-form estimate, which every "
-                "measured run exceeded, and was replaced by that estimate times the most a "
-                "run exceeded it.",
+                width=75, help="xR: the prediction times the model's conformal ratio R."
             ),
-            "credible": text(
-                width=60, help="No: left out of the answer, its prediction absurd here (above)."
+            "fits": text(
+                width=40,
+                help="The bound plus headroom within the budget; no verdict (–) for a model "
+                "left out of the answer.",
             ),
-            "fits": text(width=40, help="The bound plus headroom within the budget."),
+            "left out because": text(
+                width=115,
+                help="Empty: the model is credible here. Otherwise why it is left out of the "
+                "answer; the reasons in full are above the table.",
+            ),
         },
     )
     credible = table[[decision.credibility.is_credible(name) for name in table["model"]]]
@@ -445,13 +467,16 @@ def render() -> None:
             )
             verdict(decision, state, picked.words)
             report_button(predictors, state, runs, picked)
-    if not problems:
+    refused = not problems and decision.untrainable
+    if not problems and not refused:
         # The page's full width: in the answers column the table scrolled at 1024 px.
         with st.expander("Every model's prediction and upper bound", expanded=True):
             every_model(table, decision, state, usable)
     st.subheader("What fits")
     if problems:
         st.info(sizing_view.waiting_text(problems))
+    elif refused:
+        st.info("No sizing answers for a setting that does not train here (above).")
     else:
         what_fits(db, version, state, picked, runs)
     if workload == published_panel.STUDY_WORKLOAD:
@@ -460,7 +485,7 @@ def render() -> None:
             sizing_view.credible_at(predictors, study), curves.measured_points(runs)
         )
     st.subheader("Refined analytical breakdown")
-    breakdown(state.config, runs, chosen["predicted_bytes"])
+    breakdown(state.config, runs, None if refused else chosen["predicted_bytes"])
 
 
 render()

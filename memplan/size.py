@@ -14,7 +14,7 @@ from core import workloads
 from core.commands import add_commands, positive_int
 from core.units import parse_bytes
 from memplan import jsonout, model_options, options, verify
-from modeling import machines
+from modeling import machines, trainable
 from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side, memory_to_buy
 from modeling.stored import bundle
 from modeling.stored import tables as results
@@ -68,12 +68,14 @@ def stored_models(
 
     The database's models, or the bundled ones for its runs, read in memory: nothing
     is written to the database (the bundle is never installed), and in read-only
-    mode it is not even created or migrated.
+    mode it is not even created or migrated. A precision or knob value that never
+    trained on the profile is refused with the reason (`modeling.trainable.refuse`).
     """
     db_path = model_options.db_for_reading(args)
     machine = machines.choose_machine(
         db_path, args.workload, args.machine, model_options.precision(args)
     )
+    trainable.refuse(db_path, args.workload, machine.key, model_options.knobs(args))
     predictors = bundle.load_predictors(db_path, args.workload, machine.key)
     asked = results.select_predictor(
         predictors,

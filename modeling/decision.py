@@ -12,7 +12,9 @@ evidence stands behind it. So:
   finite bound; a bound below the refined closed-form estimate, which every
   measured run exceeded; or a bound far from the others' median;
 * `evidence_for` — what this machine's runs say about the configuration: the
-  runs of exactly it (a measured answer), and the largest run measured;
+  runs of exactly it (a measured answer), the largest run measured, and whether
+  a setting of it never trained there (`modeling.trainable`: then the decision
+  is that reason, not a prediction);
 * `decide` — the verdict with its `Confidence`: verified by a run, a prediction
   inside the measured range, or a prediction so many times beyond the largest
   measured run that it should be verified first, and its headline in words.
@@ -34,6 +36,7 @@ import pandas as pd
 from core import workloads
 from core.units import GIB
 from core.workloads.base import WorkloadConfig
+from modeling import trainable
 
 # A bound more than this factor above or below the median bound of the models
 # otherwise credible is "far outside the others" (the paper model's bound is
@@ -65,6 +68,16 @@ class ModelEstimate:
     # What the bound rests on, in words (`ConformalBound.evidence`): how many distinct
     # configurations, and "thin evidence" where the bound is the worst of few; "" unknown.
     bound_evidence: str = ""
+    # The model's own conformal bound, before `replace_below_floor` (NaN: unknown).
+    own_upper_bytes: float = math.nan
+
+    @property
+    def shown_upper_bytes(self) -> float:
+        """The bound a table shows beside this model: its own where it fell below the closed
+        form (what it is left out for), else `upper_bytes`."""
+        if self.raised_to_closed_form and math.isfinite(self.own_upper_bytes):
+            return self.own_upper_bytes
+        return self.upper_bytes
 
 
 @dataclass(frozen=True)
@@ -103,9 +116,21 @@ class Credibility:
     def is_credible(self, name: str) -> bool:
         return any(e.name == name for e in self.credible)
 
+    @property
+    def by_name(self) -> dict[str, ModelEstimate]:
+        """Every model's estimate, credible or left out, by the model's name."""
+        return {e.name: e for e in self.credible} | {
+            o.estimate.name: o.estimate for o in self.left_out
+        }
+
+    def left_out_as(self, name: str) -> LeftOut | None:
+        """Why model ``name`` was left out, as `LeftOut`; None when it is credible."""
+        return next((out for out in self.left_out if out.estimate.name == name), None)
+
     def reason(self, name: str) -> str:
         """Why model ``name`` was left out; empty when it is credible."""
-        return next((out.reason for out in self.left_out if out.estimate.name == name), "")
+        out = self.left_out_as(name)
+        return out.reason if out else ""
 
 
 def approx_gib(value_bytes: float) -> str:
@@ -149,8 +174,10 @@ def _unusable(estimate: ModelEstimate) -> LeftOut | None:
     if not math.isfinite(estimate.upper_bytes):
         return LeftOut(estimate, "gives no finite upper bound here", "unbounded", "no bound")
     if estimate.raised_to_closed_form:
+        own = estimate.own_upper_bytes
+        bound = f"its bound, {approx_gib(own)}," if math.isfinite(own) else "its bound"
         reason = (
-            f"predicts {predicted}, and its bound falls below the refined closed-form "
+            f"predicts {predicted}, and {bound} falls below the refined closed-form "
             "estimate, which every measured run exceeded"
         )
         return LeftOut(estimate, reason, "below the floor", f"predicts {predicted}")
@@ -199,6 +226,9 @@ class Evidence:
     # The run of that highest peak: its sampled peak and sampling interval, where stored.
     measured_sampled_bytes: float | None = None
     sample_interval_s: float | None = None
+    # Why the configuration cannot train on the profile at all (`modeling.trainable`):
+    # a setting of it whose every run there ended in error; "" when it may.
+    untrainable: str = ""
 
     @property
     def measured(self) -> bool:
@@ -215,6 +245,11 @@ def same_config(row: dict, config: WorkloadConfig) -> bool:
 
 def evidence_for(config: WorkloadConfig, runs: pd.DataFrame) -> Evidence:
     """The measured evidence for ``config`` among ``runs`` (one machine profile's, any status)."""
+    module = workloads.of(config)
+    knobs = {knob: getattr(config, knob) for knob in module.NETWORK_KNOBS}
+    failure = trainable.untrainable(runs, config.workload, knobs)
+    if failure:
+        return Evidence(None, (), None, untrainable=failure.reason)
     if runs.empty or PEAK_COLUMN not in runs:
         return Evidence(None, (), None)
     ok = runs[
@@ -259,6 +294,11 @@ class Decision:
     confidence: Confidence
 
     @property
+    def untrainable(self) -> str:
+        """Why the question has no answer on this profile (`Evidence.untrainable`); "" if it has."""
+        return self.evidence.untrainable
+
+    @property
     def bound_bytes(self) -> float:
         return self.estimate.upper_bytes if self.estimate else math.nan
 
@@ -289,6 +329,8 @@ class Decision:
     @property
     def headline(self) -> str:
         """The verdict worded by its confidence, e.g. "Predicted to fit, 12x beyond …"."""
+        if self.untrainable:
+            return "Does not train on this machine profile"
         if self.estimate is None:
             return "No answer: no model is credible here"
         evidence = self.evidence
@@ -323,6 +365,8 @@ class Decision:
         """The credible models' bounds, in words, e.g. "159–190 GiB across 4 of 10 models"."""
         credible = self.credibility.credible
         total = len(credible) + len(self.credibility.left_out)
+        if self.untrainable:
+            return "none asked: the setting does not train here"
         if not credible:
             return f"no credible model among the {total} stored"
         return f"{self.credibility.span} across {len(credible)} of {total} models"
@@ -340,8 +384,11 @@ def decide(
 
     The asked model answers when it is credible here; otherwise the credible
     model with the highest bound does (the cautious choice), and the decision
-    says why (`Decision.substituted`).
+    says why (`Decision.substituted`). A configuration whose setting never trained
+    on the profile (`Evidence.untrainable`) gets no model at all: it does not fit.
     """
+    if evidence.untrainable:  # the reason answers, not a prediction
+        estimates = ()
     credibility = credible_models(estimates)
     asked = next((e for e in credibility.credible if e.name == asked_model), None)
     estimate = asked or max(credibility.credible, key=lambda e: e.upper_bytes, default=None)

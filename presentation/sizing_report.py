@@ -144,10 +144,11 @@ class ModelLine:
     name: str
     title: str
     predicted_bytes: float
-    upper_bytes: float
+    upper_bytes: float  # its own bound where it is left out below the closed form
     credible: bool
     reason: str  # why it is left out, in words; "" when credible
     answers: bool  # the model the decision uses
+    fits: str = sizing_view.NOT_JUDGED  # yes, no, or NOT_JUDGED when left out
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,8 @@ class SizingReport:
     def verification(self) -> str:
         """Whether a run of exactly this configuration on this profile measured the answer."""
         evidence = self.decision.evidence
+        if evidence.untrainable:
+            return f"Nothing to verify: {evidence.untrainable}"
         if evidence.measured_peak_bytes is not None:
             runs = ", ".join(run_id[:RUN_ID_CHARS] for run_id in evidence.run_ids)
             peak = evidence.measured_peak_bytes
@@ -424,18 +427,18 @@ def run_lines(runs: pd.DataFrame, config: WorkloadConfig) -> tuple[RunLine, ...]
 
 def _model_lines(models: Sequence[BoundedModel], decision: Decision) -> tuple[ModelLine, ...]:
     credibility = decision.credibility
-    estimates = {e.name: e for e in credibility.credible}
-    estimates |= {out.estimate.name: out.estimate for out in credibility.left_out}
+    estimates = credibility.by_name
     chosen = decision.estimate.name if decision.estimate else None
     return tuple(
         ModelLine(
             name=model.name,
             title=model.title,
             predicted_bytes=estimates[model.name].predicted_bytes,
-            upper_bytes=estimates[model.name].upper_bytes,
+            upper_bytes=estimates[model.name].shown_upper_bytes,
             credible=credibility.is_credible(model.name),
             reason=credibility.reason(model.name),
             answers=model.name == chosen,
+            fits=sizing_view.fits_cell(decision, model.name),
         )
         for model in models
         if model.name in estimates
@@ -639,7 +642,9 @@ only: the same configuration can peak much higher on another kind of CPU.</p>
 {% if r.onednn_note %}<p>Note: {{ r.onednn_note }}</p>{% endif %}
 
 <h2>The model and its bound</h2>
-{% if r.bound %}
+{% if r.decision.untrainable %}
+<p>{{ r.decision.untrainable }}</p>
+{% elif r.bound %}
 <p>{{ r.bound.sentence }}</p>
 <p>With {{ "{:g}".format(r.headroom_pct) }}% headroom the configuration asks for
 {{ r.decision.needed_bytes | gib }} of the {{ "{:,g}".format(r.budget_gib) }} GiB budget.</p>
@@ -649,7 +654,8 @@ only: the same configuration can peak much higher on another kind of CPU.</p>
 
 <h2 id="verified">Verified by a run?</h2>
 <p>{{ r.verification }}</p>
-{% if not r.verified %}<p><code>{{ r.measure_command }}</code></p>{% endif %}
+{% if not r.verified and not r.decision.untrainable %}<p><code>{{ r.measure_command }}</code></p>
+{% endif %}
 
 <h2>Measured vs predicted</h2>
 <figure id="chart">
@@ -662,20 +668,25 @@ server sizes it tried{% endif %}.</figcaption>
 </figure>
 
 <h2>Every model's estimate</h2>
+{% if r.decision.untrainable %}
+<p>None: no model is asked about a setting that does not train on this machine profile.</p>
+{% else %}
 <table id="models">
 <thead><tr><th>model</th><th class="num">point prediction</th><th class="num">upper bound</th>
-<th>believed?</th></tr></thead>
+<th>fits the budget?</th><th>left out of the answer because</th></tr></thead>
 <tbody>
 {% for m in r.models %}
 <tr class="{{ 'this' if m.answers else ('' if m.credible else 'out') }}">
   <td>{{ m.title }}{% if m.answers %} <span class="tag">answers</span>{% endif %}</td>
   <td class="num">{{ m.predicted_bytes | gib }}</td>
   <td class="num">{{ m.upper_bytes | gib }}</td>
-  <td class="text">{% if m.credible %}credible{% else %}left out: {{ m.reason }}{% endif %}</td>
+  <td class="word">{{ m.fits }}</td>
+  <td class="text">{{ m.reason }}</td>
 </tr>
 {% endfor %}
 </tbody>
 </table>
+{% endif %}
 
 <h2 id="published">Published reference points</h2>
 <p>{{ r.published_note }}</p>

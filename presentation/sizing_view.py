@@ -1,13 +1,18 @@
 """What the Sizing page asks and answers, for any workload, as plain values: no Streamlit.
 
 * `SizingChoices` — what the page offers one workload: its valid square or
-  cube sides, batch sizes, the knobs it lets the user set and their values,
-  the stored models; `choices_for` builds it from the models and the runs;
+  cube sides, batch sizes, the knobs it lets the user set and their values
+  (a value whose every run on the profile ended in error marked as failing
+  there, `modeling.trainable`), the stored models; `choices_for` builds it from
+  the models and the runs;
 * `SizingState` — one question: workload, image, batch, knobs, budget,
   headroom, model, machine profile; `default_state` is the question a page opens on;
 * `config_predictions` — every model's point prediction and upper bound for
   configurations, a bound below the closed-form floor replaced as
   `modeling.sizing` does;
+* `models_frame` — every model's estimate as the page's table shows it: a model
+  left out of the answer says why in a column of its own and gets no "fits"
+  verdict (`left_out_cell`, `fits_cell`, shared with the report);
 * `breakdown_frame` — the refined analytical model's terms for one configuration;
 * `input_problems` — why a typed budget or headroom cannot be answered, in words,
   and `waiting_text`, what the answers say meanwhile;
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,7 +38,7 @@ from core.analytical import MemoryBreakdown
 from core.units import GIB, format_bound
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import PRECISIONS, WorkloadConfig
-from modeling import sizing
+from modeling import sizing, trainable
 from modeling.decision import (
     OUTLIER_FACTOR,
     Confidence,
@@ -62,6 +67,8 @@ DEFAULT_BUDGET_GIB = 256.0
 DEFAULT_SIDES = {"unet3d": 128, "alexnet": 224}
 DEFAULT_BATCHES = {"unet3d": 4, "alexnet": 32}
 FALLBACK_SIDE, FALLBACK_BATCH = 128, 4
+# How a knob value that never trained on the profile is offered (`modeling.trainable`).
+FAILS_HERE = "fails here"
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,8 @@ class SizingChoices:
     batch_sizes: tuple[int, ...]
     knobs: dict[str, tuple[Any, ...]]  # offered knob -> its values, in widget order
     models: tuple[str, ...]  # stored model names; empty before any evaluation
+    # Knob -> its values that never trained on the profile -> why (`modeling.trainable`).
+    failing: Mapping[str, Mapping[Any, str]] = field(default_factory=dict)
     min_budget_gib: float = MIN_BUDGET_GIB
     max_budget_gib: float = MAX_BUDGET_GIB
     max_headroom_pct: float = MAX_HEADROOM_PCT
@@ -132,6 +141,20 @@ class SizingChoices:
     @property
     def dims(self) -> int:
         return workload_labels.dims(self.workload)
+
+    def knob_label(self, knob: str, value: Any) -> str:
+        """A knob's value as offered: ``mixed_float16 (fails here)`` where it never trained."""
+        return f"{value} ({FAILS_HERE})" if value in self.failing.get(knob, {}) else str(value)
+
+    def knob_help(self, knob: str) -> str:
+        """The knob's help, and what a value marked as failing means, where one is."""
+        said = KNOB_OFFERS[knob].help
+        if not self.failing.get(knob):
+            return said
+        return (
+            f"{said} Marked '{FAILS_HERE}': every run of that value on this machine profile "
+            "ended in error; it gets the reason, not a prediction."
+        )
 
 
 @dataclass(frozen=True)
@@ -182,6 +205,10 @@ def choices_for(workload: str, model_names: Sequence[str], runs: pd.DataFrame) -
         batch_sizes=tuple(range(1, MAX_OFFERED_BATCH + 1)),
         knobs={offer.knob: _knob_values(offer, runs) for offer in offered_knobs(workload)},
         models=tuple(model_names),
+        failing={
+            knob: {value: failure.reason for value, failure in values.items()}
+            for knob, values in trainable.failing_values(runs, workload).items()
+        },
     )
 
 
@@ -415,7 +442,8 @@ def config_predictions(
     (`modeling.sizing.replace_below_floor`), so it agrees with the sizing answers.
     One row per model x configuration, columns
     ``model, title, batch_size, image_shape, predicted_bytes, upper_bytes,
-    bound_ratio, raised_to_closed_form, beyond`` (how the configuration lies
+    bound_ratio, raised_to_closed_form, own_upper_bytes`` (the model's own bound,
+    before that replacement), ``beyond`` (how the configuration lies
     outside the model's measured range, in words; empty inside it), ``reach``
     (`reach`), ``bound_evidence`` (what the bound rests on: how many distinct
     configurations, `ConformalBound.evidence`).
@@ -429,6 +457,7 @@ def config_predictions(
         "upper_bytes",
         "bound_ratio",
         "raised_to_closed_form",
+        "own_upper_bytes",
         "beyond",
         "reach",
         "bound_evidence",
@@ -441,7 +470,8 @@ def config_predictions(
         bounds = [model.bound_for(config) for config in configs]
         ratios = np.array([bound.ratio for bound in bounds])
         # What `Predictor.upper_bytes` computes, without predicting a second time.
-        upper, raised = replace_below_floor(model, configs, upper_bound(predicted, ratios))
+        own = upper_bound(predicted, ratios)
+        upper, raised = replace_below_floor(model, configs, own)
         frames.append(
             pd.DataFrame(
                 {
@@ -453,6 +483,7 @@ def config_predictions(
                     "upper_bytes": upper,
                     "bound_ratio": ratios,
                     "raised_to_closed_form": raised,
+                    "own_upper_bytes": own,
                     "beyond": [
                         "; ".join(model.training_range.beyond(config)) for config in configs
                     ],
@@ -483,6 +514,7 @@ def estimates(table: pd.DataFrame) -> list[ModelEstimate]:
             beyond=str(row["beyond"]),
             reach=float(row["reach"]),
             bound_evidence=str(row.get("bound_evidence", "")),
+            own_upper_bytes=float(row.get("own_upper_bytes", math.nan)),
         )
         for row in table.to_dict("records")
     ]
@@ -540,6 +572,10 @@ def decision_sentence(decision: Decision, image_label: str, machine: str) -> str
     estimate = decision.estimate
     config = decision.config
     budget = f"{decision.budget_bytes / GIB:,g} GiB"
+    if decision.untrainable:
+        return (
+            f"{decision.untrainable} Asked: {image_label} at batch {config.batch_size}, {machine}."
+        )
     if estimate is None:
         return (
             f"{decision.spread.capitalize()} for {image_label} at batch {config.batch_size}, "
@@ -567,27 +603,55 @@ def left_out_lines(decision: Decision) -> list[str]:
     return [f"{LEFT_OUT_WORDS[kind]}: {', '.join(titles)}" for kind, titles in grouped.items()]
 
 
-def models_frame(table: pd.DataFrame, decision: Decision, usable_bytes: float) -> pd.DataFrame:
+# Why a model is left out (`modeling.decision.LeftOut.kind`), in a table cell.
+LEFT_OUT_CELLS = {
+    "no positive prediction": "no positive peak",
+    "unbounded": "no finite bound",
+    "below the floor": "below closed form",
+    "outlier": "bound {times} median",
+}
+# A verdict not given: the model is left out of the answer, so whether it fits says nothing.
+NOT_JUDGED = "–"
+
+
+def left_out_cell(decision: Decision, name: str) -> str:
+    """Why model ``name`` is left out of the answer, in a few words; "" when it is credible."""
+    out = decision.credibility.left_out_as(name)
+    if out is None:
+        return ""
+    return LEFT_OUT_CELLS[out.kind].format(times=out.figure.rpartition(", ")[2])
+
+
+def fits_cell(decision: Decision, name: str) -> str:
+    """``yes`` or ``no``: model ``name``'s bound within what training may use of the budget;
+    `NOT_JUDGED` for a model left out of the answer."""
+    if not decision.credibility.is_credible(name):
+        return NOT_JUDGED
+    return (
+        "yes" if decision.credibility.by_name[name].upper_bytes <= decision.usable_bytes else "no"
+    )
+
+
+def models_frame(table: pd.DataFrame, decision: Decision) -> pd.DataFrame:
     """Every model's estimate for the question as the page's table shows it.
 
     table : `config_predictions` rows of the question's configuration. Short
-    column names so the table fits a 1024 px wide page; why a model is left out
-    is listed under the table, not in a cell too narrow to read.
+    column names so the table fits a 1024 px wide page. A model left out of the
+    answer says why in a column of its own (the full reasons are listed under the
+    table), gets no "fits" verdict, and shows the bound it is left out for: its
+    own, where that fell below the closed form.
     """
-    credibility = decision.credibility
+    by_name = decision.credibility.by_name
+    names = [name for name in table["model"] if name in by_name]
+    ratios = dict(zip(table["model"], table["bound_ratio"], strict=True))
     return pd.DataFrame(
         {
-            "model": table["title"].to_numpy(),
-            "predicted GiB": (table["predicted_bytes"] / GIB).to_numpy(),
-            "bound GiB": (table["upper_bytes"] / GIB).to_numpy(),
-            "bound from": [
-                "closed form" if raised else f"x{ratio:.2f}"
-                for raised, ratio in zip(
-                    table["raised_to_closed_form"], table["bound_ratio"], strict=True
-                )
-            ],
-            "credible": ["yes" if credibility.is_credible(n) else "no" for n in table["model"]],
-            "fits": ["yes" if upper <= usable_bytes else "no" for upper in table["upper_bytes"]],
+            "model": [by_name[name].title for name in names],
+            "predicted GiB": [by_name[name].predicted_bytes / GIB for name in names],
+            "bound GiB": [by_name[name].shown_upper_bytes / GIB for name in names],
+            "bound from": [f"x{ratios[name]:.2f}" for name in names],
+            "fits": [fits_cell(decision, name) for name in names],
+            "left out because": [left_out_cell(decision, name) for name in names],
         }
     )
 

@@ -103,3 +103,23 @@ def two_machines_db(
 ) -> Path:
     """A private copy of the two machines' AlexNet runs and models, made the dashboard's."""
     return _private_copy(two_machines_template, tmp_path, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def every_bundle_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every bundled run and every bundled evaluation: what a fresh checkout's database holds
+    (the Intel reference, the AMD profiles, the knob profiles, the AlexNet)."""
+    path = tmp_path_factory.mktemp("every_bundle") / "every_bundle.duckdb"
+    database.ensure_database(path)
+    for runs_file, samples_file in database.BUNDLED_EXPORTS:
+        exchange.import_runs(path, runs_file, samples_file)
+    assert bundle.install_every_bundle(path) == len(bundle.BUNDLED_RESULTS_DIRS)
+    return path
+
+
+@pytest.fixture
+def every_bundle_db(
+    every_bundle_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A private copy of every bundled run and evaluation, made the dashboard's."""
+    return _private_copy(every_bundle_template, tmp_path, monkeypatch)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -207,32 +208,48 @@ def test_no_credible_model_is_no_answer() -> None:
     )
 
 
-def test_the_every_model_table_is_short_enough_for_a_narrow_page() -> None:
+def test_the_every_model_table_says_why_a_model_is_left_out_and_gives_it_no_fits_verdict() -> None:
+    # XGBoost as the issue found it: its own bound (18.4 GiB) below the closed form, replaced
+    # by the closed form x its excess (200 GiB), which fits the 213 GiB usable; the paper
+    # model's 1,617 GiB does not. Neither is in the answer, so neither gets a verdict.
+    xgboost = dataclasses.replace(
+        next(e for e in DELL_ESTIMATES if e.name == "xgboost"),
+        upper_bytes=200 * GIB,
+        own_upper_bytes=18.4 * GIB,
+    )
+    estimates = [xgboost if e.name == "xgboost" else e for e in DELL_ESTIMATES]
     table = pd.DataFrame(
         {
-            "model": [e.name for e in DELL_ESTIMATES],
-            "title": [e.title for e in DELL_ESTIMATES],
-            "predicted_bytes": [e.predicted_bytes for e in DELL_ESTIMATES],
-            "upper_bytes": [e.upper_bytes for e in DELL_ESTIMATES],
-            "bound_ratio": [1.06] * len(DELL_ESTIMATES),
-            "raised_to_closed_form": [e.raised_to_closed_form for e in DELL_ESTIMATES],
+            "model": [e.name for e in estimates],
+            "bound_ratio": [1.06] * len(estimates),
         }
     )
     nothing = evidence_for(DELL, pd.DataFrame())
-    decision = decide(DELL_ESTIMATES, "symbolic", DELL, nothing, 256 * GIB, 0.2)
+    decision = decide(estimates, "symbolic", DELL, nothing, 256 * GIB, 0.2)
 
-    shown = sizing_view.models_frame(table, decision, 256 * GIB / 1.2)
+    shown = sizing_view.models_frame(table, decision).set_index("model")
 
     assert shown.columns.tolist() == [
-        "model",
         "predicted GiB",
         "bound GiB",
         "bound from",
-        "credible",
         "fits",
+        "left out because",
     ]
-    # Its bound fell below the floor: the closed form times the runs' largest excess.
-    assert shown.set_index("model").loc["xgboost", ["bound from", "credible"]].tolist() == [
-        "closed form",
-        "no",
+    assert shown.loc["xgboost", ["fits", "left out because"]].tolist() == [
+        "–",
+        "below closed form",
     ]
+    # The bound it is left out for: its own, below the closed form, not the replacement.
+    assert shown.loc["xgboost", "bound GiB"] == pytest.approx(18.4)
+    assert shown.loc["paper", ["fits", "left out because"]].tolist() == ["–", "bound 10.0x median"]
+    assert shown.loc["hybrid_ratio", ["fits", "left out because"]].tolist() == [
+        "–",
+        "no positive peak",
+    ]
+    credible = ["refined", "least_squares", "symbolic", "hybrid_terms"]
+    assert shown.loc[credible, "fits"].tolist() == ["yes"] * 4
+    assert shown.loc[credible, "left out because"].tolist() == [""] * 4
+    assert decision.credibility.reason("xgboost").startswith(
+        "predicts 17.3 GiB, and its bound, 18.4 GiB, falls below the refined closed-form"
+    )

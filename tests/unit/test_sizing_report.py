@@ -21,7 +21,7 @@ from core import database, profiles, published, store
 from core.version import __version__
 from core.workloads.unet3d import UNetConfig
 from modeling import machines
-from modeling.decision import Decision
+from modeling.decision import Decision, approx_gib
 from modeling.evaluation.bounds import ConformalBound
 from modeling.stored import bundle
 from modeling.stored.predictor import Predictor
@@ -350,3 +350,35 @@ def test_the_chart_without_a_model_or_study_draws_only_the_runs(runs: pd.DataFra
     assert set(frame["series"]) == {charts_published.MEASURED}
     svg = charts_published.chart_svg(charts_published.measured_vs_predicted(frame))
     assert svg.startswith("<svg") and "<script" not in svg
+
+
+def test_the_models_table_gives_left_out_models_a_reason_column_and_no_fits_verdict(
+    dell: sizing_report.SizingReport, dell_html: str
+) -> None:
+    # Issue 26, finding 7: "XGBoost 13.6 GiB | 200 GiB | left out: … its bound falls below
+    # the refined closed-form estimate", 200 GiB being above that estimate.
+    table = dell_html[dell_html.index('<table id="models">') : dell_html.index("</table>")]
+    headers = [text_of(cell) for cell in re.findall(r"<th[^>]*>.*?</th>", table, re.S)]
+    assert headers == [
+        "model",
+        "point prediction",
+        "upper bound",
+        "fits the budget?",
+        "left out of the answer because",
+    ]
+    by_title = {m.title: m for m in dell.models}
+    refined = by_title["refined analytical (closed form)"]
+    for line in dell.models:
+        if line.credible:
+            assert (line.fits, line.reason) == ("yes", "")
+            continue
+        assert line.fits == "–" and line.reason
+        if "falls below the refined closed-form estimate" in line.reason:
+            # The bound shown is the one it is left out for: below the closed form.
+            assert line.upper_bytes < refined.predicted_bytes
+            assert f"its bound, {approx_gib(line.upper_bytes)}," in line.reason
+    xgboost = by_title["XGBoost"]
+    row = next(r for r in re.findall(r"<tr.*?</tr>", table, re.S) if "XGBoost" in r)
+    cells = [text_of(cell) for cell in re.findall(r"<td[^>]*>.*?</td>", row, re.S)]
+    assert cells[1:4] == ["11.6 GiB", approx_gib(xgboost.upper_bytes), "–"]
+    assert cells[4] == xgboost.reason
