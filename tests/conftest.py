@@ -9,6 +9,7 @@ the cluster, with the command that installs it.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -171,3 +172,38 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
         else:
             os.environ["SLURM_CONF"] = previous
         cluster.stop()
+
+
+# --- tiers: markers by fixture and directory, for -m and for pytest-xdist -------------
+
+# A test with any of these markers is also `slow`: `-m "not slow"` is the inner loop.
+SLOW_KINDS = ("tensorflow", "e2e", "slurm")
+# What collecting the suite must never import (a worker pays seconds and ~0.5 GiB for it).
+HEAVY_MODULES = ("tensorflow", "keras")
+COLLECTION_IMPORTS: pytest.StashKey[list[str]] = pytest.StashKey()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the Slurm tests `slurm` and every `tensorflow`/`e2e`/`slurm` test `slow`.
+
+    Tests on the one-node Slurm cluster share one xdist group, so under ``-n`` they run
+    in one worker on one cluster, in file order, as they do without ``-n``.
+    """
+    for item in items:
+        if "slurm_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slurm)
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[COLLECTION_IMPORTS] = sorted(
+        name for name in HEAVY_MODULES if name in sys.modules
+    )
+
+
+@pytest.fixture(scope="session")
+def modules_imported_at_collection(pytestconfig: pytest.Config) -> list[str]:
+    """Which of TensorFlow and Keras were loaded once this process had collected its tests."""
+    return pytestconfig.stash.get(COLLECTION_IMPORTS, [])
