@@ -8,20 +8,25 @@ the cluster, with the command that installs it.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from core import workloads
+from core import database, workloads
 from core.analytical import refined_breakdown
 from core.records import RunRecord, Sample
 from core.workloads.base import WorkloadConfig
+from modeling.stored import bundle
+from profiling import exchange
 from tests.slurm_cluster import SlurmCluster, slurm_available, start_cluster
 
 # A tiny but valid workload: 16 is the smallest side a 5-level U-Net accepts.
@@ -177,19 +182,22 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
 # --- tiers: markers by fixture and directory, for -m and for pytest-xdist -------------
 
 # A test with any of these markers is also `slow`: `-m "not slow"` is the inner loop.
-SLOW_KINDS = ("tensorflow", "e2e", "slurm")
+SLOW_KINDS = ("tensorflow", "e2e", "slurm", "app")
+APP_TESTS = Path(__file__).resolve().parent / "app"
 # What collecting the suite must never import (a worker pays seconds and ~0.5 GiB for it).
 HEAVY_MODULES = ("tensorflow", "keras")
 COLLECTION_IMPORTS: pytest.StashKey[list[str]] = pytest.StashKey()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the Slurm tests `slurm` and every `tensorflow`/`e2e`/`slurm` test `slow`.
+    """Mark the Slurm tests `slurm`, tests/app `app`, and every test of `SLOW_KINDS` `slow`.
 
     Tests on the one-node Slurm cluster share one xdist group, so under ``-n`` they run
     in one worker on one cluster, in file order, as they do without ``-n``.
     """
     for item in items:
+        if APP_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.app)
         if "slurm_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slurm)
             item.add_marker(pytest.mark.xdist_group("slurm"))
@@ -207,3 +215,40 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def modules_imported_at_collection(pytestconfig: pytest.Config) -> list[str]:
     """Which of TensorFlow and Keras were loaded once this process had collected its tests."""
     return pytestconfig.stash.get(COLLECTION_IMPORTS, [])
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]
+) -> Path:
+    """The file ``name``, made by ``build(path)`` once per test session, for session fixtures.
+
+    Under pytest-xdist every worker has its own session fixtures: a template database
+    that took seconds of fitting would be built once per worker. Here the first worker
+    to ask builds it, under a lock, in the folder all workers' temporary directories
+    share; the others wait for it and read the same file. Callers only ever copy it.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # pytest-<n>/popen-gw0 -> pytest-<n>, this session's own
+    folder = root / "built-once"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    with (folder / f"{name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not path.exists():
+                partial = folder / f"partial-{name}"
+                with contextlib.suppress(FileNotFoundError):
+                    partial.unlink()
+                build(partial)
+                partial.rename(path)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return path
+
+
+def reference_database(path: Path) -> None:
+    """The bundled reference runs and the bundled evaluation, in a new database at ``path``."""
+    database.ensure_database(path)
+    exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
+    assert bundle.install_bundled_results(path), "the bundled evaluation did not install"
