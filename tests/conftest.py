@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -189,20 +190,47 @@ HEAVY_MODULES = ("tensorflow", "keras")
 COLLECTION_IMPORTS: pytest.StashKey[list[str]] = pytest.StashKey()
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the Slurm tests `slurm`, tests/app `app`, and every test of `SLOW_KINDS` `slow`.
+# The modules whose tests run on the one-node Slurm cluster (the `slurm_cluster` fixture):
+# under xdist one worker runs them all, on one cluster, in file order (see below).
+SLURM_MODULES = re.compile(r"tests/(integration|e2e)/test_slurm_\w*\.py::")
 
-    Tests on the one-node Slurm cluster share one xdist group, so under ``-n`` they run
-    in one worker on one cluster, in file order, as they do without ``-n``.
-    """
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the Slurm tests `slurm`, tests/app `app`, and every test of `SLOW_KINDS` `slow`."""
     for item in items:
         if APP_TESTS in item.path.parents:
             item.add_marker(pytest.mark.app)
         if "slurm_cluster" in getattr(item, "fixturenames", ()):
+            if not SLURM_MODULES.match(item.nodeid):
+                raise pytest.UsageError(
+                    f"{item.nodeid} uses the Slurm cluster: its module must be "
+                    "tests/integration/test_slurm_*.py or tests/e2e/test_slurm_*.py, "
+                    "which one xdist worker runs together (tests/conftest.py)"
+                )
             item.add_marker(pytest.mark.slurm)
-            item.add_marker(pytest.mark.xdist_group("slurm"))
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` that also sends every test of `SLURM_MODULES` to one worker.
+
+    xdist's own groups (``xdist_group``) rename node ids, which pytest 9.2 no longer
+    lets it do (xdist 3.8): the scheduler here groups by module name instead, as
+    ``loadscope`` would, so only one Slurm cluster runs at a time.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class SlurmTogether(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if SLURM_MODULES.match(nodeid):
+                return "slurm"
+            return super()._split_scope(nodeid)
+
+    return SlurmTogether(config, log)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
