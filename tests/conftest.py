@@ -8,19 +8,26 @@ the cluster, with the command that installs it.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
+import sys
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from core import workloads
+from core import database, workloads
 from core.analytical import refined_breakdown
 from core.records import RunRecord, Sample
 from core.workloads.base import WorkloadConfig
+from modeling.stored import bundle
+from profiling import exchange
 from tests.slurm_cluster import SlurmCluster, slurm_available, start_cluster
 
 # A tiny but valid workload: 16 is the smallest side a 5-level U-Net accepts.
@@ -171,3 +178,105 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
         else:
             os.environ["SLURM_CONF"] = previous
         cluster.stop()
+
+
+# --- tiers: markers by fixture and directory, for -m and for pytest-xdist -------------
+
+# A test with any of these markers is also `slow`: `-m "not slow"` is the inner loop.
+SLOW_KINDS = ("tensorflow", "e2e", "slurm", "app")
+APP_TESTS = Path(__file__).resolve().parent / "app"
+# What collecting the suite must never import (a worker pays seconds and ~0.5 GiB for it).
+HEAVY_MODULES = ("tensorflow", "keras")
+COLLECTION_IMPORTS: pytest.StashKey[list[str]] = pytest.StashKey()
+
+
+# The modules whose tests run on the one-node Slurm cluster (the `slurm_cluster` fixture):
+# under xdist one worker runs them all, on one cluster, in file order (see below).
+SLURM_MODULES = re.compile(r"tests/(integration|e2e)/test_slurm_\w*\.py::")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the Slurm tests `slurm`, tests/app `app`, and every test of `SLOW_KINDS` `slow`."""
+    for item in items:
+        if APP_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.app)
+        if "slurm_cluster" in getattr(item, "fixturenames", ()):
+            if not SLURM_MODULES.match(item.nodeid):
+                raise pytest.UsageError(
+                    f"{item.nodeid} uses the Slurm cluster: its module must be "
+                    "tests/integration/test_slurm_*.py or tests/e2e/test_slurm_*.py, "
+                    "which one xdist worker runs together (tests/conftest.py)"
+                )
+            item.add_marker(pytest.mark.slurm)
+        if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` that also sends every test of `SLURM_MODULES` to one worker.
+
+    xdist's own groups (``xdist_group``) rename node ids, which pytest 9.2 no longer
+    lets it do (xdist 3.8): the scheduler here groups by module name instead, as
+    ``loadscope`` would, so only one Slurm cluster runs at a time.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class SlurmTogether(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if SLURM_MODULES.match(nodeid):
+                return "slurm"
+            return super()._split_scope(nodeid)
+
+    return SlurmTogether(config, log)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[COLLECTION_IMPORTS] = sorted(
+        name for name in HEAVY_MODULES if name in sys.modules
+    )
+
+
+@pytest.fixture(scope="session")
+def modules_imported_at_collection(pytestconfig: pytest.Config) -> list[str]:
+    """Which of TensorFlow and Keras were loaded once this process had collected its tests."""
+    return pytestconfig.stash.get(COLLECTION_IMPORTS, [])
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]
+) -> Path:
+    """The file ``name``, made by ``build(path)`` once per test session, for session fixtures.
+
+    Under pytest-xdist every worker has its own session fixtures: a template database
+    that took seconds of fitting would be built once per worker. Here the first worker
+    to ask builds it, under a lock, in the folder all workers' temporary directories
+    share; the others wait for it and read the same file. Callers only ever copy it.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # pytest-<n>/popen-gw0 -> pytest-<n>, this session's own
+    folder = root / "built-once"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    with (folder / f"{name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not path.exists():
+                partial = folder / f"partial-{name}"
+                with contextlib.suppress(FileNotFoundError):
+                    partial.unlink()
+                build(partial)
+                partial.rename(path)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return path
+
+
+def reference_database(path: Path) -> None:
+    """The bundled reference runs and the bundled evaluation, in a new database at ``path``."""
+    database.ensure_database(path)
+    exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
+    assert bundle.install_bundled_results(path), "the bundled evaluation did not install"

@@ -13,24 +13,21 @@ from pathlib import Path
 import pytest
 
 from core import database
-from modeling.stored import bundle
-from profiling import exchange
 from tests.app.helpers import (
     OTHER_MACHINE,
     OTHER_MACHINE_SCALE,
     add_alexnet_runs,
     evaluate_alexnet,
 )
+from tests.conftest import built_once, reference_database
 
 
 @pytest.fixture(scope="session")
 def reference_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A database holding the bundled reference runs and the bundled evaluation (built once)."""
-    path = tmp_path_factory.mktemp("reference") / "reference.duckdb"
-    database.ensure_database(path)
-    exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
-    assert bundle.install_bundled_results(path)
-    return path
+    """A database holding the bundled reference runs and the bundled evaluation (built once).
+
+    Built once for the session, whatever the number of xdist workers (`built_once`)."""
+    return built_once(tmp_path_factory, "reference.duckdb", reference_database)
 
 
 @pytest.fixture
@@ -56,19 +53,23 @@ def alexnet_runs_template(
     reference_db_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
     """The reference database plus synthetic AlexNet runs, without an AlexNet evaluation."""
-    path = tmp_path_factory.mktemp("alexnet_runs") / "alexnet_runs.duckdb"
-    path.write_bytes(reference_db_template.read_bytes())
-    add_alexnet_runs(path)
-    return path
+
+    def build(path: Path) -> None:
+        path.write_bytes(reference_db_template.read_bytes())
+        add_alexnet_runs(path)
+
+    return built_once(tmp_path_factory, "alexnet_runs.duckdb", build)
 
 
 @pytest.fixture(scope="session")
 def alexnet_template(alexnet_runs_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The AlexNet runs' database with an AlexNet evaluation of its own (quick settings)."""
-    path = tmp_path_factory.mktemp("alexnet") / "alexnet.duckdb"
-    path.write_bytes(alexnet_runs_template.read_bytes())
-    evaluate_alexnet(path)
-    return path
+
+    def build(path: Path) -> None:
+        path.write_bytes(alexnet_runs_template.read_bytes())
+        evaluate_alexnet(path)
+
+    return built_once(tmp_path_factory, "alexnet.duckdb", build)
 
 
 @pytest.fixture
@@ -90,11 +91,13 @@ def two_machines_template(
     alexnet_runs_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
     """The AlexNet runs, the same again on `OTHER_MACHINE`, and an evaluation of each."""
-    path = tmp_path_factory.mktemp("two_machines") / "two_machines.duckdb"
-    path.write_bytes(alexnet_runs_template.read_bytes())
-    add_alexnet_runs(path, scale=OTHER_MACHINE_SCALE, **OTHER_MACHINE)
-    evaluate_alexnet(path)
-    return path
+
+    def build(path: Path) -> None:
+        path.write_bytes(alexnet_runs_template.read_bytes())
+        add_alexnet_runs(path, scale=OTHER_MACHINE_SCALE, **OTHER_MACHINE)
+        evaluate_alexnet(path)
+
+    return built_once(tmp_path_factory, "two_machines.duckdb", build)
 
 
 @pytest.fixture

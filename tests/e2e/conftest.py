@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from core import database
-from modeling.stored import bundle
-from profiling import exchange, jobstatus, launcher
+from profiling import jobstatus, launcher
+from tests.conftest import built_once, reference_database
 from tests.slurm_cluster import stop_process_group
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -108,11 +108,8 @@ class StreamlitServer:
 @pytest.fixture(scope="session")
 def e2e_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database holding the bundled reference runs and the bundled evaluation (built once)."""
-    path = tmp_path_factory.mktemp("e2e-reference") / "reference.duckdb"
-    database.ensure_database(path)
-    exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
-    assert bundle.install_bundled_results(path), "the bundled evaluation did not install"
-    return path
+    # The same file as the page tests' reference_db_template, shared by every xdist worker.
+    return built_once(tmp_path_factory, "reference.duckdb", reference_database)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ in ``test_architecture_vs_keras.py``.
 
 from math import prod
 
-import keras
 import numpy as np
 import pytest
 
@@ -19,7 +18,15 @@ def _weight_count(weights: list) -> int:
     return sum(prod(weight.shape) for weight in weights)
 
 
-def test_the_default_network_has_exactly_50_844_008_parameters_in_keras() -> None:
+@pytest.fixture
+def keras():
+    """Keras, imported by the test that needs it: collecting the suite never loads TensorFlow."""
+    import keras
+
+    return keras
+
+
+def test_the_default_network_has_exactly_50_844_008_parameters_in_keras(keras) -> None:
     model = build_model(AlexNetConfig(image_shape=(224, 224)))
     try:
         assert model.count_params() == 50_844_008
@@ -28,7 +35,7 @@ def test_the_default_network_has_exactly_50_844_008_parameters_in_keras() -> Non
         keras.backend.clear_session()
 
 
-def test_two_training_steps_on_a_synthetic_batch_give_a_finite_loss() -> None:
+def test_two_training_steps_on_a_synthetic_batch_give_a_finite_loss(keras) -> None:
     config = AlexNetConfig(image_shape=(67, 67), batch_size=2, classes=10)
     rng = np.random.default_rng(0)
     model = build_model(config)

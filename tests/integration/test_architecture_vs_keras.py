@@ -6,10 +6,12 @@ run, so even AlexNet's 224 default is cheap) and compares every layer with
 step) live beside it: here the U-Net's, in ``test_alexnet_vs_keras.py`` AlexNet's.
 """
 
+from __future__ import annotations
+
 from collections.abc import Iterator
 from math import prod
+from typing import TYPE_CHECKING
 
-import keras
 import numpy as np
 import pytest
 
@@ -23,6 +25,9 @@ from core.workloads.base import (
     parameter_counts,
 )
 from core.workloads.unet3d import UNetConfig, build_model
+
+if TYPE_CHECKING:
+    import keras
 
 pytestmark = pytest.mark.tensorflow
 
@@ -57,6 +62,8 @@ def _weight_count(weights: list) -> int:
 @pytest.fixture(scope="module", params=list(CONFIGS.values()), ids=list(CONFIGS))
 def built(request: pytest.FixtureRequest) -> Iterator[tuple[WorkloadConfig, keras.Model]]:
     """A configuration and its Keras model, built once; the float32 policy is restored after."""
+    import keras  # here, not at collection: collecting the suite never loads TensorFlow
+
     config = request.param
     try:
         yield config, workloads.of(config).build_model(config)
@@ -127,6 +134,8 @@ def test_variables_stay_float32_under_every_policy(
 
 
 def test_the_reference_network_has_exactly_5_650_801_parameters_in_keras() -> None:
+    import keras
+
     model = build_model(UNetConfig(image_shape=(32, 32, 32)))
     try:
         assert model.count_params() == 5_650_801

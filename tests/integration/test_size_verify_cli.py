@@ -27,6 +27,8 @@ from modeling.stored.bundle import load_predictor
 from presentation import verification
 from tests.conftest import build_record, build_runs
 
+pytestmark = pytest.mark.tensorflow  # the verification runs a real TensorFlow child
+
 REPO = Path(__file__).resolve().parents[2]
 # Added to every synthetic peak: the fitted bound of 16^3 must stay above its real peak.
 PESSIMISM_BYTES = 3 * 2**29

@@ -60,6 +60,7 @@ def test_a_machine_without_models_keeps_the_closed_form(reference_db: Path) -> N
     assert fitted_bounds(reference_db, [DELL_BATCH_8], "0000000000") == {}
 
 
+@pytest.mark.tensorflow  # the point runs in a real profiled TensorFlow child
 def test_a_sweep_runs_a_point_whose_fitted_bound_fits_though_the_closed_form_does_not(
     tmp_path: Path,
 ) -> None:
