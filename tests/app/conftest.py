@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from core import database
+from modeling.stored import bundle
+from profiling import exchange
 from tests.app.helpers import (
     OTHER_MACHINE,
     OTHER_MACHINE_SCALE,
@@ -111,13 +113,15 @@ def two_machines_db(
 @pytest.fixture(scope="session")
 def every_bundle_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every bundled run and every bundled evaluation: what a fresh checkout's database holds
-    (the Intel reference, the AMD profiles, the knob profiles, the AlexNet)."""
-    path = tmp_path_factory.mktemp("every_bundle") / "every_bundle.duckdb"
-    database.ensure_database(path)
-    for runs_file, samples_file in database.BUNDLED_EXPORTS:
-        exchange.import_runs(path, runs_file, samples_file)
-    assert bundle.install_every_bundle(path) == len(bundle.BUNDLED_RESULTS_DIRS)
-    return path
+    (the Intel reference, the AMD profiles, the knob profiles, the AlexNet); built once."""
+
+    def build(path: Path) -> None:
+        database.ensure_database(path)
+        for runs_file, samples_file in database.BUNDLED_EXPORTS:
+            exchange.import_runs(path, runs_file, samples_file)
+        assert bundle.install_every_bundle(path) == len(bundle.BUNDLED_RESULTS_DIRS)
+
+    return built_once(tmp_path_factory, "every_bundle.duckdb", build)
 
 
 @pytest.fixture
