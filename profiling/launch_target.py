@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from core.errors import ConfigError
+from core.units import MIB, MIN_MEMORY_LIMIT_BYTES
 from profiling import cluster_sweep, slurm
 from profiling.cluster_sweep import SlurmOptions
 from profiling.requests import SweepRequest
@@ -25,8 +26,9 @@ from profiling.requests import SweepRequest
 # squeue (job states), scancel (Cancel) and sinfo (the partition's nodes).
 SLURM_COMMANDS = ("sbatch", "srun", "squeue", "scancel", "sinfo")
 # `profiling.requests.parse_request` wants a memory limit this machine can hold; a Slurm
-# sweep drops it (module docstring), so the form passes this one, which any machine can.
-SLURM_FORM_MEMORY_LIMIT = "1MiB"
+# sweep drops it (module docstring), so the form passes the smallest limit a point may
+# have (`core.units.MIN_MEMORY_LIMIT_BYTES`), which any machine can hold.
+SLURM_FORM_MEMORY_LIMIT = f"{MIN_MEMORY_LIMIT_BYTES // MIB}MiB"
 
 
 def slurm_missing() -> str | None:
