@@ -7,7 +7,6 @@ whole point list was built in memory) and a 107-byte memory limit was taken.
 
 from __future__ import annotations
 
-import resource
 import subprocess
 import sys
 import time
@@ -42,18 +41,38 @@ def test_a_grid_of_131072_points_is_refused_before_anything_runs(tmp_path, capsy
     assert not db.exists() or store.load_sweeps(db).empty  # no sweep started
 
 
+# Runs a command and writes the peak RSS (KiB) of its process tree to argv[1]. A small
+# process of its own, because ru_maxrss over RUSAGE_CHILDREN is the largest child a
+# process ever reaped, and Linux carries the forking process's size across exec: read in
+# a pytest(-xdist) worker it reported an earlier TensorFlow child, or the worker itself.
+PEAK_OF = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run(sys.argv[2:]).returncode\n"
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "open(sys.argv[1], 'w').write(str(peak))\n"
+    "sys.exit(code)\n"
+)
+
+
 def test_a_billion_repeats_are_refused_at_once_in_little_memory(tmp_path) -> None:
     command = [
         sys.executable, "-m", "memplan", "sweep", "--image-sizes", "16", "--batch-sizes",
         "1", "--repeats", "1000000000", "--db", str(tmp_path / "runs.duckdb"),
     ]  # fmt: skip
+    peak_file = tmp_path / "peak_kib"
     started = time.monotonic()
-    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_OF, str(peak_file), *command],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     seconds = time.monotonic() - started
     assert done.returncode == 2, done.stderr
     assert f"--repeats must be from 1 to {MAX_REPEATS}, got 1000000000" in done.stderr
     # Before: 3 GB after 30 s and still growing. Now the CLI's imports are all it takes.
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    peak_kib = int(peak_file.read_text())
     assert peak_kib < 1024 * 1024, peak_kib
     assert seconds < 110  # the CLI's imports: ~30 s on the loaded 2-core VM
 
