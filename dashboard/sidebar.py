@@ -32,14 +32,14 @@ from dashboard import data
 from presentation import text, workload_labels
 from profiling import calibration, joblog, jobstatus, launch_target, launcher, requests, uploads
 from profiling import job as jobs
-from profiling.cluster_sweep import (
+from profiling.runner import DEFAULT_STEPS
+from profiling.slurm_points import (
     DEFAULT_CPUS_PER_TASK,
     DEFAULT_MAX_PARALLEL,
     DEFAULT_MEM_MARGIN,
     SlurmOptions,
-    default_work_dir,
 )
-from profiling.runner import DEFAULT_STEPS
+from profiling.slurm_workdir import default_work_dir
 from profiling.sweep import default_memory_limit_bytes
 
 # How often the job panel re-reads the job's state: gentle on a 2-core machine,

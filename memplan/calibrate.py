@@ -24,8 +24,9 @@ from profiling.calibration import (
     fit_command,
     missing_points,
 )
+from profiling.lifecycle import SweepPlan
+from profiling.local_sweep import run_sweep
 from profiling.runner import RunSettings
-from profiling.sweep import run_sweep
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The budget and batch of the sizing command `calibrate` ends with (an example to edit).
@@ -111,13 +112,14 @@ def _measure(
     here_key: str,
 ) -> None:
     """Sweep the grid's points still missing here; say which still have no ok run."""
-    summary = run_sweep(
+    plan = SweepPlan(
         db_path,
         calibration.grid(),
         settings,
         command=stored_command(sys.argv[1:]),
         show_progress=not args.quiet,
     )
+    summary = run_sweep(plan)
     counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts.items()))
     print(f"measured: {counts or 'nothing new'} (sweep {summary.sweep_id}, in {db_path})")
     still = missing_points(db_path, calibration, here_key)

@@ -7,6 +7,7 @@ calls it to measure a sizing answer, with no process in between.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -22,17 +23,18 @@ from memplan import options
 from memplan.exitcodes import INTERRUPTED_EXIT_CODE, SUCCESS_EXIT_CODE
 from presentation.sweep_guard import fitted_precheck
 from profiling import pending
-from profiling.cluster_sweep import (
+from profiling.cluster_sweep import run_cluster_sweep
+from profiling.lifecycle import SweepPlan, SweepSummary
+from profiling.local_sweep import run_sweep
+from profiling.slurm_points import (
     DEFAULT_CPUS_PER_TASK,
     DEFAULT_MAX_PARALLEL,
     DEFAULT_MEM_MARGIN,
     DEFAULT_POLL_S,
     SlurmOptions,
-    default_work_dir,
-    run_cluster_sweep,
 )
-from profiling.runner import RunSettings
-from profiling.sweep import GRID_KNOBS, Grid, SweepSummary, grid_from_mapping, run_sweep
+from profiling.slurm_workdir import default_work_dir
+from profiling.sweep import GRID_KNOBS, Grid, grid_from_mapping
 
 # What a sweep stores as its command line: `profiling.launcher` finds its job's sweep by it.
 PROGRAM = "memplan"
@@ -219,17 +221,20 @@ def run(args: argparse.Namespace) -> int:
     settings = options.settings(args)
     grid = _grid(args)
     db_path = open_db(args)
-    common = dict(
+    plan = SweepPlan(
+        db_path,
+        grid,
+        settings,
         repeats=args.repeats,
         resume=args.resume,
         command=stored_command(sys.argv[1:]),
         show_progress=not args.quiet,
     )
     if slurm is None:
-        return sweep_here(db_path, grid, settings, run_over_bound=args.run_over_bound, **common)
+        return sweep_here(plan, run_over_bound=args.run_over_bound)
     try:
         precheck = _nodes_precheck(db_path, args.machine, grid.workload)
-        summary = run_cluster_sweep(db_path, grid, settings, slurm, precheck=precheck, **common)
+        summary = run_cluster_sweep(dataclasses.replace(plan, precheck=precheck), slurm)
     except KeyboardInterrupt:
         print(
             "interrupted: the sweep's jobs were cancelled and their points recorded as "
@@ -242,43 +247,25 @@ def run(args: argparse.Namespace) -> int:
     return SUCCESS_EXIT_CODE
 
 
-# Past the grid and where it goes, each keyword is a flag of `memplan sweep` (8 parameters).
-def sweep_here(
-    db_path: Path,
-    grid: Grid,
-    settings: RunSettings,
-    *,
-    command: str,
-    run_over_bound: bool = False,
-    repeats: int = 1,
-    resume: bool = True,
-    show_progress: bool = True,
-) -> int:
-    """Sweep ``grid`` on this machine into ``db_path``, print what it stored; the exit code.
+def sweep_here(plan: SweepPlan, run_over_bound: bool = False) -> int:
+    """Sweep ``plan`` on this machine, print what it stored; the exit code.
 
-    Guarded by this machine's fitted models (`presentation.sweep_guard`); Ctrl-C or
-    SIGTERM discards the point in flight and exits `INTERRUPTED_EXIT_CODE`.
+    Guarded by this machine's fitted models (`presentation.sweep_guard`) unless the
+    plan brings its own pre-check; Ctrl-C or SIGTERM discards the point in flight and
+    exits `INTERRUPTED_EXIT_CODE`.
     """
+    if plan.precheck is None:
+        plan = dataclasses.replace(plan, precheck=fitted_precheck(plan.db_path))
     try:
-        summary = run_sweep(
-            db_path,
-            grid,
-            settings,
-            precheck=fitted_precheck(db_path),
-            run_over_bound=run_over_bound,
-            repeats=repeats,
-            resume=resume,
-            command=command,
-            show_progress=show_progress,
-        )
+        summary = run_sweep(plan, run_over_bound=run_over_bound)
     except KeyboardInterrupt:
         print(
             "interrupted: the point in flight was discarded (a measured point not yet "
-            f"stored waits in {pending.pending_dir(db_path)}); run the same command to resume",
+            f"stored waits in {pending.pending_dir(plan.db_path)}); run the same command to resume",
             file=sys.stderr,
         )
         return INTERRUPTED_EXIT_CODE
-    _print_summary(summary, db_path)
+    _print_summary(summary, plan.db_path)
     return SUCCESS_EXIT_CODE
 
 

@@ -21,6 +21,7 @@ from modeling.errors import ModelingError
 from modeling.stored import readonly
 from presentation import verification
 from presentation.verification import Claim, Verdict, Verification
+from profiling.lifecycle import SweepPlan
 from profiling.runner import RunSettings
 
 # `size ... --verify`'s exit codes: a run verified the answer, or refuted it (2: cannot tell).
@@ -53,9 +54,8 @@ def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> int | Ve
     print(f"verifying: {command}", file=out, flush=True)
     settings = RunSettings(memory_limit_bytes=request.memory_limit_bytes, steps=request.steps)
     with contextlib.redirect_stdout(out):
-        code = sweep_here(
-            db_path, request.grid, settings, command=command, run_over_bound=request.run_over_bound
-        )
+        plan = SweepPlan(db_path, request.grid, settings, command=command)
+        code = sweep_here(plan, run_over_bound=request.run_over_bound)
     if code != SUCCESS_EXIT_CODE:
         return code
     return verification.verify(claim, runs_for(db_path, claim))

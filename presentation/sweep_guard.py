@@ -20,7 +20,7 @@ def fitted_precheck(
     db_path: Path, profile_key: str | None = None
 ) -> Callable[[Sequence[WorkloadConfig]], dict[WorkloadConfig, PeakBound]]:
     """The bounds the fitted models of ``profile_key`` (default: this machine's) give the
-    points they cover (a `profiling.sweep.Precheck`)."""
+    points they cover (a `profiling.lifecycle.Precheck`)."""
     if profile_key:
         return functools.partial(fitted_bounds, db_path, profile_key=profile_key)
     return functools.partial(_bounds_here, db_path)

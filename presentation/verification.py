@@ -42,9 +42,9 @@ from modeling.decision import PEAK_COLUMN, approx_gib, same_config, sampled_asid
 from modeling.sizing import BatchAnswer, ImageSizeAnswer
 from presentation.text import code, plain
 from profiling import sweep
-from profiling.cluster_sweep import JOB_PROCESS_ALLOWANCE_BYTES
 from profiling.requests import SweepRequest
 from profiling.runner import DEFAULT_STEPS
+from profiling.slurm_points import JOB_PROCESS_ALLOWANCE_BYTES
 
 # The run statuses that say something about a configuration: it fitted (ok), it
 # crossed its memory limit (oom), or the sweep refused to try it (skipped). A run
@@ -383,7 +383,7 @@ def slurm_command(claim: Claim) -> str:
     """The same two points as Slurm jobs of the budget's memory (docs/slurm.md).
 
     A job's memory limit is its ``--mem`` less what the job's own Python takes
-    (`profiling.cluster_sweep.JOB_PROCESS_ALLOWANCE_BYTES`), so ``--mem`` adds it back.
+    (`profiling.slurm_points.JOB_PROCESS_ALLOWANCE_BYTES`), so ``--mem`` adds it back.
     """
     words = ["memplan", "sweep"]
     for name, values in _grid_values(claim).items():

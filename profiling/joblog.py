@@ -1,6 +1,6 @@
 """Reading a launched job's log as a person would: its tail, the sweep's progress, its clocks.
 
-The sweep's progress bar (`profiling.sweep.run_sweep`, tqdm) is the job's only
+The sweep's progress bar (`profiling.local_sweep.run_sweep`, tqdm) is the job's only
 running commentary: points done / total, the point now measured, time elapsed
 and left. These helpers read it back from the log, move its clocks on by the
 time since it was drawn, and say durations in words. Pure text; no processes.
@@ -16,7 +16,7 @@ from pathlib import Path
 # The log tail shown: this many lines, read from at most this many final bytes.
 TAIL_LINES = 15
 TAIL_BYTES = 64 * 2**10
-# tqdm's line from `profiling.sweep.run_sweep`:
+# tqdm's line from `profiling.local_sweep.run_sweep`:
 #   "3/10 points, now 32 batch 2  45%|████▌     | [01:23<01:40]"
 _PROGRESS = re.compile(
     r"(?P<done>\d+)/(?P<total>\d+) points(?:, now (?P<point>.+?))?\s+\d+%\|.*?\|"

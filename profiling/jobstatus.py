@@ -50,7 +50,7 @@ PHASE_CRASHED = "crashed"  # the job's process is gone and never recorded an end
 # The states of a cluster sweep's points (`profiling.cluster_sweep`), in the order a
 # point passes through them, and how the dashboard names each.
 POINT_STATES = {"new": "to submit", "queued": "queued", "running": "running", "done": "done"}
-# `profiling.cluster_sweep.SlurmOptions.describe`: "Slurm partition debug, account a".
+# `profiling.slurm_points.SlurmOptions.describe`: "Slurm partition debug, account a".
 SLURM_EXECUTOR_PREFIX = "Slurm "
 
 # psutil's create_time has clock-tick resolution (10 ms); a pid reused by another

@@ -1,7 +1,7 @@
 """Where a launched sweep runs — this machine or a Slurm partition — as sweep flags (no Streamlit).
 
 The dashboard's launch form says where its sweep runs; this turns what its boxes
-say into `profiling.cluster_sweep.SlurmOptions` (`slurm_options`, a
+say into `profiling.slurm_points.SlurmOptions` (`slurm_options`, a
 `ConfigError` naming the box that is wrong), and a request and its target into
 the arguments of ``memplan sweep`` (`sweep_args`). ``None`` stands
 for this machine throughout: the sweep runs as it always has.
@@ -18,9 +18,9 @@ from pathlib import Path
 
 from core.errors import ConfigError
 from core.units import MIB, MIN_MEMORY_LIMIT_BYTES
-from profiling import cluster_sweep, slurm
-from profiling.cluster_sweep import SlurmOptions
+from profiling import slurm, slurm_points
 from profiling.requests import SweepRequest
+from profiling.slurm_points import SlurmOptions
 
 # What a cluster sweep runs on this machine: sbatch and srun (submitit's submission),
 # squeue (job states), scancel (Cancel) and sinfo (the partition's nodes).
@@ -42,13 +42,13 @@ def slurm_options(
     db_path: Path,
     partition: str,
     account: str = "",
-    max_parallel: int = cluster_sweep.DEFAULT_MAX_PARALLEL,
-    cpus_per_task: int = cluster_sweep.DEFAULT_CPUS_PER_TASK,
+    max_parallel: int = slurm_points.DEFAULT_MAX_PARALLEL,
+    cpus_per_task: int = slurm_points.DEFAULT_CPUS_PER_TASK,
     work_dir: str = "",
 ) -> SlurmOptions:
     """Check a Slurm target as typed in a form; raise `ConfigError` saying what is wrong.
 
-    Blank ``account`` and ``work_dir`` mean none and the default (`cluster_sweep.default_work_dir`);
+    Blank ``account`` and ``work_dir`` mean none and the default (`slurm_workdir.default_work_dir`);
     a relative ``work_dir`` is taken from the database's folder, where the default lies.
     """
     name = partition.strip()
@@ -87,9 +87,9 @@ def slurm_args(options: SlurmOptions) -> list[str]:
     # What the form never sets is left to the CLI's defaults: a shorter stored command.
     if options.mem_bytes is not None:
         args += ["--mem", str(options.mem_bytes)]
-    if options.mem_margin != cluster_sweep.DEFAULT_MEM_MARGIN:
+    if options.mem_margin != slurm_points.DEFAULT_MEM_MARGIN:
         args += ["--mem-margin", repr(options.mem_margin)]
-    if options.poll_s != cluster_sweep.DEFAULT_POLL_S:
+    if options.poll_s != slurm_points.DEFAULT_POLL_S:
         args += ["--poll", repr(options.poll_s)]
     if options.work_dir is not None:
         args += ["--work-dir", str(options.work_dir)]

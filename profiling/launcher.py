@@ -14,7 +14,7 @@ while the launched job runs *or* any sweep holds the database's sweep lock (a
 CLI sweep, or the sweep of a job whose own process died), naming it; `status`
 shows that sweep and `cancel` stops it.
 
-A sweep runs on this machine or, given a `profiling.cluster_sweep.SlurmOptions`
+A sweep runs on this machine or, given a `profiling.slurm_points.SlurmOptions`
 target (`profiling.launch_target`), as Slurm jobs submitted from here; cancelling
 one gives it the time to cancel its jobs (`cancel_grace_s`).
 """
@@ -39,9 +39,9 @@ import psutil
 from core import database
 from core.errors import MemplanError
 from profiling import job, jobstatus, launch_target, slurm, sweeplock
-from profiling.cluster_sweep import SlurmOptions
 from profiling.jobstatus import CANCEL_FILE, LOG_FILE, PHASE_REFITTING, PHASE_SWEEPING, JobStatus
 from profiling.requests import SweepRequest
+from profiling.slurm_points import SlurmOptions
 
 # A cancelled sweep kills its child and marks itself interrupted in well under a
 # second; past this, everything left of the job is killed outright.

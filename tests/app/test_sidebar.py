@@ -23,7 +23,7 @@ from tests.conftest import build_record
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 REFERENCE_RUNS = 46
-# The bar `profiling.sweep.run_sweep` draws, frozen mid-sweep.
+# The bar `profiling.local_sweep.run_sweep` draws, frozen mid-sweep.
 PROGRESS_BAR = (
     "import time\nfrom tqdm import tqdm\n"
     "bar = tqdm(total=100, unit='s', mininterval=0, "

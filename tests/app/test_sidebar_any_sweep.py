@@ -1,6 +1,6 @@
 """The sidebar shows, and can cancel, any sweep writing to its database, whoever started it.
 
-A stand-in CLI sweep holds the database's sweep lock as `profiling.sweep.run_sweep`
+A stand-in CLI sweep holds the database's sweep lock as `profiling.local_sweep.run_sweep`
 does, and sleeps; no TensorFlow.
 """
 

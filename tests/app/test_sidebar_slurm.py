@@ -19,8 +19,8 @@ from streamlit.testing.v1 import AppTest
 
 from core import database, store
 from profiling import job, jobstatus, launch_target, launcher, slurm, sweeplock
-from profiling.cluster_sweep import SlurmOptions
 from profiling.launcher import JobCommand
+from profiling.slurm_points import SlurmOptions
 from tests.app.helpers import shown
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")

@@ -20,7 +20,7 @@ from core import store
 from core.errors import ConfigError
 from memplan import cli as memplan_cli
 from profiling import cluster_sweep, pending, slurm_job
-from profiling.cluster_sweep import default_work_dir, prepare_work_dir
+from profiling.slurm_workdir import default_work_dir, prepare_work_dir
 from tests.conftest import build_record
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -159,7 +159,7 @@ def test_finding3_any_exception_in_the_submitter_cancels_its_jobs(
     def fail(self, bar) -> None:  # right after the first submission, as a bug would
         raise RuntimeError("a bug in the submitter")
 
-    monkeypatch.setattr(cluster_sweep._ClusterRun, "_report", fail)
+    monkeypatch.setattr(cluster_sweep.ClusterExecutor, "_report", fail)
     argv = [
         "sweep", *GRID, "--executor", "slurm", "--partition", slurm_cluster.partition,
         "--cpus-per-task", "1", "--poll", "1", "--quiet", "--db", str(db),

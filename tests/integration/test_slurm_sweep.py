@@ -18,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from core import store
-from profiling.cluster_sweep import JOB_PROCESS_ALLOWANCE_BYTES, default_work_dir
+from profiling.slurm_points import JOB_PROCESS_ALLOWANCE_BYTES
+from profiling.slurm_workdir import default_work_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Two tiny points (16^3, 4 base filters, 2 steps): ~20 s each on 2 cores.

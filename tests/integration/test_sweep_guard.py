@@ -22,8 +22,10 @@ from modeling.stored import bundle
 from presentation import sweep_guard
 from profiling import exchange
 from profiling.estimate import estimate_peak_bytes
+from profiling.lifecycle import SweepPlan
+from profiling.local_sweep import run_sweep
 from profiling.runner import RunSettings
-from profiling.sweep import Grid, run_sweep
+from profiling.sweep import Grid
 
 GIB = 2**30
 INTEL = "9b59349f74"  # the bundled reference runs' machine profile
@@ -71,11 +73,15 @@ def test_a_sweep_runs_a_point_whose_fitted_bound_fits_though_the_closed_form_doe
     settings = RunSettings(memory_limit_bytes=limit, steps=2)
     grid = Grid(image_sizes=((16, 16, 16),), batch_sizes=(1,), base_filters=(4,))
 
-    skipped = run_sweep(db, grid, settings, show_progress=False)
+    skipped = run_sweep(SweepPlan(db, grid, settings, show_progress=False))
     assert skipped.counts == {"skipped": 1}
 
     fitted = PeakBound(limit - GIB // 8, "a fitted model's upper bound")
-    ran = run_sweep(db, grid, settings, show_progress=False, precheck=lambda c: {tiny: fitted})
+
+    def precheck(configs):  # the fitted bound, as `modeling.guard` gives it
+        return {tiny: fitted}
+
+    ran = run_sweep(SweepPlan(db, grid, settings, show_progress=False, precheck=precheck))
     assert ran.counts == {"ok": 1}
     run = store.load_runs(db, status="ok").iloc[0]
     assert run["estimate_bytes"] == fitted.bound_bytes  # the bound the pre-check used

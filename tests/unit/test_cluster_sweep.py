@@ -16,20 +16,20 @@ from core.records import PeakBound
 from core.workloads.unet3d import UNetConfig
 from memplan import cli
 from profiling import slurm, slurm_job
-from profiling.cluster_sweep import (
+from profiling.cluster_sweep import ClusterExecutor
+from profiling.estimate import closed_form_bound, estimate_peak_bytes
+from profiling.lifecycle import Sweep, SweepPlan, SweepSummary
+from profiling.runner import RunSettings
+from profiling.slurm_points import (
     JOB_PROCESS_ALLOWANCE_BYTES,
     NEW,
+    ClusterPoint,
     SlurmOptions,
-    _ClusterRun,
-    _load_manifest,
-    _Point,
-    default_work_dir,
     mem_request_bytes,
     point_id,
 )
-from profiling.estimate import closed_form_bound, estimate_peak_bytes
-from profiling.runner import RunSettings
-from profiling.sweep import SweepSummary
+from profiling.slurm_workdir import default_work_dir, load_manifest
+from profiling.sweep import Grid
 
 GIB = 2**30
 SETTINGS = RunSettings(memory_limit_bytes=8 * GIB, steps=2)
@@ -89,13 +89,13 @@ def test_a_work_directory_of_another_database_is_refused(tmp_path: Path) -> None
         json.dumps({"database": str(tmp_path / "other.duckdb"), "points": {}})
     )
     with pytest.raises(ConfigError, match="belongs to the sweeps of .*other.duckdb"):
-        _load_manifest(work, tmp_path / "runs.duckdb")
+        load_manifest(work, tmp_path / "runs.duckdb")
 
 
 def test_a_damaged_manifest_is_named_not_overwritten(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text("{not json")
     with pytest.raises(ConfigError, match="is not a memplan cluster-sweep manifest"):
-        _load_manifest(tmp_path, tmp_path / "runs.duckdb")
+        load_manifest(tmp_path, tmp_path / "runs.duckdb")
     assert (tmp_path / "manifest.json").read_text() == "{not json"
 
 
@@ -214,12 +214,12 @@ class _HeldLock:
         pass
 
 
-def _cluster_run(tmp_path: Path) -> tuple[_ClusterRun, _Point]:
+def _cluster_run(tmp_path: Path) -> tuple[ClusterExecutor, ClusterPoint]:
     db = tmp_path / "runs.duckdb"
     database.ensure_database(db)
     store.create_sweep(db, "s1", "test", {}, 1)
     config = UNetConfig((16, 16, 16), 1, base_filters=4)
-    point = _Point(
+    point = ClusterPoint(
         point_id="p1",
         config=config,
         repeat=0,
@@ -229,16 +229,10 @@ def _cluster_run(tmp_path: Path) -> tuple[_ClusterRun, _Point]:
         jobs=["7_0"],
     )
     partition = slurm.Partition(name="debug", max_memory_bytes=16 * GIB, max_cpus=2)
-    run = _ClusterRun(
-        db,
-        tmp_path / "work",
-        [point],
-        SETTINGS,
-        SlurmOptions(partition="debug"),
-        partition,
-        SweepSummary(sweep_id="s1"),
-        _HeldLock(),
-    )
+    run = ClusterExecutor(SlurmOptions(partition="debug", work_dir=tmp_path / "work"))
+    run.partition, run.points = partition, [point]
+    plan = SweepPlan(db, Grid(((16, 16, 16),), (1,)), SETTINGS)
+    run.sweep = Sweep(plan, {config: point.bound}, SweepSummary(sweep_id="s1"), _HeldLock())
     return run, point
 
 
@@ -246,11 +240,11 @@ def test_a_node_failure_is_submitted_once_more_then_recorded(tmp_path: Path) -> 
     run, point = _cluster_run(tmp_path)
     run._ended(point, "NODE_FAIL")
     assert point.state == NEW  # submitted again on the next turn of the loop
-    assert store.run_statuses(run.db_path, ["r1"]) == {}
+    assert store.run_statuses(run.sweep.plan.db_path, ["r1"]) == {}
 
     point.jobs.append("8_0")  # the second attempt, which the node fails too
     run._ended(point, "NODE_FAIL")
-    stored = store.get_run(run.db_path, "r1")
+    stored = store.get_run(run.sweep.plan.db_path, "r1")
     assert stored["status"] == "killed"
     assert "Slurm job 8_0 ended NODE_FAIL (attempt 2 of 2)" in stored["message"]
     assert stored["slurm_job_id"] == "8_0"
@@ -259,7 +253,7 @@ def test_a_node_failure_is_submitted_once_more_then_recorded(tmp_path: Path) -> 
 def test_a_job_that_never_started_is_recorded_against_no_machine(tmp_path: Path) -> None:
     run, point = _cluster_run(tmp_path)
     run._ended(point, "CANCELLED")
-    stored = store.get_run(run.db_path, "r1")
+    stored = store.get_run(run.sweep.plan.db_path, "r1")
     assert stored["status"] == "interrupted"
     # The job's --mem less what the job's own Python needs.
     assert stored["memory_limit_bytes"] == 2 * GIB - JOB_PROCESS_ALLOWANCE_BYTES
@@ -275,7 +269,7 @@ def test_a_job_that_started_is_recorded_against_its_node(tmp_path: Path) -> None
     facts = {**slurm_job.node_facts(), "hostname": "node7", "slurm_job_id": "7_0"}
     slurm_job.node_path(run.points_dir, "p1").write_text(json.dumps(facts))
     run._ended(point, "TIMEOUT")
-    stored = store.get_run(run.db_path, "r1")
+    stored = store.get_run(run.sweep.plan.db_path, "r1")
     assert (stored["status"], stored["hostname"]) == ("timeout", "node7")
     assert profiles.profile_of(stored).determined
 

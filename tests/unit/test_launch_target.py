@@ -21,9 +21,10 @@ from core.errors import ConfigError
 from memplan import cli
 from memplan import sweep as sweep_command
 from profiling import job, jobstatus, launch_target, launcher, requests, slurm, sweeplock
-from profiling.cluster_sweep import SlurmOptions, default_work_dir
 from profiling.jobstatus import PointState
 from profiling.launcher import JobCommand
+from profiling.slurm_points import SlurmOptions
+from profiling.slurm_workdir import default_work_dir
 
 PY = sys.executable
 COMMAND = "memplan sweep --image-sizes 32 64 --executor slurm --partition debug"

@@ -155,7 +155,7 @@ def test_the_log_tail_shows_each_progress_bar_line_as_a_terminal_would(tmp_path:
 
 
 def test_progress_is_read_from_the_sweeps_own_progress_bar(db: Path):
-    # The same bar `profiling.sweep.run_sweep` draws, written the way a log receives it.
+    # The same bar `profiling.local_sweep.run_sweep` draws, written the way a log receives it.
     out = io.StringIO()
     bar = tqdm(
         total=100,

@@ -1,6 +1,6 @@
 """The launcher sees every sweep on its database, not only the one it launched.
 
-Stand-in sweeps hold the database's sweep lock the way `profiling.sweep.run_sweep`
+Stand-in sweeps hold the database's sweep lock the way `profiling.local_sweep.run_sweep`
 does (`profiling.sweeplock.hold`) and sleep; no TensorFlow. The real sweeps are
 in tests/integration/test_sweep_hardening.py.
 """

@@ -97,9 +97,9 @@ def _package(module: str) -> str:
 
 def test_the_graph_sees_the_known_edges():
     # A guard against a walker that finds nothing and so passes everything.
-    assert "core.store" in GRAPH["profiling.sweep"]
+    assert "core.store" in GRAPH["profiling.lifecycle"]
     assert "core.workloads.base" in GRAPH["core.workloads.alexnet"]
-    assert "profiling.runner" in GRAPH["profiling.sweep"]
+    assert "profiling.runner" in GRAPH["profiling.local_sweep"]
 
 
 @pytest.mark.parametrize("module", sorted(GRAPH))

@@ -7,10 +7,11 @@ import pytest
 from core.errors import ConfigError
 from core.records import PeakBound
 from core.workloads.unet3d import UNetConfig
+from profiling.lifecycle import Sweep, SweepPlan, SweepSummary
+from profiling.local_sweep import skip_reason
 from profiling.runner import RunSettings
 from profiling.sweep import (
     Grid,
-    _skip_reason,
     expand_grid,
     grid_from_mapping,
     load_grid_file,
@@ -70,22 +71,23 @@ def test_a_grid_without_batch_sizes_is_refused():
         grid_from_mapping({"image_sizes": [32]})
 
 
-def test_a_point_larger_than_one_that_ran_out_of_memory_is_skipped():
-    failed = [(UNetConfig((64, 64, 64), batch_size=2), "oom")]
+def test_a_point_larger_than_one_that_ran_out_of_memory_is_skipped(tmp_path):
     settings = RunSettings(memory_limit_bytes=1000 * GIB)
-    bigger = UNetConfig((64, 64, 64), batch_size=4)
-    reason = _skip_reason(bigger, SMALL, settings, failed)
+    plan = SweepPlan(tmp_path / "runs.duckdb", Grid(((64, 64, 64),), (2, 4)), settings)
+    sweep = Sweep(plan, {}, SweepSummary(sweep_id="s1"), lock=None)
+    sweep.failed.append((UNetConfig((64, 64, 64), batch_size=2), "oom"))
+    reason = sweep.blocked_by(UNetConfig((64, 64, 64), batch_size=4), "under the same limit")
     assert reason == "a point no larger (64 at batch 2) already ended as oom under the same limit"
     # A smaller batch, or another network, is still worth trying.
-    assert _skip_reason(UNetConfig((64, 64, 64), batch_size=1), SMALL, settings, failed) is None
+    assert sweep.blocked_by(UNetConfig((64, 64, 64), batch_size=1), "here") is None
     other = UNetConfig((64, 64, 64), batch_size=4, base_filters=8)
-    assert _skip_reason(other, SMALL, settings, failed) is None
+    assert sweep.blocked_by(other, "here") is None
 
 
 def test_a_point_estimated_over_the_limit_is_skipped_with_both_figures():
     settings = RunSettings(memory_limit_bytes=4 * GIB)
     bound = PeakBound(5 * GIB, "the closed form with margins")
-    reason = _skip_reason(UNetConfig((32, 32, 32)), bound, settings, [])
+    reason = skip_reason(UNetConfig((32, 32, 32)), bound, settings)
     assert reason == (
         "estimated peak 5.00 GiB (the closed form with margins) exceeds the memory limit 4.00 GiB"
     )
@@ -94,7 +96,7 @@ def test_a_point_estimated_over_the_limit_is_skipped_with_both_figures():
 def test_a_point_whose_bound_fits_the_limit_is_never_skipped():
     settings = RunSettings(memory_limit_bytes=4 * GIB)
     fitted = PeakBound(int(3.9 * GIB), "the symbolic model's upper bound (x1.06)")
-    assert _skip_reason(UNetConfig((32, 32, 32)), fitted, settings, []) is None
+    assert skip_reason(UNetConfig((32, 32, 32)), fitted, settings) is None
 
 
 def test_grid_round_trips_through_its_dict():
@@ -105,4 +107,4 @@ def test_grid_round_trips_through_its_dict():
 def test_a_point_over_the_limit_runs_when_asked_and_the_limit_stops_it():
     settings = RunSettings(memory_limit_bytes=4 * GIB)
     over = PeakBound(5 * GIB, "the closed form with margins")
-    assert _skip_reason(UNetConfig((32, 32, 32)), over, settings, [], run_over_bound=True) is None
+    assert skip_reason(UNetConfig((32, 32, 32)), over, settings, run_over_bound=True) is None

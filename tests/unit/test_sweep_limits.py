@@ -18,7 +18,8 @@ from core import store
 from core.errors import ConfigError
 from core.units import MIN_MEMORY_LIMIT_BYTES, check_memory_limit
 from memplan import cli
-from profiling.sweep import MAX_REPEATS, MAX_SWEEP_POINTS, Grid, _Points, check_sweep_size
+from profiling.local_sweep import Points
+from profiling.sweep import MAX_REPEATS, MAX_SWEEP_POINTS, Grid, check_sweep_size
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HUGE_GRID = [
@@ -87,7 +88,7 @@ def test_the_limits_are_counted_without_building_the_points() -> None:
     assert check_sweep_size(Grid(image_sizes=((16, 16, 16),), batch_sizes=(1, 2)), 3) == 6
     with pytest.raises(ConfigError, match="the sweep has 1,000,000 points"):
         check_sweep_size(grid, MAX_REPEATS)
-    points = _Points(configs=("a", "b"), repeats=3)  # made one at a time, as asked
+    points = Points(configs=("a", "b"), repeats=3)  # made one at a time, as asked
     assert len(points) == 6
     assert list(points) == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("b", 2)]
 

@@ -17,7 +17,7 @@ import pytest
 
 from core import database, profiles, store
 from core.records import PeakBound
-from profiling import cluster_sweep, pending, slurm, slurm_job
+from profiling import pending, slurm, slurm_job, slurm_points
 from profiling.runner import RunSettings
 from tests.conftest import build_record
 
@@ -104,12 +104,12 @@ def test_a_second_bad_file_of_the_same_name_keeps_the_first(db: Path) -> None:
 # --- node.json of a job that left no record --------------------------------------------------
 
 
-def _point(tmp_path: Path) -> tuple[cluster_sweep._Point, Path]:
+def _point(tmp_path: Path) -> tuple[slurm_points.ClusterPoint, Path]:
     record = build_record()
     from core import workloads
 
     config = workloads.get("unet3d").config_from_row(record.row())
-    point = cluster_sweep._Point(
+    point = slurm_points.ClusterPoint(
         point_id="p1",
         config=config,
         repeat=0,
@@ -130,9 +130,8 @@ SETTINGS = RunSettings(memory_limit_bytes=2**30)
 
 
 def _unmeasured(point, points: Path):
-    return cluster_sweep._unmeasured_record(
-        point, "interrupted", "cancelled", SETTINGS, "s1", points, PARTITION
-    )
+    ended = slurm_points.Unmeasured("interrupted", "cancelled", "s1", points, PARTITION)
+    return slurm_points.unmeasured_record(point, ended, SETTINGS)
 
 
 @pytest.mark.parametrize(

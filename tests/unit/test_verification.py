@@ -21,6 +21,7 @@ from memplan import verify as memplan_verify
 from modeling.sizing import Basis, BatchAnswer, ImageSizeAnswer
 from presentation import verification
 from presentation.verification import Claim, Verdict
+from profiling.lifecycle import SweepPlan
 from profiling.sweep import expand_grid
 from tests.conftest import build_record, build_runs
 
@@ -465,8 +466,10 @@ class FakeSweep:
         self.db, self.records, self.code = db, records, code
         self.calls: list[dict[str, Any]] = []
 
-    def __call__(self, db_path: Path, grid, settings, *, command: str, **flags: Any) -> int:
-        self.calls.append(dict(db_path=db_path, grid=grid, settings=settings, command=command))
+    def __call__(self, plan: SweepPlan, **flags: Any) -> int:
+        self.calls.append(
+            dict(db_path=plan.db_path, grid=plan.grid, settings=plan.settings, command=plan.command)
+        )
         self.calls[-1].update(flags)
         for record in self.records:
             store.insert_run(self.db, record)
