@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 
 from core import plausibility, schema
 from core.errors import DataFileError
-from core.filecolumns import convert_value, typed_table
+from core.filecolumns import ColumnRule, convert_value, typed_table
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS
 from core.units import GIB, MIB, format_bytes
 
@@ -374,7 +374,9 @@ def check_record(
         )
     typed = {
         name: convert_value(
-            path, name, kind, row.get(name), nullable=name in schema.NULLABLE_RUN_COLUMNS, row=1
+            ColumnRule(path, name, kind, nullable=name in schema.NULLABLE_RUN_COLUMNS),
+            row.get(name),
+            row=1,
         )
         for name, kind in schema.RUN_TYPES.items()
     }
@@ -385,8 +387,8 @@ def check_record(
     for number, pair in enumerate(samples, start=1):
         if not isinstance(pair, list | tuple) or len(pair) != 2:
             raise DataFileError(f"{path}: sample {number}: {pair!r} is not a [t_s, rss_bytes] pair")
-        t_s = convert_value(path, "t_s", float, pair[0], nullable=False, row=number)
-        rss = convert_value(path, "rss_bytes", int, pair[1], nullable=False, row=number)
+        t_s = convert_value(ColumnRule(path, "t_s", float), pair[0], row=number)
+        rss = convert_value(ColumnRule(path, "rss_bytes", int), pair[1], row=number)
         pairs.append((t_s, rss))
     table = pa.table(
         {

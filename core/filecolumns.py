@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,14 +124,29 @@ def _cast_whole(column: pa.Array, kind: type) -> pa.Array | None:
         return None
 
 
-def convert_value(
-    path: Path, name: str, kind: type, value: Any, *, nullable: bool, row: int, empty: Any = None
-) -> Any:
-    """One value of column ``name`` as ``kind``; DataFileError naming the row if it is not one."""
+@dataclass(frozen=True)
+class ColumnRule:
+    """What one column's values must be, and the file they come from (for the messages).
+
+    ``empty`` is what a missing value reads as where that is the only sensible
+    reading (text that must be present, from a CSV); None: a missing value is
+    NULL, refused unless ``nullable``.
+    """
+
+    path: Path
+    name: str
+    kind: type
+    nullable: bool = False
+    empty: Any = None
+
+
+def convert_value(rule: ColumnRule, value: Any, row: int) -> Any:
+    """One value of ``rule``'s column as its kind; DataFileError naming the row if it is not one."""
+    path, name, kind = rule.path, rule.name, rule.kind
     if value is None:
-        if empty is None and not nullable:
+        if rule.empty is None and not rule.nullable:
             raise DataFileError(f"{path}: row {row}: {name} is empty; it needs {TYPE_WORDS[kind]}")
-        return empty
+        return rule.empty
     try:
         return _CONVERTERS[kind](value)
     except _OutOfRange:
@@ -146,14 +162,12 @@ def convert_value(
         ) from None
 
 
-def _convert_values(
-    path: Path, name: str, kind: type, column: pa.Array, empty: Any, nullable: bool, first_row: int
-) -> pa.Array:
+def _convert_values(rule: ColumnRule, column: pa.Array, first_row: int) -> pa.Array:
     converted = [
-        convert_value(path, name, kind, value, nullable=nullable, row=row, empty=empty)
+        convert_value(rule, value, row)
         for row, value in enumerate(column.to_pylist(), start=first_row)
     ]
-    return pa.array(converted, ARROW_TYPES[kind])
+    return pa.array(converted, ARROW_TYPES[rule.kind])
 
 
 def first_true(mask: pa.Array | pa.ChunkedArray) -> int | None:
@@ -163,33 +177,31 @@ def first_true(mask: pa.Array | pa.ChunkedArray) -> int | None:
 
 
 def typed_column(
-    path: Path,
-    name: str,
-    kind: type,
-    column: pa.Array | pa.ChunkedArray,
-    *,
-    nullable: bool,
-    from_text: bool,
-    first_row: int = 1,
+    rule: ColumnRule, column: pa.Array | pa.ChunkedArray, first_row: int = 1
 ) -> pa.Array:
-    """``column`` as an Arrow array of ``kind``; DataFileError naming the first bad value."""
+    """``column`` as an Arrow array of ``rule``'s kind; DataFileError naming the first bad value."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    # CSV cannot tell an empty string from a missing one; for text that must be
-    # present, empty is the only sensible reading.
-    empty: Any = "" if from_text and kind is str and not nullable else None
-    cast = _cast_whole(column, kind)
+    cast = _cast_whole(column, rule.kind)
     if cast is None:
-        return _convert_values(path, name, kind, column, empty, nullable, first_row)
-    if cast.null_count and not nullable:
-        if empty is not None:
-            return pc.fill_null(cast, empty)
+        return _convert_values(rule, column, first_row)
+    if cast.null_count and not rule.nullable:
+        if rule.empty is not None:
+            return pc.fill_null(cast, rule.empty)
         row = first_true(pc.is_null(cast))
         assert row is not None
         raise DataFileError(
-            f"{path}: row {first_row + row}: {name} is empty; it needs {TYPE_WORDS[kind]}"
+            f"{rule.path}: row {first_row + row}: {rule.name} is empty; "
+            f"it needs {TYPE_WORDS[rule.kind]}"
         )
     return cast
+
+
+def _rule(path: Path, name: str, kind: type, nullable: bool, from_text: bool) -> ColumnRule:
+    # CSV cannot tell an empty string from a missing one; for text that must be
+    # present, empty is the only sensible reading.
+    empty = "" if from_text and kind is str and not nullable else None
+    return ColumnRule(path, name, kind, nullable=nullable, empty=empty)
 
 
 def typed_table(
@@ -203,13 +215,7 @@ def typed_table(
     """Every column of ``column_types`` converted (`typed_column`), in that order."""
     arrays = [
         typed_column(
-            path,
-            name,
-            kind,
-            table.column(name),
-            nullable=name in nullable,
-            from_text=from_text,
-            first_row=first_row,
+            _rule(path, name, kind, name in nullable, from_text), table.column(name), first_row
         )
         for name, kind in column_types.items()
     ]

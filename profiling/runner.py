@@ -185,42 +185,14 @@ def run_point(
         cgroup = processes.ChildCgroup.create()
         oom_kills_before = cgroup.counts() if cgroup else {}
         machine_before = processes.oom_kill_counts()
-        with open(stderr_path, "wb") as stderr:
-            started_epoch, started = time.time(), time.monotonic()
-            # Own session: the child's group can be killed whole, and a Ctrl-C in
-            # the terminal reaches only the parent, which then cleans up.
-            process = subprocess.Popen(
-                command,
-                cwd=REPO_ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                start_new_session=True,
-                preexec_fn=processes.child_preexec(cgroup),
-            )
-            watchdog = _Watchdog(process, settings, started_epoch)
-            try:
-                # NoSuchProcess: the child exited between memory_profiler's poll and a sample.
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    memory_usage(
-                        process,
-                        interval=settings.sample_interval_s,
-                        include_children=True,
-                        stream=watchdog,
-                    )
-                process.wait()
-            except BaseException:
-                _kill_group(process)
-                process.wait()
-                if cgroup:
-                    cgroup.remove()
-                raise
-            wall_s = time.monotonic() - started
-        result = _read_result(result_path)
-        oom_kills_after = cgroup.counts() if cgroup else {}
+        try:
+            process, watchdog, wall_s = _watch_child(command, settings, stderr_path, cgroup)
+            result = _read_result(result_path)
+            oom_kills_after = cgroup.counts() if cgroup else {}
+        finally:
+            if cgroup:
+                cgroup.remove()
         elsewhere = processes.oom_kills_since(machine_before, processes.oom_kill_counts())
-        if cgroup:
-            cgroup.remove()
         status, message = _classify(
             process.returncode, watchdog, stderr_path, oom_kills_before, oom_kills_after, elsewhere
         )
@@ -246,6 +218,47 @@ def run_point(
         onednn_enabled=result.get("onednn_enabled", onednn_enabled(config.precision)),
         samples=samples,
     )
+
+
+def _watch_child(
+    command: list[str],
+    settings: RunSettings,
+    stderr_path: Path,
+    cgroup: processes.ChildCgroup | None,
+) -> tuple[subprocess.Popen, _Watchdog, float]:
+    """Start the child, sample it until it ends; the process, its watchdog and wall seconds.
+
+    Any exception here (Ctrl-C, SIGTERM) kills the child's whole group first.
+    """
+    with open(stderr_path, "wb") as stderr:
+        started_epoch, started = time.time(), time.monotonic()
+        # Own session: the child's group can be killed whole, and a Ctrl-C in
+        # the terminal reaches only the parent, which then cleans up.
+        process = subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=processes.child_preexec(cgroup),
+        )
+        watchdog = _Watchdog(process, settings, started_epoch)
+        try:
+            # NoSuchProcess: the child exited between memory_profiler's poll and a sample.
+            with contextlib.suppress(psutil.NoSuchProcess):
+                memory_usage(
+                    process,
+                    interval=settings.sample_interval_s,
+                    include_children=True,
+                    stream=watchdog,
+                )
+            process.wait()
+        except BaseException:
+            _kill_group(process)
+            process.wait()
+            raise
+        return process, watchdog, time.monotonic() - started
 
 
 def _classify(
@@ -334,6 +347,8 @@ def skipped_record(
     )
 
 
+# Which point of which sweep (5 parameters), then the figures of the run as RunRecord's own
+# keyword columns: one call site per way a run ends, each naming every column it fills.
 def _record(
     config: WorkloadConfig,
     settings: RunSettings,
