@@ -42,6 +42,8 @@ class HybridSymbolicRegression(RegressorMixin, BaseEstimator):
     ``baseline_bytes``); y and predictions in bytes.
     """
 
+    # One keyword parameter per hyperparameter: scikit-learn's get_params/set_params and
+    # clone read an estimator's settings from its __init__ parameters, by name.
     def __init__(
         self,
         *,

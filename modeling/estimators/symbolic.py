@@ -135,6 +135,8 @@ class SymbolicRegression(RegressorMixin, BaseEstimator):
     come back in the target's own unit.
     """
 
+    # One keyword parameter per hyperparameter: scikit-learn's get_params/set_params and
+    # clone read an estimator's settings from its __init__ parameters, by name.
     def __init__(
         self,
         *,
