@@ -30,7 +30,16 @@ from core.errors import ConfigError, MemplanError
 from core.workloads import DEFAULT_WORKLOAD
 from dashboard import data
 from presentation import text, workload_labels
-from profiling import calibration, joblog, jobstatus, launch_target, launcher, requests, uploads
+from profiling import (
+    calibration,
+    cluster_progress,
+    joblog,
+    jobstatus,
+    launch_target,
+    launcher,
+    requests,
+    uploads,
+)
 from profiling import job as jobs
 from profiling.runner import DEFAULT_STEPS
 from profiling.slurm_points import (
@@ -225,7 +234,7 @@ def _job_panel(db: Path) -> None:
 
 def _progress(db: Path, job: jobstatus.JobStatus) -> None:
     if job.point_states:
-        points = jobstatus.cluster_progress(job.point_states)
+        points = cluster_progress.cluster_progress(job.point_states)
         st.progress(points.fraction_done, text=points.text)
     else:
         total = f"{job.points_total}" if job.points_total is not None else "?"
@@ -279,7 +288,7 @@ def _cluster_points(job: jobstatus.JobStatus) -> None:
         st.write("Submitting the points to Slurm…")
         return
     # A dataframe shows its cells as text: a label or job id is never read as Markdown.
-    st.dataframe(jobstatus.point_table(job.point_states), hide_index=True)
+    st.dataframe(cluster_progress.point_table(job.point_states), hide_index=True)
 
 
 def _outcome(job: jobstatus.JobStatus) -> None:

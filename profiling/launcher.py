@@ -38,7 +38,7 @@ import psutil
 
 from core import database
 from core.errors import MemplanError
-from profiling import job, jobstatus, launch_target, slurm, sweeplock
+from profiling import cluster_progress, job, jobstatus, launch_target, slurm, sweeplock
 from profiling.jobstatus import CANCEL_FILE, LOG_FILE, PHASE_REFITTING, PHASE_SWEEPING, JobStatus
 from profiling.requests import SweepRequest
 from profiling.slurm_points import SlurmOptions
@@ -215,7 +215,7 @@ def status(db_path: Path, sweeps: pd.DataFrame | None = None) -> JobStatus:
 
 def cancel_grace_s(executor: str | None) -> float:
     """How long a cancelled sweep running on ``executor`` gets before it is killed."""
-    if jobstatus.runs_on_slurm(executor):
+    if cluster_progress.runs_on_slurm(executor):
         return SLURM_CANCEL_GRACE_S
     return CANCEL_GRACE_S
 

@@ -21,7 +21,7 @@ from core.errors import ConfigError
 from memplan import cli
 from memplan import sweep as sweep_command
 from profiling import job, jobstatus, launch_target, launcher, requests, slurm, sweeplock
-from profiling.jobstatus import PointState
+from profiling.cluster_progress import PointState, cluster_progress, point_states, point_table
 from profiling.launcher import JobCommand
 from profiling.slurm_points import SlurmOptions
 from profiling.slurm_workdir import default_work_dir
@@ -205,14 +205,14 @@ def test_without_slurms_commands_a_slurm_launch_is_refused_with_the_install_hint
 
 
 def test_points_are_counted_by_state_and_listed_with_their_jobs():
-    points = jobstatus.point_states(POINT_STATES)
+    points = point_states(POINT_STATES)
     assert points[0] == PointState("32 batch 1", "done", "101_0")
-    progress = jobstatus.cluster_progress(points)
+    progress = cluster_progress(points)
     assert progress.text == "1 to submit · 1 queued · 1 running · 1 done of 4"
     assert progress.fraction_done == 0.25
-    submitted = jobstatus.cluster_progress(points[:3])
+    submitted = cluster_progress(points[:3])
     assert submitted.text == "1 queued · 1 running · 1 done of 3"
-    table = jobstatus.point_table(points)
+    table = point_table(points)
     assert table.to_dict("list") == {
         "Point": ["32 batch 1", "32 batch 2", "64 batch 1", "64 batch 2"],
         "State": ["done", "running", "queued", "to submit"],
@@ -222,9 +222,9 @@ def test_points_are_counted_by_state_and_listed_with_their_jobs():
 
 def test_what_is_not_a_point_in_the_lock_is_left_out():
     raw = [*POINT_STATES[:1], {"label": "x", "state": "exploded"}, {"state": "done"}, "junk"]
-    assert jobstatus.point_states(raw) == (PointState("32 batch 1", "done", "101_0"),)
-    assert jobstatus.point_states(None) == () and jobstatus.point_states("junk") == ()
-    assert jobstatus.cluster_progress(()).text == "0 queued · 0 running · 0 done of 0"
+    assert point_states(raw) == (PointState("32 batch 1", "done", "101_0"),)
+    assert point_states(None) == () and point_states("junk") == ()
+    assert cluster_progress(()).text == "0 queued · 0 running · 0 done of 0"
 
 
 def test_a_slurm_sweep_started_elsewhere_shows_where_it_runs_and_its_points(db: Path):
@@ -232,7 +232,7 @@ def test_a_slurm_sweep_started_elsewhere_shows_where_it_runs_and_its_points(db: 
     current = launcher.status(db)
     assert current.running and current.external and current.on_slurm
     assert current.executor == EXECUTOR
-    assert current.point_states == jobstatus.point_states(POINT_STATES)
+    assert current.point_states == point_states(POINT_STATES)
     assert not current.cancelling  # nothing launched here asked it to stop
     other.kill()
     other.wait()
@@ -284,7 +284,7 @@ def test_a_launched_slurm_sweep_being_cancelled_reads_as_cancelling(db: Path):
     (jobstatus.state_dir(db) / jobstatus.CANCEL_FILE).write_text(job.now_iso())
     current = launcher.status(db)
     assert current.running and current.cancelling and current.on_slurm
-    assert current.point_states == jobstatus.point_states(POINT_STATES)
+    assert current.point_states == point_states(POINT_STATES)
     stopped = launcher.cancel(db)
     assert stopped.phase == job.PHASE_CANCELLED and not stopped.cancelling
     assert stopped.exit_codes == {"sweeping": 130}
