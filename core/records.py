@@ -4,6 +4,11 @@ A `RunRecord` is exactly one row of the ``runs`` table; its field order is the
 column order of the table and of CSV/Parquet exports, and its annotations are the
 column types (``X | None``: the column may be NULL; `core.schema` reads them).
 Memory is in bytes, times in seconds.
+
+The knob columns up to schema 5 are spelled out where the table has them; a knob
+a workload declares later (`core.workloads.KNOBS`) gets a nullable column of its
+type appended after the last field (`with_knob_columns`), where the migration
+that adds it (`core.schema`) puts it too.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+
+from core import workloads
 
 # killed: ended by a signal from outside memplan that the kernel does not count as an OOM kill.
 STATUSES = ("ok", "oom", "timeout", "error", "skipped", "interrupted", "killed")
@@ -25,7 +32,7 @@ class Sample:
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class _RunRecordFields:
     """One sweep point, measured or not (``status`` says which)."""
 
     run_id: str
@@ -92,6 +99,28 @@ class RunRecord:
         """The ``runs`` table row (the timeline goes to ``samples``)."""
         return {name: getattr(self, name) for name in RUN_COLUMNS}
 
+
+def with_knob_columns(record: type) -> type:
+    """``record`` with a nullable field for each declared knob it lacks, after its own fields.
+
+    What a new knob's ``runs`` column is: its name, its type or None (older runs and
+    other workloads have none), NULL by default.
+    """
+    present = {f.name for f in dataclasses.fields(record)}
+    added = [
+        (name, knob.kind | None, field(default=None))
+        for name, knob in workloads.KNOBS.items()
+        if name not in present
+    ]
+    if not added:
+        return record
+    extended = dataclasses.make_dataclass(record.__name__, added, bases=(record,), frozen=True)
+    extended.__module__, extended.__doc__ = record.__module__, record.__doc__
+    return extended
+
+
+RunRecord = with_knob_columns(_RunRecordFields)
+RunRecord.__name__ = RunRecord.__qualname__ = "RunRecord"
 
 RUN_COLUMNS: tuple[str, ...] = tuple(
     f.name for f in dataclasses.fields(RunRecord) if f.name != "samples"
