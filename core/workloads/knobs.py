@@ -77,9 +77,7 @@ class Knob:
         """Raise `ConfigError` unless ``value`` is one this knob allows, saying which are."""
         if self.choices:
             if value not in self.choices:
-                raise ConfigError(
-                    f"{self.words} {value!r} is not one of {', '.join(self.choices)}"
-                )
+                raise ConfigError(f"{self.words} {value!r} is not one of {', '.join(self.choices)}")
             return
         if self.kind is int:
             check_range(self.words, value, int(self.low or 0), int(self.high or 0))

@@ -82,8 +82,7 @@ KNOBS: tuple[Knob, ...] = (
         int,
         5,
         "Levels",
-        "resolution levels (poolings + 1); every image side must be a multiple of "
-        "2^(levels-1)",
+        "resolution levels (poolings + 1); every image side must be a multiple of 2^(levels-1)",
         unit="levels",
         low=2,
         high=MAX_LEVELS,
