@@ -79,7 +79,7 @@ KEYS = {
 }
 DEFAULTS = {
     "workload": DEFAULT_WORKLOAD,
-    "sizes": "32 64",
+    "sizes": workloads.labels(DEFAULT_WORKLOAD).sweep_sizes or "",
     "batches": "1 2",
     "filters": "16",
     "steps": DEFAULT_STEPS,
@@ -100,16 +100,10 @@ SLURM_MEMORY_NOTE = (
     "a point needing more than the partition's nodes have is skipped."
 )
 CANCELLING_SLURM = "Cancelling the Slurm jobs…"
-# Image sizes a new sweep starts with, per workload (the U-Net's are `DEFAULTS`').
-DEFAULT_SIZES = {"unet3d": DEFAULTS["sizes"], "alexnet": "128 224"}
 # What the image sizes box says each workload takes.
 SIZES_HELP = {
     3: "Cube sides or D x H x W, separated by spaces, e.g. 32 64 96x96x64.",
     2: "Square sides or H x W, separated by spaces, e.g. 128 224 227x200.",
-}
-SIDES_HELP = {
-    "unet3d": "Each side must be a multiple of 16.",
-    "alexnet": "Each side must be at least 67 (what conv1 and three poolings leave something of).",
 }
 READ_ONLY_NOTE = (
     f"This dashboard is read-only ({data.READ_ONLY_ENV_VAR} is set): launching sweeps and "
@@ -347,7 +341,7 @@ def _launch_form(db: Path) -> None:
             "Image sizes",
             key=KEYS["sizes"],
             help=f"{SIZES_HELP.get(module.DIMS, 'Sides separated by spaces.')} "
-            f"{SIDES_HELP.get(workload, '')}".strip(),
+            f"{module.LABELS.sides_help}".strip(),
         )
         st.text_input("Batch sizes", key=KEYS["batches"], help="e.g. 1 2 4")
         if "base_filters" in module.NETWORK_KNOBS:
@@ -455,7 +449,7 @@ def _run_on_changed() -> None:
 def _workload_changed() -> None:
     """A workload just chosen: its own example sizes, since the last one's may not suit it."""
     workload = st.session_state[KEYS["workload"]]
-    st.session_state[KEYS["sizes"]] = DEFAULT_SIZES.get(workload, "")
+    st.session_state[KEYS["sizes"]] = workloads.labels(workload).sweep_sizes or ""
 
 
 def _launch(db: Path) -> None:

@@ -118,24 +118,25 @@ IMAGE_FIELDS = ("image_shape", "batch_size")
 class WorkloadLabels:
     """How the pages and the sizing question name and start one workload.
 
-    ``short_knob`` is the knob (and its short word) a run picker tells networks
-    apart by; ``sizing_knobs`` what the Sizing page lets one change, in widget
-    order; ``default_side``/``default_batch`` the question the Sizing page opens
-    on; ``largest_side`` the Models page's default largest side; ``starting_grid``
-    the sides and batches a first sweep on a new machine measures;
-    ``sweep_sizes`` the sidebar's first image sizes; ``sides_help`` what sides
-    the network takes, in a sentence.
+    Only ``optimizer`` is required; each other field left out has a fallback
+    where it is read. ``short_knob`` is the knob (and its short word) a run
+    picker tells networks apart by; ``sizing_knobs`` what the Sizing page lets
+    one change, in widget order; ``default_side``/``default_batch`` the question
+    the Sizing page opens on; ``largest_side`` the Models page's default largest
+    side; ``starting_grid`` the sides and batches a first sweep on a new machine
+    measures; ``sweep_sizes`` the sidebar's first image sizes; ``sides_help``
+    which sides the network takes, in a sentence.
     """
 
     optimizer: str
-    short_knob: tuple[str, str]
-    sizing_knobs: tuple[str, ...]
-    default_side: int
-    default_batch: int
-    largest_side: int
-    starting_grid: tuple[tuple[int, ...], tuple[int, ...]]
-    sweep_sizes: str
-    sides_help: str
+    short_knob: tuple[str, str] | None = None
+    sizing_knobs: tuple[str, ...] = ("precision",)
+    default_side: int | None = None
+    default_batch: int | None = None
+    largest_side: int | None = None
+    starting_grid: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    sweep_sizes: str | None = None
+    sides_help: str = ""
 
 
 def with_default(knob: Knob, default: Any, **changes: Any) -> Knob:
