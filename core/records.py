@@ -100,26 +100,29 @@ class _RunRecordFields:
         return {name: getattr(self, name) for name in RUN_COLUMNS}
 
 
-def with_knob_columns(record: type) -> type:
-    """``record`` with a nullable field for each declared knob it lacks, after its own fields.
+def with_knob_columns(record: type, columns: tuple[str, ...]) -> type:
+    """``record`` with a nullable field for each knob of ``columns``, after its own fields.
 
-    What a new knob's ``runs`` column is: its name, its type or None (older runs and
-    other workloads have none), NULL by default.
+    What a new knob's ``runs`` column is: its name, its type or None, NULL by default.
+    NULL is also what a run stored before the knob existed holds; it reads as the
+    knob's default (`core.workloads.base.from_stored_columns`).
     """
-    present = {f.name for f in dataclasses.fields(record)}
-    added = [
-        (name, knob.kind | None, field(default=None))
-        for name, knob in workloads.KNOBS.items()
-        if name not in present
-    ]
-    if not added:
+    if not columns:
         return record
+    added = [(name, workloads.KNOBS[name].kind | None, field(default=None)) for name in columns]
     extended = dataclasses.make_dataclass(record.__name__, added, bases=(record,), frozen=True)
     extended.__module__, extended.__doc__ = record.__module__, record.__doc__
     return extended
 
 
-RunRecord = with_knob_columns(_RunRecordFields)
+# The knob columns declared after schema 5, appended in declaration order; NULL in every
+# run stored before its migration, which reads as the knob's default.
+ADDED_KNOB_COLUMNS: tuple[str, ...] = tuple(
+    name
+    for name in workloads.KNOBS
+    if name not in {f.name for f in dataclasses.fields(_RunRecordFields)}
+)
+RunRecord = with_knob_columns(_RunRecordFields, ADDED_KNOB_COLUMNS)
 RunRecord.__name__ = RunRecord.__qualname__ = "RunRecord"
 
 RUN_COLUMNS: tuple[str, ...] = tuple(
