@@ -125,7 +125,8 @@ class WorkloadLabels:
     the Sizing page opens on; ``largest_side`` the Models page's default largest
     side; ``starting_grid`` the sides and batches a first sweep on a new machine
     measures; ``sweep_sizes`` the sidebar's first image sizes; ``sides_help``
-    which sides the network takes, in a sentence.
+    which sides the network takes, in a sentence; ``form_knobs`` the knobs the
+    sidebar's sweep form offers a list box for (the others keep their defaults).
     """
 
     optimizer: str
@@ -137,6 +138,7 @@ class WorkloadLabels:
     starting_grid: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     sweep_sizes: str | None = None
     sides_help: str = ""
+    form_knobs: tuple[str, ...] = ()
 
 
 def with_default(knob: Knob, default: Any, **changes: Any) -> Knob:

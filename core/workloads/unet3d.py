@@ -112,6 +112,7 @@ LABELS = WorkloadLabels(
     starting_grid=((32, 48, 64, 80, 96), (1, 2, 4)),
     sweep_sizes="32 64",
     sides_help="Each side must be a multiple of 16.",
+    form_knobs=("base_filters",),
 )
 
 
