@@ -97,15 +97,9 @@ def run_handler(args: argparse.Namespace) -> int:
         return ERROR_EXIT_CODE
 
 
-# The network knobs a flag can set, with their type; a workload takes those it has.
-KNOB_FLAGS: dict[str, type] = {
-    "base_filters": int,
-    "levels": int,
-    "in_channels": int,
-    "classes": int,
-    "precision": str,
-    "upsampling": str,
-}
+# The network knobs a flag can set, with their type (every workload's `Knob` declarations);
+# a workload takes those it has.
+KNOB_FLAGS: dict[str, type] = {name: knob.kind for name, knob in workloads.KNOBS.items()}
 
 
 def add_workload_option(parser: argparse.ArgumentParser) -> None:
@@ -119,13 +113,14 @@ def add_workload_option(parser: argparse.ArgumentParser) -> None:
 
 def add_knob_options(parser: argparse.ArgumentParser) -> None:
     """One flag per network knob (default: the workload's own default)."""
-    for knob, kind in KNOB_FLAGS.items():
-        owners = [name for name, mod in workloads.WORKLOADS.items() if knob in mod.NETWORK_KNOBS]
+    for name, knob in workloads.KNOBS.items():
+        choices = f"; one of {', '.join(knob.choices)}" if knob.choices else ""
         parser.add_argument(
-            f"--{knob.replace('_', '-')}",
-            type=kind,
+            knob.flag,
+            type=knob.kind,
             default=None,
-            help=f"{knob.replace('_', ' ')} ({', '.join(owners)}; default: the network's own)",
+            help=f"{knob.help}{choices} ({', '.join(workloads.owners(name))}; "
+            "default: the network's own)",
         )
 
 

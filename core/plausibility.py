@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 from core import workloads
 from core.errors import ConfigError, DataFileError
 from core.filecolumns import first_true
-from core.records import STATUSES
+from core.records import ADDED_KNOB_COLUMNS, STATUSES
 from core.units import GIB, MIB, TIB, format_bytes
 
 MIN_MEMORY_BYTES = 1 * MIB
@@ -165,7 +165,10 @@ def _check_configs(path: Path, columns: dict[str, list[Any]]) -> None:
             raise DataFileError(f"{path}: column workload, row {row}: {error}") from None
         used = (*module.SHAPE_COLUMNS, "batch_size", *module.NETWORK_KNOBS)
         values = {column: columns[column][index] for column in stored}
-        empty = [column for column in used if values[column] is None]
+        # A knob column added after schema 5 is empty in runs stored before it: the default.
+        empty = [
+            column for column in used if values[column] is None and column not in ADDED_KNOB_COLUMNS
+        ]
         if empty:
             raise DataFileError(
                 f"{path}: row {row} (run {run_id}): {', '.join(empty)} is empty; "

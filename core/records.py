@@ -4,6 +4,11 @@ A `RunRecord` is exactly one row of the ``runs`` table; its field order is the
 column order of the table and of CSV/Parquet exports, and its annotations are the
 column types (``X | None``: the column may be NULL; `core.schema` reads them).
 Memory is in bytes, times in seconds.
+
+The knob columns up to schema 5 are spelled out where the table has them; a knob
+a workload declares later (`core.workloads.KNOBS`) gets a nullable column of its
+type appended after the last field (`with_knob_columns`), where the migration
+that adds it (`core.schema`) puts it too.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+
+from core import workloads
 
 # killed: ended by a signal from outside memplan that the kernel does not count as an OOM kill.
 STATUSES = ("ok", "oom", "timeout", "error", "skipped", "interrupted", "killed")
@@ -25,7 +32,7 @@ class Sample:
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class _RunRecordFields:
     """One sweep point, measured or not (``status`` says which)."""
 
     run_id: str
@@ -92,6 +99,31 @@ class RunRecord:
         """The ``runs`` table row (the timeline goes to ``samples``)."""
         return {name: getattr(self, name) for name in RUN_COLUMNS}
 
+
+def with_knob_columns(record: type, columns: tuple[str, ...]) -> type:
+    """``record`` with a nullable field for each knob of ``columns``, after its own fields.
+
+    What a new knob's ``runs`` column is: its name, its type or None, NULL by default.
+    NULL is also what a run stored before the knob existed holds; it reads as the
+    knob's default (`core.workloads.base.from_stored_columns`).
+    """
+    if not columns:
+        return record
+    added = [(name, workloads.KNOBS[name].kind | None, field(default=None)) for name in columns]
+    extended = dataclasses.make_dataclass(record.__name__, added, bases=(record,), frozen=True)
+    extended.__module__, extended.__doc__ = record.__module__, record.__doc__
+    return extended
+
+
+# The knob columns declared after schema 5, appended in declaration order; NULL in every
+# run stored before its migration, which reads as the knob's default.
+ADDED_KNOB_COLUMNS: tuple[str, ...] = tuple(
+    name
+    for name in workloads.KNOBS
+    if name not in {f.name for f in dataclasses.fields(_RunRecordFields)}
+)
+RunRecord = with_knob_columns(_RunRecordFields, ADDED_KNOB_COLUMNS)
+RunRecord.__name__ = RunRecord.__qualname__ = "RunRecord"
 
 RUN_COLUMNS: tuple[str, ...] = tuple(
     f.name for f in dataclasses.fields(RunRecord) if f.name != "samples"

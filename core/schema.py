@@ -44,6 +44,11 @@ out every table it creates: never the current DDL, which will change again.
 Keep a database and an export written by the release before the change in
 ``tests/fixtures/schemaN/`` (see ``tests/fixtures/schema1/README.md``);
 ``tests/integration/test_schema_migrations.py`` shows what to check.
+
+A new network knob's column is the smallest such change: the knob's `Knob`
+declaration already appends it to `RunRecord` (nullable, `core.records`), so the
+current DDL has it; the migration is ``ALTER TABLE runs ADD COLUMN`` with its
+type, and ADDED_COLUMNS names it with None (docs/workloads.md).
 """
 
 from __future__ import annotations

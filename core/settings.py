@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core import workloads
 from core.errors import ConfigError
 
 
@@ -31,18 +32,16 @@ class Setting:
 
 _KIND_WORDS: dict[type, str] = {int: "a whole number", str: "text", float: "a number"}
 _WHOLE_NUMBERS = Setting((int,), "[1, 2, 4]")
-_TEXTS = Setting((str,), '["float32"]')
-# The keys of a sweep grid file (`profiling.sweep.GRID_KNOBS`) and what each holds.
+# The keys of a sweep grid file (`profiling.sweep.GRID_KNOBS`) and what each holds: the
+# workload, the image and batch lists, then one list per declared knob (`core.workloads`).
 SWEEP_FILE_SETTINGS: dict[str, Setting] = {
-    "workload": Setting((str,), '"unet3d"', many=False),
+    "workload": Setting((str,), json.dumps(workloads.DEFAULT_WORKLOAD), many=False),
     "image_sizes": Setting((int, str), '[32, 64, "96x96x64"]'),
     "batch_sizes": _WHOLE_NUMBERS,
-    "base_filters": _WHOLE_NUMBERS,
-    "levels": _WHOLE_NUMBERS,
-    "in_channels": _WHOLE_NUMBERS,
-    "classes": _WHOLE_NUMBERS,
-    "precisions": Setting((str,), '["float32", "mixed_bfloat16"]'),
-    "upsamplings": Setting((str,), '["transpose"]'),
+    **{
+        knob.sweep_key: Setting((knob.kind,), json.dumps(knob.example()))
+        for knob in workloads.KNOBS.values()
+    },
 }
 
 

@@ -44,7 +44,6 @@ DEFAULT_MODELS = (curves.PAPER, curves.REFINED, "symbolic")
 SYMBOLIC = "symbolic"
 # Batch sizes drawn when nothing was measured yet: the reference sweep's.
 DEFAULT_BATCHES = (1, 2, 4, 8, 16)
-DEFAULT_LARGEST_SIDES = {"unet3d": 144, "alexnet": 224}
 # How far past the measurements the curves may be drawn.
 MAX_DRAWN_SIDE = 512
 RESIDUALS_AGAINST = {"Image side": "side", "Measured peak": "measured_gib"}
@@ -177,7 +176,8 @@ def peak_chart(
     mine = curves.with_knobs(points, knobs)
     module = workloads.get(workload)
     offered = curves.drawn_sides(module.square_sides(1, MAX_DRAWN_SIDE, **knobs))
-    default_largest = DEFAULT_LARGEST_SIDES.get(workload, offered[len(offered) // 4])
+    # The workload's own default (`LABELS.largest_side`), else a quarter up the sides.
+    default_largest = module.LABELS.largest_side or offered[len(offered) // 4]
     largest_measured = float(mine["side"].max()) if len(mine) else default_largest
     start = next((side for side in offered if side >= largest_measured), offered[-1])
     largest = st.select_slider(

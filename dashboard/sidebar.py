@@ -65,11 +65,16 @@ REFIT_FULL = "full evaluation (~17 min on 2 cores)"
 REFIT_NO = "no"
 REFIT_CHOICES = (REFIT_QUICK, REFIT_FULL, REFIT_NO)
 UPLOAD_TYPES = ["csv", "parquet"]
+# The knobs a sweep form offers a list box for: every workload's ``LABELS.form_knobs``.
+FORM_KNOBS: tuple[str, ...] = tuple(
+    dict.fromkeys(knob for module in workloads.REGISTERED for knob in module.LABELS.form_knobs)
+)
 KEYS = {
     "workload": "launch_workload",
     "sizes": "launch_image_sizes",
     "batches": "launch_batch_sizes",
-    "filters": "launch_base_filters",
+    # one list box per knob some workload's sweep form offers: "launch_base_filters", ...
+    **{knob: f"launch_{knob}" for knob in FORM_KNOBS},
     "steps": "launch_steps",
     "limit": "launch_memory_limit",
     "refit": "launch_refit",
@@ -88,9 +93,9 @@ KEYS = {
 }
 DEFAULTS = {
     "workload": DEFAULT_WORKLOAD,
-    "sizes": "32 64",
+    "sizes": workloads.labels(DEFAULT_WORKLOAD).sweep_sizes or "",
     "batches": "1 2",
-    "filters": "16",
+    **{knob: str(workloads.KNOBS[knob].default) for knob in FORM_KNOBS},
     "steps": DEFAULT_STEPS,
 }
 RUN_ON_HERE = "This machine"
@@ -109,16 +114,10 @@ SLURM_MEMORY_NOTE = (
     "a point needing more than the partition's nodes have is skipped."
 )
 CANCELLING_SLURM = "Cancelling the Slurm jobs…"
-# Image sizes a new sweep starts with, per workload (the U-Net's are `DEFAULTS`').
-DEFAULT_SIZES = {"unet3d": DEFAULTS["sizes"], "alexnet": "128 224"}
 # What the image sizes box says each workload takes.
 SIZES_HELP = {
     3: "Cube sides or D x H x W, separated by spaces, e.g. 32 64 96x96x64.",
     2: "Square sides or H x W, separated by spaces, e.g. 128 224 227x200.",
-}
-SIDES_HELP = {
-    "unet3d": "Each side must be a multiple of 16.",
-    "alexnet": "Each side must be at least 67 (what conv1 and three poolings leave something of).",
 }
 READ_ONLY_NOTE = (
     f"This dashboard is read-only ({data.READ_ONLY_ENV_VAR} is set): launching sweeps and "
@@ -187,13 +186,14 @@ def launch_grid(
     already runs, a grid over the memory limit) is an error on the page;
     otherwise the page reruns and the sidebar shows the job.
     """
-    filters = workload_labels.knob_defaults(workload).get("base_filters")
+    defaults = workload_labels.knob_defaults(workload)
+    form_knobs = workloads.labels(workload).form_knobs
     limit_bytes = default_memory_limit_bytes()
     try:
         request = requests.parse_request(
             " ".join(map(str, image_sizes)),
             " ".join(map(str, batch_sizes)),
-            "" if filters is None else str(filters),
+            {knob: str(defaults[knob]) for knob in form_knobs},
             DEFAULT_STEPS,
             requests.memory_limit_text(limit_bytes) if limit_bytes > 0 else "",
             workload=workload,
@@ -356,11 +356,17 @@ def _launch_form(db: Path) -> None:
             "Image sizes",
             key=KEYS["sizes"],
             help=f"{SIZES_HELP.get(module.DIMS, 'Sides separated by spaces.')} "
-            f"{SIDES_HELP.get(workload, '')}".strip(),
+            f"{module.LABELS.sides_help}".strip(),
         )
         st.text_input("Batch sizes", key=KEYS["batches"], help="e.g. 1 2 4")
-        if "base_filters" in module.NETWORK_KNOBS:
-            st.text_input("Base filters", key=KEYS["filters"], help="16 is the reference network")
+        for knob in module.KNOBS:  # the workload's own list boxes, as it declares them
+            if knob.name in module.LABELS.form_knobs:
+                st.text_input(
+                    knob.label,
+                    key=KEYS[knob.name],
+                    help=f"{knob.help[:1].upper()}{knob.help[1:]}; {knob.default} is the "
+                    "reference network. Values separated by spaces.",
+                )
         st.number_input(
             "Steps",
             min_value=1,
@@ -464,7 +470,7 @@ def _run_on_changed() -> None:
 def _workload_changed() -> None:
     """A workload just chosen: its own example sizes, since the last one's may not suit it."""
     workload = st.session_state[KEYS["workload"]]
-    st.session_state[KEYS["sizes"]] = DEFAULT_SIZES.get(workload, "")
+    st.session_state[KEYS["sizes"]] = workloads.labels(workload).sweep_sizes or ""
 
 
 def _launch(db: Path) -> None:
@@ -474,15 +480,15 @@ def _launch(db: Path) -> None:
         name: state[KEYS[name]] for name in remembered if KEYS[name] in state
     }
     workload = state.get(KEYS["workload"], DEFAULT_WORKLOAD)
-    # A workload without base filters gets none, whatever the hidden field last said.
-    has_filters = "base_filters" in workloads.get(workload).NETWORK_KNOBS
+    # A workload gets only its own knob boxes, whatever a hidden one last said.
+    form_knobs = workloads.labels(workload).form_knobs
     on_slurm = state.get(KEYS["run_on"]) == RUN_ON_SLURM
     try:
         target = _slurm_target(db) if on_slurm else None
         request = requests.parse_request(
             state.get(KEYS["sizes"], ""),
             state.get(KEYS["batches"], ""),
-            state.get(KEYS["filters"], "") if has_filters else "",
+            {knob: state.get(KEYS[knob], "") for knob in form_knobs},
             int(state.get(KEYS["steps"], DEFAULT_STEPS)),
             launch_target.SLURM_FORM_MEMORY_LIMIT if on_slurm else state.get(KEYS["limit"], ""),
             workload=workload,

@@ -92,12 +92,14 @@ def _prepare_grid(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--image-sizes", nargs="+", help="sides or DxHxW, e.g. 32 64 96x96x64")
     parser.add_argument("--batch-sizes", nargs="+", type=int)
-    parser.add_argument("--base-filters", nargs="+", type=int)
-    parser.add_argument("--levels", nargs="+", type=int)
-    parser.add_argument("--in-channels", nargs="+", type=int)
-    parser.add_argument("--classes", nargs="+", type=int)
-    parser.add_argument("--precisions", nargs="+")
-    parser.add_argument("--upsamplings", nargs="+")
+    for name, knob in workloads.KNOBS.items():  # one list flag per declared knob
+        choices = f"; of {', '.join(knob.choices)}" if knob.choices else ""
+        parser.add_argument(
+            knob.sweep_flag,
+            nargs="+",
+            type=knob.kind,
+            help=f"{knob.help}{choices} ({', '.join(workloads.owners(name))})",
+        )
 
 
 def _prepare_cluster(parser: argparse.ArgumentParser) -> None:

@@ -53,11 +53,8 @@ REASON_WORDS = {ASKED: "as chosen"}
 FROM_CALIBRATION = "the calibration grid's missing points"
 FROM_REFERENCE = "the smallest sides and batches measured on the reference machine"
 FROM_DEFAULTS = "a small starting grid"
-# Sides and batch sizes to start from when no other machine measured the workload.
-STARTING_GRIDS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
-    "unet3d": ((32, 48, 64, 80, 96), (1, 2, 4)),
-    "alexnet": ((96, 128, 160, 192, 224), (1, 2, 4)),
-}
+# Sides and batch sizes to start from when no other machine measured the workload: its
+# ``LABELS.starting_grid`` (`core.workloads`).
 STARTING_SIDES, STARTING_BATCHES = 5, (1, 2, 4)
 PEAK_COLUMN = "peak_hwm_bytes"  # what the models predict: the kernel's high-water mark
 COMPARED_COLUMNS = [
@@ -306,8 +303,9 @@ def default_network_points(runs: pd.DataFrame, workload: str) -> set[tuple[int, 
 
 def starting_grid(workload: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Sides and batch sizes to start from when no machine has measured ``workload``."""
-    if workload in STARTING_GRIDS:
-        return STARTING_GRIDS[workload]
+    declared = workloads.labels(workload).starting_grid
+    if declared is not None:
+        return declared
     sides = workloads.get(workload).square_sides(1, 256)
     step = max(1, len(sides) // STARTING_SIDES)
     return tuple(sides[::step][:STARTING_SIDES]), STARTING_BATCHES

@@ -18,8 +18,8 @@
   and `waiting_text`, what the answers say meanwhile;
 * the answers' captions, in words, and `usable_text`, the budget less its headroom.
 
-A workload offers only its own knobs (`OFFERED_KNOBS`, a subset of its
-``NETWORK_KNOBS``): the U-Net's base filters and precision, the AlexNet's
+A workload offers only its own knobs (its ``LABELS.sizing_knobs``, a subset of its
+``KNOBS``; `offered_knobs`): the U-Net's base filters and precision, the AlexNet's
 classes and precision; the others keep the network's defaults.
 """
 
@@ -108,18 +108,27 @@ KNOB_OFFERS: dict[str, KnobOffer] = {
         ),
     )
 }
-# The knobs each workload offers, in widget order; another workload offers its precision.
-OFFERED_KNOBS: dict[str, tuple[str, ...]] = {
-    "unet3d": ("base_filters", "precision"),
-    "alexnet": ("classes", "precision"),
-}
 
 
 def offered_knobs(workload: str) -> list[KnobOffer]:
-    """The knobs the page offers for ``workload``: only its own, in widget order."""
-    own = workloads.get(workload).NETWORK_KNOBS
+    """The knobs the page offers for ``workload``: its ``LABELS.sizing_knobs``, in widget order.
+
+    A knob `KNOB_OFFERS` has no values for is offered as its declaration says: its
+    choices, else its default (plus any value the runs measured).
+    """
+    module = workloads.get(workload)
+    declared = {knob.name: knob for knob in module.KNOBS}
     return [
-        KNOB_OFFERS[knob] for knob in OFFERED_KNOBS.get(workload, ("precision",)) if knob in own
+        KNOB_OFFERS.get(name)
+        or KnobOffer(
+            name,
+            name,
+            declared[name].label,
+            declared[name].choices or (declared[name].default,),
+            declared[name].help,
+        )
+        for name in module.LABELS.sizing_knobs
+        if name in declared
     ]
 
 

@@ -13,7 +13,6 @@ several) is all the default workload's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import MISSING, fields
 from typing import Any
 
 import pandas as pd
@@ -29,21 +28,8 @@ SOLIDS = {3: "cube", 2: "square"}
 ELEMENTS = {3: "voxels", 2: "pixels"}
 PRODUCTS = {3: "D x H x W", 2: "H x W"}
 ROOTS = {3: "cube root", 2: "square root"}
-# The optimizer each workload trains with (`core.workloads.<name>.build_model`).
-OPTIMIZERS = {"unet3d": "Adam", "alexnet": "SGD momentum"}
-# The knob that names a workload's network in a run picker, and its short word.
-SHORT_KNOBS: dict[str, tuple[str, str]] = {
-    "unet3d": ("base_filters", "filters"),
-    "alexnet": ("classes", "classes"),
-}
-# How a knob reads in a network label; in_channels and classes only when not the default.
-_KNOB_WORDS = {
-    "base_filters": "base filters",
-    "levels": "levels",
-    "in_channels": "input channels",
-    "classes": "classes",
-}
-_SHOWN_WHEN_CHANGED = ("in_channels", "classes")
+# A workload's optimizer, the knob that names its network in a run picker and how each
+# knob reads in a label come from its declarations (`core.workloads.knobs`).
 
 
 def names() -> list[str]:
@@ -110,17 +96,12 @@ def side_title(dims: int) -> str:
 
 
 def optimizer(workload: str) -> str:
-    return OPTIMIZERS.get(workload, "optimizer")
+    return workloads.labels(workload).optimizer
 
 
 def knob_defaults(workload: str) -> dict[str, Any]:
     """Each network knob of ``workload`` and its default value."""
-    module = workloads.get(workload)
-    return {
-        field.name: field.default
-        for field in fields(module.Config)
-        if field.name in module.NETWORK_KNOBS and field.default is not MISSING
-    }
+    return {knob.name: knob.default for knob in workloads.get(workload).KNOBS}
 
 
 def network_label(knobs: Mapping[str, Any], workload: str = DEFAULT_WORKLOAD) -> str:
@@ -129,14 +110,13 @@ def network_label(knobs: Mapping[str, Any], workload: str = DEFAULT_WORKLOAD) ->
     Input channels and classes are named only when they differ from the
     workload's default (the reference AlexNet reads ``float32``).
     """
-    defaults = knob_defaults(workload)
     parts = []
-    for knob in workloads.get(workload).NETWORK_KNOBS:
-        value = knobs.get(knob, defaults.get(knob))
-        if value is None or (knob in _SHOWN_WHEN_CHANGED and value == defaults.get(knob)):
+    for knob in workloads.get(workload).KNOBS:
+        value = knobs.get(knob.name, knob.default)
+        if value is None or (not knob.shown_when_default and value == knob.default):
             continue
         value = value.item() if hasattr(value, "item") else value
-        parts.append(f"{value} {_KNOB_WORDS[knob]}" if knob in _KNOB_WORDS else str(value))
+        parts.append(f"{value} {knob.unit}" if knob.unit else str(value))
     return ", ".join(parts)
 
 
@@ -144,8 +124,9 @@ def short_network(run: Mapping[str, Any]) -> str:
     """``16 filters, float32`` (a U-Net) or ``1000 classes, float32`` (an AlexNet)."""
     workload = run.get(WORKLOAD_COLUMN) or DEFAULT_WORKLOAD
     parts = []
-    if workload in SHORT_KNOBS:
-        knob, word = SHORT_KNOBS[workload]
+    short = workloads.labels(workload).short_knob if workload in workloads.WORKLOADS else None
+    if short is not None:
+        knob, word = short
         value = run.get(knob)
         if value is not None and not pd.isna(value):
             parts.append(f"{int(value)} {word}")

@@ -9,6 +9,7 @@ validated, so a grid that would fail never starts.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +73,7 @@ def _whole_numbers(label: str, text: str, example: str) -> list[int]:
 def parse_request(
     image_sizes: str,
     batch_sizes: str,
-    base_filters: str,
+    knob_texts: Mapping[str, str],
     steps: int,
     memory_limit: str,
     workload: str = DEFAULT_WORKLOAD,
@@ -80,17 +81,21 @@ def parse_request(
     """Check a sweep as typed in a form; raise `ConfigError` saying what is wrong and what is right.
 
     Sizes are separated by spaces or commas (``"32 64 96x96x64"``); the memory
-    limit takes the CLI's units (``"12GiB"``). Every point of the grid is
-    validated, so a grid that would fail never starts. ``base_filters`` may be
-    blank for a workload without that knob.
+    limit takes the CLI's units (``"12GiB"``); ``knob_texts`` holds the form's
+    knob boxes by knob name (``{"base_filters": "8 16"}``, the workload's
+    ``LABELS.form_knobs``). Every point of the grid is validated, so a grid that
+    would fail never starts. A knob box may be blank for a workload without that knob.
     """
     sizes = list(dict.fromkeys(_words(image_sizes)))
     if not sizes:
         raise ConfigError("Image sizes: give at least one, e.g. 32 64 96x96x64")
     batches = _whole_numbers("Batch sizes", batch_sizes, "1 2 4")
-    knobs: dict[str, list[int]] = {}
-    if base_filters.strip() or "base_filters" in workloads.get(workload).NETWORK_KNOBS:
-        knobs["base_filters"] = _whole_numbers("Base filters", base_filters, "16")
+    own = workloads.get(workload).NETWORK_KNOBS
+    knobs = {
+        workloads.KNOBS[name].sweep_key: _knob_values(name, text)
+        for name, text in knob_texts.items()
+        if text.strip() or name in own
+    }
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ConfigError(f"Steps: must be a whole number of at least 1, got {steps!r}")
     if not memory_limit.strip():
@@ -104,6 +109,19 @@ def parse_request(
     )
     points = len(expand_grid(grid))
     return SweepRequest(grid=grid, steps=steps, memory_limit_bytes=limit_bytes, points=points)
+
+
+def _knob_values(name: str, text: str) -> list:
+    """The values typed in knob ``name``'s box, as its type; `ConfigError` for none."""
+    knob = workloads.KNOBS.get(name)
+    if knob is None:
+        raise ConfigError(f"no workload has a knob {name!r}; knobs: {', '.join(workloads.KNOBS)}")
+    if knob.kind is int:
+        return _whole_numbers(knob.label, text, str(knob.default))
+    words = list(dict.fromkeys(_words(text)))
+    if not words:
+        raise ConfigError(f"{knob.label}: give at least one, e.g. {knob.default}")
+    return words
 
 
 def memory_limit_text(limit_bytes: int) -> str:

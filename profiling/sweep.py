@@ -11,10 +11,11 @@ on a Slurm partition (`profiling.cluster_sweep`).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from core import workloads
 from core.errors import ConfigError
 from core.settings import read_settings_file
 from core.workloads import DEFAULT_WORKLOAD
-from core.workloads.base import PRECISIONS, WorkloadConfig, format_image_shape
+from core.workloads.base import WorkloadConfig, format_image_shape
 from profiling.estimate import estimate_peak_bytes
 
 # The default memory limit: this share of the machine's RAM...
@@ -38,35 +39,18 @@ HOST_RESERVE_BYTES = 2 * 2**30
 MAX_SWEEP_POINTS = 10_000
 MAX_REPEATS = 100
 
-# A grid's lists, by the config field each one varies (plural where the CLI's flag is).
-KNOB_LISTS: dict[str, str] = {
-    "base_filters": "base_filters",
-    "levels": "levels",
-    "in_channels": "in_channels",
-    "classes": "classes",
-    "precisions": "precision",
-    "upsamplings": "upsampling",
-}
+# A grid's lists, by the config field each one varies (plural where the CLI's flag is):
+# one per knob some workload declares (`core.workloads.KNOBS`).
+KNOB_LISTS: dict[str, str] = {knob.sweep_key: name for name, knob in workloads.KNOBS.items()}
 GRID_KNOBS = ("workload", "image_sizes", "batch_sizes", *KNOB_LISTS)
 
 
-@dataclass(frozen=True)
-class Grid:
-    """The knobs of a sweep; every combination is one point.
+class _GridMethods:
+    """What `Grid` does with its lists; its fields come from the knob declarations."""
 
-    A knob list left ``None`` takes the workload's default; a list given for a
-    knob the workload does not have is refused.
-    """
-
+    workload: str
     image_sizes: tuple[tuple[int, ...], ...]
     batch_sizes: tuple[int, ...]
-    workload: str = DEFAULT_WORKLOAD
-    base_filters: tuple[int, ...] | None = None
-    levels: tuple[int, ...] | None = None
-    in_channels: tuple[int, ...] | None = None
-    classes: tuple[int, ...] | None = None
-    precisions: tuple[str, ...] | None = None
-    upsamplings: tuple[str, ...] | None = None
 
     def knob_lists(self) -> dict[str, tuple]:
         """Config field -> the values given for it (the knobs left to default are absent)."""
@@ -84,6 +68,29 @@ class Grid:
             "batch_sizes": list(self.batch_sizes),
             **knobs,
         }
+
+
+# The knobs of a sweep; every combination is one point. A knob list left ``None``
+# takes the workload's default; a list given for a knob the workload does not have is
+# refused. Fields: image_sizes, batch_sizes, workload, then one tuple per `KNOB_LISTS` key
+# (base_filters, levels, ..., precisions, upsamplings), made from the declarations so a
+# new knob is a new list here without an edit.
+Grid = dataclasses.make_dataclass(
+    "Grid",
+    [
+        ("image_sizes", tuple[tuple[int, ...], ...]),
+        ("batch_sizes", tuple[int, ...]),
+        ("workload", str, field(default=DEFAULT_WORKLOAD)),
+        *(
+            (key, tuple[workloads.KNOBS[name].kind, ...] | None, field(default=None))
+            for key, name in KNOB_LISTS.items()
+        ),
+    ],
+    bases=(_GridMethods,),
+    frozen=True,
+)
+Grid.__module__ = __name__  # pickles and reprs as profiling.sweep.Grid
+Grid.__doc__ = "The lists of a sweep; every combination of their values is one point."
 
 
 def default_memory_limit_bytes() -> int:
@@ -134,11 +141,14 @@ def expand_grid(grid: Grid, repeats: int = 1) -> list[WorkloadConfig]:
     }.items():
         if not values:
             raise ConfigError(f"the sweep grid has no {name.replace('_', ' ')}: give at least one")
-    bad = sorted({p for p in knobs.get("precision", ()) if p not in PRECISIONS})
-    if bad:
-        raise ConfigError(
-            f"unknown value(s) {', '.join(map(str, bad))}: precisions are {', '.join(PRECISIONS)}"
-        )
+    for name, values in knobs.items():  # a text knob's unknown values, named once
+        choices = workloads.KNOBS[name].choices
+        bad = sorted({value for value in values if choices and value not in choices})
+        if bad:
+            raise ConfigError(
+                f"unknown value(s) {', '.join(map(str, bad))}: "
+                f"{workloads.KNOBS[name].sweep_key} are {', '.join(choices)}"
+            )
     configs, problems = [], []
     for shape, batch, *values in itertools.product(
         grid.image_sizes, grid.batch_sizes, *knobs.values()

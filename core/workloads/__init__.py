@@ -16,9 +16,40 @@ from typing import Any
 from core.errors import ConfigError
 from core.workloads import alexnet, unet3d
 from core.workloads.base import WorkloadConfig
+from core.workloads.knobs import Knob, WorkloadLabels, check_declared
 
-WORKLOADS: dict[str, ModuleType] = {module.NAME: module for module in (unet3d, alexnet)}
+# The registry: one line per workload, the default first.
+REGISTERED: tuple[ModuleType, ...] = (
+    unet3d,
+    alexnet,
+)
+WORKLOADS: dict[str, ModuleType] = {module.NAME: module for module in REGISTERED}
 DEFAULT_WORKLOAD = unet3d.NAME
+
+
+def _checked_knobs() -> dict[str, Knob]:
+    """Every knob some workload declares, by name, first declaration first.
+
+    A knob name means one thing in every workload: the same type (it is one
+    ``runs`` column and one flag); defaults and ranges may differ.
+    """
+    found: dict[str, Knob] = {}
+    for module in REGISTERED:
+        check_declared(module.Config, module.KNOBS)
+        if not isinstance(module.LABELS, WorkloadLabels):
+            raise TypeError(f"workload {module.NAME}: LABELS is not a WorkloadLabels")
+        for knob in module.KNOBS:
+            first = found.setdefault(knob.name, knob)
+            if first.kind is not knob.kind or first.sweep_key != knob.sweep_key:
+                raise TypeError(
+                    f"knob {knob.name} of {module.NAME} is {knob.kind.__name__} "
+                    f"({knob.sweep_key}), elsewhere {first.kind.__name__} ({first.sweep_key})"
+                )
+    return found
+
+
+# Every network knob, by name: what the flags, the sweep grid and the columns derive from.
+KNOBS: dict[str, Knob] = _checked_knobs()
 
 # Every ``runs`` column some workload stores for its image and knobs; a run
 # leaves the columns of other workloads NULL.
@@ -37,6 +68,16 @@ def get(name: str) -> ModuleType:
         return WORKLOADS[name]
     except (KeyError, TypeError):
         raise ConfigError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}") from None
+
+
+def owners(knob: str) -> list[str]:
+    """The workloads that have ``knob``, in registry order."""
+    return [name for name, module in WORKLOADS.items() if knob in module.NETWORK_KNOBS]
+
+
+def labels(name: str) -> WorkloadLabels:
+    """How the pages name and start workload ``name`` (its module's ``LABELS``)."""
+    return get(name).LABELS
 
 
 def of(config: WorkloadConfig) -> ModuleType:

@@ -33,13 +33,19 @@ from core.workloads.base import (
     MAX_BATCH_SIZE,
     ImageConfig,
     LayerOutput,
-    check_precision,
     check_range,
     from_stored_columns,
-    network_knobs,
     stored_columns,
 )
 from core.workloads.base import parse_image_shape as parse_shape
+from core.workloads.knobs import (
+    CLASSES,
+    IN_CHANNELS,
+    PRECISION,
+    WorkloadLabels,
+    check_knobs,
+    with_default,
+)
 
 if TYPE_CHECKING:
     import keras
@@ -52,7 +58,6 @@ DIMS = 2
 # Beyond these the request is a typo, not a workload: a 4096x4096 image already
 # makes conv1's float32 output 0.4 GB per sample, 100 000 classes make fc8 1.6 GB.
 MAX_IMAGE_SIDE = 4096
-MAX_CHANNELS = 1024
 MAX_CLASSES = 100_000
 
 # SGD with momentum keeps one momentum value per trainable weight.
@@ -120,6 +125,26 @@ def _smallest_side() -> int:
 
 MIN_IMAGE_SIDE = _smallest_side()  # 67
 
+# The network's knobs, in the order of AlexNetConfig's fields; ImageNet's defaults.
+KNOBS = (
+    with_default(IN_CHANNELS, 3),
+    with_default(CLASSES, 1000, high=MAX_CLASSES),
+    PRECISION,
+)
+_DEFAULTS = {knob.name: knob.default for knob in KNOBS}
+LABELS = WorkloadLabels(
+    optimizer="SGD momentum",
+    short_knob=("classes", "classes"),
+    sizing_knobs=("classes", "precision"),
+    # An ImageNet-sized 224^2 image at batch 32: the question the Sizing page opens on.
+    default_side=224,
+    default_batch=32,
+    largest_side=224,
+    starting_grid=((96, 128, 160, 192, 224), (1, 2, 4)),
+    sweep_sizes="128 224",
+    sides_help="Each side must be at least 67 (what conv1 and three poolings leave something of).",
+)
+
 
 @dataclass(frozen=True)
 class AlexNetConfig(ImageConfig):
@@ -134,9 +159,9 @@ class AlexNetConfig(ImageConfig):
 
     image_shape: tuple[int, int]
     batch_size: int = 1
-    in_channels: int = 3
-    classes: int = 1000
-    precision: str = "float32"
+    in_channels: int = _DEFAULTS["in_channels"]
+    classes: int = _DEFAULTS["classes"]
+    precision: str = _DEFAULTS["precision"]
 
     def __post_init__(self) -> None:
         validate(self)
@@ -151,9 +176,8 @@ class AlexNetConfig(ImageConfig):
 
 Config = AlexNetConfig  # the name `core.workloads` looks for in every workload module
 
-# The network's settings besides the image and the batch: every field of
-# AlexNetConfig but those two, in field order.
-NETWORK_KNOBS: tuple[str, ...] = network_knobs(AlexNetConfig)
+# The network's settings besides the image and the batch, in field order.
+NETWORK_KNOBS: tuple[str, ...] = tuple(knob.name for knob in KNOBS)
 SHAPE_COLUMNS: tuple[str, ...] = ("height", "width")  # image_shape, as stored
 
 
@@ -196,9 +220,7 @@ def valid_sides(low: int, high: int) -> list[int]:
 def validate(config: AlexNetConfig) -> None:
     """Raise `ConfigError` naming what is wrong and what would be right."""
     check_range("batch size", config.batch_size, 1, MAX_BATCH_SIZE)
-    check_range("input channels", config.in_channels, 1, MAX_CHANNELS)
-    check_range("output classes", config.classes, 1, MAX_CLASSES)
-    check_precision(config.precision)
+    check_knobs(config, KNOBS)
     if len(config.image_shape) != DIMS:
         raise ConfigError(
             f"image shape needs {DIMS} sides (height, width), got {config.image_shape!r}"

@@ -156,9 +156,13 @@ def from_stored_columns(config_type: type, row: Mapping[str, Any], shape_columns
     """The inverse of `stored_columns`, from a dict or a pandas row (NumPy scalars).
 
     Each knob is cast to the type of its default, so NumPy scalars become ints and strs.
+    A knob whose column is missing or NULL takes its default: the row was stored before
+    the knob existed, when the network was built with what is now its default.
     """
     knobs = {
-        field.name: type(field.default)(row[field.name])
+        field.name: field.default
+        if _is_null(row.get(field.name))
+        else type(field.default)(row[field.name])
         for field in dataclasses.fields(config_type)
         if field.name not in ("image_shape", "batch_size")
     }
@@ -167,6 +171,16 @@ def from_stored_columns(config_type: type, row: Mapping[str, Any], shape_columns
         batch_size=int(row["batch_size"]),
         **knobs,
     )
+
+
+def _is_null(value: object) -> bool:
+    """None, NaN or pandas' NA: what a frame holds for NULL."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # only NaN differs from itself
+    except TypeError:  # pandas.NA refuses to be a truth value
+        return True
 
 
 def check_range(name: str, value: object, low: int, high: int) -> None:

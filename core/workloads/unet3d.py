@@ -21,13 +21,19 @@ from core.workloads.base import (
     MAX_BATCH_SIZE,
     ImageConfig,
     LayerOutput,
-    check_precision,
     check_range,
     from_stored_columns,
-    network_knobs,
     stored_columns,
 )
 from core.workloads.base import parse_image_shape as parse_shape
+from core.workloads.knobs import (
+    CLASSES,
+    IN_CHANNELS,
+    PRECISION,
+    Knob,
+    WorkloadLabels,
+    check_knobs,
+)
 
 NAME = "unet3d"
 TITLE = "3D U-Net (IntelAI/unet)"
@@ -40,7 +46,6 @@ UPSAMPLING_MODES = ("transpose", "upsample")
 MAX_IMAGE_SIDE = 4096
 MAX_BASE_FILTERS = 1024
 MAX_LEVELS = 8
-MAX_CHANNELS = 1024
 
 
 # Adam keeps a first and a second moment per trainable weight.
@@ -59,6 +64,57 @@ OUTPUT_KERNEL_VOLUME = 1
 BATCHNORM_TRAINABLE_PER_CHANNEL = 2
 BATCHNORM_FROZEN_PER_CHANNEL = 2
 
+# The network's knobs, in the order of UNetConfig's fields after the image and batch;
+# the defaults are the reference network of IntelAI/unet.
+KNOBS: tuple[Knob, ...] = (
+    Knob(
+        "base_filters",
+        int,
+        16,
+        "Base filters",
+        "filters of the first level; each level doubles them",
+        unit="base filters",
+        low=1,
+        high=MAX_BASE_FILTERS,
+    ),
+    Knob(
+        "levels",
+        int,
+        5,
+        "Levels",
+        "resolution levels (poolings + 1); every image side must be a multiple of 2^(levels-1)",
+        unit="levels",
+        low=2,
+        high=MAX_LEVELS,
+    ),
+    IN_CHANNELS,
+    CLASSES,
+    PRECISION,
+    Knob(
+        "upsampling",
+        str,
+        "transpose",
+        "Upsampling",
+        "how the decoder doubles each side: a transposed convolution or a plain repeat",
+        choices=UPSAMPLING_MODES,
+        plural=True,
+    ),
+)
+_DEFAULTS = {knob.name: knob.default for knob in KNOBS}
+LABELS = WorkloadLabels(
+    optimizer="Adam",
+    short_knob=("base_filters", "filters"),
+    sizing_knobs=("base_filters", "precision"),
+    # A 128^3 volume at batch 4: the question the Sizing page opens on.
+    default_side=128,
+    default_batch=4,
+    largest_side=144,
+    starting_grid=((32, 48, 64, 80, 96), (1, 2, 4)),
+    sweep_sizes="32 64",
+    sides_help="Each side must be a multiple of 16.",
+    form_knobs=("base_filters",),
+)
+
 
 @dataclass(frozen=True)
 class UNetConfig(ImageConfig):
@@ -74,12 +130,12 @@ class UNetConfig(ImageConfig):
 
     image_shape: tuple[int, int, int]
     batch_size: int = 1
-    base_filters: int = 16
-    levels: int = 5
-    in_channels: int = 1
-    classes: int = 1
-    precision: str = "float32"
-    upsampling: str = "transpose"
+    base_filters: int = _DEFAULTS["base_filters"]
+    levels: int = _DEFAULTS["levels"]
+    in_channels: int = _DEFAULTS["in_channels"]
+    classes: int = _DEFAULTS["classes"]
+    precision: str = _DEFAULTS["precision"]
+    upsampling: str = _DEFAULTS["upsampling"]
 
     def __post_init__(self) -> None:
         validate(self)
@@ -94,9 +150,8 @@ class UNetConfig(ImageConfig):
 
 Config = UNetConfig  # the name `core.workloads` looks for in every workload module
 
-# The network's settings besides the image and the batch: every field of
-# UNetConfig but those two, in field order.
-NETWORK_KNOBS: tuple[str, ...] = network_knobs(UNetConfig)
+# The network's settings besides the image and the batch, in field order.
+NETWORK_KNOBS: tuple[str, ...] = tuple(knob.name for knob in KNOBS)
 SHAPE_COLUMNS: tuple[str, ...] = ("depth", "height", "width")  # image_shape, as stored
 
 
@@ -130,16 +185,8 @@ def parse_image_shape(text: str) -> tuple[int, int, int]:
 
 def validate(config: UNetConfig) -> None:
     """Raise `ConfigError` naming what is wrong and what would be right."""
-    check_range("levels", config.levels, 2, MAX_LEVELS)
     check_range("batch size", config.batch_size, 1, MAX_BATCH_SIZE)
-    check_range("base filters", config.base_filters, 1, MAX_BASE_FILTERS)
-    check_range("input channels", config.in_channels, 1, MAX_CHANNELS)
-    check_range("output classes", config.classes, 1, MAX_CHANNELS)
-    check_precision(config.precision)
-    if config.upsampling not in UPSAMPLING_MODES:
-        raise ConfigError(
-            f"upsampling {config.upsampling!r} is not one of {', '.join(UPSAMPLING_MODES)}"
-        )
+    check_knobs(config, KNOBS)
     if len(config.image_shape) != 3:
         raise ConfigError(
             f"image shape needs 3 sides (depth, height, width), got {config.image_shape!r}"

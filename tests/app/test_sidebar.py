@@ -84,7 +84,7 @@ def test_the_form_offers_grid_steps_memory_limit_and_refit_with_sensible_default
     assert list(boxes) == ["Image sizes", "Batch sizes", "Base filters", "Memory limit"]
     assert boxes["Base filters"] == "16"
     request = requests.parse_request(
-        boxes["Image sizes"], boxes["Batch sizes"], "16", 1, boxes["Memory limit"]
+        boxes["Image sizes"], boxes["Batch sizes"], {"base_filters": "16"}, 1, boxes["Memory limit"]
     )
     assert 0 < request.memory_limit_bytes <= default_memory_limit_bytes()
     assert at.sidebar.number_input(key="launch_steps").label == "Steps"
@@ -152,7 +152,7 @@ def test_choosing_alexnet_hides_base_filters_and_suggests_its_own_sizes(referenc
     assert boxes["Image sizes"] == "128 224"
     assert "Square sides or H x W" in at.sidebar.text_input(key="launch_image_sizes").help
     request = requests.parse_request(
-        boxes["Image sizes"], boxes["Batch sizes"], "", 1, boxes["Memory limit"], workload="alexnet"
+        boxes["Image sizes"], boxes["Batch sizes"], {}, 1, boxes["Memory limit"], workload="alexnet"
     )
     assert request.grid.workload == "alexnet" and request.points == 4
 

@@ -27,7 +27,7 @@ SWEEP_TIMEOUT_S = 600
 
 
 def tiny_request(batch_sizes: str = "1") -> requests.SweepRequest:
-    return requests.parse_request("16", batch_sizes, "4", 2, "4GiB")
+    return requests.parse_request("16", batch_sizes, {"base_filters": "4"}, 2, "4GiB")
 
 
 def profiled_children(job_pid: int) -> list[psutil.Process]:

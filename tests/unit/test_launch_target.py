@@ -139,7 +139,9 @@ def test_a_bad_slurm_target_says_which_box_is_wrong(
 
 
 def request() -> requests.SweepRequest:
-    return requests.parse_request("32 64", "1 2", "16", 3, launch_target.SLURM_FORM_MEMORY_LIMIT)
+    return requests.parse_request(
+        "32 64", "1 2", {"base_filters": "16"}, 3, launch_target.SLURM_FORM_MEMORY_LIMIT
+    )
 
 
 def test_on_this_machine_the_command_is_the_requests_own():

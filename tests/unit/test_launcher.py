@@ -73,7 +73,7 @@ def _no_job_left_behind(db: Path):
 
 
 def test_a_valid_form_becomes_a_request_with_its_points_counted():
-    request = requests.parse_request("32, 64 96x96x64", "1 2", "16", 3, "12GiB")
+    request = requests.parse_request("32, 64 96x96x64", "1 2", {"base_filters": "16"}, 3, "12GiB")
     assert request.points == 3 * 2
     assert request.steps == 3 and request.memory_limit_bytes == 12 * 2**30
     args = request.sweep_args(Path("/data/x.duckdb"))
@@ -108,7 +108,7 @@ def test_a_valid_form_becomes_a_request_with_its_points_counted():
 
 def test_a_size_the_network_cannot_take_is_refused_with_the_nearest_valid_ones():
     with pytest.raises(ConfigError, match="Nearest valid sizes: 192 or 208"):
-        requests.parse_request("32 200", "1", "16", 2, "8GiB")
+        requests.parse_request("32 200", "1", {"base_filters": "16"}, 2, "8GiB")
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_a_size_the_network_cannot_take_is_refused_with_the_nearest_valid_ones()
 )
 def test_a_bad_form_says_what_is_wrong(sizes, batches, filters, steps, limit, message):
     with pytest.raises(ConfigError) as caught:
-        requests.parse_request(sizes, batches, filters, steps, limit)
+        requests.parse_request(sizes, batches, {"base_filters": filters}, steps, limit)
     assert message in str(caught.value)
 
 
@@ -138,7 +138,7 @@ def test_the_default_memory_limit_is_shown_rounded_down_so_it_never_exceeds_the_
 
 def test_a_bad_grid_starts_nothing(db: Path):
     with pytest.raises(ConfigError):
-        requests.parse_request("200", "1", "16", 2, "8GiB")
+        requests.parse_request("200", "1", {"base_filters": "16"}, 2, "8GiB")
     assert launcher.status(db).phase == jobstatus.PHASE_IDLE
     assert not jobstatus.state_dir(db).exists()
 
@@ -461,7 +461,7 @@ def test_a_launched_sweeps_refit_waits_for_new_runs_only_when_asked(db, monkeypa
     monkeypatch.setattr(
         launcher, "start_job", lambda db, commands, *a, **k: started.append(commands)
     )
-    request = requests.parse_request("32", "1", "16", 1, "8GiB")
+    request = requests.parse_request("32", "1", {"base_filters": "16"}, 1, "8GiB")
     launcher.launch(db, request, ["refit"], refit_needs_new_runs=True)
     launcher.launch(db, request, ["fit"])  # a calibration's fit runs whatever the sweep found
     assert [commands[-1].needs_new_runs for commands in started] == [True, False]
