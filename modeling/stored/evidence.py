@@ -24,6 +24,9 @@ from modeling.errors import ModelingError
 from modeling.stored import bundle, tables
 from modeling.stored.tables import DEFAULT_WORKLOAD
 
+# The flag of a smoke-test evaluation (tiny symbolic-regression settings).
+QUICK_FLAG = "--quick"
+
 
 @dataclass(frozen=True)
 class FitEvidence:
@@ -45,7 +48,13 @@ class FitEvidence:
     steps: int | None
     other_steps: Mapping[int, int] | None
     data_fingerprint: str
+    command: str = ""  # the command that stored it
     bundled: bool = False
+
+    @property
+    def smoke_test(self) -> bool:
+        """Whether it was fitted with smoke-test settings (``memplan evaluate --quick``)."""
+        return QUICK_FLAG in self.command.split()
 
 
 def _other_steps(text: Any) -> dict[int, int] | None:
@@ -70,6 +79,7 @@ def evidence_from_row(row: Mapping[str, Any], bundled: bool = False) -> FitEvide
         steps=_known_int(row.get("steps")),
         other_steps=_other_steps(row.get("other_steps_json")),
         data_fingerprint=str(row["data_fingerprint"]),
+        command="" if pd.isna(row.get("command")) else str(row.get("command")),
         bundled=bundled,
     )
 
