@@ -240,16 +240,24 @@ def bundled_frame(directory: Path, table: str) -> pd.DataFrame:
     return _bundled_frame(directory, table, (stat.st_size, stat.st_mtime_ns)).copy()
 
 
-def _bundled(db_path: Path, workload: str, machine: str | None, table: str) -> pd.DataFrame | None:
-    """The bundled ``table`` of ``workload`` and ``machine`` when ``db_path`` needs it.
+def applied_bundle(db_path: Path, workload: str, machine: str | None) -> BundledEvaluation | None:
+    """The bundle of ``workload`` and ``machine`` that ``db_path`` answers from, with its steps.
 
     ``machine`` None: the first bundle of the workload that applies (module docstring).
     """
     for bundled in bundled_evaluations(workload):
-        if machine not in (None, bundled.machine) or applies(db_path, bundled.directory) is None:
+        if machine not in (None, bundled.machine):
             continue
-        return bundled_frame(bundled.directory, table)
+        applied = applies(db_path, bundled.directory)
+        if applied is not None:
+            return applied
     return None
+
+
+def _bundled(db_path: Path, workload: str, machine: str | None, table: str) -> pd.DataFrame | None:
+    """The bundled ``table`` of ``workload`` and ``machine`` when ``db_path`` needs it."""
+    bundled = applied_bundle(db_path, workload, machine)
+    return None if bundled is None else bundled_frame(bundled.directory, table)
 
 
 def _stored_or_bundled(
@@ -286,28 +294,53 @@ def load_predictors(
     Raises `NoModelsError` when neither has any, and `ModelingError` for a model
     row not stored as data (`modeling.stored.tables.predictor_from_row`).
     """
+    applied = None
     try:
         predictors = tables.load_predictors(db_path, workload=workload, machine=machine)
     except NoModelsError:
-        rows = _bundled(db_path, workload, machine, "models")
-        if rows is None:
+        applied = applied_bundle(db_path, workload, machine)
+        if applied is None:
             raise
+        rows = bundled_frame(applied.directory, "models")
         flags = f"--workload {workload}" + (f" --machine {machine}" if machine else "")
         refit = f"memplan evaluate {flags} --db {db_path}"
         source = f"the bundled results of {workload}"
         records = rows.to_dict("records")
         predictors = [tables.predictor_from_row(row, source, refit) for row in records]
-    return _with_closed_form_excess(predictors, db_path, workload, machine)
+    return _with_closed_form_excess(predictors, db_path, workload, machine, applied)
+
+
+def _fitted_steps_of(
+    db_path: Path, workload: str, machine: str | None, applied: BundledEvaluation | None
+) -> int | None:
+    """The step count the models being loaded were fitted on: the bundle's, else the
+    database's latest evaluation's; None where it is not recorded."""
+    if applied is not None:
+        return applied.steps
+    stored = tables.load_evaluations(db_path, workload, machine)
+    steps = None if stored.empty else stored["steps"].iloc[0]
+    return None if steps is None or pd.isna(steps) else int(steps)
 
 
 def _with_closed_form_excess(
-    predictors: list[Predictor], db_path: Path, workload: str, machine: str | None
+    predictors: list[Predictor],
+    db_path: Path,
+    workload: str,
+    machine: str | None,
+    applied: BundledEvaluation | None,
 ) -> list[Predictor]:
     """``predictors``, those stored before `TrainingRange.closed_form_excess` was kept given it
-    from the profile's ok runs in the database (the runs they were fitted on, or more since)."""
+    from the profile's ok runs in the database (the runs they were fitted on, or more since)
+    at the step count they were fitted on (a 1-step smoke test is not one of them).
+
+    applied : the bundle they were read from; None: the database's own evaluation.
+    """
     if all(p.training_range.closed_form_excess is not None for p in predictors):
         return predictors
     runs = store.load_runs(db_path, status="ok", workload=workload, machine=machine)
+    steps = _fitted_steps_of(db_path, workload, machine, applied)
+    if steps is not None:
+        runs = runs[runs["steps"] == steps]
     frame = measured_frame(runs) if not runs.empty else pd.DataFrame()
     if frame.empty:
         return predictors

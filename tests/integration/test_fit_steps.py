@@ -83,6 +83,11 @@ def _buy(db: Path, capsys: pytest.CaptureFixture[str]) -> dict:
     return json.loads(capsys.readouterr().out)["answer"]
 
 
+def _closed_form_excess(db: Path) -> list[tuple[float | None, int | None]]:
+    predictors = bundle.load_predictors(db, "unet3d", BUNDLED_UNET_MACHINE)
+    return [(p.training_range.closed_form_excess, p.training_range.excess_runs) for p in predictors]
+
+
 def test_an_evaluation_fits_only_the_six_step_runs_and_records_the_steps(
     evaluated_template: Path, tmp_path: Path
 ) -> None:
@@ -106,9 +111,14 @@ def test_one_step_runs_leave_the_buy_answer_as_it_was(
 ) -> None:
     db = _copy(runs_template, tmp_path)
     before = _buy(db, capsys)  # from the bundled evaluation, read without installing it
-    add_copies(db, BUNDLED_UNET_MACHINE, SMOKE_STEPS, SMOKE_RUNS, peak_scale=0.9)
+    excess_before = _closed_form_excess(db)
+    # Peaks above the 6-step runs': a 1-step run that joined the fit would raise the bound.
+    add_copies(db, BUNDLED_UNET_MACHINE, SMOKE_STEPS, SMOKE_RUNS, peak_scale=1.5)
 
     assert _buy(db, capsys) == before
+    # The bundled models' measured excess over the closed form (read from the runs they
+    # fit, `bundle._with_closed_form_excess`) counts the 6-step runs only.
+    assert _closed_form_excess(db) == excess_before
     evidence = load_evidence(db, "unet3d", BUNDLED_UNET_MACHINE)
     assert (evidence.bundled, evidence.steps, evidence.n_runs) == (True, PRODUCTION_STEPS, 39)
 
