@@ -49,6 +49,7 @@ from modeling.evaluation.splits import (
     knob_split_label,
     make_split,
 )
+from modeling.evaluation.steps import choose_steps
 from modeling.features import measured_frame
 from modeling.stored import bundle
 from modeling.stored.predictor import Predictor
@@ -261,6 +262,9 @@ def main() -> None:
     )
     runs = profiles.runs_of(runs, machine_key)
     frame = measured_frame(runs)
+    # One step count only, as `memplan evaluate` fits (modeling/evaluation/steps.py).
+    chosen_steps = choose_steps(frame, runs.set_index("run_id")["steps"])
+    frame = frame.loc[list(chosen_steps.run_ids)]
     specs: tuple[ModelSpec, ...] = pick(catalogue(quick=args.quick), args.models)
 
     started = time.perf_counter()
@@ -317,7 +321,14 @@ def main() -> None:
     if args.store_db:
         target = database.ensure_database(args.store_db)
         store_results(
-            target, evaluation, predictors, command, workload=args.workload, machine=machine_key
+            target,
+            evaluation,
+            predictors,
+            command,
+            workload=args.workload,
+            machine=machine_key,
+            steps=chosen_steps.steps,
+            other_steps=chosen_steps.left_out,
         )
 
 

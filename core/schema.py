@@ -32,6 +32,13 @@ Versions
    the end of the table; `core.machine.l3_cache_bytes`), which sizes the
    convolution-gradient buffers of a machine without oneDNN. NULL for every older
    run: memplan did not read it, and nothing guesses it.
+6. An evaluation fits the runs of one step count (`modeling.evaluation.steps`):
+   ``evaluations`` gains ``steps`` (the step count of every run it fit) and
+   ``other_steps_json`` (``{"1": 4}``: how many usable runs at other step counts
+   it left out), at the end of the table. An older evaluation gets the step count
+   of the runs its held-out predictions name when they share one
+   (`fill_evaluation_steps`), else NULL; ``other_steps_json`` is NULL (not
+   recorded).
 
 Changing the schema
 -------------------
@@ -66,7 +73,7 @@ from core import profiles
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # Where a database keeps its version: the ``meta`` row with this key.
 VERSION_KEY = "schema_version"
 # What every run and evaluation before schema 2 measured.
@@ -77,6 +84,9 @@ NEW_MACHINE_COLUMNS: tuple[str, ...] = ("cpu_vendor", "cpu_isa", "usable_cores",
 SLURM_COLUMNS: tuple[str, ...] = ("slurm_job_id", "slurm_cpus_per_task")
 # The cache fact runs record since schema 5.
 CACHE_COLUMNS: tuple[str, ...] = ("l3_cache_bytes",)
+# What an evaluation records since schema 6: the step count of the runs it fit and
+# the usable runs at other step counts it left out (NULL: not recorded).
+STEPS_COLUMNS: tuple[str, ...] = ("steps", "other_steps_json")
 
 _SQL_TYPES: dict[type, str] = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
 _ARROW_TYPES: dict[type, pa.DataType] = {
@@ -137,7 +147,8 @@ DDL: Mapping[str, str] = types.MappingProxyType(
         " workload VARCHAR NOT NULL, machine_profile VARCHAR, created_at VARCHAR NOT NULL,"
         " command VARCHAR, data_fingerprint VARCHAR NOT NULL, n_runs INTEGER NOT NULL,"
         " n_points INTEGER NOT NULL,"
-        " seeds_json VARCHAR NOT NULL, hostname VARCHAR, python_version VARCHAR)",
+        " seeds_json VARCHAR NOT NULL, hostname VARCHAR, python_version VARCHAR,"
+        " steps BIGINT, other_steps_json VARCHAR)",
         "scores": "CREATE TABLE scores (evaluation_id VARCHAR NOT NULL, model VARCHAR NOT NULL,"
         " split VARCHAR NOT NULL, seed INTEGER NOT NULL, mape_pct DOUBLE, r2 DOUBLE,"
         " max_ape_pct DOUBLE, n_train INTEGER, n_test INTEGER, fit_seconds DOUBLE,"
@@ -165,6 +176,7 @@ ADDED_COLUMNS: Mapping[int, Mapping[str, Mapping[str, Any]]] = types.MappingProx
         },
         4: {"runs": {name: None for name in SLURM_COLUMNS}},
         5: {"runs": {name: None for name in CACHE_COLUMNS}},
+        6: {"evaluations": {name: None for name in STEPS_COLUMNS}},
     }
 )
 
@@ -402,6 +414,40 @@ def _v4_to_v5(con: duckdb.DuckDBPyConnection) -> None:
     _rebuild(con, "runs", _V5_RUNS, dict.fromkeys(CACHE_COLUMNS))
 
 
+def fill_evaluation_steps(con: duckdb.DuckDBPyConnection) -> int:
+    """Record the step count of every evaluation that has none but fit runs of one.
+
+    The step count is read from the runs its held-out predictions name (as
+    `fill_evaluation_profiles` reads the profile); an evaluation whose runs have
+    several step counts, or are not in this database, keeps NULL: nothing guesses it.
+    Returns how many evaluations got their step count.
+    """
+    missing = con.execute("SELECT evaluation_id FROM evaluations WHERE steps IS NULL").fetchall()
+    named = 0
+    for (evaluation_id,) in missing:
+        found = con.execute(
+            "SELECT DISTINCT steps FROM runs WHERE run_id IN"
+            " (SELECT run_id FROM predictions WHERE evaluation_id = ?)",
+            [evaluation_id],
+        ).fetchall()
+        if len(found) == 1:
+            con.execute(
+                "UPDATE evaluations SET steps = ? WHERE evaluation_id = ?",
+                [int(found[0][0]), evaluation_id],
+            )
+            named += 1
+    return named
+
+
+# Schema 3's evaluations table (unchanged by 4 and 5) with the steps columns appended.
+_V6_EVALUATIONS = _V3_EVALUATIONS.removesuffix(")") + ", steps BIGINT, other_steps_json VARCHAR)"
+
+
+def _v5_to_v6(con: duckdb.DuckDBPyConnection) -> None:
+    _rebuild(con, "evaluations", _V6_EVALUATIONS, dict.fromkeys(STEPS_COLUMNS))
+    fill_evaluation_steps(con)
+
+
 # In order: MIGRATIONS[i] goes from version i + 1 to i + 2.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -426,6 +472,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         4,
         "runs record the L3 cache size TensorFlow's CPU kernels read (unknown for older runs)",
         _v4_to_v5,
+    ),
+    Migration(
+        5,
+        "evaluations record the step count of the runs they fit (read from the runs their "
+        "predictions name; unknown where those differ) and the runs at other step counts "
+        "they left out (unknown for older evaluations)",
+        _v5_to_v6,
     ),
 )
 

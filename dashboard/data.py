@@ -39,6 +39,7 @@ from modeling import machines as machine_choices
 from modeling.errors import ModelingError, NoModelsError
 from modeling.machines import MachineChoice
 from modeling.stored import bundle, readonly
+from modeling.stored.evidence import FitEvidence, load_evidence
 from modeling.stored.predictor import Predictor
 from presentation import text
 
@@ -162,6 +163,18 @@ def refused_models(
 ) -> str | None:
     """Why the models of ``workload`` on ``machine`` could not be loaded; None if they could."""
     return _stored_models(db_path, db_version, workload, machine)[1]
+
+
+@_stops_on_store_error
+@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 8)
+def fit_evidence(
+    db_path: Path, db_version: Version, workload: str, machine: str | None = None
+) -> FitEvidence | None:
+    """What the models of ``workload`` on ``machine`` rest on (`load_evidence`); None if none."""
+    try:
+        return load_evidence(db_path, workload=workload, machine=machine)
+    except NoModelsError:
+        return None
 
 
 @_stops_on_store_error

@@ -99,7 +99,10 @@ def models_of(db: Path, version: data.Version, workload: str, option: str) -> Mo
 
 @st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 8)
 def measured(db: Path, version: data.Version, workload: str, option: str) -> pd.DataFrame:
-    return curves.measured_points(runs_of(db, version, workload, option))
+    # The runs at the step count the models were fitted on: the curves are drawn over those.
+    fitted = data.fit_evidence(db, version, workload, loader_key(option))
+    steps = fitted.steps if fitted is not None else None
+    return curves.measured_points(runs_of(db, version, workload, option), steps)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -155,10 +155,12 @@ def refit_command(
 
     workload : refit only that workload's models (the one swept); None: every workload's.
     machine : refit only that machine profile's models; None: every profile's.
+    Only the profiles whose runs at their fitted step count changed are refit
+    (``--only-changed``): a 1-step smoke sweep joins no 6-step fit and refits nothing.
     """
     if choice == REFIT_NO:
         return None
-    command = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db)]
+    command = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db), "--only-changed"]
     if workload is not None:
         command += ["--workload", workload]
     if machine is not None:

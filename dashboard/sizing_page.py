@@ -49,6 +49,7 @@ from presentation import (
     sizing_view,
     workload_labels,
 )
+from presentation.evidence import evidence_line
 from presentation.sizing_view import SizingChoices, SizingState, gib
 from presentation.text import plain
 
@@ -466,6 +467,9 @@ def render() -> None:
                 state.headroom_pct / 100,
             )
             verdict(decision, state, picked.words)
+            fitted = data.fit_evidence(db, version, workload, machine)
+            if fitted is not None:  # which models, runs and steps the answer rests on
+                st.caption(plain(evidence_line(fitted, [titles.get(state.model, state.model)])))
             report_button(predictors, state, runs, picked)
     refused = not problems and decision.untrainable
     if not problems and not refused:

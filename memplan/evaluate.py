@@ -1,4 +1,12 @@
-"""``memplan evaluate``: score every model on the stored runs and store the fitted models."""
+"""``memplan evaluate``: score every model on the stored runs and store the fitted models.
+
+Each workload and machine profile is evaluated on its own, on the usable runs of
+one step count (`modeling.evaluation.steps`: ``--steps``, else the count with
+the most configurations); runs at other step counts are left out and the stored
+evaluation says how many. ``--only-changed`` (the dashboard's refit after a
+sweep) re-evaluates only the pairs whose runs at the step count their latest
+evaluation fit differ from the runs it fit.
+"""
 
 from __future__ import annotations
 
@@ -12,20 +20,23 @@ import pandas as pd
 from core import database, profiles, store, workloads
 from core.commands import add_db_option, positive_int
 from memplan import model_options
-from modeling.errors import ModelingError
+from modeling.errors import ModelingError, NoModelsError
 from modeling.estimators.catalogue import catalogue, pick, spec_names
 from modeling.evaluation.bounds import DEFAULT_COVERAGE
 from modeling.evaluation.fitting import checked_coverage, fit_predictors, with_calibration
 from modeling.evaluation.protocol import (
     DEFAULT_EXTRAPOLATION_SEEDS,
     DEFAULT_SEEDS,
+    data_fingerprint,
     evaluate,
     summarise,
 )
 from modeling.evaluation.splits import SPLIT_KINDS
+from modeling.evaluation.steps import StepsChoice, choose_steps, describe_steps
 from modeling.features import measured_frame
 from modeling.stored import readonly
 from modeling.stored import tables as results
+from modeling.stored.evidence import FitEvidence, load_evidence
 from presentation import report
 
 
@@ -74,6 +85,19 @@ def prepare(parser: argparse.ArgumentParser) -> None:
         help=f"coverage of the stored upper bounds (default {DEFAULT_COVERAGE})",
     )
     parser.add_argument(
+        "--steps",
+        type=positive_int,
+        default=None,
+        help="fit only runs of this many training steps (default: the step count with the "
+        "most distinct configurations; runs at other step counts are left out)",
+    )
+    parser.add_argument(
+        "--only-changed",
+        action="store_true",
+        help="re-evaluate only the workloads and profiles whose usable runs, at the step "
+        "count their latest evaluation fit, changed since it (the refit after a sweep)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="tiny symbolic-regression settings: a smoke test, not a result",
@@ -106,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
             f"{db_path} has no ok runs to evaluate; measure some with `memplan sweep`"
         )
     frame = measured_frame(runs)
-    evaluated = 0
+    steps_of = runs.set_index("run_id")["steps"]
+    evaluated = unchanged = 0
     for workload, machine in groups:
         name = f"{workload} on {machine.label} (profile {machine.key})"
         if not machine.determined:
@@ -115,15 +140,32 @@ def run(args: argparse.Namespace) -> int:
             continue
         key = profiles.KEY_COLUMN
         chosen = runs[(runs["workload"] == workload) & (runs[key] == machine.key)]
+        group = frame.loc[frame.index.intersection(chosen["run_id"])]
         try:
-            _evaluate_group(args, db_path, workload, machine, specs, frame.loc[chosen["run_id"]])
+            fitted = _latest_fit(db_path, workload, machine.key) if args.only_changed else None
+            requested = args.steps if args.steps or fitted is None else fitted.steps
+            choice = choose_steps(group, steps_of, requested)
+            if fitted is not None and _same_runs(fitted, group, choice):
+                _progress(f"unchanged {name}: {_unchanged_reason(fitted, choice)}")
+                unchanged += 1
+                continue
+            _evaluate_group(
+                args, db_path, (workload, machine), specs, group.loc[list(choice.run_ids)], choice
+            )
         except ModelingError as error:
             # Evaluating every group: one with too few runs must not stop the others.
-            if len(groups) == 1:
+            if len(groups) == 1 and not args.only_changed:
                 raise ModelingError(f"{name}: {error}") from error
             _progress(f"skipped {name}: {error}")
         else:
             evaluated += 1
+    if args.only_changed and not evaluated:
+        # The refit after a sweep whose runs join no fit (a smoke test at other steps).
+        _progress(
+            f"re-evaluated nothing: {unchanged} workload and profile pair(s) unchanged since "
+            "their latest evaluation"
+        )
+        return 0
     if not evaluated:
         raise ModelingError(
             "no workload and machine profile has enough runs to evaluate; measure more "
@@ -145,16 +187,45 @@ def _evaluation_groups(
     return sorted(chosen, key=lambda pair: (pair[0], pair[1].label, pair[1].key))
 
 
-# The command's flags, then the group (its workload, profile, models and runs): 6 parameters.
+def _latest_fit(db_path: Path, workload: str, machine: str) -> FitEvidence | None:
+    """The evaluation ``workload`` on ``machine`` answers from now; None when there is none."""
+    try:
+        return load_evidence(db_path, workload, machine)
+    except NoModelsError:
+        return None
+
+
+def _same_runs(fitted: FitEvidence, group: pd.DataFrame, choice: StepsChoice) -> bool:
+    """Whether ``choice``'s runs are exactly the ones ``fitted`` fit (same ids and peaks)."""
+    kept = group.loc[list(choice.run_ids)]
+    return fitted.steps in (None, choice.steps) and (
+        data_fingerprint(kept) == fitted.data_fingerprint
+    )
+
+
+def _unchanged_reason(fitted: FitEvidence, choice: StepsChoice) -> str:
+    which = "bundled evaluation" if fitted.bundled else "evaluation"
+    reason = (
+        f"no new usable runs at {choice.steps} steps since its {which} "
+        f"{fitted.evaluation_id[:12]} of {fitted.fitted_at}"
+    )
+    if choice.left_out:
+        reason += f"; not fitted with them: {describe_steps(choice.left_out)}"
+    return reason
+
+
+# The command's flags, then the group (its workload and profile, models, runs, steps).
 def _evaluate_group(
     args: argparse.Namespace,
     db_path: Path,
-    workload: str,
-    machine: profiles.MachineProfile,
+    pair: tuple[str, profiles.MachineProfile],
     specs: list,
     frame: pd.DataFrame,
+    choice: StepsChoice,
 ) -> None:
-    """Score, fit and store one workload's models on one machine profile's runs only."""
+    """Score, fit and store one workload's models on one machine profile's runs of one
+    step count only."""
+    workload, machine = pair
     _progress(f"evaluating {workloads.get(workload).TITLE} on {machine.label}")
     evaluation = evaluate(
         frame,
@@ -165,9 +236,15 @@ def _evaluate_group(
         extrapolation_seeds=range(args.extrapolation_seeds),
     )
     seeds = f"seeds: {args.seeds} random split(s), {args.extrapolation_seeds} extrapolation"
+    left_out = (
+        f"; left out, at other step counts: {describe_steps(choice.left_out)}"
+        if choice.left_out
+        else ""
+    )
     print(
         f"{workload} on {machine.label} (profile {machine.key}): {evaluation.n_runs} ok run(s), "
-        f"{evaluation.n_points} configuration(s) from {db_path}; {seeds}\n"
+        f"{evaluation.n_points} configuration(s) at {choice.steps} steps from {db_path}"
+        f"{left_out}; {seeds}\n"
     )
     print(report.markdown_table(summarise(evaluation, specs)))
     if not args.store:
@@ -184,7 +261,14 @@ def _evaluate_group(
     target = database.ensure_database(args.store_db) if args.store_db else db_path
     command = shlex.join(["memplan", *sys.argv[1:]])
     evaluation_id = results.store_results(
-        target, evaluation, predictors, command, workload=workload, machine=machine.key
+        target,
+        evaluation,
+        predictors,
+        command,
+        workload=workload,
+        machine=machine.key,
+        steps=choice.steps,
+        other_steps=choice.left_out,
     )
     print(
         f"\nstored {workload} evaluation {evaluation_id[:12]} and {len(predictors)} "

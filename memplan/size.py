@@ -18,7 +18,9 @@ from modeling import machines, trainable
 from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side, memory_to_buy
 from modeling.stored import bundle
 from modeling.stored import tables as results
+from modeling.stored.evidence import load_evidence
 from presentation import report, verification
+from presentation.evidence import evidence_line
 from presentation.verification import Claim, Verification
 
 
@@ -86,6 +88,11 @@ def stored_models(
     return predictors, asked, machine, db_path
 
 
+def _rests_on(db_path: Path, workload: str, machine: str | None, model: results.Predictor) -> str:
+    """The model, evaluation, runs and step count an answer rests on (`presentation.evidence`)."""
+    return evidence_line(load_evidence(db_path, workload, machine), [model.title or model.name])
+
+
 def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: str) -> None:
     """The machine the answer is for, the answer, why it is not this machine if so, and
     what oneDNN does to an answer at ``precision`` there."""
@@ -126,7 +133,11 @@ def run_image(args: argparse.Namespace) -> int:
     )
     dims = workloads.get(args.workload).DIMS
     claim = verification.image_claim(answer, args.workload, knobs, machine.key, machine.label)
-    shown = (report.image_size_lines(answer, dims), answer_json(args, "image", machine, answer))
+    lines = [
+        *report.image_size_lines(answer, dims),
+        _rests_on(db_path, args.workload, machine.key, predictor),
+    ]
+    shown = (lines, answer_json(args, "image", machine, answer))
     return _answer_verified(args, machine, shown, claim, db_path)
 
 
@@ -136,7 +147,8 @@ def run_batch(args: argparse.Namespace) -> int:
     knobs = model_options.knobs(args)
     answer = largest_batch(predictor, args.budget, shape, knobs, workload=args.workload)
     claim = verification.batch_claim(answer, args.workload, knobs, machine.key, machine.label)
-    shown = (report.batch_lines(answer), answer_json(args, "batch", machine, answer))
+    lines = [*report.batch_lines(answer), _rests_on(db_path, args.workload, machine.key, predictor)]
+    shown = (lines, answer_json(args, "batch", machine, answer))
     return _answer_verified(args, machine, shown, claim, db_path)
 
 
@@ -175,7 +187,7 @@ def _verdict(said: Verification) -> dict[str, str]:
 
 def run_buy(args: argparse.Namespace) -> int:
     shape = workloads.get(args.workload).parse_image_shape(args.image_size)
-    _, predictor, machine, _ = stored_models(args)
+    _, predictor, machine, db_path = stored_models(args)
     answer = memory_to_buy(
         predictor,
         shape,
@@ -186,7 +198,8 @@ def run_buy(args: argparse.Namespace) -> int:
     )
     if args.json:
         return jsonout.emit(answer_json(args, "buy", machine, answer))
-    _print_answer(machine, report.memory_lines(answer), model_options.precision(args))
+    rests_on = _rests_on(db_path, args.workload, machine.key, predictor)
+    _print_answer(machine, [*report.memory_lines(answer), rests_on], model_options.precision(args))
     return 0
 
 

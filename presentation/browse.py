@@ -250,10 +250,12 @@ def batch_peaks(
     Columns: machine (its profile's name in ``machine_names``, else its key;
     "unknown" without the ``machine_profile`` column), host, network, image,
     side (the side of the cube or square with as many voxels or pixels),
-    peak_gib (kernel high-water mark), run. With several workloads among
-    ``runs``, each network is prefixed with its workload's name.
+    peak_gib (kernel high-water mark), steps, run. With several workloads among
+    ``runs``, each network is prefixed with its workload's name; with several
+    step counts, each network ends with its runs' (a 1-step smoke test is its
+    own series, never joined to the 6-step runs).
     """
-    columns = ["machine", "host", "network", IMAGE, "side", "peak_gib", "run"]
+    columns = ["machine", "host", "network", IMAGE, "side", "peak_gib", "steps", "run"]
     ok = runs[(runs["status"] == OK) & (runs["batch_size"] == batch_size)]
     ok = ok[ok["peak_hwm_bytes"].notna()]
     if ok.empty:
@@ -262,20 +264,25 @@ def batch_peaks(
     dims = np.where(ok["depth"].isna(), 2, 3) if "depth" in ok else 3
     rows = ok.to_dict("records")
     several = ok[WORKLOAD].nunique() > 1
+    several_steps = ok["steps"].nunique() > 1
     keys = ok[MACHINE] if MACHINE in ok else pd.Series("unknown", index=ok.index)
     named = dict(machine_names or {})
+
+    def network(row: Mapping[str, Any]) -> str:
+        label = f"{row[WORKLOAD]}: {network_label(row)}" if several else network_label(row)
+        steps = int(row["steps"])
+        return f"{label}, {steps} step{'' if steps == 1 else 's'}" if several_steps else label
+
     return (
         pd.DataFrame(
             {
                 "machine": [named.get(key, key) for key in keys],
                 "host": ok["hostname"],
-                "network": [
-                    f"{row[WORKLOAD]}: {network_label(row)}" if several else network_label(row)
-                    for row in rows
-                ],
+                "network": [network(row) for row in rows],
                 IMAGE: ok[IMAGE],
                 "side": np.power(ok["voxels"].astype(float), 1 / dims).round(1),
                 "peak_gib": ok["peak_hwm_bytes"].astype(float) / GIB,
+                "steps": ok["steps"].astype(int),
                 "run": ok["run_id"].str[:8],
             }
         )

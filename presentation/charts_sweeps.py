@@ -144,8 +144,8 @@ def peaks_by_machine(points: pd.DataFrame, side_title: str = SIDE_TITLE) -> alt.
     """Measured peak against image side, one colour per machine profile: machines side by side.
 
     points : `presentation.browse.batch_peaks` (``machine, host, network, image, side,
-    peak_gib, run``). A line joins each machine's runs of one network (base
-    filters or classes, precision).
+    peak_gib, steps, run``). A line joins each machine's runs of one network (base
+    filters or classes, precision; and steps, where they differ).
     side_title : the side axis's title (`SIDE_TITLE` when the workloads' images differ).
     """
     machine = alt.Color("machine:N", title="machine", legend=LONG_LEGEND)
@@ -175,6 +175,7 @@ def peaks_by_machine(points: pd.DataFrame, side_title: str = SIDE_TITLE) -> alt.
                 "host:N",
                 "network:N",
                 "image:N",
+                alt.Tooltip("steps:Q", title="training steps"),
                 "run:N",
                 alt.Tooltip("peak_gib:Q", title="peak (GiB)", format=".3f"),
             ],

@@ -127,14 +127,19 @@ def closed_form_models(runs: pd.DataFrame) -> list[ClosedFormModel]:
     ]
 
 
-def measured_points(runs: pd.DataFrame) -> pd.DataFrame:
+def measured_points(runs: pd.DataFrame, steps: int | None = None) -> pd.DataFrame:
     """One row per ``ok`` run with a high-water mark, indexed by ``run_id``.
 
     Columns: ``image`` (e.g. ``"64"``, ``"240x240x144"`` or ``"227x200"``),
     ``workload, depth, height, width, batch_size`` (a 2D image has no depth),
     the knobs, ``side`` (the side of the square or cube with as many pixels or
     voxels), ``peak_gib`` (the kernel's high-water mark) and ``sampled_gib``.
+    steps : only the runs of this many training steps (the step count the models
+        were fitted on, `modeling.stored.evidence`), so a 1-step smoke test is never
+        drawn among the 6-step runs as if it were one of them; None: every run.
     """
+    if steps is not None and "steps" in runs:
+        runs = runs[runs["steps"] == steps]
     frame = measured_frame(runs)
     columns = ["workload", "depth", "height", "width", "batch_size", *KNOB_COLUMNS, "side"]
     points = frame[columns].copy()

@@ -13,8 +13,12 @@ table: `data/reference_results/`, `data/alexnet_results/`,
 `data/unet3d_knobs_onednn_results/`) and copied into the
 default database the first time it is read, but only while that database still
 holds exactly the runs of that workload and profile they were fit on (same
-data fingerprint): more runs of that machine need their own evaluation; runs
-of another machine do not affect it.
+data fingerprint over the usable runs of one step count: an evaluation fits
+runs of one step count, `modeling.evaluation.steps`): more runs of that machine
+at that step count need their own evaluation; runs at another step count (a
+1-step smoke test) or of another machine do not affect it. A bundle from before
+schema 6 does not record its step count; it is the one whose runs match its
+fingerprint, and installing records it.
 
     memplan export-results data/reference_results --db results.duckdb
 
@@ -124,19 +128,40 @@ class BundledEvaluation:
     workload: str
     machine: str | None  # profile key (`core.profiles`)
     fingerprint: str
+    steps: int | None = None  # the step count of the runs it fit; None: not yet matched
+
+
+def fitted_steps(runs: pd.DataFrame, fingerprint: str) -> int | None:
+    """The step count whose usable runs in ``runs`` are exactly those ``fingerprint`` hashes.
+
+    runs : one workload and profile's runs (`core.store.load_runs`).
+    None when no step count's runs match (runs were added, removed or re-measured).
+    """
+    frame = measured_frame(runs) if not runs.empty else pd.DataFrame()
+    if frame.empty:
+        return None
+    steps = runs.set_index("run_id")["steps"].reindex(frame.index)
+    for count in sorted(steps.dropna().unique(), reverse=True):
+        if data_fingerprint(frame[(steps == count).to_numpy()]) == fingerprint:
+            return int(count)
+    return None
 
 
 def bundled_evaluation(directory: Path) -> BundledEvaluation | None:
     """What the bundle in ``directory`` was fitted on; None when there is no bundle."""
     if not (directory / "evaluations.parquet").exists():
         return None
-    columns = ["workload", "machine_profile", "data_fingerprint"]
+    columns = ["workload", "machine_profile", "data_fingerprint", "steps"]
     rows = _read(directory, "evaluations").select(columns).to_pylist()
     if not rows:
         return None
     row = rows[0]
     return BundledEvaluation(
-        directory, str(row["workload"]), row["machine_profile"], str(row["data_fingerprint"])
+        directory,
+        str(row["workload"]),
+        row["machine_profile"],
+        str(row["data_fingerprint"]),
+        None if row["steps"] is None else int(row["steps"]),
     )
 
 
@@ -149,7 +174,9 @@ def bundled_evaluations(workload: str | None = None) -> list[BundledEvaluation]:
 def applies(db_path: Path, directory: Path) -> BundledEvaluation | None:
     """The bundle if ``db_path`` has no evaluation of its workload and profile and holds its runs.
 
-    Reads the database read-only: nothing is written.
+    "Its runs": the usable runs at one step count are exactly the ones it was fit
+    on; the bundle returned names that step count. Reads the database read-only:
+    nothing is written.
     """
     bundled = bundled_evaluation(directory)
     if bundled is None:
@@ -158,9 +185,10 @@ def applies(db_path: Path, directory: Path) -> BundledEvaluation | None:
         if latest_evaluation_id(con, bundled.workload, bundled.machine) is not None:
             return None
     runs = store.load_runs(db_path, status="ok", workload=bundled.workload, machine=bundled.machine)
-    if runs.empty or data_fingerprint(measured_frame(runs)) != bundled.fingerprint:
+    steps = fitted_steps(runs, bundled.fingerprint)
+    if steps is None or bundled.steps not in (None, steps):
         return None
-    return bundled
+    return replace(bundled, steps=steps)
 
 
 def install_bundled_results(db_path: Path, directory: Path = BUNDLED_RESULTS_DIR) -> bool:
@@ -181,6 +209,12 @@ def install_bundled_results(db_path: Path, directory: Path = BUNDLED_RESULTS_DIR
             schema.insert_table(con, table, table_rows)
         # A bundle from before schema 3 does not name its profile; its runs do.
         schema.fill_evaluation_profiles(con)
+        # One from before schema 6 does not record its step count: the runs it matched do.
+        for evaluation_id in rows["evaluations"].column("evaluation_id").to_pylist():
+            con.execute(
+                "UPDATE evaluations SET steps = ? WHERE evaluation_id = ? AND steps IS NULL",
+                [bundled.steps, evaluation_id],
+            )
     return True
 
 
@@ -200,17 +234,30 @@ def _bundled_frame(directory: Path, table: str, stamp: tuple[int, int]) -> pd.Da
         return con.from_arrow(rows).df()
 
 
-def _bundled(db_path: Path, workload: str, machine: str | None, table: str) -> pd.DataFrame | None:
-    """The bundled ``table`` of ``workload`` and ``machine`` when ``db_path`` needs it.
+def bundled_frame(directory: Path, table: str) -> pd.DataFrame:
+    """A copy of the bundle's ``table`` in ``directory``, as the database would return it."""
+    stat = (directory / f"{table}.parquet").stat()
+    return _bundled_frame(directory, table, (stat.st_size, stat.st_mtime_ns)).copy()
+
+
+def applied_bundle(db_path: Path, workload: str, machine: str | None) -> BundledEvaluation | None:
+    """The bundle of ``workload`` and ``machine`` that ``db_path`` answers from, with its steps.
 
     ``machine`` None: the first bundle of the workload that applies (module docstring).
     """
     for bundled in bundled_evaluations(workload):
-        if machine not in (None, bundled.machine) or applies(db_path, bundled.directory) is None:
+        if machine not in (None, bundled.machine):
             continue
-        stat = (bundled.directory / f"{table}.parquet").stat()
-        return _bundled_frame(bundled.directory, table, (stat.st_size, stat.st_mtime_ns)).copy()
+        applied = applies(db_path, bundled.directory)
+        if applied is not None:
+            return applied
     return None
+
+
+def _bundled(db_path: Path, workload: str, machine: str | None, table: str) -> pd.DataFrame | None:
+    """The bundled ``table`` of ``workload`` and ``machine`` when ``db_path`` needs it."""
+    bundled = applied_bundle(db_path, workload, machine)
+    return None if bundled is None else bundled_frame(bundled.directory, table)
 
 
 def _stored_or_bundled(
@@ -247,28 +294,53 @@ def load_predictors(
     Raises `NoModelsError` when neither has any, and `ModelingError` for a model
     row not stored as data (`modeling.stored.tables.predictor_from_row`).
     """
+    applied = None
     try:
         predictors = tables.load_predictors(db_path, workload=workload, machine=machine)
     except NoModelsError:
-        rows = _bundled(db_path, workload, machine, "models")
-        if rows is None:
+        applied = applied_bundle(db_path, workload, machine)
+        if applied is None:
             raise
+        rows = bundled_frame(applied.directory, "models")
         flags = f"--workload {workload}" + (f" --machine {machine}" if machine else "")
         refit = f"memplan evaluate {flags} --db {db_path}"
         source = f"the bundled results of {workload}"
         records = rows.to_dict("records")
         predictors = [tables.predictor_from_row(row, source, refit) for row in records]
-    return _with_closed_form_excess(predictors, db_path, workload, machine)
+    return _with_closed_form_excess(predictors, db_path, workload, machine, applied)
+
+
+def _fitted_steps_of(
+    db_path: Path, workload: str, machine: str | None, applied: BundledEvaluation | None
+) -> int | None:
+    """The step count the models being loaded were fitted on: the bundle's, else the
+    database's latest evaluation's; None where it is not recorded."""
+    if applied is not None:
+        return applied.steps
+    stored = tables.load_evaluations(db_path, workload, machine)
+    steps = None if stored.empty else stored["steps"].iloc[0]
+    return None if steps is None or pd.isna(steps) else int(steps)
 
 
 def _with_closed_form_excess(
-    predictors: list[Predictor], db_path: Path, workload: str, machine: str | None
+    predictors: list[Predictor],
+    db_path: Path,
+    workload: str,
+    machine: str | None,
+    applied: BundledEvaluation | None,
 ) -> list[Predictor]:
     """``predictors``, those stored before `TrainingRange.closed_form_excess` was kept given it
-    from the profile's ok runs in the database (the runs they were fitted on, or more since)."""
+    from the profile's ok runs in the database (the runs they were fitted on, or more since)
+    at the step count they were fitted on (a 1-step smoke test is not one of them).
+
+    applied : the bundle they were read from; None: the database's own evaluation.
+    """
     if all(p.training_range.closed_form_excess is not None for p in predictors):
         return predictors
     runs = store.load_runs(db_path, status="ok", workload=workload, machine=machine)
+    steps = _fitted_steps_of(db_path, workload, machine, applied)
+    if steps is not None:
+        runs = runs[runs["steps"] == steps]
     frame = measured_frame(runs) if not runs.empty else pd.DataFrame()
     if frame.empty:
         return predictors

@@ -5,7 +5,8 @@ Four tables in the *same* database file as ``runs``, part of its schema
 
 * ``evaluations`` — one row per ``memplan evaluate``: the workload
   whose runs it fit, when, the command, which data (fingerprint, run and point
-  counts), seeds, machine;
+  counts, the step count of its runs and the runs at other step counts it left
+  out: `modeling.evaluation.steps`), seeds, machine;
 * ``scores`` — one row per model x split kind x seed (`modeling.evaluation.protocol.Score`);
 * ``predictions`` — every held-out prediction, so a page can plot measured
   vs predicted without fitting anything;
@@ -35,7 +36,7 @@ import json
 import platform
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -89,11 +90,16 @@ def store_results(
     *,
     workload: str = DEFAULT_WORKLOAD,
     machine: str | None = None,
+    steps: int | None = None,
+    other_steps: Mapping[int, int] | None = None,
 ) -> str:
     """Store an evaluation of ``workload``'s runs and its fitted models in one transaction.
 
     machine : the profile key of the runs it fit (`core.profiles`); None only for
         runs whose profile is not one.
+    steps : the training steps of every run it fit; None: not known.
+    other_steps : step count -> usable runs at it the evaluation left out; None:
+        not recorded.
 
     Returns the evaluation_id.
     """
@@ -124,6 +130,10 @@ def store_results(
                 "seeds_json": json.dumps(evaluation.seeds),
                 "hostname": socket.gethostname(),
                 "python_version": platform.python_version(),
+                "steps": steps,
+                "other_steps_json": None
+                if other_steps is None
+                else json.dumps({str(k): int(v) for k, v in sorted(other_steps.items())}),
             },
         )
         for table, rows in (("scores", scores), ("predictions", predictions)):

@@ -170,7 +170,9 @@ def test_an_alexnet_grid_is_checked_as_an_alexnet_before_anything_starts(referen
     assert launcher.status(reference_db).phase == jobstatus.PHASE_IDLE
 
 
-def test_the_refit_after_a_sweep_evaluates_the_swept_workload(reference_db):
+def test_the_refit_after_a_sweep_evaluates_only_what_changed_of_the_swept_workload(
+    reference_db,
+):
     from dashboard.sidebar import REFIT_NO, REFIT_QUICK, refit_command
 
     command = refit_command(REFIT_QUICK, reference_db, "alexnet")
@@ -180,6 +182,7 @@ def test_the_refit_after_a_sweep_evaluates_the_swept_workload(reference_db):
         "evaluate",
         "--db",
         str(reference_db),
+        "--only-changed",
         "--workload",
         "alexnet",
         "--quick",

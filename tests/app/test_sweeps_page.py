@@ -95,6 +95,7 @@ def test_the_runs_table_shows_both_peaks_of_a_run_among_its_first_columns(refere
         "workload",
         "image (D×H×W or H×W)",
         "batch",
+        "steps",
         "high-water mark (GiB)",
         "sampled peak (GiB)",
     ]

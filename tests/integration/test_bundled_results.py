@@ -76,8 +76,11 @@ def test_a_database_with_more_runs_of_that_machine_gets_no_bundled_models(
     db = _reference_db(tmp_path / "more.duckdb")
     reference = store.load_runs(db).to_dict("records")[0]
     machine = {name: reference[name] for name in profiles.PROFILE_COLUMNS}
+    # At the step count the bundled runs trained for: a run the bundled fit would have used.
+    steps = reference["steps"]
     store.insert_run(
-        db, make_record(depth=32, height=32, width=32, peak_hwm_bytes=2**30, **machine)
+        db,
+        make_record(depth=32, height=32, width=32, peak_hwm_bytes=2**30, steps=steps, **machine),
     )
 
     assert not bundle.install_bundled_results(db)  # fitted on other runs than these

@@ -1,9 +1,10 @@
-"""What earlier releases left on disk still opens: schema-1 to -4 databases and exports.
+"""What earlier releases left on disk still opens: schema-1 to -5 databases and exports.
 
 The fixtures in tests/fixtures/schema1/ were written by memplan 256831b (schema 1),
 those in tests/fixtures/schema2/ by memplan 99b704d (schema 2), those in
 tests/fixtures/schema3/ by memplan 82bb04d (schema 3) and those in
-tests/fixtures/schema4/ by memplan fabaf94 (schema 4), each with its own code
+tests/fixtures/schema4/ by memplan fabaf94 (schema 4) and those in
+tests/fixtures/schema5/ by memplan 9c1906c (schema 5), each with its own code
 (see the README in each). Every test copies what it changes to tmp_path
 first, so the fixtures themselves are never written to.
 """
@@ -40,6 +41,10 @@ MACHINE_COLUMNS = ("cpu_vendor", "cpu_isa", "usable_cores", "intra_op_threads")
 SLURM_COLUMNS = ("slurm_job_id", "slurm_cpus_per_task")
 # The L3 cache schema 5 added to runs, after them; no older run recorded it.
 CACHE_COLUMNS = ("l3_cache_bytes",)
+# What schema 6 added to evaluations: the step count of the runs it fit, the runs it left out.
+STEPS_COLUMNS = ("steps", "other_steps_json")
+# Every fixture's runs trained for 3 steps (the test helper's default at each release).
+FIXTURE_STEPS = 3
 
 
 @dataclass(frozen=True)
@@ -132,10 +137,22 @@ SCHEMA4 = Generation(
     rows=SCHEMA3.rows,
     run_ids=tuple(run_id.replace("v3-", "v4-") for run_id in SCHEMA3.run_ids),
 )
+# 9c1906c wrote the schema-4 fixtures' runs again, renamed, the Intel VM's with an L3 cache.
+SCHEMA5 = Generation(
+    version=5,
+    rows=SCHEMA3.rows,
+    run_ids=tuple(run_id.replace("v3-", "v5-") for run_id in SCHEMA3.run_ids),
+)
 # The profile key 82bb04d stored for the schema-3 evaluation (its README); fabaf94
 # stored the same for the same Intel VM's schema-4 evaluation.
 SCHEMA3_PROFILE = "e347700dc4"
 GENERATIONS = pytest.mark.parametrize(
+    "generation",
+    [SCHEMA1, SCHEMA2, SCHEMA3, SCHEMA4, SCHEMA5],
+    ids=["schema1", "schema2", "schema3", "schema4", "schema5"],
+)
+# The generations from before schema 5, whose runs recorded no L3 cache.
+BEFORE_L3_CACHE = pytest.mark.parametrize(
     "generation",
     [SCHEMA1, SCHEMA2, SCHEMA3, SCHEMA4],
     ids=["schema1", "schema2", "schema3", "schema4"],
@@ -220,10 +237,11 @@ def _file_state(db: Path) -> tuple[bytes, int, list[str]]:
 
 def test_there_is_one_migration_per_version_step_up_to_the_current_one() -> None:
     assert [m.from_version for m in schema.MIGRATIONS] == list(range(1, schema.SCHEMA_VERSION))
-    assert [m.to_version for m in schema.migrations_from(1)] == [2, 3, 4, 5]
-    assert [m.to_version for m in schema.migrations_from(2)] == [3, 4, 5]
-    assert [m.to_version for m in schema.migrations_from(3)] == [4, 5]
-    assert [m.to_version for m in schema.migrations_from(4)] == [5]
+    assert [m.to_version for m in schema.migrations_from(1)] == [2, 3, 4, 5, 6]
+    assert [m.to_version for m in schema.migrations_from(2)] == [3, 4, 5, 6]
+    assert [m.to_version for m in schema.migrations_from(3)] == [4, 5, 6]
+    assert [m.to_version for m in schema.migrations_from(4)] == [5, 6]
+    assert [m.to_version for m in schema.migrations_from(5)] == [6]
     assert schema.migrations_from(schema.SCHEMA_VERSION) == ()
 
 
@@ -245,13 +263,13 @@ def test_an_older_database_is_migrated_keeping_every_row_and_value(
     database.ensure_database(db)
 
     after = _tables(db)
-    assert _version(db) == str(schema.SCHEMA_VERSION) == "5"
+    assert _version(db) == str(schema.SCHEMA_VERSION) == "6"
     for name in schema.TABLES:
         if name == "meta":
             continue  # only the version changed (checked above)
         migrated = after[name]
         for column, value in schema.added_since(name, generation.version).items():
-            if column == "machine_profile":
+            if column in ("machine_profile", "steps"):
                 continue  # read from the evaluation's runs (tests below), not a fixed value
             if value is None:  # unknown, not guessed
                 assert migrated[column].isna().all(), column
@@ -301,7 +319,7 @@ def test_migrated_runs_record_no_slurm_job(generation: Generation, tmp_path: Pat
     assert all(store.get_run(db, run_id)["slurm_job_id"] is None for run_id in generation.run_ids)
 
 
-@GENERATIONS
+@BEFORE_L3_CACHE
 def test_migrated_runs_record_no_l3_cache(generation: Generation, tmp_path: Path) -> None:
     _, runs = _migrated_runs(generation, tmp_path)
 
@@ -325,6 +343,50 @@ def test_migrated_schema_4_runs_keep_the_slurm_jobs_that_measured_them(tmp_path:
         "refined",
         "least_squares",
     ]
+
+
+def test_migrated_schema_5_runs_keep_the_l3_cache_they_recorded(tmp_path: Path) -> None:
+    _, runs = _migrated_runs(SCHEMA5, tmp_path)
+    cache = runs.set_index("run_id")["l3_cache_bytes"]
+
+    assert set(cache[[r for r in SCHEMA5.run_ids if r.startswith("v5-unet")]]) == {33 * 2**20}
+    assert cache[[r for r in SCHEMA5.run_ids if r.startswith("v5-alex")]].isna().all()
+
+
+@GENERATIONS
+def test_a_migrated_evaluation_records_the_step_count_of_the_runs_it_fit(
+    generation: Generation, tmp_path: Path
+) -> None:
+    db = _copy(generation, tmp_path)
+    database.ensure_database(db)
+
+    [evaluation] = results.load_evaluations(db, workload=None).to_dict("records")
+    assert evaluation["steps"] == FIXTURE_STEPS
+    assert evaluation["other_steps_json"] is None  # not recorded before schema 6
+
+
+def test_a_migrated_evaluation_over_runs_of_two_step_counts_records_none(tmp_path: Path) -> None:
+    db = _copy(SCHEMA5, tmp_path)
+    with duckdb.connect(str(db)) as con:  # as a schema-5 memplan let it be: fitted together
+        con.execute("UPDATE runs SET steps = 1 WHERE run_id = 'v5-unet-48-b1'")
+
+    database.ensure_database(db)
+
+    [evaluation] = results.load_evaluations(db, workload=None).to_dict("records")
+    assert pd.isna(evaluation["steps"])  # unknown, never guessed
+
+
+def test_a_schema_5_results_export_installs_with_the_step_count_its_runs_match(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "memplan.duckdb"
+    fixtures = SCHEMA5.directory
+    exchange.import_runs(db, fixtures / "runs.parquet", fixtures / "samples.parquet")
+
+    assert bundle.install_bundled_results(db, fixtures / "results")
+
+    [evaluation] = results.load_evaluations(db, workload=None).to_dict("records")
+    assert (evaluation["machine_profile"], evaluation["steps"]) == (SCHEMA3_PROFILE, FIXTURE_STEPS)
 
 
 def test_migrated_schema_1_runs_read_back_as_unet_runs(old_db: Path) -> None:
@@ -597,7 +659,7 @@ def test_a_failed_migration_leaves_the_database_as_it_was(
 
     assert _version(db) == str(generation.version)
     after = _tables(db)
-    assert not set(CACHE_COLUMNS) & set(after["runs"].columns)
+    assert not set(STEPS_COLUMNS) & set(after["evaluations"].columns)
     assert _columns(db) == _columns(generation.db)
     for name in schema.TABLES:
         pd.testing.assert_frame_equal(after[name], before[name])
@@ -671,7 +733,8 @@ def test_an_older_export_imports_as_the_migrated_database_holds_it(
 
     assert stored == len(generation.run_ids)
     imported = store.load_runs(target)
-    assert imported[list(CACHE_COLUMNS)].isna().all().all()
+    if generation.version < 5:
+        assert imported[list(CACHE_COLUMNS)].isna().all().all()
     if generation.version < 4:
         assert imported[list(SLURM_COLUMNS)].isna().all().all()
     if generation.version < 3:
@@ -733,7 +796,14 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
     assert schema.infer_version("runs", ["run_id", "workload", *MACHINE_COLUMNS]) == 3
     slurm = ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS]
     assert schema.infer_version("runs", slurm) == 4
-    assert schema.infer_version("runs", [*slurm, *CACHE_COLUMNS]) == 5
+    # Schema 6 added nothing to runs: a schema-5 runs export reads as the current version.
+    assert schema.infer_version("runs", [*slurm, *CACHE_COLUMNS]) == schema.SCHEMA_VERSION
+    profiled = ["evaluation_id", "workload", "machine_profile"]
+    assert schema.infer_version("evaluations", profiled) == 5
+    assert schema.infer_version("evaluations", [*profiled, *STEPS_COLUMNS]) == 6
+    assert schema.upgrade_export("evaluations", pa.table({"evaluation_id": ["e"]}), 5).column(
+        "steps"
+    ).to_pylist() == [None]
     # A nullable column a later version adds is NULL in the rows of an older export.
     latest = schema.SCHEMA_VERSION
     monkeypatch.setitem(schema.ADDED_COLUMNS[latest], "runs", {"gpu": None})
@@ -741,7 +811,7 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
         None,
         None,
     ]
-    no_gpu = ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS]
+    no_gpu = ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS, *CACHE_COLUMNS]
     assert schema.infer_version("runs", no_gpu) == latest - 1  # no gpu: older
 
 

@@ -50,7 +50,7 @@ def test_evaluate_prints_the_table_and_stores_the_models(db: Path, capsys) -> No
     out = capsys.readouterr().out
     assert code == 0
     assert out.startswith("unet3d on Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile ")
-    assert "): 24 ok run(s), 24 configuration(s) from " in out.splitlines()[0]
+    assert "): 24 ok run(s), 24 configuration(s) at 3 steps from " in out.splitlines()[0]
     assert "| model | random MAPE % | random MAPE sd |" in out
     assert "| refined analytical (closed form) |" in out
     assert "| least squares on analytical terms |" in out
