@@ -1,7 +1,8 @@
 """``memplan calibrate`` end to end: a real TensorFlow child on a one-point grid.
 
-The calibration file names one point (a 32^3 cube at batch 1, ~15 s of
-TensorFlow), so the test stays cheap; ``--no-fit`` skips the model fitting,
+The calibration file names one point (the smallest cube the reference network
+takes, 16^3 at batch 1, trained one step: a few seconds of TensorFlow), so the
+test stays cheap; ``--no-fit`` skips the model fitting,
 which needs ten points. The runs must land under this machine's profile, and a
 second call must find nothing left to measure.
 """
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.tensorflow
 
 REPO = Path(__file__).resolve().parents[2]
 ONE_POINT = {
-    "image_sizes": [32],
+    "image_sizes": [16],
     "batch_sizes": [1],
     "target_mape_pct": 5.0,
     "model": "least_squares",
@@ -38,7 +39,7 @@ ONE_POINT = {
 def calibrate(grids: Path, db: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "memplan", "calibrate", "--calibration-file", str(grids)]
-        + ["--db", str(db), "--no-fit", "--quiet"],
+        + ["--db", str(db), "--no-fit", "--steps", "1", "--quiet"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -59,7 +60,7 @@ def test_calibrate_measures_the_grid_under_this_profile_once(tmp_path):
     assert "1 of 1 point(s) to measure here" in first.stdout
     assert "measured: 1 ok" in first.stdout
     runs = store.load_runs(db)
-    assert runs[["depth", "batch_size", "status"]].values.tolist() == [[32, 1, "ok"]]
+    assert runs[["depth", "batch_size", "status"]].values.tolist() == [[16, 1, "ok"]]
     assert profiles.profile_keys(runs) == [here.key]
     assert f"Machine profile: {here.label}, key {here.key}" in first.stdout
 

@@ -22,6 +22,9 @@ pytestmark = pytest.mark.tensorflow
 
 # What else an op may move the peak by: the runtime's own allocations, a few MiB.
 OP_NOISE_BYTES = 24 * MIB
+# The whole network's comparison: its predicted workspace (0.71 GiB with a 256 MiB L3) is
+# about 30x that noise; 32^3's would be 4x.
+SIDE = 48
 
 
 @pytest.mark.parametrize(
@@ -48,12 +51,13 @@ def test_a_gradient_op_writes_the_im2col_bytes_memplan_predicts(case: str) -> No
 
 
 def test_the_custom_kernels_peak_above_eigen_by_about_the_predicted_workspace() -> None:
-    # 64^3 batch 1: decode0_conv0's buffers are 64^3 x 27 x 32 x 4 bytes = 0.84 GiB
-    # each, far above the run-to-run noise of a peak. Its two gradients overlap only
-    # in part, so the difference lies between one buffer and both.
-    workspace = backprop_workspace_bytes(UNetConfig((64, 64, 64)), l3_cache_bytes())
-    custom = conv_workspace._measure(64, 1, "custom", steps=1)
-    eigen = conv_workspace._measure(64, 1, "eigen_tensor", steps=1)
+    # 48^3 batch 1: decode0_conv0's buffers are 48^3 x 27 x 32 x 4 bytes = 0.36 GiB
+    # each, far above the run-to-run noise of a peak, in 42% of 64^3's training work
+    # (the benchmark's own points are 64^3 and up). Its two gradients overlap only in
+    # part, so the difference lies between one buffer and both.
+    workspace = backprop_workspace_bytes(UNetConfig((SIDE,) * 3), l3_cache_bytes())
+    custom = conv_workspace._measure(SIDE, 1, "custom", steps=1)
+    eigen = conv_workspace._measure(SIDE, 1, "eigen_tensor", steps=1)
 
     measured = f"custom {custom} B, eigen_tensor {eigen} B, workspace {workspace} B"
     assert 0.4 * workspace < custom - eigen < 1.5 * workspace, measured

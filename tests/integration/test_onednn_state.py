@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from core import machine, store
-from tests.integration.test_profiling_cli import TINY, TINY_GRID, memplan
+from tests.integration.test_profiling_cli import SMALLEST, TINY_GRID, memplan
 
 pytestmark = pytest.mark.tensorflow
 
@@ -67,7 +67,7 @@ def test_a_profiled_run_records_the_state_tensorflow_ran_in(
 ) -> None:
     db = tmp_path / "runs.duckdb"
     env = _environment(setting)
-    memplan("run", *TINY, "--precision", precision, "--db", str(db), env=env, check=True)
+    memplan("run", *SMALLEST, "--precision", precision, "--db", str(db), env=env, check=True)
     [run] = store.load_runs(db).to_dict("records")
     # The rule is TensorFlow's answer (the test above); it depends on this CPU: with
     # oneDNN on, an AVX2-only CPU still trains mixed_bfloat16 on TensorFlow's own kernels.

@@ -1,7 +1,8 @@
 """`memplan` end to end: real TensorFlow children on tiny networks.
 
-Each test profiles 16^3 volumes through a 4-filter U-Net (a few seconds of
-TensorFlow per point) into a temporary DuckDB file, as a user would.
+Each test profiles 16^3 volumes through a 4-filter U-Net (a few seconds of TensorFlow
+per point; 2 levels and one step where the claim is the lifecycle, not the figure) into
+a temporary DuckDB file, as a user would.
 """
 
 from __future__ import annotations
@@ -23,7 +24,26 @@ pytestmark = pytest.mark.tensorflow
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--image-size", "16", "--base-filters", "4", "--steps", "2"]
-TINY_GRID = ["--image-sizes", "16", "--batch-sizes", "1", "--base-filters", "4", "--steps", "2"]
+# The least a real child can train (a 2-level U-Net, one step): for the tests whose claim
+# is the lifecycle (resume, limits, errors, recorded state), not the figure. A child costs about
+# 15 CPU s here instead of 21, most of it importing TensorFlow (scripts/cpu_time.py).
+SMALLEST = ["--image-size", "16", "--base-filters", "4", "--levels", "2", "--steps", "1"]
+# The tiny point as a grid: a child long enough for a signal to land while it trains.
+TINY_POINT_GRID = [
+    *("--image-sizes", "16", "--batch-sizes", "1", "--base-filters", "4", "--steps", "2")
+]
+TINY_GRID = [
+    "--image-sizes",
+    "16",
+    "--batch-sizes",
+    "1",
+    "--base-filters",
+    "4",
+    "--levels",
+    "2",
+    "--steps",
+    "1",
+]
 
 
 def memplan(*args: str, env: dict[str, str] | None = None, check: bool = False):
@@ -115,7 +135,7 @@ def test_the_second_workload_trains_in_the_same_profiled_child(db):
 
 def test_a_child_over_the_memory_limit_is_killed_and_recorded_as_oom(db):
     # TensorFlow's import alone crosses 200 MiB.
-    result = memplan("run", *TINY, "--memory-limit", "200MiB", "--db", str(db))
+    result = memplan("run", *SMALLEST, "--memory-limit", "200MiB", "--db", str(db))
     assert result.returncode == 1
     [run] = store.load_runs(db).to_dict("records")
     assert run["status"] == "oom"
@@ -124,7 +144,7 @@ def test_a_child_over_the_memory_limit_is_killed_and_recorded_as_oom(db):
 
 
 def test_a_child_past_its_timeout_is_killed_and_recorded_as_timeout(db):
-    result = memplan("run", *TINY, "--timeout", "1", "--db", str(db))
+    result = memplan("run", *SMALLEST, "--timeout", "1", "--db", str(db))
     assert result.returncode == 1
     [run] = store.load_runs(db).to_dict("records")
     assert run["status"] == "timeout"
@@ -133,7 +153,7 @@ def test_a_child_past_its_timeout_is_killed_and_recorded_as_timeout(db):
 
 def test_a_child_that_raises_is_recorded_as_error_with_its_stderr(db):
     broken = os.environ | {"KERAS_BACKEND": "no-such-backend"}
-    result = memplan("run", *TINY, "--db", str(db), env=broken)
+    result = memplan("run", *SMALLEST, "--db", str(db), env=broken)
     assert result.returncode == 1
     [run] = store.load_runs(db).to_dict("records")
     assert run["status"] == "error"
@@ -190,7 +210,7 @@ def test_an_invalid_grid_is_refused_before_anything_runs(db):
 def test_sigterm_stops_a_sweep_cleanly_and_the_next_run_resumes(db, tmp_path):
     log = (tmp_path / "sweep.log").open("w")
     sweep = subprocess.Popen(
-        [sys.executable, "-m", "memplan", "sweep", *TINY_GRID, "--quiet", "--db", str(db)],
+        [sys.executable, "-m", "memplan", "sweep", *TINY_POINT_GRID, "--quiet", "--db", str(db)],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -212,5 +232,5 @@ def test_sigterm_stops_a_sweep_cleanly_and_the_next_run_resumes(db, tmp_path):
 
     assert store.load_runs(db).empty  # the point in flight was discarded, not half-written
     assert store.load_sweeps(db)["status"].tolist() == ["interrupted"]
-    resumed = memplan("sweep", *TINY_GRID, "--quiet", "--db", str(db))
+    resumed = memplan("sweep", *TINY_POINT_GRID, "--quiet", "--db", str(db))
     assert "1 ok" in resumed.stdout
