@@ -165,7 +165,7 @@ def _answer_verified(
     """The answer (as lines, or as JSON), then what runs say of it: measured first with
     ``--verify``, else as stored."""
     data = answer_json(args, machine, said)
-    lines = [report.headroom_line(said.question), *lines]
+    lines = [*lines, report.headroom_line(said.question)]
     assert said.claim is not None and said.verification is not None
     if not args.verify:
         if args.json:
