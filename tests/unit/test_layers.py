@@ -165,7 +165,7 @@ def test_the_old_entry_points_import_nothing_of_the_project(package):
 def test_the_graph_holds_the_command_line():
     # memplan.cli loads its subcommands' modules by name (importlib); each is walked itself.
     assert "profiling.sweep" in GRAPH["memplan.sweep"]
-    assert "modeling.sizing" in GRAPH["memplan.size"]
+    assert "application.sizing" in GRAPH["memplan.size"]
 
 
 def test_the_presentation_layer_does_not_need_streamlit():
