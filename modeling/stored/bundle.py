@@ -124,19 +124,24 @@ class BundledEvaluation:
     workload: str
     machine: str | None  # profile key (`core.profiles`)
     fingerprint: str
+    created_at: str = ""  # when it was fitted, ISO-8601 UTC (sorts as text, as the runs')
 
 
 def bundled_evaluation(directory: Path) -> BundledEvaluation | None:
     """What the bundle in ``directory`` was fitted on; None when there is no bundle."""
     if not (directory / "evaluations.parquet").exists():
         return None
-    columns = ["workload", "machine_profile", "data_fingerprint"]
+    columns = ["workload", "machine_profile", "data_fingerprint", "created_at"]
     rows = _read(directory, "evaluations").select(columns).to_pylist()
     if not rows:
         return None
     row = rows[0]
     return BundledEvaluation(
-        directory, str(row["workload"]), row["machine_profile"], str(row["data_fingerprint"])
+        directory,
+        str(row["workload"]),
+        row["machine_profile"],
+        str(row["data_fingerprint"]),
+        str(row["created_at"] or ""),
     )
 
 
@@ -149,7 +154,9 @@ def bundled_evaluations(workload: str | None = None) -> list[BundledEvaluation]:
 def applies(db_path: Path, directory: Path) -> BundledEvaluation | None:
     """The bundle if ``db_path`` has no evaluation of its workload and profile and holds its runs.
 
-    Reads the database read-only: nothing is written.
+    "Holds its runs": the profile's ``ok`` runs are the bundle's, or the bundle's plus
+    runs measured after it was fitted (which its models do not know). Reads the database
+    read-only: nothing is written.
     """
     bundled = bundled_evaluation(directory)
     if bundled is None:
@@ -158,9 +165,18 @@ def applies(db_path: Path, directory: Path) -> BundledEvaluation | None:
         if latest_evaluation_id(con, bundled.workload, bundled.machine) is not None:
             return None
     runs = store.load_runs(db_path, status="ok", workload=bundled.workload, machine=bundled.machine)
-    if runs.empty or data_fingerprint(measured_frame(runs)) != bundled.fingerprint:
+    if runs.empty:
         return None
-    return bundled
+    if data_fingerprint(measured_frame(runs)) == bundled.fingerprint:
+        return bundled
+    # Runs measured since the bundle was fitted (a "Verify by measuring" sweep on this
+    # machine, issue 26 finding 2) do not take its models away: it still applies when the
+    # runs it was fitted on, those no newer than it, are exactly its runs.
+    older = runs[runs["created_at"].astype(str) <= bundled.created_at]
+    if bundled.created_at and len(older) < len(runs) and not older.empty:
+        if data_fingerprint(measured_frame(older)) == bundled.fingerprint:
+            return bundled
+    return None
 
 
 def install_bundled_results(db_path: Path, directory: Path = BUNDLED_RESULTS_DIR) -> bool:

@@ -175,8 +175,7 @@ def test_size_buy_rounds_up_to_a_purchasable_size(evaluated: Path, capsys) -> No
         ),
         (
             ["size", "buy", "--image-size", "64", "--batch-size", "1", "--headroom", "-1"],
-            "error: argument --headroom: must be a percentage between 0 and 1000 "
-            "(20 = 20%), got -1\n",
+            "error: headroom must be between 0 and 1000% (20 = 20%), got -1\n",
         ),
         (
             ["evaluate", "--models", "svm"],
