@@ -13,8 +13,10 @@ table: `data/reference_results/`, `data/alexnet_results/`,
 `data/unet3d_knobs_onednn_results/`) and copied into the
 default database the first time it is read, but only while that database still
 holds exactly the runs of that workload and profile they were fit on (same
-data fingerprint): more runs of that machine need their own evaluation; runs
-of another machine do not affect it.
+data fingerprint), or those runs and runs measured after the bundle was fitted
+(a "Verify by measuring" sweep's, which must not take the answer away: issue 26
+finding 2): older runs the bundle lacks need their own evaluation; runs of
+another machine do not affect it.
 
     memplan export-results data/reference_results --db results.duckdb
 
@@ -173,9 +175,9 @@ def applies(db_path: Path, directory: Path) -> BundledEvaluation | None:
     # machine, issue 26 finding 2) do not take its models away: it still applies when the
     # runs it was fitted on, those no newer than it, are exactly its runs.
     older = runs[runs["created_at"].astype(str) <= bundled.created_at]
-    if bundled.created_at and len(older) < len(runs) and not older.empty:
-        if data_fingerprint(measured_frame(older)) == bundled.fingerprint:
-            return bundled
+    newer_only_added = bundled.created_at and 0 < len(older) < len(runs)
+    if newer_only_added and data_fingerprint(measured_frame(older)) == bundled.fingerprint:
+        return bundled
     return None
 
 
