@@ -717,7 +717,7 @@ only: the same configuration can peak much higher on another kind of CPU.</p>
 {% if r.facts %}
 <dl class="facts" id="machine-facts">
   <dt>CPU</dt><dd>{{ r.facts.cpu or "unknown" }}</dd>
-  <dt>Instruction set</dt><dd>{{ (r.facts.isa or "unknown").upper() if r.facts.isa else "unknown" }}</dd>
+  <dt>Instruction set</dt><dd>{{ r.facts.isa.upper() if r.facts.isa else "unknown" }}</dd>
   <dt>Cores</dt><dd>{{ r.facts.cores if r.facts.cores is not none else "unknown" }}</dd>
   <dt>Framework</dt><dd>{{ r.facts.framework or "unknown" }}</dd>
   <dt>Profile id</dt><dd><code>{{ r.facts.profile or "mixed" }}</code></dd>
