@@ -112,7 +112,7 @@ def buy(db: Path, version: data.Version, state: SizingState, picked: Picked) -> 
         return
     show_answer(
         found,
-        f"{BUY_LABEL} for {state.image_label} at batch {state.batch_size}",
+        BUY_LABEL,  # under the question's heading: the image and batch asked
         f"{found.figures['memory_gb']} GB",
         sizing_view.memory_caption(found.found),
         picked.words,
