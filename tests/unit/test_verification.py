@@ -332,6 +332,20 @@ def test_the_command_names_only_the_knobs_that_differ_from_the_network_default()
     )
 
 
+def test_the_command_asks_the_question_as_a_person_types_it_budget_and_headroom() -> None:
+    # Issue 26 finding 4: the page's commands read `--budget 54613MiB`, what 64 GiB left
+    # once 20% headroom was kept; the command now asks the question as it was asked.
+    usable = int(64 * GIB / 1.2)
+    answer = ImageSizeAnswer(2, usable, 160, 40 * GIB, 50 * GIB, 176, 60.0 * GIB, BASIS)
+    claim = verification.image_claim(answer, "unet3d", {}, "abc", "", asked=(64 * GIB, 20.0))
+
+    assert claim.budget_bytes == usable  # the verifying runs' memory limit
+    assert verification.verify_command(claim) == (
+        "memplan size image --workload unet3d --batch-size 2 --budget 64GiB --headroom 20 "
+        "--model symbolic --machine abc --verify"
+    )
+
+
 # --- can it be verified here ----------------------------------------------------------------
 
 
