@@ -4,10 +4,11 @@ The models are fitted on synthetic runs recorded as this machine's profile (a re
 fit needs ten measured configurations: minutes of TensorFlow), made pessimistic
 by `PESSIMISM_BYTES`, so the answer at batch 1 is the smallest cube, 16^3, which
 then really runs (one TensorFlow child, well under a minute) under the budget as
-its memory limit (``--headroom 0``: all of the budget for training). The next size up, 32^3, is over the budget by the same model's
-bound, but the sweep launches it anyway (``--run-over-bound``) and lets the budget,
-as its memory limit, stop it; being far smaller than the pessimistic model says,
-it fits, and the answer reads as on the safe side.
+its memory limit (``--headroom 0``: all of the budget for training). The next size
+up, 32^3, is over the budget by the same model's bound, but the sweep launches it
+anyway (``--run-over-bound``) and lets the budget, as its memory limit, stop it;
+being far smaller than the pessimistic model says, it fits, and the answer reads as
+on the safe side.
 """
 
 from __future__ import annotations
