@@ -33,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from application.sizing import usable_budget_bytes
 from core import workloads
 from core.analytical import refined_breakdown
 from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
@@ -370,7 +371,7 @@ def breakdown(config: WorkloadConfig, runs: pd.DataFrame, predicted_bytes: float
 
 def usable_bytes(state: SizingState) -> int:
     """What training may use of the budget, its headroom kept free (valid inputs only)."""
-    return sizing_view.usable_budget_bytes(state.budget_gib * GIB, state.headroom_pct / 100)
+    return usable_budget_bytes(state.budget_gib * GIB, state.headroom_pct / 100)
 
 
 def what_fits(
@@ -380,15 +381,15 @@ def what_fits(
     picked: machine_panel.Picked,
     runs: pd.DataFrame,
 ) -> None:
-    """The three sizing answers, after the share of the budget they use and why; the largest
-    image and batch say whether a run of ``runs`` (the machine's) verified them."""
+    """The largest image and batch, after the share of the budget they use and why; each
+    says whether a run of ``runs`` (the machine's) verified it."""
     usable = usable_bytes(state)
     usable_words = sizing_view.usable_text(state.budget_gib, state.headroom_pct, usable)
     st.caption(
         f"Answers use what training may use of the budget: {plain(usable_words)}; "
         f"{plain(picked.words)}."
     )
-    sizing_answers.render(db, version, state, usable, picked, runs)
+    sizing_answers.render(db, version, state, picked, runs)
 
 
 def render() -> None:
@@ -466,6 +467,8 @@ def render() -> None:
                 state.budget_gib * GIB,
                 state.headroom_pct / 100,
             )
+            if not decision.untrainable:  # what a buyer asks first, needing no budget
+                sizing_answers.buy(db, version, state, picked)
             verdict(decision, state, picked.words)
             fitted = data.fit_evidence(db, version, workload, machine)
             if fitted is not None:  # which models, runs and steps the answer rests on

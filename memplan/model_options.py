@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from application.sizing import DEFAULT_HEADROOM_PCT
 from core import database, workloads
 from core.commands import add_db_option, add_knob_options, add_workload_option, given_knobs, open_db
 from modeling.stored import readonly
@@ -37,6 +38,28 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     add_workload_option(parser)
     add_machine_option(parser)
     add_knob_options(parser)
+
+
+def headroom_pct(text: str) -> float:
+    """A ``--headroom`` in percent, ``20`` or ``20%``; its range is the question's to check
+    (`application.sizing.SizingQuestion`: one error line, exit code 2)."""
+    try:
+        return float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of percent") from None
+
+
+def add_headroom_option(parser: argparse.ArgumentParser) -> None:
+    """``--headroom PCT``: memory kept free on top of the bound, the Sizing page's default."""
+    parser.add_argument(
+        "--headroom",
+        type=headroom_pct,
+        default=DEFAULT_HEADROOM_PCT,
+        metavar="PCT",
+        help="percent of the bound kept free on top of it for the OS and the data pipeline "
+        f"(default {DEFAULT_HEADROOM_PCT:g}, as on the Sizing page); a budget leaves "
+        "budget / (1 + PCT/100) for training",
+    )
 
 
 def knobs(args: argparse.Namespace) -> dict:

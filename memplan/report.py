@@ -12,7 +12,6 @@ from core.units import GIB, parse_bytes
 from memplan import model_options
 from memplan.size import stored_models
 from modeling.errors import ModelingError
-from modeling.sizing import DEFAULT_HEADROOM, MAX_HEADROOM
 from presentation import sizing_report
 
 DESCRIPTION = (
@@ -22,29 +21,12 @@ DESCRIPTION = (
 )
 
 
-def _headroom(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value <= MAX_HEADROOM:
-        raise argparse.ArgumentTypeError(
-            f"must be a fraction between 0 and {MAX_HEADROOM:g} (0.2 = 20%), got {text}"
-        )
-    return value
-
-
 def prepare(parser: argparse.ArgumentParser) -> None:
     parser.description = DESCRIPTION
     parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
     parser.add_argument("--batch-size", type=positive_int, required=True)
     parser.add_argument("--budget", type=parse_bytes, required=True, help=model_options.BUDGET_HELP)
-    parser.add_argument(
-        "--headroom",
-        type=_headroom,
-        default=DEFAULT_HEADROOM,
-        help=f"fraction on top of the bound (default {DEFAULT_HEADROOM})",
-    )
+    model_options.add_headroom_option(parser)
     parser.add_argument(
         "--output", type=Path, required=True, help="the HTML file to write, e.g. sizing.html"
     )
@@ -81,14 +63,15 @@ def _report_command(args: argparse.Namespace, model: str, machine: str | None) -
 def run(args: argparse.Namespace) -> int:
     output = _report_target(args.output, args.force)
     config = config_from_args(args, args.image_size, args.batch_size)
-    predictors, asked, machine, db_path = stored_models(args)
+    models, machine, db_path = stored_models(args)
+    asked = models.pick(args.model)
     runs = store.load_runs(db_path, workload=args.workload, machine=machine.key)
     built = sizing_report.build_report(
-        predictors,
+        list(models.predictors),
         config,
         runs,
         budget_gib=args.budget / GIB,
-        headroom_pct=args.headroom * 100,
+        headroom_pct=args.headroom,
         asked_model=asked.name,
         machine_words=machine.sentence(),
         machine_key=machine.key,

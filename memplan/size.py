@@ -1,7 +1,10 @@
 """``memplan size image|batch|buy``: answer a sizing question from a stored model.
 
-``--json`` prints the answer as JSON instead (`answer_json`); ``--verify``
-measures an image or batch answer first (`memplan.verify`).
+Each subcommand builds one `application.sizing.SizingQuestion` and prints what
+`application.sizing.answer` says, as the Sizing page does; ``--headroom PCT``
+(default 20, the page's) is kept free of the budget. ``--json`` prints the
+answer as JSON instead (`answer_json`, with the headroom and the usable
+budget); ``--verify`` measures an image or batch answer first (`memplan.verify`).
 """
 
 from __future__ import annotations
@@ -10,18 +13,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from core import workloads
+from application import sizing
+from application.sizing import Models, SizingAnswer, SizingQuestion
+from application.verify import Verification
+from core import store, workloads
 from core.commands import add_commands, positive_int
 from core.units import parse_bytes
 from memplan import jsonout, model_options, options, verify
-from modeling import machines, trainable
-from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side, memory_to_buy
-from modeling.stored import bundle
-from modeling.stored import tables as results
+from modeling import machines
 from modeling.stored.evidence import load_evidence
-from presentation import report, verification
+from presentation import report
 from presentation.evidence import evidence_line
-from presentation.verification import Claim, Verification
 
 
 def _add_verify_option(parser: argparse.ArgumentParser) -> None:
@@ -29,13 +31,18 @@ def _add_verify_option(parser: argparse.ArgumentParser) -> None:
         "--verify",
         action="store_true",
         help="measure the answer and the next size up on this machine (a two-point sweep "
-        "under the budget as memory limit, stored as runs): exit 0 when the answer fits, "
-        "1 when it does not, 2 when it cannot be verified here",
+        "under the budget less its headroom as memory limit, stored as runs): exit 0 when "
+        "the answer fits, 1 when it does not, 2 when it cannot be verified here",
     )
 
 
-def prepare_image(parser: argparse.ArgumentParser) -> None:
+def _add_budget_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=parse_bytes, required=True, help=model_options.BUDGET_HELP)
+
+
+def prepare_image(parser: argparse.ArgumentParser) -> None:
+    _add_budget_option(parser)
+    model_options.add_headroom_option(parser)
     parser.add_argument("--batch-size", type=positive_int, required=True)
     model_options.add_model_options(parser)
     _add_verify_option(parser)
@@ -44,7 +51,8 @@ def prepare_image(parser: argparse.ArgumentParser) -> None:
 
 def prepare_batch(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
-    parser.add_argument("--budget", type=parse_bytes, required=True, help=model_options.BUDGET_HELP)
+    _add_budget_option(parser)
+    model_options.add_headroom_option(parser)
     model_options.add_model_options(parser)
     _add_verify_option(parser)
     options.add_json_option(parser)
@@ -53,44 +61,42 @@ def prepare_batch(parser: argparse.ArgumentParser) -> None:
 def prepare_buy(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
     parser.add_argument("--batch-size", type=positive_int, required=True)
-    parser.add_argument(
-        "--headroom",
-        type=float,
-        default=DEFAULT_HEADROOM,
-        help=f"fraction on top of the bound (default {DEFAULT_HEADROOM})",
-    )
+    model_options.add_headroom_option(parser)
     model_options.add_model_options(parser)
     options.add_json_option(parser)
 
 
-def stored_models(
-    args: argparse.Namespace,
-) -> tuple[list[results.Predictor], results.Predictor, machines.MachineChoice, Path]:
-    """Every stored model of the machine profile, the one asked for, the profile, the database.
+def question_of(args: argparse.Namespace, kind: str, machine: str | None) -> SizingQuestion:
+    """The question the command line asks, for the machine profile ``machine``."""
+    image_size = getattr(args, "image_size", None)
+    shape = None
+    if image_size is not None:
+        shape = workloads.get(args.workload).parse_image_shape(image_size)
+    return SizingQuestion(
+        kind=kind,
+        workload=args.workload,
+        machine=machine,
+        knobs=tuple(model_options.knobs(args).items()),
+        budget_bytes=getattr(args, "budget", None),
+        headroom_pct=args.headroom,
+        model=args.model,
+        image_shape=shape,
+        batch_size=getattr(args, "batch_size", None),
+    )
+
+
+def stored_models(args: argparse.Namespace) -> tuple[Models, machines.MachineChoice, Path]:
+    """The stored models of the machine profile asked for, that profile, the database.
 
     The database's models, or the bundled ones for its runs, read in memory: nothing
     is written to the database (the bundle is never installed), and in read-only
-    mode it is not even created or migrated. A precision or knob value that never
-    trained on the profile is refused with the reason (`modeling.trainable.refuse`).
+    mode it is not even created or migrated.
     """
     db_path = model_options.db_for_reading(args)
-    machine = machines.choose_machine(
-        db_path, args.workload, args.machine, model_options.precision(args)
+    models, choice = sizing.load_models(
+        db_path, args.workload, args.machine, model_options.knobs(args)
     )
-    trainable.refuse(db_path, args.workload, machine.key, model_options.knobs(args))
-    predictors = bundle.load_predictors(db_path, args.workload, machine.key)
-    asked = results.select_predictor(
-        predictors,
-        lambda: bundle.load_scores(db_path, args.workload, machine.key),
-        args.model,
-        db_path,
-    )
-    return predictors, asked, machine, db_path
-
-
-def _rests_on(db_path: Path, workload: str, machine: str | None, model: results.Predictor) -> str:
-    """The model, evaluation, runs and step count an answer rests on (`presentation.evidence`)."""
-    return evidence_line(load_evidence(db_path, workload, machine), [model.title or model.name])
+    return models, choice, db_path
 
 
 def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: str) -> None:
@@ -106,78 +112,85 @@ def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: 
 
 
 def answer_json(
-    args: argparse.Namespace, question: str, machine: machines.MachineChoice, answer: Any
+    args: argparse.Namespace, machine: machines.MachineChoice, said: SizingAnswer
 ) -> dict[str, Any]:
-    """The answer as JSON-ready data: the question, the machine profile, the answer's fields."""
+    """The answer as JSON-ready data: the question, its headroom and usable budget, the
+    machine profile, the answer's fields."""
     precision = model_options.precision(args)
     onednn = machine.profile.onednn_note_for(precision) if machine.profile else None
+    question = said.question
     return {
-        "question": question,
+        "question": question.kind,
         "workload": args.workload,
         "knobs": model_options.knobs(args),
+        "budget_bytes": question.budget_bytes,
+        "headroom_pct": question.headroom_pct,
+        "usable_budget_bytes": question.usable_bytes,
+        "model": said.model,
         "machine": {
             "profile": machine.key,
             "label": machine.label,
             "reason": machine.reason,
+            "facts": jsonout.plain(said.machine),
             "notes": [note for note in (machine.note, onednn) if note],
         },
-        "answer": jsonout.plain(answer),
+        "answer": jsonout.plain(said.found),
     }
 
 
+def _ask(args: argparse.Namespace, kind: str) -> tuple[SizingAnswer, machines.MachineChoice, Path]:
+    models, machine, db_path = stored_models(args)
+    question = question_of(args, kind, models.machine)
+    runs = None if kind == sizing.BUY else store.load_runs(db_path, workload=args.workload)
+    return sizing.answer(question, models, runs, args.db), machine, db_path
+
+
+def _rests_on(db_path: Path, args: argparse.Namespace, said: SizingAnswer) -> str:
+    """The model, evaluation, runs and step count an answer rests on (`presentation.evidence`)."""
+    evidence = load_evidence(db_path, args.workload, said.question.machine)
+    return evidence_line(evidence, [said.model_title or said.model])
+
+
 def run_image(args: argparse.Namespace) -> int:
-    _, predictor, machine, db_path = stored_models(args)
-    knobs = model_options.knobs(args)
-    answer = largest_image_side(
-        predictor, args.budget, args.batch_size, knobs, workload=args.workload
-    )
+    said, machine, db_path = _ask(args, sizing.IMAGE)
     dims = workloads.get(args.workload).DIMS
-    claim = verification.image_claim(answer, args.workload, knobs, machine.key, machine.label)
-    lines = [
-        *report.image_size_lines(answer, dims),
-        _rests_on(db_path, args.workload, machine.key, predictor),
-    ]
-    shown = (lines, answer_json(args, "image", machine, answer))
-    return _answer_verified(args, machine, shown, claim, db_path)
+    lines = [*report.image_size_lines(said.found, dims), _rests_on(db_path, args, said)]
+    return _answer_verified(args, machine, said, lines, db_path)
 
 
 def run_batch(args: argparse.Namespace) -> int:
-    shape = workloads.get(args.workload).parse_image_shape(args.image_size)
-    _, predictor, machine, db_path = stored_models(args)
-    knobs = model_options.knobs(args)
-    answer = largest_batch(predictor, args.budget, shape, knobs, workload=args.workload)
-    claim = verification.batch_claim(answer, args.workload, knobs, machine.key, machine.label)
-    lines = [*report.batch_lines(answer), _rests_on(db_path, args.workload, machine.key, predictor)]
-    shown = (lines, answer_json(args, "batch", machine, answer))
-    return _answer_verified(args, machine, shown, claim, db_path)
+    said, machine, db_path = _ask(args, sizing.BATCH)
+    lines = [*report.batch_lines(said.found), _rests_on(db_path, args, said)]
+    return _answer_verified(args, machine, said, lines, db_path)
 
 
 def _answer_verified(
     args: argparse.Namespace,
     machine: machines.MachineChoice,
-    shown: tuple[list[str], dict[str, Any]],
-    claim: Claim,
+    said: SizingAnswer,
+    lines: list[str],
     db_path: Path,
 ) -> int:
     """The answer (as lines, or as JSON), then what runs say of it: measured first with
     ``--verify``, else as stored."""
-    lines, data = shown
+    data = answer_json(args, machine, said)
+    lines = [*lines, report.headroom_line(said.question)]
+    assert said.claim is not None and said.verification is not None
     if not args.verify:
-        said = verification.verify(claim, verify.runs_for(db_path, claim), args.db)
         if args.json:
-            return jsonout.emit({**data, "verification": _verdict(said)})
-        _print_answer(machine, [*lines, said.line], model_options.precision(args))
+            return jsonout.emit({**data, "verification": _verdict(said.verification)})
+        _print_answer(machine, [*lines, said.verification.line], model_options.precision(args))
         return 0
     if not args.json:
         _print_answer(machine, lines, model_options.precision(args))
-    said = verify.measure(claim, db_path, quiet_stdout=args.json)
-    if isinstance(said, int):
-        return said  # the sweep was interrupted
+    measured = verify.measure(said.claim, db_path, quiet_stdout=args.json)
+    if isinstance(measured, int):
+        return measured  # the sweep was interrupted
     if args.json:
-        jsonout.emit({**data, "verification": _verdict(said)})
-        return verify.exit_code(said)
-    code = verify.exit_code(said)
-    print(said.line)
+        jsonout.emit({**data, "verification": _verdict(measured)})
+        return verify.exit_code(measured)
+    code = verify.exit_code(measured)
+    print(measured.line)
     return code
 
 
@@ -186,25 +199,16 @@ def _verdict(said: Verification) -> dict[str, str]:
 
 
 def run_buy(args: argparse.Namespace) -> int:
-    shape = workloads.get(args.workload).parse_image_shape(args.image_size)
-    _, predictor, machine, db_path = stored_models(args)
-    answer = memory_to_buy(
-        predictor,
-        shape,
-        args.batch_size,
-        args.headroom,
-        model_options.knobs(args),
-        workload=args.workload,
-    )
+    said, machine, db_path = _ask(args, sizing.BUY)
     if args.json:
-        return jsonout.emit(answer_json(args, "buy", machine, answer))
-    rests_on = _rests_on(db_path, args.workload, machine.key, predictor)
-    _print_answer(machine, [*report.memory_lines(answer), rests_on], model_options.precision(args))
+        return jsonout.emit(answer_json(args, machine, said))
+    lines = [*report.memory_lines(said.found), _rests_on(db_path, args, said)]
+    _print_answer(machine, lines, model_options.precision(args))
     return 0
 
 
-IMAGE_SUMMARY = "largest image size that fits a memory budget at a batch size"
-BATCH_SUMMARY = "largest batch that fits a memory budget for an image size"
+IMAGE_SUMMARY = "largest image size that fits a memory budget (less its headroom) at a batch size"
+BATCH_SUMMARY = "largest batch that fits a memory budget (less its headroom) for an image size"
 BUY_SUMMARY = "server memory to buy for an image size and batch, with headroom"
 COMMANDS = {
     "image": (prepare_image, run_image, IMAGE_SUMMARY),

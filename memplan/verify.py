@@ -1,7 +1,7 @@
 """``memplan size image|batch --verify``: measure a sizing answer here, then say what it shows.
 
 The two points (the answer and the next size up, under the budget as their
-memory limit: `presentation.verification.sweep_request`) are swept in this
+memory limit: `application.verify.sweep_request`) are swept in this
 process by `memplan.sweep.sweep_here`, the use case ``memplan sweep`` runs.
 """
 
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from application import verify as verification
+from application.verify import Claim, Verdict, Verification
 from core import store
 from core.machine import this_profile
 from memplan.exitcodes import FAILED_EXIT_CODE, SUCCESS_EXIT_CODE
 from memplan.sweep import stored_command, sweep_here
 from modeling.errors import ModelingError
 from modeling.stored import readonly
-from presentation import verification
-from presentation.verification import Claim, Verdict, Verification
 from profiling.lifecycle import SweepPlan
 from profiling.runner import RunSettings
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from application.sizing import SizingQuestion
 from core.units import format_bound, format_gib
 from modeling.evaluation.bounds import ConformalBound, fewest_beyond_worst
 from modeling.evaluation.conformal import CV, FORWARD
@@ -115,6 +116,17 @@ def _basis_lines(basis: Basis) -> list[str]:
     else:
         lines.append("inside the measured range")
     return lines
+
+
+def headroom_line(question: SizingQuestion) -> str:
+    """What of the question's budget training may use, and the headroom kept free."""
+    budget, usable = question.budget_bytes or 0, question.usable_bytes or 0
+    if question.headroom_pct == 0:
+        return f"budget: {format_gib(budget)}, all of it for training (no headroom kept)"
+    return (
+        f"budget: {format_gib(budget)} with {question.headroom_pct:g}% headroom on top of the "
+        f"bound, which leaves {format_gib(usable)} for training"
+    )
 
 
 def image_size_lines(answer: ImageSizeAnswer, dims: int = 3) -> list[str]:

@@ -35,6 +35,14 @@ import jinja2
 import markupsafe
 import pandas as pd
 
+from application.sizing import (
+    BUY,
+    MachineFacts,
+    Models,
+    Outcome,
+    SizingQuestion,
+    answer_each,
+)
 from core import published, workloads
 from core.profiles import MachineProfile
 from core.units import GIB
@@ -190,6 +198,14 @@ class SizingReport:
     version: str = ""  # `memplan_version`
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     command: str = ""  # what produced it, e.g. the CLI command line
+    # The memory to buy, the largest image and the largest batch (`application.sizing`).
+    outcomes: tuple[Outcome, ...] = ()
+    facts: MachineFacts | None = None  # the machine by its facts, never "this machine"
+
+    @property
+    def buy(self) -> Outcome | None:
+        """The memory to buy: what a purchase request leads with."""
+        return next((o for o in self.outcomes if o.kind == BUY), None)
 
     @property
     def image(self) -> str:
@@ -264,7 +280,7 @@ class SizingReport:
             else "; no run of this workload on it finished"
         )
         return (
-            f"Not verified: no run of exactly this configuration on this machine profile"
+            f"Not verified: no run of exactly this configuration on the machine profile named above"
             f"{largest}. Measure it on a machine of this profile with enough memory before "
             "buying:"
         )
@@ -472,6 +488,23 @@ def build_report(
     profile : that profile's facts, for what oneDNN does to the answer there.
     created_at : default now (UTC); version : default `memplan_version`.
     """
+    facts = MachineFacts.of(machine_key, profile, profile.label if profile else machine_words)
+    if profile is not None:  # the facts, not "this machine": meaningless on a purchase request
+        machine_words = facts.sentence
+    outcomes = answer_each(
+        SizingQuestion(
+            kind=BUY,
+            workload=config.workload,
+            machine=machine_key,
+            knobs=tuple((k, getattr(config, k)) for k in workloads.of(config).NETWORK_KNOBS),
+            budget_bytes=round(budget_gib * GIB),
+            headroom_pct=headroom_pct,
+            model=asked_model,
+            image_shape=tuple(config.image_shape),
+            batch_size=config.batch_size,
+        ),
+        Models(config.workload, machine_key, tuple(models), asked_model, facts),  # type: ignore[arg-type]
+    )
     decision = sizing_view.decision_for(models, config, runs, budget_gib, headroom_pct, asked_model)
     chosen = next(
         (m for m in models if decision.estimate and m.name == decision.estimate.name), None
@@ -498,6 +531,8 @@ def build_report(
         version=memplan_version() if version is None else version,
         created_at=created_at or datetime.now(UTC),
         command=command,
+        outcomes=outcomes,
+        facts=facts,
     )
 
 
@@ -611,8 +646,24 @@ _TEMPLATE = _ENVIRONMENT.from_string(
 <body>
 <main>
 <p class="meta">memplan sizing report · {{ r.created }} · {{ r.version }}</p>
+{% set buy = r.buy %}
+<section class="verdict buy" id="buy">
+{% if buy and buy.answer %}
+  <h1>Memory to buy: <span data-figure="memory_gb">{{ buy.answer.found.memory_gb }}</span> GB</h1>
+  <p>For {{ r.image }} at batch {{ r.config.batch_size }} ({{ r.network }}): the
+  {{ "{:.0%}".format(buy.answer.coverage) }} upper bound,
+  {{ buy.answer.found.bound_bytes | gib }}, plus {{ "{:g}".format(r.headroom_pct) }}% headroom
+  is {{ buy.answer.found.required_bytes | gib }}; server "GB" are binary (1 GB = 1 GiB).
+  Model {{ buy.answer.model_title }}; bound: {{ buy.answer.bound }};
+  {{ r.facts.sentence if r.facts else r.machine_words }}.</p>
+  {% for warning in buy.answer.warnings %}<p>{{ warning }}</p>{% endfor %}
+{% elif buy %}
+  <h1>No memory to buy</h1>
+  <p>{{ buy.problem }}</p>
+{% endif %}
+</section>
 <section class="verdict {{ r.tone }}" id="decision">
-  <h1>{{ r.headline }}</h1>
+  <h2>{{ r.headline }}</h2>
   <p>{{ r.answer }}</p>
   <p><strong>Credible models:</strong> {{ r.decision.spread }}.</p>
   {% if r.left_out %}
@@ -623,6 +674,31 @@ _TEMPLATE = _ENVIRONMENT.from_string(
   {% endif %}
   {% if r.decision.substituted %}<p>{{ r.decision.substituted }}</p>{% endif %}
 </section>
+
+<h2 id="what-fits">What fits</h2>
+<table id="answers">
+<thead><tr><th>question</th><th>answer</th><th class="num">upper bound</th></tr></thead>
+<tbody>
+{% for o in r.outcomes %}
+<tr data-kind="{{ o.kind }}">
+{% if o.kind == "buy" %}<td>Memory to buy</td>
+{% elif o.kind == "image" %}<td>Largest image at batch {{ r.config.batch_size }},
+within {{ "{:,g}".format(r.budget_gib) }} GiB
+less {{ "{:g}".format(r.headroom_pct) }}% headroom</td>
+{% else %}<td>Largest batch at {{ r.image }}, within {{ "{:,g}".format(r.budget_gib) }} GiB
+less {{ "{:g}".format(r.headroom_pct) }}% headroom</td>{% endif %}
+{% if o.answer %}
+{% set f = o.answer.found %}
+<td>{% if o.kind == "buy" %}<span data-figure="memory_gb">{{ f.memory_gb }}</span> GB
+{% elif o.kind == "image" %}<span data-figure="side">{{ f.side }}</span>
+{%- if r.config.image_shape | length == 3 %}^3{% else %}^2{% endif %}
+{% else %}batch <span data-figure="batch_size">{{ f.batch_size }}</span>{% endif %}</td>
+<td class="num" data-bound-bytes="{{ f.bound_bytes }}">{{ f.bound_bytes | gib }}</td>
+{% else %}<td class="text" colspan="2">{{ o.problem }}</td>{% endif %}
+</tr>
+{% endfor %}
+</tbody>
+</table>
 
 <h2>The question</h2>
 <p>{{ r.question }}</p>
@@ -636,8 +712,17 @@ _TEMPLATE = _ENVIRONMENT.from_string(
 </dl>
 
 <h2>The machine and network it is for</h2>
-<p>Answered {{ r.machine_words }}. The models and runs below are this machine profile's
+<p>Answered {{ r.machine_words }}. The models and runs below are that machine profile's
 only: the same configuration can peak much higher on another kind of CPU.</p>
+{% if r.facts %}
+<dl class="facts" id="machine-facts">
+  <dt>CPU</dt><dd>{{ r.facts.cpu or "unknown" }}</dd>
+  <dt>Instruction set</dt><dd>{{ r.facts.isa.upper() if r.facts.isa else "unknown" }}</dd>
+  <dt>Cores</dt><dd>{{ r.facts.cores if r.facts.cores is not none else "unknown" }}</dd>
+  <dt>Framework</dt><dd>{{ r.facts.framework or "unknown" }}</dd>
+  <dt>Profile id</dt><dd><code>{{ r.facts.profile or "mixed" }}</code></dd>
+</dl>
+{% endif %}
 {% if r.machine_note %}<p>Note: {{ r.machine_note }}</p>{% endif %}
 {% if r.onednn_note %}<p>Note: {{ r.onednn_note }}</p>{% endif %}
 
@@ -660,7 +745,7 @@ only: the same configuration can peak much higher on another kind of CPU.</p>
 <h2>Measured vs predicted</h2>
 <figure id="chart">
 {{ svg }}
-<figcaption>Image x batch against peak memory, both on log scales. Dots: this machine
+<figcaption>Image x batch against peak memory, both on log scales. Dots: that machine
 profile's measured runs of the same network; lines: the answering model's point prediction and
 upper bound for {{ r.image }} at batch 1 to {{ last_batch }}; diamond: the
 question{% if r.published_apply %}; triangle and rules: the published study's peak and the
@@ -669,7 +754,8 @@ server sizes it tried{% endif %}.</figcaption>
 
 <h2>Every model's estimate</h2>
 {% if r.decision.untrainable %}
-<p>None: no model is asked about a setting that does not train on this machine profile.</p>
+<p>None: no model is asked about a setting that does not train on the machine profile
+named above.</p>
 {% else %}
 <table id="models">
 <thead><tr><th>model</th><th class="num">point prediction</th><th class="num">upper bound</th>

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from application.sizing import SizingQuestion
 from core import workloads
 from core.analytical import MemoryBreakdown
 from core.units import GIB, format_bound
@@ -195,6 +196,24 @@ class SizingState:
     def image_label(self) -> str:
         """``128^3``, ``224^2``, or every side: ``240x240x144``, ``227x200``."""
         return workload_labels.shape_label(self.image_shape, self.one_side)
+
+    def question(self, kind: str, machine: str | None) -> SizingQuestion:
+        """The `application.sizing` question of ``kind`` this view asks of profile ``machine``.
+
+        The view is the question and nothing else: the same inputs on the command
+        line (`memplan size`) ask the same question.
+        """
+        return SizingQuestion(
+            kind=kind,
+            workload=self.workload,
+            machine=machine,
+            knobs=self.knobs,
+            budget_bytes=round(self.budget_gib * GIB),
+            headroom_pct=self.headroom_pct,
+            model=self.model,
+            image_shape=self.image_shape,
+            batch_size=self.batch_size,
+        )
 
 
 def _knob_values(offer: KnobOffer, runs: pd.DataFrame) -> tuple[Any, ...]:
@@ -408,18 +427,6 @@ def breakdown_frame(breakdown: MemoryBreakdown, workload: str = DEFAULT_WORKLOAD
             "share_pct": [value / total * 100 if total else 0.0 for value in parts.values()],
         }
     )
-
-
-def usable_budget_bytes(budget_bytes: float, headroom: float) -> int:
-    """What training may use of ``budget_bytes`` when ``headroom`` (0.2 = 20%) stays free.
-
-    The inverse of `modeling.sizing.memory_to_buy`'s rule (bound x (1 + headroom)
-    <= memory), so a configuration "fits" a budget exactly when that memory
-    would be enough to buy.
-    """
-    if headroom < 0:
-        raise ValueError(f"headroom must be >= 0, got {headroom}")
-    return int(budget_bytes / (1 + headroom))
 
 
 class BoundedModel(PointModel, Protocol):

@@ -29,7 +29,7 @@ class SweepRequest:
     memory_limit_bytes: int
     points: int  # configurations in the grid
     # Launch points whose bound exceeds the limit and let the limit stop them (verifying a
-    # sizing answer's next size up: `presentation.verification`).
+    # sizing answer's next size up: `application.verify`).
     run_over_bound: bool = False
 
     def sweep_args(self, db_path: Path) -> list[str]:

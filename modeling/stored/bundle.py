@@ -14,11 +14,13 @@ table: `data/reference_results/`, `data/alexnet_results/`,
 default database the first time it is read, but only while that database still
 holds exactly the runs of that workload and profile they were fit on (same
 data fingerprint over the usable runs of one step count: an evaluation fits
-runs of one step count, `modeling.evaluation.steps`): more runs of that machine
-at that step count need their own evaluation; runs at another step count (a
-1-step smoke test) or of another machine do not affect it. A bundle from before
-schema 6 does not record its step count; it is the one whose runs match its
-fingerprint, and installing records it.
+runs of one step count, `modeling.evaluation.steps`), or those runs and runs
+measured after the bundle was fitted (a "Verify by measuring" sweep's, which
+must not take the answer away: issue 26 finding 2): older runs the bundle lacks
+need their own evaluation; runs at another step count (a 1-step smoke test) or of
+another machine do not affect it. A bundle from before schema 6 does not record
+its step count; it is the one whose runs match its fingerprint, and installing
+records it.
 
     memplan export-results data/reference_results --db results.duckdb
 
@@ -129,6 +131,7 @@ class BundledEvaluation:
     machine: str | None  # profile key (`core.profiles`)
     fingerprint: str
     steps: int | None = None  # the step count of the runs it fit; None: not yet matched
+    created_at: str = ""  # when it was fitted, ISO-8601 UTC (sorts as text, as the runs')
 
 
 def fitted_steps(runs: pd.DataFrame, fingerprint: str) -> int | None:
@@ -151,7 +154,7 @@ def bundled_evaluation(directory: Path) -> BundledEvaluation | None:
     """What the bundle in ``directory`` was fitted on; None when there is no bundle."""
     if not (directory / "evaluations.parquet").exists():
         return None
-    columns = ["workload", "machine_profile", "data_fingerprint", "steps"]
+    columns = ["workload", "machine_profile", "data_fingerprint", "steps", "created_at"]
     rows = _read(directory, "evaluations").select(columns).to_pylist()
     if not rows:
         return None
@@ -162,6 +165,7 @@ def bundled_evaluation(directory: Path) -> BundledEvaluation | None:
         row["machine_profile"],
         str(row["data_fingerprint"]),
         None if row["steps"] is None else int(row["steps"]),
+        str(row["created_at"] or ""),
     )
 
 
@@ -175,8 +179,9 @@ def applies(db_path: Path, directory: Path) -> BundledEvaluation | None:
     """The bundle if ``db_path`` has no evaluation of its workload and profile and holds its runs.
 
     "Its runs": the usable runs at one step count are exactly the ones it was fit
-    on; the bundle returned names that step count. Reads the database read-only:
-    nothing is written.
+    on, or those and runs measured after it was fitted (which its models do not
+    know); the bundle returned names that step count. Reads the database
+    read-only: nothing is written.
     """
     bundled = bundled_evaluation(directory)
     if bundled is None:
@@ -185,7 +190,16 @@ def applies(db_path: Path, directory: Path) -> BundledEvaluation | None:
         if latest_evaluation_id(con, bundled.workload, bundled.machine) is not None:
             return None
     runs = store.load_runs(db_path, status="ok", workload=bundled.workload, machine=bundled.machine)
+    if runs.empty:
+        return None
     steps = fitted_steps(runs, bundled.fingerprint)
+    if steps is None and bundled.created_at:
+        # Runs measured since the bundle was fitted (a "Verify by measuring" sweep on this
+        # machine, issue 26 finding 2) do not take its models away: it still applies when
+        # the runs it was fitted on, those no newer than it, are exactly its runs.
+        older = runs[runs["created_at"].astype(str) <= bundled.created_at]
+        if 0 < len(older) < len(runs):
+            steps = fitted_steps(older, bundled.fingerprint)
     if steps is None or bundled.steps not in (None, steps):
         return None
     return replace(bundled, steps=steps)

@@ -158,14 +158,15 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
     assert metric(at, "Upper bound") == "164 GiB"  # three figures, not 164.23
     (spread,) = [shown(m.value) for m in at.markdown if "Credible models' bounds" in m.value]
     assert spread == "Credible models' bounds: **154–190 GiB across 6 of 10 models**"
-    (headline,) = at.warning[:1]
-    assert shown(headline.value).startswith(
+    # The verdict's box, yellow (the memory to buy above it warns of the same extrapolation).
+    assert [box for box in at.warning if box.value[:2] == "**"]
+    assert headline(at).startswith(
         "**Predicted to fit, 12x beyond the largest measured run: verify first.** 240x240x144 at "
         "batch 16 needs up to 164 GiB (least squares on analytical terms; its point prediction "
         "is 152 GiB), 197 GiB with 20% headroom, of the 256 GiB budget; for Intel Xeon"
     )
     # What the bound rests on: its configurations (an older evaluation: that it counted runs).
-    assert " Its bound rests on " in shown(headline.value)
+    assert " Its bound rests on " in headline(at)
     assert not at.success
     (left_out,) = [m.value for m in at.markdown if "Left out of the answer" in m.value]
     # Named with why, and not drawn: the paper model's 1,118 GiB bound would swamp the chart.
@@ -202,7 +203,8 @@ def test_a_model_absurd_here_is_replaced_by_the_highest_credible_bound(
     (replaced,) = [shown(i.value) for i in at.info if "is left out here" in i.value]
     assert replaced.startswith("Model mlp is left out here (predicts 119,304 GiB")
     assert "the answer uses refined analytical (closed form)" in replaced
-    assert at.error[0].value.startswith("**Predicted not to fit, 12,228x beyond")
+    # The verdict's box (the memory to buy above it says no server is large enough).
+    assert headline(at).startswith("**Predicted not to fit, 12,228x beyond")
 
 
 def test_the_sizing_answers_name_their_model_and_bound(reference_db: Path) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from application import verify as verification
 from core import profiles, store
 from core.units import GIB
 from dashboard import data, machine_panel
-from presentation import verification
 from profiling import launcher
 from tests.app.helpers import alexnet_record, open_page, shown, widget
 from tests.conftest import build_record

@@ -72,7 +72,7 @@ def test_report_writes_the_html_and_nothing_to_the_database(
     assert html.startswith("<!DOCTYPE html>") and HEADLINE in html
     assert (
         "memplan report --workload unet3d --image-size 240x240x144 --batch-size 16 "
-        "--budget 256GiB --headroom 0.2 --model symbolic --machine 9b59349f74 --output"
+        "--budget 256GiB --headroom 20 --model symbolic --machine 9b59349f74 --output"
     ) in html
     assert _state(db) == before
 

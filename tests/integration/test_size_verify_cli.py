@@ -4,10 +4,11 @@ The models are fitted on synthetic runs recorded as this machine's profile (a re
 fit needs ten measured configurations: minutes of TensorFlow), made pessimistic
 by `PESSIMISM_BYTES`, so the answer at batch 1 is the smallest cube, 16^3, which
 then really runs (one TensorFlow child, well under a minute) under the budget as
-its memory limit. The next size up, 32^3, is over the budget by the same model's
-bound, but the sweep launches it anyway (``--run-over-bound``) and lets the budget,
-as its memory limit, stop it; being far smaller than the pessimistic model says,
-it fits, and the answer reads as on the safe side.
+its memory limit (``--headroom 0``: all of the budget for training). The next size
+up, 32^3, is over the budget by the same model's bound, but the sweep launches it
+anyway (``--run-over-bound``) and lets the budget, as its memory limit, stop it;
+being far smaller than the pessimistic model says, it fits, and the answer reads as
+on the safe side.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from application import verify as verification
 from core import database, profiles, store
 from core.machine import machine_info, onednn_enabled, software_info
 from core.workloads.unet3d import UNetConfig
 from memplan import cli as memplan_cli
 from modeling.sizing import largest_image_side, replace_below_floor
 from modeling.stored.bundle import load_predictor
-from presentation import verification
 from tests.conftest import build_record, build_runs
 
 pytestmark = pytest.mark.tensorflow  # the verification runs a real TensorFlow child
@@ -67,7 +68,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
 
     result = subprocess.run(
         [sys.executable, "-m", "memplan", "size", "image", "--budget", str(budget)]
-        + ["--batch-size", "1", "--db", str(db), "--verify"],
+        + ["--headroom", "0", "--batch-size", "1", "--db", str(db), "--verify"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -85,7 +86,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
 
     again = subprocess.run(
         [sys.executable, "-m", "memplan", "size", "image", "--budget", str(budget)]
-        + ["--batch-size", "1", "--db", str(db)],
+        + ["--headroom", "0", "--batch-size", "1", "--db", str(db)],
         cwd=REPO,
         capture_output=True,
         text=True,

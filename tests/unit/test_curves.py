@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
+from application.sizing import usable_budget_bytes
 from core.analytical import paper_estimate, refined_breakdown
 from core.workloads.alexnet import AlexNetConfig
 from core.workloads.unet3d import UNetConfig
@@ -299,10 +300,10 @@ def test_a_configuration_beyond_the_measured_runs_says_how() -> None:
 
 
 def test_the_usable_budget_leaves_the_headroom_free() -> None:
-    assert sizing_view.usable_budget_bytes(240 * GIB, 0.2) == 200 * GIB
-    assert sizing_view.usable_budget_bytes(64 * GIB, 0.0) == 64 * GIB
+    assert usable_budget_bytes(240 * GIB, 0.2) == 200 * GIB
+    assert usable_budget_bytes(64 * GIB, 0.0) == 64 * GIB
     with pytest.raises(ValueError, match="headroom must be >= 0"):
-        sizing_view.usable_budget_bytes(64 * GIB, -0.1)
+        usable_budget_bytes(64 * GIB, -0.1)
 
 
 def test_the_breakdown_frame_lists_every_term_in_order_and_sums_to_the_total() -> None:

@@ -2,7 +2,8 @@
 
 Layers, bottom up: ``core`` (workloads, store, units, errors) <- ``profiling``
 (measures) and ``modeling`` (predicts), which never import each other <-
-``presentation`` (Streamlit-free frames, charts and text reports) <-
+``application`` (the use cases, composing both) <- ``presentation``
+(Streamlit-free frames, charts and text reports) <-
 ``dashboard`` and ``app.py``, and beside them ``memplan`` (the command line),
 which never import each other. No special case: ``memplan`` and
 ``memplan`` are aliases that start ``python -m memplan`` as a new
@@ -17,15 +18,24 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("core", "profiling", "modeling", "presentation", "dashboard", "memplan")
+PACKAGES = (
+    "core",
+    "profiling",
+    "modeling",
+    "application",
+    "presentation",
+    "dashboard",
+    "memplan",
+)
 LAYER = {
     "core": 0,
     "profiling": 1,
     "modeling": 1,
-    "presentation": 2,
-    "dashboard": 3,
-    "memplan": 3,
-    "app": 4,
+    "application": 2,
+    "presentation": 3,
+    "dashboard": 4,
+    "memplan": 4,
+    "app": 5,
 }
 
 
@@ -127,6 +137,13 @@ def test_profiling_and_modeling_never_import_each_other():
     assert crossing == []
 
 
+def test_the_application_layer_sits_between_the_packages_it_composes_and_presentation():
+    assert "modeling.sizing" in GRAPH["application.sizing"]
+    assert "profiling.sweep" in GRAPH["application.verify"]
+    assert _layer("application.sizing") > _layer("modeling.sizing")
+    assert _layer("application.sizing") < _layer("presentation.sizing_view")
+
+
 def test_the_dashboard_reaches_no_command_line_module_even_indirectly():
     pages = [m for m in GRAPH if _package(m) in ("dashboard", "app")]
     loaded = set().union(*(_reachable(page) for page in pages))
@@ -148,7 +165,7 @@ def test_the_old_entry_points_import_nothing_of_the_project(package):
 def test_the_graph_holds_the_command_line():
     # memplan.cli loads its subcommands' modules by name (importlib); each is walked itself.
     assert "profiling.sweep" in GRAPH["memplan.sweep"]
-    assert "modeling.sizing" in GRAPH["memplan.size"]
+    assert "application.sizing" in GRAPH["memplan.size"]
 
 
 def test_the_presentation_layer_does_not_need_streamlit():

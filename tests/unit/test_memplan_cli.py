@@ -211,11 +211,24 @@ def evaluated(evaluated_template: Path, tmp_path: Path, capsys) -> Path:
 
 
 def test_size_image_json_is_the_answer_and_what_runs_say(evaluated: Path, capsys) -> None:
-    argv = ["size", "image", "--budget", "6GiB", "--batch-size", "2", "--json"]
+    argv = ["size", "image", "--budget", "6GiB", "--headroom", "0", "--batch-size", "2", "--json"]
     said = _json(capsys, *argv, "--db", str(evaluated))
 
-    assert list(said) == ["question", "workload", "knobs", "machine", "answer", "verification"]
+    assert list(said) == [
+        "question",
+        "workload",
+        "knobs",
+        "budget_bytes",
+        "headroom_pct",
+        "usable_budget_bytes",
+        "model",
+        "machine",
+        "answer",
+        "verification",
+    ]
     assert said["question"] == "image" and said["workload"] == "unet3d"
+    # No headroom kept: all of the 6 GiB is for training.
+    assert said["headroom_pct"] == 0 and said["usable_budget_bytes"] == 6 * GIB
     assert said["answer"]["side"] == 128 and said["answer"]["next_side"] == 144
     assert said["answer"]["budget_bytes"] == 6 * GIB
     assert said["answer"]["bound_bytes"] <= 6 * GIB < said["answer"]["next_bound_bytes"]

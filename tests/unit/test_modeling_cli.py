@@ -81,6 +81,8 @@ def test_size_image_answers_with_the_next_size_up(evaluated: Path, capsys) -> No
             str(evaluated),
             "--budget",
             "6GiB",
+            "--headroom",
+            "0",
             "--batch-size",
             "2",
             "--model",
@@ -121,6 +123,8 @@ def test_size_batch_inside_the_measured_range_says_so(evaluated: Path, capsys) -
             "64",
             "--budget",
             "2.5GiB",
+            "--headroom",
+            "0",
             "--model",
             "least_squares",
         ]
@@ -145,7 +149,7 @@ def test_size_buy_rounds_up_to_a_purchasable_size(evaluated: Path, capsys) -> No
             "--batch-size",
             "16",
             "--headroom",
-            "0.25",
+            "25",
         ]
     )
 
@@ -171,7 +175,7 @@ def test_size_buy_rounds_up_to_a_purchasable_size(evaluated: Path, capsys) -> No
         ),
         (
             ["size", "buy", "--image-size", "64", "--batch-size", "1", "--headroom", "-1"],
-            "error: headroom must be a fraction between 0 and 10 (0.2 = 20%), got -1.0\n",
+            "error: headroom must be between 0 and 1000% (20 = 20%), got -1\n",
         ),
         (
             ["evaluate", "--models", "svm"],

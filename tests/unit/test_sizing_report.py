@@ -23,6 +23,7 @@ from core.workloads.unet3d import UNetConfig
 from modeling import machines
 from modeling.decision import Decision, approx_gib
 from modeling.evaluation.bounds import ConformalBound
+from modeling.sizing import memory_to_buy
 from modeling.stored import bundle
 from modeling.stored.predictor import Predictor
 from presentation import charts_published, sizing_report, sizing_view
@@ -357,7 +358,8 @@ def test_the_models_table_gives_left_out_models_a_reason_column_and_no_fits_verd
 ) -> None:
     # Issue 26, finding 7: "XGBoost 13.6 GiB | 200 GiB | left out: … its bound falls below
     # the refined closed-form estimate", 200 GiB being above that estimate.
-    table = dell_html[dell_html.index('<table id="models">') : dell_html.index("</table>")]
+    table = dell_html[dell_html.index('<table id="models">') :]
+    table = table[: table.index("</table>")]
     headers = [text_of(cell) for cell in re.findall(r"<th[^>]*>.*?</th>", table, re.S)]
     assert headers == [
         "model",
@@ -382,3 +384,40 @@ def test_the_models_table_gives_left_out_models_a_reason_column_and_no_fits_verd
     cells = [text_of(cell) for cell in re.findall(r"<td[^>]*>.*?</td>", row, re.S)]
     assert cells[1:4] == ["11.6 GiB", approx_gib(xgboost.upper_bytes), "–"]
     assert cells[4] == xgboost.reason
+
+
+def test_the_report_leads_with_the_memory_to_buy_and_names_the_machine_by_its_facts(
+    db: Path, models: list[Predictor], runs: pd.DataFrame
+) -> None:
+    # Issue 26, finding 6: the downloaded report held no buy figure, and said "— this machine".
+    machine = machines.choose_machine(db, "unet3d", INTEL)
+    report = sizing_report.build_report(
+        models,
+        DELL,
+        runs,
+        budget_gib=BUDGET_GIB,
+        headroom_pct=HEADROOM_PCT,
+        asked_model="symbolic",
+        machine_words="for this machine",
+        machine_key=machine.key,
+        profile=machine.profile,
+        created_at=CREATED,
+    )
+    html = sizing_report.render_html(report)
+    symbolic = next(model for model in models if model.name == "symbolic")
+    expected = memory_to_buy(symbolic, DELL.image_shape, DELL.batch_size, HEADROOM_PCT / 100)
+
+    assert html.index('id="buy"') < html.index('id="decision"') < html.index('id="what-fits"')
+    lead = text_of(html[html.index('id="buy">') + len('id="buy">') : html.index('id="decision"')])
+    assert lead.startswith(f"Memory to buy: {expected.memory_gb} GB For 240x240x144 at batch 16")
+    assert "the 90% upper bound" in lead and f"{HEADROOM_PCT:g}% headroom" in lead
+    profile = machine.profile
+    facts = text_of(html[html.index('id="machine-facts"') :].split("</dl>")[0])
+    # The reference runs predate the instruction-set column: unknown, never guessed.
+    assert f"CPU {profile.cpu_model}" in facts and profile.cpu_isa is None
+    assert "Instruction set unknown" in facts
+    assert f"Cores {profile.cores} Framework TensorFlow {profile.tensorflow_version}" in facts
+    assert f"Profile id {INTEL}" in facts
+    # Nowhere in the words (the chart's legend says "this machine profile" of its dots).
+    words = re.sub(r"<svg.*?</svg>", "", html, flags=re.S)
+    assert "this machine" not in text_of(words)

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
+from application.sizing import usable_budget_bytes
 from core.units import GIB
 from presentation import sizing_view
 from presentation.sizing_view import SizingChoices, SizingState
@@ -94,7 +95,7 @@ def test_the_answers_wait_naming_every_invalid_input(
 
 
 def test_the_headroom_sentence_does_the_arithmetic_it_states() -> None:
-    usable = sizing_view.usable_budget_bytes(256 * GIB, 0.2)
+    usable = usable_budget_bytes(256 * GIB, 0.2)
 
     sentence = sizing_view.usable_text(256.0, 20.0, usable)
 

@@ -1,4 +1,4 @@
-"""Verified answers (`presentation.verification`): which run counts, every wording, the limit
+"""Verified answers (`application.verify`): which run counts, every wording, the limit
 rules, the sweep that verifies; and ``memplan size ... --verify``, its sweep faked."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from application import verify as verification
+from application.verify import Claim, Verdict
 from core import database, profiles, store
 from core.errors import StoreError
 from core.units import GIB
@@ -19,8 +21,7 @@ from core.workloads.unet3d import UNetConfig
 from memplan import cli as memplan_cli
 from memplan import verify as memplan_verify
 from modeling.sizing import Basis, BatchAnswer, ImageSizeAnswer
-from presentation import verification
-from presentation.verification import Claim, Verdict
+from presentation.verification import markdown
 from profiling.lifecycle import SweepPlan
 from profiling.sweep import expand_grid
 from tests.conftest import build_record, build_runs
@@ -184,7 +185,7 @@ def test_an_answer_no_run_measured_is_a_prediction_with_the_command_that_verifie
 
     assert result.verdict is Verdict.PREDICTION
     command = (
-        "memplan size image --workload unet3d --batch-size 2 --budget 64GiB "
+        "memplan size image --workload unet3d --batch-size 2 --budget 64GiB --headroom 0 "
         f"--model symbolic --machine {HERE.key} --verify"
     )
     assert result.command == command
@@ -249,7 +250,7 @@ def test_a_batch_answer_names_the_next_batch() -> None:
         "verified: 240x240x144 at batch 3 fits at 61.2 GiB (measured); batch 4 measured at 80 GiB"
     )
     assert said(claim).command.startswith(
-        "memplan size batch --workload unet3d --image-size 240x240x144 --budget 64GiB"
+        "memplan size batch --workload unet3d --image-size 240x240x144 --budget 64GiB --headroom 0"
     )
 
 
@@ -299,12 +300,12 @@ def test_the_page_shows_the_words_escaped_and_the_command_as_code() -> None:
     prediction = verification.verify(claim, pd.DataFrame())
     skipped = said(image(), run(ANSWER, status="skipped", message="*bold* <i>"))
 
-    assert prediction.markdown == (
+    assert markdown(prediction) == (
         "a prediction, not verified by a run: verify it with "
         f"`{prediction.command}` or the button below"
     )
     assert "'<b>'" in prediction.command  # quoted for the shell
-    assert "\\*bold\\* \\<i\\>" in skipped.markdown and "<i>" not in skipped.markdown
+    assert "\\*bold\\* \\<i\\>" in markdown(skipped) and "<i>" not in markdown(skipped)
 
 
 def test_budgets_read_in_whole_gib_when_whole_and_three_figures_otherwise() -> None:
@@ -327,8 +328,22 @@ def test_the_command_names_only_the_knobs_that_differ_from_the_network_default()
     )
 
     assert verification.verify_command(claim, Path("/data/x.duckdb")) == (
-        "memplan size image --workload unet3d --batch-size 2 --budget 64GiB "
+        "memplan size image --workload unet3d --batch-size 2 --budget 64GiB --headroom 0 "
         "--base-filters 8 --precision mixed_float16 --db /data/x.duckdb --verify"
+    )
+
+
+def test_the_command_asks_the_question_as_a_person_types_it_budget_and_headroom() -> None:
+    # Issue 26 finding 4: the page's commands read `--budget 54613MiB`, what 64 GiB left
+    # once 20% headroom was kept; the command now asks the question as it was asked.
+    usable = int(64 * GIB / 1.2)
+    answer = ImageSizeAnswer(2, usable, 160, 40 * GIB, 50 * GIB, 176, 60.0 * GIB, BASIS)
+    claim = verification.image_claim(answer, "unet3d", {}, "abc", "", asked=(64 * GIB, 20.0))
+
+    assert claim.budget_bytes == usable  # the verifying runs' memory limit
+    assert verification.verify_command(claim) == (
+        "memplan size image --workload unet3d --batch-size 2 --budget 64GiB --headroom 20 "
+        "--model symbolic --machine abc --verify"
     )
 
 
@@ -439,7 +454,7 @@ def test_an_alexnet_sweep_names_only_its_own_knobs_and_one_point_without_a_next_
 
 CHEAP = ["--models", "least_squares", "--seeds", "2", "--extrapolation-seeds", "1"]
 # test_modeling_cli's answer on these runs: 128^3 fits 6 GiB at batch 2, 144^3 does not.
-SIZE_IMAGE = ["size", "image", "--budget", "6GiB", "--batch-size", "2"]
+SIZE_IMAGE = ["size", "image", "--budget", "6GiB", "--headroom", "0", "--batch-size", "2"]
 ANSWERED, FOLLOWING = UNetConfig((128,) * 3, 2), UNetConfig((144,) * 3, 2)
 
 
@@ -618,7 +633,7 @@ def test_verify_above_what_this_machine_can_give_exits_2_without_measuring(
     sweep = fake_sweep(monkeypatch, FakeSweep(db, []))
 
     code = memplan_cli.main(
-        ["size", "batch", "--image-size", "64", "--budget", "20GiB"]
+        ["size", "batch", "--image-size", "64", "--budget", "20GiB", "--headroom", "0"]
         + [
             "--db",
             str(db),

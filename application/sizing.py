@@ -1,0 +1,360 @@
+"""One sizing question in, one answer out: what the Sizing page, ``memplan size`` and
+``memplan report`` all answer through.
+
+* `SizingQuestion` — the whole question: what is asked (``image``: the largest
+  image at a batch; ``batch``: the largest batch at an image; ``buy``: the memory
+  to buy for an image and batch), the workload, the machine profile, the knobs,
+  the steps, the budget and its headroom, the model;
+* `Models` — the stored models of one machine profile the question is put to
+  (`load_models` reads them; the page builds one from its cached loaders);
+* `answer` — the `SizingAnswer`: the figures, the model and its bound, the
+  machine's facts, the verdict of the runs where there are any, the warnings.
+
+Headroom is memory kept free on top of the bound (`modeling.sizing.memory_to_buy`:
+bound x (1 + headroom) <= memory). The largest image and batch must fit what is
+left of the budget once it is kept free (`usable_budget_bytes`), so an image that
+"fits" a budget is one whose memory to buy is at most that budget, whichever path
+asked. A question that cannot be answered raises `SizingError` with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from application import verify
+from application.verify import Claim, Verification
+from core import workloads
+from core.errors import MemplanError
+from core.profiles import MachineProfile
+from modeling import machines, sizing, trainable
+from modeling.errors import ModelingError
+from modeling.sizing import BatchAnswer, ImageSizeAnswer, MemoryAnswer
+from modeling.stored import bundle
+from modeling.stored import tables as results
+from modeling.stored.predictor import Predictor
+
+IMAGE, BATCH, BUY = "image", "batch", "buy"
+KINDS = (IMAGE, BATCH, BUY)
+# The page's default and the CLI's: 20% of the bound kept free for the OS, the data
+# pipeline and other processes.
+DEFAULT_HEADROOM_PCT = sizing.DEFAULT_HEADROOM * 100
+MAX_HEADROOM_PCT = sizing.MAX_HEADROOM * 100
+
+
+class SizingError(MemplanError):
+    """A sizing question that cannot be answered, with the reason in words."""
+
+
+def usable_budget_bytes(budget_bytes: float, headroom: float) -> int:
+    """What training may use of ``budget_bytes`` when ``headroom`` (0.2 = 20%) stays free.
+
+    The inverse of `modeling.sizing.memory_to_buy`'s rule (bound x (1 + headroom)
+    <= memory), so a configuration "fits" a budget exactly when that memory
+    would be enough to buy.
+    """
+    if headroom < 0:
+        raise ValueError(f"headroom must be >= 0, got {headroom}")
+    return int(budget_bytes / (1 + headroom))
+
+
+@dataclass(frozen=True)
+class SizingQuestion:
+    """One sizing question, whole: nothing else decides its answer.
+
+    budget_bytes : int, bytes; the memory to fit (``image`` and ``batch``), before
+    the headroom is kept free of it. headroom_pct : percent of the bound kept
+    free on top of it. steps : the training steps asked about; None: what the
+    models were fitted on.
+    """
+
+    kind: str  # IMAGE, BATCH or BUY
+    workload: str
+    machine: str | None = None  # the machine profile key; None: several machines' runs
+    knobs: tuple[tuple[str, Any], ...] = ()  # (knob, value) set; others keep the defaults
+    budget_bytes: int | None = None
+    headroom_pct: float = DEFAULT_HEADROOM_PCT
+    model: str | None = None  # None: the profile's default model
+    image_shape: tuple[int, ...] | None = None  # ``batch`` and ``buy``
+    batch_size: int | None = None  # ``image`` and ``buy``
+    steps: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise SizingError(f"unknown question {self.kind!r}; known: {', '.join(KINDS)}")
+        if not 0 <= self.headroom_pct <= MAX_HEADROOM_PCT:
+            raise SizingError(
+                f"headroom must be between 0 and {MAX_HEADROOM_PCT:g}% (20 = 20%), "
+                f"got {self.headroom_pct:g}"
+            )
+        needs = {IMAGE: ("budget_bytes", "batch_size"), BATCH: ("budget_bytes", "image_shape")}
+        needs[BUY] = ("image_shape", "batch_size")
+        missing = [name for name in needs[self.kind] if getattr(self, name) is None]
+        if missing:
+            raise SizingError(f"a {self.kind} question needs {' and '.join(missing)}")
+        if self.budget_bytes is not None and self.budget_bytes <= 0:
+            raise SizingError(f"memory budget must be positive, got {self.budget_bytes} bytes")
+
+    @property
+    def headroom(self) -> float:
+        """The headroom as a fraction: 0.2 for 20%."""
+        return self.headroom_pct / 100
+
+    @property
+    def usable_bytes(self) -> int | None:
+        """What training may use of the budget once the headroom is kept free."""
+        if self.budget_bytes is None:
+            return None
+        return usable_budget_bytes(self.budget_bytes, self.headroom)
+
+
+@dataclass(frozen=True)
+class MachineFacts:
+    """The machine an answer is for, by its facts (never "this machine")."""
+
+    profile: str | None  # the profile key
+    label: str  # "AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.21"
+    cpu: str | None
+    isa: str | None
+    cores: int | None
+    framework: str | None  # "TensorFlow 2.21.0, oneDNN on"
+
+    @property
+    def sentence(self) -> str:
+        """``for AMD EPYC (AVX2, 2 cores; TensorFlow 2.21.0, oneDNN off; profile 259d139078)``."""
+        if self.cpu is None:
+            key = f" (profile {self.profile})" if self.profile else ""
+            return f"for {self.label}{key}"
+        isa = (self.isa or "ISA unknown").upper()
+        cores = f"{self.cores} cores" if self.cores is not None else "cores unknown"
+        parts = [f"{isa}, {cores}", self.framework or "framework unknown"]
+        if self.profile:
+            parts.append(f"profile {self.profile}")
+        return f"for {self.cpu} ({'; '.join(parts)})"
+
+    @classmethod
+    def of(cls, key: str | None, profile: MachineProfile | None, label: str) -> MachineFacts:
+        if profile is None:
+            return cls(key, label, None, None, None, None)
+        cpu = profile.cpu_model
+        if cpu and profile.cpu_vendor and not cpu.lower().startswith(profile.cpu_vendor.lower()):
+            cpu = f"{profile.cpu_vendor} {cpu}"
+        framework = None
+        if profile.tensorflow_version:
+            framework = f"TensorFlow {profile.tensorflow_version}"
+            if profile.onednn_enabled is not None:
+                framework += f", oneDNN {'on' if profile.onednn_enabled else 'off'}"
+        return cls(key, label, cpu, profile.cpu_isa, profile.cores, framework)
+
+
+@dataclass(frozen=True)
+class Models:
+    """The stored models of one machine profile that sizing questions are put to."""
+
+    workload: str
+    machine: str | None  # the profile key
+    predictors: tuple[Predictor, ...]
+    default_model: str | None  # the profile's own default (`tables.best_model_name`)
+    facts: MachineFacts
+    source: str = "the stored models"  # where they were read, for an error: the database
+
+    def pick(self, name: str | None) -> Predictor:
+        """The model ``name`` (None: the default) of this profile; `SizingError` if absent."""
+        if not self.predictors:
+            raise SizingError(
+                f"no fitted {self.workload} models for machine profile {self.machine}: "
+                f"fit some with `memplan evaluate --workload {self.workload}`"
+            )
+        wanted = name if name not in (None, results.BEST) else self.default_model
+        wanted = wanted or self.predictors[0].name
+        for predictor in self.predictors:
+            if predictor.name == wanted:
+                return predictor
+        known = ", ".join([results.BEST, *(p.name for p in self.predictors)])
+        raise SizingError(f"no stored model {wanted!r} in {self.source}; known: {known}")
+
+
+def models_of(
+    workload: str,
+    machine: str | None,
+    predictors: Sequence[Predictor],
+    scores: pd.DataFrame,
+    facts: MachineFacts,
+    source: Path | str = "the stored models",
+) -> Models:
+    """`Models` from loaded predictors and their evaluation's ``scores`` (for the default)."""
+    default = results.best_model_name(scores) if not scores.empty else None
+    return Models(workload, machine, tuple(predictors), default, facts, str(source))
+
+
+def load_models(
+    db_path: Path, workload: str, machine: str | None, knobs: Mapping[str, Any]
+) -> tuple[Models, machines.MachineChoice]:
+    """The models of the profile a CLI question is for, and how that profile was chosen.
+
+    machine : a key, a unique prefix, or None (this machine's if it has models, else
+    the bundled reference's: `modeling.machines.choose_machine`). A precision or knob
+    value that never trained on the profile is refused (`modeling.trainable.refuse`).
+    """
+    precision = knobs.get("precision") or _default_precision(workload)
+    choice = machines.choose_machine(db_path, workload, machine, precision)
+    trainable.refuse(db_path, workload, choice.key, dict(knobs))
+    predictors = bundle.load_predictors(db_path, workload, choice.key)
+    scores = bundle.load_scores(db_path, workload, choice.key)
+    facts = MachineFacts.of(choice.key, choice.profile, choice.label)
+    return models_of(workload, choice.key, predictors, scores, facts, db_path), choice
+
+
+def _default_precision(workload: str) -> str:
+    return workloads.get(workload).Config.precision
+
+
+Found = ImageSizeAnswer | BatchAnswer | MemoryAnswer
+
+
+@dataclass(frozen=True)
+class SizingAnswer:
+    """The answer to one `SizingQuestion`: the figures and everything they rest on."""
+
+    question: SizingQuestion
+    found: Found  # the `modeling.sizing` answer: the figure, its bound, the next size up
+    model: str
+    model_title: str
+    machine: MachineFacts
+    verification: Verification | None = None  # what the runs say (image, batch); None: not asked
+    claim: Claim | None = None  # what a verifying sweep would measure (image, batch)
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def bound(self) -> str:
+        """The bound the answer uses, in words: coverage and the evidence behind it."""
+        return self.found.basis.bound
+
+    @property
+    def coverage(self) -> float:
+        return self.found.basis.coverage
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        """The answer's numbers, as every path must agree on them."""
+        question, found = self.question, self.found
+        shown: dict[str, Any] = {
+            "kind": question.kind,
+            "model": self.model,
+            "headroom_pct": question.headroom_pct,
+            "budget_bytes": question.budget_bytes,
+            "usable_budget_bytes": question.usable_bytes,
+            "bound_bytes": found.bound_bytes,
+        }
+        if isinstance(found, ImageSizeAnswer):
+            shown.update(side=found.side, batch_size=found.batch_size)
+        elif isinstance(found, BatchAnswer):
+            shown.update(batch_size=found.batch_size, image_shape=list(found.image_shape))
+        else:
+            shown.update(
+                memory_gb=found.memory_gb,
+                required_bytes=found.required_bytes,
+                batch_size=found.batch_size,
+                image_shape=list(found.image_shape),
+            )
+        return shown
+
+
+def answer(
+    question: SizingQuestion,
+    models: Models,
+    runs: pd.DataFrame | None = None,
+    db_path: Path | None = None,
+) -> SizingAnswer:
+    """The answer to ``question`` from ``models`` (its machine profile's).
+
+    runs : the runs to verify an image or batch answer against (any machines; None:
+    not verified). db_path : the database a verifying command names.
+    Raises `SizingError` when the question cannot be answered.
+    """
+    if question.workload != models.workload or question.machine != models.machine:
+        raise SizingError(
+            f"the question is about {question.workload} on profile {question.machine}, the "
+            f"models are {models.workload}'s on profile {models.machine}"
+        )
+    model = models.pick(question.model)
+    knobs = dict(question.knobs)
+    try:
+        found = _found(question, model, knobs)
+    except ModelingError as error:
+        raise SizingError(str(error)) from error
+    warnings = [found.basis.warning] if found.basis.warning else []
+    if question.steps is not None:
+        warnings.append(
+            f"asked at {question.steps} steps; the models answer for the steps they were fitted on"
+        )
+    claim = None if isinstance(found, MemoryAnswer) else _claim(question, models, found, knobs)
+    said = None if claim is None or runs is None else verify.verify(claim, runs, db_path)
+    return SizingAnswer(
+        question=question,
+        found=found,
+        model=model.name,
+        model_title=model.title,
+        machine=models.facts,
+        verification=said,
+        claim=claim,
+        warnings=tuple(warnings),
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One of `answer_each`'s questions: its answer, or why there is none."""
+
+    kind: str
+    answer: SizingAnswer | None
+    problem: str = ""  # the `SizingError`'s reason; "" when answered
+
+
+def answer_each(
+    question: SizingQuestion, models: Models, runs: pd.DataFrame | None = None
+) -> tuple[Outcome, ...]:
+    """The three questions about ``question``'s image, batch and budget, the memory to buy
+    first, then the largest image at its batch and the largest batch at its image: each
+    answered, or why not. The report shows all three."""
+    found = []
+    for kind in (BUY, IMAGE, BATCH):
+        try:
+            found.append(Outcome(kind, answer(replace(question, kind=kind), models, runs)))
+        except SizingError as error:
+            found.append(Outcome(kind, None, str(error)))
+    return tuple(found)
+
+
+def _found(question: SizingQuestion, model: Predictor, knobs: dict[str, Any]) -> Found:
+    workload = question.workload
+    if question.kind == IMAGE:
+        assert question.usable_bytes is not None and question.batch_size is not None
+        return sizing.largest_image_side(
+            model, question.usable_bytes, question.batch_size, knobs, workload=workload
+        )
+    if question.kind == BATCH:
+        assert question.usable_bytes is not None and question.image_shape is not None
+        return sizing.largest_batch(
+            model, question.usable_bytes, question.image_shape, knobs, workload=workload
+        )
+    assert question.image_shape is not None and question.batch_size is not None
+    return sizing.memory_to_buy(
+        model, question.image_shape, question.batch_size, question.headroom, knobs, workload
+    )
+
+
+def _claim(
+    question: SizingQuestion,
+    models: Models,
+    found: ImageSizeAnswer | BatchAnswer,
+    knobs: dict[str, Any],
+) -> Claim:
+    """What a sweep verifying ``found`` measures, naming the question as it was asked."""
+    asked = (question.budget_bytes, question.headroom_pct)
+    make = verify.image_claim if isinstance(found, ImageSizeAnswer) else verify.batch_claim
+    return make(found, question.workload, knobs, models.machine, models.facts.label, asked)
