@@ -209,12 +209,14 @@ def test_a_sweep_left_running_by_a_dead_process_shows_as_interrupted(reference_d
 
 
 def test_an_empty_database_says_how_to_get_runs(tmp_path, monkeypatch):
-    # A new file named by $MEMPLAN_DB starts empty, as one named by --db.
+    # Created empty by memplan elsewhere (e.g. `memplan list --db`): the page says how to fill it,
+    # the first line (`dashboard.first_start`) offering the bundled runs.
     empty = database.ensure_database(tmp_path / "empty.duckdb")
     monkeypatch.setenv(database.DB_ENV_VAR, str(empty))
     at = sweeps_page()
     assert not at.exception
-    assert at.main.info[0].value.startswith("No runs stored yet")
+    assert "load the bundled measurements" in at.main.info[0].value
+    assert at.main.info[1].value.startswith("No runs stored yet")
 
 
 # --- AlexNet runs beside the U-Net's ------------------------------------------------------
