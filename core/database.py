@@ -121,6 +121,23 @@ def default_db_path() -> Path:
     return REPOSITORY_DB
 
 
+def file_stamp(path: Path) -> tuple[int, ...]:
+    """Size and modification time of the database file and of its write-ahead log (0s if none).
+
+    A cheap fingerprint of the contents, read with ``os.stat`` and no connection,
+    so a cache keyed by it never waits on a lock a sweep holds; any write changes it.
+    """
+    stamp: list[int] = []
+    for candidate in (path, path.with_name(path.name + ".wal")):
+        try:
+            info = candidate.stat()
+        except FileNotFoundError:
+            stamp += [0, 0]
+        else:
+            stamp += [info.st_size, info.st_mtime_ns]
+    return tuple(stamp)
+
+
 class _NeedsMigration(StoreError):
     """An older database opened read-only: `ensure_database` catches it and migrates."""
 

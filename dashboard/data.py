@@ -33,7 +33,13 @@ import pandas as pd
 import streamlit as st
 
 from core import profiles, store
-from core.database import created_seeded, default_db_path, ensure_database, seed_bundled
+from core.database import (
+    created_seeded,
+    default_db_path,
+    ensure_database,
+    file_stamp,
+    seed_bundled,
+)
 from core.errors import StoreError
 from modeling import machines as machine_choices
 from modeling.errors import ModelingError, NoModelsError
@@ -118,15 +124,7 @@ def _stops_on_store_error(load: Callable[..., Any]) -> Callable[..., Any]:
 
 def version(db_path: Path) -> Version:
     """A cheap fingerprint of the database's contents: stat of the file and its WAL."""
-    stamp: list[int] = []
-    for candidate in (db_path, db_path.with_name(db_path.name + ".wal")):
-        try:
-            info = candidate.stat()
-        except FileNotFoundError:
-            stamp += [0, 0]
-        else:
-            stamp += [info.st_size, info.st_mtime_ns]
-    return tuple(stamp)
+    return file_stamp(db_path)
 
 
 @_stops_on_store_error

@@ -18,6 +18,7 @@ from modeling import machines, trainable
 from modeling.sizing import DEFAULT_HEADROOM, largest_batch, largest_image_side, memory_to_buy
 from modeling.stored import bundle
 from modeling.stored import tables as results
+from modeling.stored.predictor import Predictor
 from presentation import report, verification
 from presentation.verification import Claim, Verification
 
@@ -71,11 +72,7 @@ def stored_models(
     mode it is not even created or migrated. A precision or knob value that never
     trained on the profile is refused with the reason (`modeling.trainable.refuse`).
     """
-    db_path = model_options.db_for_reading(args)
-    machine = machines.choose_machine(
-        db_path, args.workload, args.machine, model_options.precision(args)
-    )
-    trainable.refuse(db_path, args.workload, machine.key, model_options.knobs(args))
+    db_path, machine = _profile(args)
     predictors = bundle.load_predictors(db_path, args.workload, machine.key)
     asked = results.select_predictor(
         predictors,
@@ -84,6 +81,24 @@ def stored_models(
         db_path,
     )
     return predictors, asked, machine, db_path
+
+
+def asked_model(args: argparse.Namespace) -> tuple[Predictor, machines.MachineChoice, Path]:
+    """The one stored model asked for, the profile, the database: `stored_models`, but the
+    other models are never decoded (an answer uses one; reading them all took seconds)."""
+    db_path, machine = _profile(args)
+    asked = bundle.load_predictor(db_path, args.model, args.workload, machine.key)
+    return asked, machine, db_path
+
+
+def _profile(args: argparse.Namespace) -> tuple[Path, machines.MachineChoice]:
+    """The database and the machine profile the answer is for; untrainable settings refused."""
+    db_path = model_options.db_for_reading(args)
+    machine = machines.choose_machine(
+        db_path, args.workload, args.machine, model_options.precision(args)
+    )
+    trainable.refuse(db_path, args.workload, machine.key, model_options.knobs(args))
+    return db_path, machine
 
 
 def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: str) -> None:
@@ -119,7 +134,7 @@ def answer_json(
 
 
 def run_image(args: argparse.Namespace) -> int:
-    _, predictor, machine, db_path = stored_models(args)
+    predictor, machine, db_path = asked_model(args)
     knobs = model_options.knobs(args)
     answer = largest_image_side(
         predictor, args.budget, args.batch_size, knobs, workload=args.workload
@@ -132,7 +147,7 @@ def run_image(args: argparse.Namespace) -> int:
 
 def run_batch(args: argparse.Namespace) -> int:
     shape = workloads.get(args.workload).parse_image_shape(args.image_size)
-    _, predictor, machine, db_path = stored_models(args)
+    predictor, machine, db_path = asked_model(args)
     knobs = model_options.knobs(args)
     answer = largest_batch(predictor, args.budget, shape, knobs, workload=args.workload)
     claim = verification.batch_claim(answer, args.workload, knobs, machine.key, machine.label)
@@ -175,7 +190,7 @@ def _verdict(said: Verification) -> dict[str, str]:
 
 def run_buy(args: argparse.Namespace) -> int:
     shape = workloads.get(args.workload).parse_image_shape(args.image_size)
-    _, predictor, machine, _ = stored_models(args)
+    predictor, machine, _ = asked_model(args)
     answer = memory_to_buy(
         predictor,
         shape,
