@@ -303,7 +303,7 @@ def formula(models: Models, workload: str) -> None:
     st.markdown("**Symbolic regression's formula** (peak in GiB)")
     latex = curves.formula_latex(symbolic.formula)
     if latex:
-        st.latex(r"\mathrm{peak}_{\mathrm{GiB}} = " + latex)
+        st.latex(curves.formula_lines(r"\mathrm{peak}_{\mathrm{GiB}} = " + latex))
     else:
         st.code(symbolic.formula, language=None)
     size = "" if symbolic.formula_length is None else f"{symbolic.formula_length} nodes; "
@@ -315,7 +315,7 @@ def formula(models: Models, workload: str) -> None:
                 st.markdown(f"*{plain(model.title)}*")
                 latex = curves.formula_latex(model.formula)
                 if latex:
-                    st.latex(latex)
+                    st.latex(curves.formula_lines(latex))
                 else:
                     st.code(model.formula or "", language=None)
 
@@ -383,14 +383,12 @@ def render() -> None:
     version = data.version(db)
     params = query_state.current()
     linked, problems = query_state.workload_from(params)
-    workload_col, machine_col = st.columns([1, 2])
-    with workload_col:
-        workload = choose_workload(linked)
-    with machine_col:
-        link = params if workload == linked else {}
-        picked, machine_problems = machine_panel.choose(
-            db, version, workload, f"models_{workload}_machine", link
-        )
+    # One above the other: abreast, at 1024 px both selects cut their value (issue 26).
+    workload = choose_workload(linked)
+    link = params if workload == linked else {}
+    picked, machine_problems = machine_panel.choose(
+        db, version, workload, f"models_{workload}_machine", link
+    )
     for problem in problems + machine_problems:
         st.warning(query_state.plain(problem))
     query_state.write_view(workload, picked.option)

@@ -405,6 +405,39 @@ def formula_latex(formula: str | None) -> str | None:
     return sympy.latex(expression, symbol_names=names, mul_symbol="dot")
 
 
+# LaTeX source characters before a line of a displayed formula may break. KaTeX sets
+# about 5.5 px of page per source character of these formulas (\mathrm{} and \cdot
+# draw narrower than they spell), and a line runs on to the next sign (a term, up to
+# ~45 more), so lines stay under ~500 px: the main column at 1024 px is ~560 px; on
+# one line the SR formula ran ~600 px past it (issue 26).
+FORMULA_LINE_CHARS = 45
+_OPENERS, _CLOSERS = ("{", r"\left"), ("}", r"\right")
+
+
+def formula_lines(latex: str, line_chars: int = FORMULA_LINE_CHARS) -> str:
+    r"""``latex`` broken into lines of about ``line_chars`` source characters, each new line
+    starting at a top-level + or - sign, as a KaTeX ``aligned`` block; unchanged when it
+    fits one line or has no such sign. Never breaks inside braces or ``\left...\right``
+    (KaTeX refuses a line break there)."""
+    if len(latex) <= line_chars:
+        return latex
+    lines, current, depth = [], "", 0
+    for index, char in enumerate(latex):
+        rest = latex[index:]
+        if any(rest.startswith(opener) for opener in _OPENERS):
+            depth += 1
+        elif any(rest.startswith(closer) for closer in _CLOSERS):
+            depth -= 1
+        elif char in "+-" and depth == 0 and len(current) >= line_chars:
+            lines.append(current)
+            current = ""
+        current += char
+    lines.append(current)
+    if len(lines) == 1:
+        return latex
+    return r"\begin{aligned}" + r" \\ ".join("&" + line for line in lines) + r"\end{aligned}"
+
+
 def shape_inputs(workload: str = DEFAULT_WORKLOAD) -> str:
     """What the shape-only models read, in words, for ``workload``'s images."""
     dims = workload_labels.dims(workload)

@@ -6,8 +6,9 @@ select, a formula running off the page. `CLIPPED_TEXT_JS` looks for each kind
 in the laid-out page (the sidebar included):
 
 * **cut**: an element holding text of its own whose content is wider than its
-  box while its overflow is hidden or its text ends in an ellipsis (a select's
-  value, a label, a button, a metric);
+  box while its overflow is hidden or its text ends in an ellipsis, or whose text
+  runs past the nearest ancestor that hides overflow (a select's value, a label,
+  a button, a metric);
 * **off the page**: text whose right edge lies past the right edge of the
   window (a formula or a line of code that neither wraps nor scrolls);
 * **broken word**: a word of a widget label or a select's value laid out on
@@ -63,7 +64,27 @@ CLIPPED_TEXT_JS = """
                   detail: `${el.scrollWidth} px of text in ${el.clientWidth} px`});
       continue;
     }
-    const r = el.getBoundingClientRect();
+    // The text itself, not its box: a select's value sits in a box as wide as its text,
+    // inside a parent that hides what does not fit ("floa" for float32).
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const r = range.getBoundingClientRect();
+    let cutBy = null;
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const pcs = getComputedStyle(p);
+      if (['auto', 'scroll'].includes(pcs.overflowX)) break;  // scrolls: all of it can be seen
+      if (['hidden', 'clip'].includes(pcs.overflowX)) {
+        const box = p.getBoundingClientRect();
+        if (r.right > box.right + slack) cutBy = box;
+        break;
+      }
+    }
+    if (cutBy) {
+      found.push({kind: 'cut', where: where(el), text: text.slice(0, 80),
+                  detail: `text to ${Math.round(r.right)} px, its box ends at `
+                    + `${Math.round(cutBy.right)}`});
+      continue;
+    }
     if (r.right > width + slack && !scrollsSideways(el)) {
       found.push({kind: 'off the page', where: where(el), text: text.slice(0, 80),
                   detail: `right edge at ${Math.round(r.right)} px of ${width}`});
