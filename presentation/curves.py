@@ -411,22 +411,25 @@ def formula_latex(formula: str | None) -> str | None:
 # ~45 more), so lines stay under ~500 px: the main column at 1024 px is ~560 px; on
 # one line the SR formula ran ~600 px past it (issue 26).
 FORMULA_LINE_CHARS = 45
-_OPENERS, _CLOSERS = ("{", r"\left"), ("}", r"\right")
+# Sizing parentheses are groups KaTeX cannot break a line inside; plain ones are not.
+_SIZED_PARENTHESES = {r"\left(": "(", r"\right)": ")"}
 
 
 def formula_lines(latex: str, line_chars: int = FORMULA_LINE_CHARS) -> str:
     r"""``latex`` broken into lines of about ``line_chars`` source characters, each new line
-    starting at a top-level + or - sign, as a KaTeX ``aligned`` block; unchanged when it
-    fits one line or has no such sign. Never breaks inside braces or ``\left...\right``
-    (KaTeX refuses a line break there)."""
+    starting at a + or - sign outside braces, as a KaTeX ``aligned`` block; unchanged when
+    it fits one line. Its ``\left( ... \right)`` become plain parentheses, so a long sum
+    inside them (a hybrid model's) breaks too: KaTeX refuses a line break inside a sized
+    pair, and plain ones only lose their growing with the contents."""
     if len(latex) <= line_chars:
         return latex
+    for sized, plain_parenthesis in _SIZED_PARENTHESES.items():
+        latex = latex.replace(sized, plain_parenthesis)
     lines, current, depth = [], "", 0
-    for index, char in enumerate(latex):
-        rest = latex[index:]
-        if any(rest.startswith(opener) for opener in _OPENERS):
+    for char in latex:
+        if char == "{":
             depth += 1
-        elif any(rest.startswith(closer) for closer in _CLOSERS):
+        elif char == "}":
             depth -= 1
         elif char in "+-" and depth == 0 and len(current) >= line_chars:
             lines.append(current)

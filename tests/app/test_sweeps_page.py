@@ -275,6 +275,25 @@ def test_machines_compare_alexnet_peaks_at_the_side_of_their_square(alexnet_runs
     assert max(p["side"] for p in points) == 224.0
 
 
+def test_machines_compare_each_workload_on_its_own_side_axis(alexnet_runs_db):
+    # Issue 26: U-Net cubes and AlexNet squares shared one "image side" axis.
+    runs = store.load_runs(alexnet_runs_db)
+    ok = runs[runs["status"] == "ok"]
+    shared = sorted(
+        set(ok.loc[ok["workload"] == "alexnet", "batch_size"])
+        & set(ok.loc[ok["workload"] != "alexnet", "batch_size"])
+    )
+    assert shared, "the fixture measures both workloads at one batch size"
+    at = sweeps_page().main.selectbox(key="sweeps_compare_batch").set_value(shared[0]).run()
+
+    assert not at.exception
+    titles = [layers(chart)["measured"]["encoding"]["x"]["title"] for chart in charts(at)[1:3]]
+    assert titles == [
+        "image side (voxels; cube root of D x H x W)",
+        "image side (pixels; square root of H x W)",
+    ]
+
+
 # --- machines compared --------------------------------------------------------------------
 
 
