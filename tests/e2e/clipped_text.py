@@ -75,7 +75,8 @@ CLIPPED_TEXT_JS = """
       if (['auto', 'scroll'].includes(pcs.overflowX)) break;  // scrolls: all of it can be seen
       if (['hidden', 'clip'].includes(pcs.overflowX)) {
         const box = p.getBoundingClientRect();
-        if (r.right > box.right + slack) cutBy = box;
+        // A 1 px clipping box is screen-reader text on purpose (KaTeX's MathML copy).
+        if (box.width > 1 && box.height > 1 && r.right > box.right + slack) cutBy = box;
         break;
       }
     }
