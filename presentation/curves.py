@@ -407,10 +407,10 @@ def formula_latex(formula: str | None) -> str | None:
 
 # LaTeX source characters before a line of a displayed formula may break. KaTeX sets
 # about 5.5 px of page per source character of these formulas (\mathrm{} and \cdot
-# draw narrower than they spell), and a line runs on to the next sign (a term, up to
-# ~45 more), so lines stay under ~500 px: the main column at 1024 px is ~560 px; on
-# one line the SR formula ran ~600 px past it (issue 26).
-FORMULA_LINE_CHARS = 45
+# draw narrower than they spell), and a line runs on to the next sign (one more term),
+# so lines stay inside the main column at 1024 px (~560 px); on one line the SR formula
+# ran ~600 px past it, and at 45 a hybrid's line still ran 44 px past the window (issue 26).
+FORMULA_LINE_CHARS = 30
 # Sizing parentheses are groups KaTeX cannot break a line inside; plain ones are not.
 _SIZED_PARENTHESES = {r"\left(": "(", r"\right)": ")"}
 
