@@ -441,6 +441,22 @@ def formula_lines(latex: str, line_chars: int = FORMULA_LINE_CHARS) -> str:
     return r"\begin{aligned}" + r" \\ ".join("&" + line for line in lines) + r"\end{aligned}"
 
 
+# A line longer than this (a fraction, a product: no sign to break at) would run past
+# the main column at 1024 px; such a formula is shown as wrapped text instead.
+FORMULA_MAX_LINE_CHARS = 80
+
+
+def formula_display(latex: str | None) -> str | None:
+    """`formula_lines` of ``latex`` when every line fits `FORMULA_MAX_LINE_CHARS`; None when
+    a line cannot be broken short enough (show the formula as wrapped text then)."""
+    if not latex:
+        return None
+    shown = formula_lines(latex)
+    body = shown.removeprefix(r"\begin{aligned}").removesuffix(r"\end{aligned}")
+    longest = max(len(line) for line in body.split(r"\\"))
+    return shown if longest <= FORMULA_MAX_LINE_CHARS else None
+
+
 def shape_inputs(workload: str = DEFAULT_WORKLOAD) -> str:
     """What the shape-only models read, in words, for ``workload``'s images."""
     dims = workload_labels.dims(workload)

@@ -468,3 +468,15 @@ def test_a_long_formula_is_broken_into_lines_at_top_level_signs_only() -> None:
     assert curves.formula_lines("e^{" + " - ".join(["y"] * 40) + "}") == (
         "e^{" + " - ".join(["y"] * 40) + "}"
     )
+
+
+def test_a_formula_that_cannot_break_short_enough_is_shown_as_text() -> None:
+    # A hybrid's ratio is one fraction: no sign outside braces to break at, and at 1024 px
+    # it ran 44 px past the window (issue 26). The page shows it as wrapped text instead.
+    ratio = curves.formula_latex(
+        "refined_analytical * ((0.9808*activation_gib + 1.286)/(activation_gib + 1))"
+    )
+    assert curves.formula_display(ratio) is None
+    assert curves.formula_display(None) is None
+    short = curves.formula_latex("1.137*batch_size*megavoxels + 0.9604")
+    assert curves.formula_display(short) == curves.formula_lines(short)
