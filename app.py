@@ -7,7 +7,7 @@ under every page (the memplan version).
 
 import streamlit as st
 
-from dashboard import footer, sidebar
+from dashboard import first_start, footer, sidebar
 
 st.set_page_config(page_title="memplan", page_icon=":material/memory:", layout="wide")
 
@@ -26,4 +26,6 @@ page = st.container()
 footer.render()
 sidebar.render()
 with page:
+    # Above every page: a new database seeded from the bundled runs, or an empty one's offer.
+    first_start.render()
     pages.run()

@@ -192,19 +192,28 @@ def models_of(
 
 
 def load_models(
-    db_path: Path, workload: str, machine: str | None, knobs: Mapping[str, Any]
+    db_path: Path,
+    workload: str,
+    machine: str | None,
+    knobs: Mapping[str, Any],
+    only: str | None = None,
 ) -> tuple[Models, machines.MachineChoice]:
     """The models of the profile a CLI question is for, and how that profile was chosen.
 
     machine : a key, a unique prefix, or None (this machine's if it has models, else
     the bundled reference's: `modeling.machines.choose_machine`). A precision or knob
     value that never trained on the profile is refused (`modeling.trainable.refuse`).
+    only : decode just this model (a name, or ``"best"``: the profile's default), for
+    a question that uses one; None: every model (the report's table).
     """
     precision = knobs.get("precision") or _default_precision(workload)
     choice = machines.choose_machine(db_path, workload, machine, precision)
     trainable.refuse(db_path, workload, choice.key, dict(knobs))
-    predictors = bundle.load_predictors(db_path, workload, choice.key)
     scores = bundle.load_scores(db_path, workload, choice.key)
+    if only is None:
+        predictors = bundle.load_predictors(db_path, workload, choice.key)
+    else:
+        predictors = [bundle.load_predictor(db_path, only, workload, choice.key)]
     facts = MachineFacts.of(choice.key, choice.profile, choice.label)
     return models_of(workload, choice.key, predictors, scores, facts, db_path), choice
 

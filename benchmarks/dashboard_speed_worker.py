@@ -27,7 +27,8 @@ PAGES = {
 }
 SIZING = "Sizing"
 SLIDERS = ("Batch size", "Image side")
-PREDICTION_METRIC = "Predicted peak"
+# The Sizing page's headline figure (it was "Predicted peak" before the page led with the bound).
+PREDICTION_METRIC = "Upper bound"
 # Slider changes per slider per process, unlocked and locked.
 CHANGES_PER_SLIDER = 3
 # Long enough for a rerun that waits out the store's whole lock timeout (60 s).

@@ -121,17 +121,36 @@ def default_db_path() -> Path:
     return REPOSITORY_DB
 
 
+def file_stamp(path: Path) -> tuple[int, ...]:
+    """Size and modification time of the database file and of its write-ahead log (0s if none).
+
+    A cheap fingerprint of the contents, read with ``os.stat`` and no connection,
+    so a cache keyed by it never waits on a lock a sweep holds; any write changes it.
+    """
+    stamp: list[int] = []
+    for candidate in (path, path.with_name(path.name + ".wal")):
+        try:
+            info = candidate.stat()
+        except FileNotFoundError:
+            stamp += [0, 0]
+        else:
+            stamp += [info.st_size, info.st_mtime_ns]
+    return tuple(stamp)
+
+
 class _NeedsMigration(StoreError):
     """An older database opened read-only: `ensure_database` catches it and migrates."""
 
 
-def ensure_database(path: Path) -> Path:
+def ensure_database(path: Path, *, seed_new: bool = False) -> Path:
     """Make ``path`` a database of the current schema: create it, or migrate an older one.
 
     A new file gets every table and no runs, however it was named (``--db``
     or ``$MEMPLAN_DB``), except the repository's own ``data/memplan.duckdb``
     (REPOSITORY_DB), which a fresh checkout fills from the bundled reference
-    exports so the dashboard has data on first use. An existing file of an older
+    exports so the dashboard has data on first use, and any new file when
+    ``seed_new`` asks for that (the dashboard's first start on a new
+    ``$MEMPLAN_DB``, `created_seeded`). An existing file of an older
     schema is migrated in place (see the module docstring); one of a newer schema,
     not a memplan database at all, or damaged, raises StoreError.
     """
@@ -140,7 +159,7 @@ def ensure_database(path: Path) -> Path:
         with connect(existing(path), read_only=True):
             pass
         return path
-    if _create(path):
+    if _create(path, seed=seed_new):
         return path
     try:
         with connect(path, read_only=True):
@@ -151,7 +170,47 @@ def ensure_database(path: Path) -> Path:
     return path
 
 
-def _create(path: Path) -> bool:
+def created_seeded(path: Path) -> bool:
+    """Create ``path`` filled with the bundled runs if it does not exist; whether this call did.
+
+    What the dashboard does with the database it is pointed at, so a new
+    ``$MEMPLAN_DB`` starts as the default database does instead of empty. An
+    existing file is left as it is (`ensure_database` migrates it).
+    """
+    return _create(Path(path), seed=True)
+
+
+def seed_bundled(path: Path) -> int:
+    """Insert every bundled export (`BUNDLED_EXPORTS`) into the existing ``path``; runs added.
+
+    For a database that holds no runs yet, in one transaction: a bundled run
+    already stored makes it refuse, naming the run, and nothing is added.
+    """
+    path = check_writable(Path(path), "loading the bundled runs")
+    with connect(path) as con:
+        con.begin()
+        added = _insert_bundled(con, path)
+        con.commit()
+    return added
+
+
+def _insert_bundled(con: duckdb.DuckDBPyConnection, target: Path) -> int:
+    """Insert every bundled export present on disk through ``con``; how many runs."""
+    added = 0
+    for runs_file, samples_file in BUNDLED_EXPORTS:
+        if not runs_file.exists():
+            continue
+        runs = datafiles.read_runs(runs_file)
+        samples = None
+        if samples_file.exists():
+            run_ids = set(runs.column("run_id").to_pylist())
+            samples = datafiles.read_samples(samples_file, run_ids)
+        datafiles.insert_runs(con, runs, samples, source=runs_file, target=target)
+        added += runs.num_rows
+    return added
+
+
+def _create(path: Path, *, seed: bool = False) -> bool:
     """Create the database if ``path`` does not exist; False if it does.
 
     The file is built under a private temporary name and then linked into place,
@@ -165,7 +224,7 @@ def _create(path: Path) -> bool:
     temp = path.with_name(f"{path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}{path.suffix}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _build(path, temp)
+        _build(path, temp, seed=seed)
     except (OSError, duckdb.Error) as error:
         # /sys, /proc/nope, a read-only mount, a folder of someone else's: one line, exit 2.
         raise StoreError(
@@ -179,21 +238,13 @@ def _create(path: Path) -> bool:
     return True
 
 
-def _build(path: Path, temp: Path) -> None:
-    """A new database at ``temp``, filled if ``path`` is REPOSITORY_DB, then published."""
+def _build(path: Path, temp: Path, *, seed: bool = False) -> None:
+    """A new database at ``temp``, filled if ``seed`` or REPOSITORY_DB, then published."""
     with contextlib.closing(duckdb.connect(str(temp))) as con:
         con.begin()
         schema.create(con)
-        bundled = BUNDLED_EXPORTS if _is_repository_db(path) else ()
-        for runs_file, samples_file in bundled:
-            if not runs_file.exists():
-                continue
-            runs = datafiles.read_runs(runs_file)
-            samples = None
-            if samples_file.exists():
-                run_ids = set(runs.column("run_id").to_pylist())
-                samples = datafiles.read_samples(samples_file, run_ids)
-            datafiles.insert_runs(con, runs, samples, source=runs_file, target=path)
+        if seed or _is_repository_db(path):
+            _insert_bundled(con, path)
         con.commit()
         # Fold the WAL into the file so the file alone is the whole database.
         con.execute("CHECKPOINT")

@@ -33,7 +33,13 @@ import pandas as pd
 import streamlit as st
 
 from core import profiles, store
-from core.database import default_db_path, ensure_database
+from core.database import (
+    created_seeded,
+    default_db_path,
+    ensure_database,
+    file_stamp,
+    seed_bundled,
+)
 from core.errors import StoreError
 from modeling import machines as machine_choices
 from modeling.errors import ModelingError, NoModelsError
@@ -58,11 +64,17 @@ def read_only() -> bool:
 
 
 @st.cache_resource(show_spinner="Preparing the database…")
-def _prepared(path: str) -> Path:
-    """Create the database (a fresh default one from the bundled runs) and its bundled models."""
+def _prepared(path: str) -> tuple[Path, bool]:
+    """Create the database and install its bundled models; whether it was seeded just now.
+
+    A file that does not exist yet, the default or a new ``$MEMPLAN_DB``, is
+    created filled with the bundled runs (`core.database.created_seeded`), so a
+    first start has something on every page; an existing one is only migrated.
+    """
+    seeded = created_seeded(Path(path))
     db_path = ensure_database(Path(path))
     bundle.install_every_bundle(db_path)
-    return db_path
+    return db_path, seeded
 
 
 def database() -> Path:
@@ -74,11 +86,23 @@ def database() -> Path:
     try:
         if read_only():
             return readonly.existing(default_db_path())
-        return _prepared(str(default_db_path()))
+        return _prepared(str(default_db_path()))[0]
     except StoreError as error:
         st.error(text.plain(error))
         st.stop()
         raise  # st.stop() raises; this line is for the type checker
+
+
+def seeded_now(db_path: Path) -> bool:
+    """Whether this dashboard created ``db_path`` from the bundled runs when it started."""
+    return not read_only() and _prepared(str(db_path))[1]
+
+
+def load_bundled(db_path: Path) -> int:
+    """Fill the empty ``db_path`` with the bundled runs and their models; runs added."""
+    added = seed_bundled(db_path)
+    bundle.install_every_bundle(db_path)
+    return added
 
 
 def _stops_on_store_error(load: Callable[..., Any]) -> Callable[..., Any]:
@@ -101,15 +125,7 @@ def _stops_on_store_error(load: Callable[..., Any]) -> Callable[..., Any]:
 
 def version(db_path: Path) -> Version:
     """A cheap fingerprint of the database's contents: stat of the file and its WAL."""
-    stamp: list[int] = []
-    for candidate in (db_path, db_path.with_name(db_path.name + ".wal")):
-        try:
-            info = candidate.stat()
-        except FileNotFoundError:
-            stamp += [0, 0]
-        else:
-            stamp += [info.st_size, info.st_mtime_ns]
-    return tuple(stamp)
+    return file_stamp(db_path)
 
 
 @_stops_on_store_error

@@ -305,10 +305,11 @@ def formula(models: Models, workload: str) -> None:
         return
     st.markdown("**Symbolic regression's formula** (peak in GiB)")
     latex = curves.formula_latex(symbolic.formula)
-    if latex:
-        st.latex(r"\mathrm{peak}_{\mathrm{GiB}} = " + latex)
-    else:
-        st.code(symbolic.formula, language=None)
+    shown = curves.formula_display(latex and r"\mathrm{peak}_{\mathrm{GiB}} = " + latex)
+    if shown:
+        st.latex(shown)
+    else:  # not a formula, or one too wide to break into lines: wrapped text, all of it
+        st.code(symbolic.formula, language=None, wrap_lines=True)
     size = "" if symbolic.formula_length is None else f"{symbolic.formula_length} nodes; "
     st.caption(f"{size}inputs: {curves.shape_inputs(workload)}; fit on every measured run.")
     others = [m for m in models if isinstance(m, Predictor) and m.formula and m is not symbolic]
@@ -316,11 +317,11 @@ def formula(models: Models, workload: str) -> None:
         with st.expander("Other models' formulas"):
             for model in others:
                 st.markdown(f"*{plain(model.title)}*")
-                latex = curves.formula_latex(model.formula)
-                if latex:
-                    st.latex(latex)
+                shown = curves.formula_display(curves.formula_latex(model.formula))
+                if shown:
+                    st.latex(shown)
                 else:
-                    st.code(model.formula or "", language=None)
+                    st.code(model.formula or "", language=None, wrap_lines=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 8)
@@ -386,14 +387,12 @@ def render() -> None:
     version = data.version(db)
     params = query_state.current()
     linked, problems = query_state.workload_from(params)
-    workload_col, machine_col = st.columns([1, 2])
-    with workload_col:
-        workload = choose_workload(linked)
-    with machine_col:
-        link = params if workload == linked else {}
-        picked, machine_problems = machine_panel.choose(
-            db, version, workload, f"models_{workload}_machine", link
-        )
+    # One above the other: abreast, at 1024 px both selects cut their value (issue 26).
+    workload = choose_workload(linked)
+    link = params if workload == linked else {}
+    picked, machine_problems = machine_panel.choose(
+        db, version, workload, f"models_{workload}_machine", link
+    )
     for problem in problems + machine_problems:
         st.warning(query_state.plain(problem))
     query_state.write_view(workload, picked.option)

@@ -49,7 +49,11 @@ from profiling.slurm_points import (
     SlurmOptions,
 )
 from profiling.slurm_workdir import default_work_dir
-from profiling.sweep import default_memory_limit_bytes
+from profiling.sweep import (
+    DEFAULT_MEMORY_FRACTION,
+    default_memory_limit_bytes,
+    stable_memory_limit_bytes,
+)
 
 # How often the job panel re-reads the job's state: gentle on a 2-core machine,
 # and still a fresh progress bar for points that take tens of seconds.
@@ -327,8 +331,8 @@ def _launch_form(db: Path) -> None:
     remembered = st.session_state.get(KEYS["remembered"], {})
     for name, value in (DEFAULTS | TARGET_DEFAULTS).items():
         st.session_state.setdefault(KEYS[name], remembered.get(name, value))
-    # Set once per session: the memory available moves, and a moving default would reset the box.
-    limit_bytes = default_memory_limit_bytes()
+    # Of the total RAM, not the memory available now, which moves between visits.
+    limit_bytes = stable_memory_limit_bytes()
     default_limit = requests.memory_limit_text(limit_bytes) if limit_bytes > 0 else ""
     st.session_state.setdefault(KEYS["limit"], remembered.get("limit", default_limit))
     st.session_state.setdefault(KEYS["refit"], remembered.get("refit", REFIT_CHOICES[0]))
@@ -385,7 +389,9 @@ def _launch_form(db: Path) -> None:
                 key=KEYS["limit"],
                 help="The most one point may use, e.g. 12GiB: a point estimated above it is "
                 "skipped, a child crossing it is killed and recorded as out of memory. Default: "
-                "75% of RAM, keeping 2 GiB free.",
+                f"{DEFAULT_MEMORY_FRACTION:.0%} of this machine's total RAM, the same on every "
+                "visit; a point is also skipped when its estimate is above the memory available "
+                "as it starts, less 2 GiB kept free.",
             )
         st.selectbox("Refit models afterwards", REFIT_CHOICES, key=KEYS["refit"])
         launch = st.form_submit_button(

@@ -142,12 +142,13 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
     batch = st.select_slider(
         "Batch size", options=choices.batch_sizes, key=key(workload, "batch"), persist_state=PERSIST
     )
-    columns = st.columns(2)
+    # One above the other, not two abreast: in the question's third of the page, at
+    # 1024 px two abreast read "floa" for float32 and "Headroo m (%)" (issue 26).
     knobs = []
-    for index, (knob, offered) in enumerate(choices.knobs.items()):
+    for knob, offered in choices.knobs.items():
         offer = sizing_view.KNOB_OFFERS[knob]
         seed(key(workload, knob), start.knob(knob), offered)
-        value = columns[index % 2].selectbox(
+        value = st.selectbox(
             offer.label,
             offered,
             key=key(workload, knob),
@@ -156,12 +157,11 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
             help=choices.knob_help(knob),
         )
         knobs.append((knob, value))
-    left, right = st.columns(2)
     # No min_value / max_value on the typed numbers: out of range, Streamlit would refuse
     # the value silently (the message only on hover) and the answers would keep the last
     # one. Every value reaches the page, which says under the input what is wrong with it.
     seed(key(workload, "budget"), float(start.budget_gib))
-    budget = left.number_input(
+    budget = st.number_input(
         "Memory budget (GiB)",
         step=16.0,
         key=key(workload, "budget"),
@@ -169,7 +169,7 @@ def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -
         help="The machine's memory, in GiB (server 'GB' are binary: 256 GB = 256 GiB).",
     )
     seed(key(workload, "headroom"), float(start.headroom_pct))
-    headroom = right.number_input(
+    headroom = st.number_input(
         "Headroom (%)",
         step=5.0,
         key=key(workload, "headroom"),
@@ -403,15 +403,13 @@ def render() -> None:
     version = data.version(db)
     params = query_state.current()
     linked, problems = query_state.workload_from(params)
-    workload_col, machine_col = st.columns([1, 2])
-    with workload_col:
-        workload = choose_workload(linked)
+    # One above the other: abreast, at 1024 px both selects cut their value (issue 26).
+    workload = choose_workload(linked)
     # A link's other values are its workload's: after switching workloads they do not apply.
     link = params if workload == linked else {}
-    with machine_col:
-        picked, machine_problems = machine_panel.choose(
-            db, version, workload, key(workload, "machine"), link, persist=PERSIST
-        )
+    picked, machine_problems = machine_panel.choose(
+        db, version, workload, key(workload, "machine"), link, persist=PERSIST
+    )
     machine = picked.machine
     predictors = data.predictors(db, version, workload, machine)
     refused = data.refused_models(db, version, workload, machine)

@@ -169,14 +169,15 @@ table_in_two(machines.profiles_table(shown, here.key), MACHINES_FIRST)
 ok_batches = sorted(shown.loc[shown["status"] == browse.OK, "batch_size"].unique().tolist())
 if ok_batches:
     batch = st.selectbox("Batch size to compare", ok_batches, key="sweeps_compare_batch")
-    peaks = browse.batch_peaks(shown, batch, machine_names)
-    shown_workloads = shown.loc[shown["batch_size"] == batch, browse.WORKLOAD].unique()
-    side_title = (
-        workload_labels.side_title(workload_labels.dims(shown_workloads[0]))
-        if len(shown_workloads) == 1
-        else charts_sweeps.SIDE_TITLE
-    )
-    st.altair_chart(charts_sweeps.peaks_by_machine(peaks, side_title), width="stretch")
+    at_batch = set(shown.loc[shown["batch_size"] == batch, browse.WORKLOAD])
+    shown_workloads = [name for name in workload_labels.names() if name in at_batch]
+    # One chart per workload: a 2D image's side and a 3D one's are not one axis (issue 26).
+    for name in shown_workloads:
+        peaks = browse.batch_peaks(workload_labels.runs_of(shown, name), batch, machine_names)
+        if len(shown_workloads) > 1:
+            st.markdown(f"**{plain(workload_labels.title(name))}**")
+        side_title = workload_labels.side_title(workload_labels.dims(name))
+        st.altair_chart(charts_sweeps.peaks_by_machine(peaks, side_title), width="stretch")
 else:
     st.info("No measured (ok) run among those shown to compare machines on.")
 

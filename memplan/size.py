@@ -93,8 +93,10 @@ def stored_models(args: argparse.Namespace) -> tuple[Models, machines.MachineCho
     mode it is not even created or migrated.
     """
     db_path = model_options.db_for_reading(args)
+    # Only the model asked for is decoded: an answer uses one, and reading a forest back
+    # takes ~0.3 s on the 2-core VM.
     models, choice = sizing.load_models(
-        db_path, args.workload, args.machine, model_options.knobs(args)
+        db_path, args.workload, args.machine, model_options.knobs(args), only=args.model
     )
     return models, choice, db_path
 

@@ -410,6 +410,58 @@ def formula_latex(formula: str | None) -> str | None:
     return sympy.latex(expression, symbol_names=names, mul_symbol="dot")
 
 
+# LaTeX source characters before a line of a displayed formula may break. KaTeX sets
+# about 5.5 px of page per source character of these formulas (\mathrm{} and \cdot
+# draw narrower than they spell), and a line runs on to the next sign (one more term),
+# so lines stay inside the main column at 1024 px (~560 px); on one line the SR formula
+# ran ~600 px past it, and at 45 a hybrid's line still ran 44 px past the window (issue 26).
+FORMULA_LINE_CHARS = 30
+# Sizing parentheses are groups KaTeX cannot break a line inside; plain ones are not.
+_SIZED_PARENTHESES = {r"\left(": "(", r"\right)": ")"}
+
+
+def formula_lines(latex: str, line_chars: int = FORMULA_LINE_CHARS) -> str:
+    r"""``latex`` broken into lines of about ``line_chars`` source characters, each new line
+    starting at a + or - sign outside braces, as a KaTeX ``aligned`` block; unchanged when
+    it fits one line. Its ``\left( ... \right)`` become plain parentheses, so a long sum
+    inside them (a hybrid model's) breaks too: KaTeX refuses a line break inside a sized
+    pair, and plain ones only lose their growing with the contents."""
+    if len(latex) <= line_chars:
+        return latex
+    for sized, plain_parenthesis in _SIZED_PARENTHESES.items():
+        latex = latex.replace(sized, plain_parenthesis)
+    lines, current, depth = [], "", 0
+    for char in latex:
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+        elif char in "+-" and depth == 0 and len(current) >= line_chars:
+            lines.append(current)
+            current = ""
+        current += char
+    lines.append(current)
+    if len(lines) == 1:
+        return latex
+    return r"\begin{aligned}" + r" \\ ".join("&" + line for line in lines) + r"\end{aligned}"
+
+
+# A line longer than this (a fraction, a product: no sign to break at) would run past
+# the main column at 1024 px; such a formula is shown as wrapped text instead.
+FORMULA_MAX_LINE_CHARS = 80
+
+
+def formula_display(latex: str | None) -> str | None:
+    """`formula_lines` of ``latex`` when every line fits `FORMULA_MAX_LINE_CHARS`; None when
+    a line cannot be broken short enough (show the formula as wrapped text then)."""
+    if not latex:
+        return None
+    shown = formula_lines(latex)
+    body = shown.removeprefix(r"\begin{aligned}").removesuffix(r"\end{aligned}")
+    longest = max(len(line) for line in body.split(r"\\"))
+    return shown if longest <= FORMULA_MAX_LINE_CHARS else None
+
+
 def shape_inputs(workload: str = DEFAULT_WORKLOAD) -> str:
     """What the shape-only models read, in words, for ``workload``'s images."""
     dims = workload_labels.dims(workload)

@@ -17,21 +17,17 @@ from on validation data.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.compose import TransformedTargetRegressor
-from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
-from sklearn.linear_model import LinearRegression
-from sklearn.neural_network import MLPRegressor
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
-from xgboost import XGBRegressor
 
 from modeling.features import WORKSPACE_COLUMN
+
+if TYPE_CHECKING:
+    from sklearn.compose import TransformedTargetRegressor
 
 # The refined terms, grouped the way they scale: with the batch, or not at all.
 PER_BATCH_TERMS: tuple[str, ...] = ("activation_bytes", "backward_bytes", "input_bytes")
@@ -62,6 +58,15 @@ CANDIDATES: dict[str, tuple[dict[str, Any], ...]] = {
 
 def make_regressor(kind: str, random_state: int = 0, **params: Any) -> TransformedTargetRegressor:
     """An unfitted ML baseline of ``kind`` (one of `ML_KINDS`), its target transformed."""
+    # Imported here, not with the module: a stored least-squares model is read back
+    # through this module, and XGBoost's and these imports are slow on 2 cores.
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from xgboost import XGBRegressor
+
     if kind == "xgboost":
         model: Any = XGBRegressor(n_estimators=TREES, random_state=random_state, n_jobs=1, **params)
     elif kind == "random_forest":
@@ -126,6 +131,8 @@ class AnalyticalLeastSquares(RegressorMixin, BaseEstimator):
                 f"{len(inputs) + 1}; got {len(terms)} rows, {len(target)} targets"
             )
         varying = [name for name in inputs if terms[name].nunique() > 1]
+        from sklearn.linear_model import LinearRegression  # see `make_regressor`
+
         regression = LinearRegression()
         regression.fit(terms[varying], target, sample_weight=1.0 / np.square(target))
         coefficients = dict.fromkeys(inputs, 0.0)

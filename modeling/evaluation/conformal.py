@@ -50,14 +50,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
-from sklearn.model_selection import GroupKFold
 
 from modeling.errors import ModelingError
-from modeling.estimators.catalogue import ModelSpec
 from modeling.evaluation.bounds import (
     DEFAULT_COVERAGE,
     ConformalBound,
@@ -76,6 +74,9 @@ from modeling.evaluation.splits import (
     Split,
     point_ids,
 )
+
+if TYPE_CHECKING:  # the catalogue imports every estimator: only calibrating needs it
+    from modeling.estimators.catalogue import ModelSpec
 
 CV = "cv"
 FORWARD = "forward"
@@ -111,6 +112,10 @@ def cv_splits(frame: pd.DataFrame, folds: int = CV_FOLDS) -> list[Split]:
     n_groups = len(np.unique(groups))
     if n_groups < 2:
         raise ValueError(f"need at least 2 distinct configurations for folds, got {n_groups}")
+    # Imported here: the sizing report reads this module's split names, and scikit-learn's
+    # and SciPy's imports took ~2 s of ``memplan size``'s cold start on 2 cores.
+    from sklearn.model_selection import GroupKFold
+
     kfold = GroupKFold(n_splits=min(folds, n_groups))
     index = frame.index.astype(str)
     return [
@@ -232,6 +237,8 @@ class SplitCoverage:
     @property
     def p_value(self) -> float:
         """The chance of this many misses or more if the bound missed 1 - coverage of runs."""
+        from scipy.stats import binomtest  # here: SciPy's import is slow, see `cv_splits`
+
         misses = self.tested - self.covered
         return float(binomtest(misses, self.tested, 1 - self.coverage, "greater").pvalue)
 

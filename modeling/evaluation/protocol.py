@@ -26,13 +26,12 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import r2_score
 
 from modeling.errors import ModelingError
-from modeling.estimators.catalogue import ModelSpec
 from modeling.evaluation.selection import fit_with_selection, mape_pct
 from modeling.evaluation.splits import (
     EXTRAPOLATION,
@@ -46,6 +45,9 @@ from modeling.evaluation.splits import (
     point_ids,
 )
 from modeling.features import TARGET_COLUMN
+
+if TYPE_CHECKING:  # the catalogue imports every estimator: only fitting needs it
+    from modeling.estimators.catalogue import ModelSpec
 
 DEFAULT_SEEDS = 10
 # The extrapolation split is the same for every seed; seeds only vary the models'
@@ -99,6 +101,10 @@ def data_fingerprint(frame: pd.DataFrame) -> str:
 
 def score_split(spec: ModelSpec, frame: pd.DataFrame, split: Split) -> tuple[Score, pd.DataFrame]:
     """Fit ``spec`` on ``split.train`` (tuning inside it) and score it on ``split.test``."""
+    # Here, not at the top: reading stored results (``memplan size``, the pages) imports
+    # this module for its records, and scikit-learn's import alone takes ~2 s on 2 cores.
+    from sklearn.metrics import r2_score
+
     overlap = set(split.train) & set(split.test)
     if overlap:
         raise ModelingError(f"split {split.kind} shares {len(overlap)} run(s) between fit and test")

@@ -44,6 +44,7 @@ so they never write.
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -182,7 +183,17 @@ def applies(db_path: Path, directory: Path) -> BundledEvaluation | None:
     on, or those and runs measured after it was fitted (which its models do not
     know); the bundle returned names that step count. Reads the database
     read-only: nothing is written.
+
+    Remembered per state of the file (`core.database.file_stamp`): one answer asks it
+    for every bundle several times, and each ask read the profile's runs again
+    (0.2-0.6 s each on the 2-core VM).
     """
+    return _applies(Path(db_path), Path(directory), database.file_stamp(Path(db_path)))
+
+
+@functools.lru_cache(maxsize=64)
+def _applies(db_path: Path, directory: Path, stamp: tuple[int, ...]) -> BundledEvaluation | None:
+    """`applies` for one state of the database file (``stamp``)."""
     bundled = bundled_evaluation(directory)
     if bundled is None:
         return None
@@ -301,16 +312,23 @@ def load_predictions(
 
 
 def load_predictors(
-    db_path: Path, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
+    db_path: Path,
+    workload: str = DEFAULT_WORKLOAD,
+    machine: str | None = None,
+    names: Collection[str] | None = None,
 ) -> list[Predictor]:
     """The latest fitted models of ``workload`` and ``machine``: the database's, else bundled.
+
+    names : only these models (None: every one); the others are never decoded.
 
     Raises `NoModelsError` when neither has any, and `ModelingError` for a model
     row not stored as data (`modeling.stored.tables.predictor_from_row`).
     """
     applied = None
     try:
-        predictors = tables.load_predictors(db_path, workload=workload, machine=machine)
+        predictors = tables.load_predictors(
+            db_path, workload=workload, machine=machine, names=names
+        )
     except NoModelsError:
         applied = applied_bundle(db_path, workload, machine)
         if applied is None:
@@ -319,7 +337,7 @@ def load_predictors(
         flags = f"--workload {workload}" + (f" --machine {machine}" if machine else "")
         refit = f"memplan evaluate {flags} --db {db_path}"
         source = f"the bundled results of {workload}"
-        records = rows.to_dict("records")
+        records = tables.named(rows.to_dict("records"), names)
         predictors = [tables.predictor_from_row(row, source, refit) for row in records]
     return _with_closed_form_excess(predictors, db_path, workload, machine, applied)
 
@@ -371,7 +389,17 @@ def _with_closed_form_excess(
 def load_predictor(
     db_path: Path, name: str = BEST, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
 ) -> Predictor:
-    """One of `load_predictors` by name; ``"best"`` picks by `tables.best_model_name`."""
+    """One of `load_predictors` by name; ``"best"`` picks by `tables.best_model_name`.
+
+    Only that model is decoded: a stored forest takes ~0.3 s to read back on the
+    2-core VM, and an answer uses one model. An unknown name reads them all, to
+    list the known ones in the error.
+    """
+    if name == BEST:
+        name = tables.best_model_name(load_scores(db_path, workload, machine))
+    found = load_predictors(db_path, workload, machine, names=(name,))
+    if found:
+        return found[0]
     return select_predictor(
         load_predictors(db_path, workload, machine),
         lambda: load_scores(db_path, workload, machine),

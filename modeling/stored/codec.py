@@ -29,22 +29,19 @@ tampered one would crash the process on predict.
 from __future__ import annotations
 
 import copy
+import importlib
 import io
 import json
 import zipfile
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import skops.io as sio
-from sklearn.base import clone
-from sklearn.compose import TransformedTargetRegressor
-from xgboost import XGBRegressor
+if TYPE_CHECKING:
+    from sklearn.compose import TransformedTargetRegressor
 
-from modeling.estimators.analytical import PaperModel, RefinedAnalyticalModel
-from modeling.estimators.baselines import AnalyticalLeastSquares
-from modeling.estimators.hybrid import HybridSymbolicRegression
-from modeling.estimators.symbolic import SymbolicRegression
-from modeling.stored import structure
+# skops, XGBoost and each estimator's module are imported when a model of theirs is
+# read or written, not with this module: ``memplan size`` decodes one model, and
+# importing them all took ~1.5 s of its cold start on the 2-core VM (`python -X importtime`).
 
 FORMAT = "memplan-model"
 VERSION = 1
@@ -59,13 +56,13 @@ TRUSTED_TYPES: tuple[str, ...] = (
 # Far above any stored model (a 300-tree forest is under 1 MB): refuse a zip bomb.
 MAX_MEMBER_BYTES = 256 * 2**20
 
-# The estimators whose state is plain JSON: type name -> class (with to_state/from_state).
-JSON_TYPES: dict[str, Any] = {
-    "paper": PaperModel,
-    "refined": RefinedAnalyticalModel,
-    "least_squares": AnalyticalLeastSquares,
-    "symbolic": SymbolicRegression,
-    "hybrid": HybridSymbolicRegression,
+# The estimators whose state is plain JSON: type name -> (module, class with to_state/from_state).
+JSON_TYPES: dict[str, tuple[str, str]] = {
+    "paper": ("modeling.estimators.analytical", "PaperModel"),
+    "refined": ("modeling.estimators.analytical", "RefinedAnalyticalModel"),
+    "least_squares": ("modeling.estimators.baselines", "AnalyticalLeastSquares"),
+    "symbolic": ("modeling.estimators.symbolic", "SymbolicRegression"),
+    "hybrid": ("modeling.estimators.hybrid", "HybridSymbolicRegression"),
 }
 PICKLE_PREFIX = b"\x80"
 
@@ -84,14 +81,25 @@ def _archive(type_name: str, state: dict[str, Any], members: dict[str, bytes]) -
     return buffer.getvalue()
 
 
+def json_type(type_name: str) -> Any:
+    """The class of a `JSON_TYPES` entry, imported now."""
+    module, name = JSON_TYPES[type_name]
+    return getattr(importlib.import_module(module), name)
+
+
 def _skops(estimator: Any) -> bytes:
+    import skops.io as sio
+
     return sio.dumps(estimator)
 
 
 def encode(estimator: Any) -> bytes:
     """``estimator`` (fitted, of a type `memplan evaluate` makes) as stored bytes."""
-    for type_name, cls in JSON_TYPES.items():
-        if type(estimator) is cls:
+    from sklearn.compose import TransformedTargetRegressor
+    from xgboost import XGBRegressor
+
+    for type_name in JSON_TYPES:
+        if type(estimator) is json_type(type_name):
             return _archive(type_name, estimator.to_state(), {})
     if type(estimator) is TransformedTargetRegressor:
         if isinstance(estimator.regressor_, XGBRegressor):
@@ -139,6 +147,8 @@ def _read_members(blob: bytes) -> tuple[dict[str, Any], dict[str, bytes]]:
 
 
 def _from_skops(data: bytes) -> Any:
+    import skops.io as sio
+
     try:
         return sio.loads(data, trusted=list(TRUSTED_TYPES))
     except Exception as error:  # a crafted archive can fail in many ways; none runs code
@@ -148,6 +158,10 @@ def _from_skops(data: bytes) -> Any:
 
 
 def _target_regressor(loaded: Any) -> TransformedTargetRegressor:
+    from sklearn.compose import TransformedTargetRegressor
+
+    from modeling.stored import structure
+
     if type(loaded) is not TransformedTargetRegressor:
         raise UnreadableModel(f"its skops part is a {type(loaded).__name__}, not a baseline model")
     try:  # a tampered tree would read outside its arrays on predict: SIGSEGV
@@ -158,6 +172,11 @@ def _target_regressor(loaded: Any) -> TransformedTargetRegressor:
 
 
 def _xgboost(members: dict[str, bytes]) -> TransformedTargetRegressor:
+    from sklearn.base import clone
+    from xgboost import XGBRegressor
+
+    from modeling.stored import structure
+
     wrapper = _target_regressor(_from_skops(members[WRAPPER_MEMBER]))
     try:  # XGBoost trusts its arrays: a child index out of range is a SIGSEGV on predict
         structure.check_booster_json(members[BOOSTER_MEMBER])
@@ -185,7 +204,7 @@ def decode(blob: bytes) -> Any:
     type_name = manifest.get("type")
     try:
         if type_name in JSON_TYPES:
-            return JSON_TYPES[type_name].from_state(manifest["state"])
+            return json_type(type_name).from_state(manifest["state"])
         if type_name in READERS:
             return READERS[type_name](members)
     except UnreadableModel:

@@ -36,7 +36,7 @@ import json
 import platform
 import socket
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -298,8 +298,12 @@ def load_predictors(
     evaluation_id: str | None = None,
     workload: str = DEFAULT_WORKLOAD,
     machine: str | None = None,
+    names: Collection[str] | None = None,
 ) -> list[Predictor]:
-    """The models fit by one evaluation (default: the latest of ``workload``, ``machine``)."""
+    """The models fit by one evaluation (default: the latest of ``workload``, ``machine``).
+
+    names : only these models (None: every one); the others are not decoded at all.
+    """
     with database.connect(path, read_only=True) as con:
         chosen = evaluation_id or _latest_id(con, path, workload, machine)
         result = con.execute(
@@ -310,7 +314,12 @@ def load_predictors(
     if not rows:
         raise no_models_error(path, workload, machine)
     refit = f"memplan evaluate --db {path}"
-    return [predictor_from_row(row, str(path), refit) for row in rows]
+    return [predictor_from_row(row, str(path), refit) for row in named(rows, names)]
+
+
+def named(rows: list[dict[str, Any]], names: Collection[str] | None) -> list[dict[str, Any]]:
+    """The ``models`` rows called one of ``names``; every row when ``names`` is None."""
+    return rows if names is None else [row for row in rows if row["name"] in names]
 
 
 # Mean MAPEs are compared to this many decimals (0.1 percentage point): finer

@@ -209,7 +209,11 @@ def test_a_database_without_runs_still_draws_the_analytical_curves(
     # Without runs anywhere, the page opens on this machine and says how to measure it.
     assert widget(at.main.selectbox, "Machine").value == this_profile().key
     assert at.code[0].value.startswith(CALIBRATION_SWEEP)
-    assert [button.label for button in at.main.button] == ["Launch this sweep"]
+    # Above the page, the first start's offer of the bundled runs (`dashboard.first_start`).
+    assert [button.label for button in at.main.button] == [
+        "Load the bundled measurements",
+        "Launch this sweep",
+    ]
 
 
 # --- the AlexNet --------------------------------------------------------------------------

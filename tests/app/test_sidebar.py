@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from core import store
 from profiling import exchange, jobstatus, launcher, requests
 from profiling.launcher import JobCommand
-from profiling.sweep import default_memory_limit_bytes
+from profiling.sweep import stable_memory_limit_bytes
 from tests.app.helpers import shown
 from tests.conftest import build_record
 
@@ -86,7 +86,7 @@ def test_the_form_offers_grid_steps_memory_limit_and_refit_with_sensible_default
     request = requests.parse_request(
         boxes["Image sizes"], boxes["Batch sizes"], {"base_filters": "16"}, 1, boxes["Memory limit"]
     )
-    assert 0 < request.memory_limit_bytes <= default_memory_limit_bytes()
+    assert 0 < request.memory_limit_bytes <= stable_memory_limit_bytes()
     assert at.sidebar.number_input(key="launch_steps").label == "Steps"
     refit = at.sidebar.selectbox(key="launch_refit")
     assert refit.label == "Refit models afterwards"

@@ -210,12 +210,14 @@ def test_a_sweep_left_running_by_a_dead_process_shows_as_interrupted(reference_d
 
 
 def test_an_empty_database_says_how_to_get_runs(tmp_path, monkeypatch):
-    # A new file named by $MEMPLAN_DB starts empty, as one named by --db.
+    # Created empty by memplan elsewhere (e.g. `memplan list --db`): the page says how to fill it,
+    # the first line (`dashboard.first_start`) offering the bundled runs.
     empty = database.ensure_database(tmp_path / "empty.duckdb")
     monkeypatch.setenv(database.DB_ENV_VAR, str(empty))
     at = sweeps_page()
     assert not at.exception
-    assert at.main.info[0].value.startswith("No runs stored yet")
+    assert "load the bundled measurements" in at.main.info[0].value
+    assert at.main.info[1].value.startswith("No runs stored yet")
 
 
 # --- AlexNet runs beside the U-Net's ------------------------------------------------------
@@ -272,6 +274,25 @@ def test_machines_compare_alexnet_peaks_at_the_side_of_their_square(alexnet_runs
     assert {p["host"] for p in points} == {ALEXNET_HOST}
     assert {p["network"] for p in points} == {"1000 classes, float32"}
     assert max(p["side"] for p in points) == 224.0
+
+
+def test_machines_compare_each_workload_on_its_own_side_axis(alexnet_runs_db):
+    # Issue 26: U-Net cubes and AlexNet squares shared one "image side" axis.
+    runs = store.load_runs(alexnet_runs_db)
+    ok = runs[runs["status"] == "ok"]
+    shared = sorted(
+        set(ok.loc[ok["workload"] == "alexnet", "batch_size"])
+        & set(ok.loc[ok["workload"] != "alexnet", "batch_size"])
+    )
+    assert shared, "the fixture measures both workloads at one batch size"
+    at = sweeps_page().main.selectbox(key="sweeps_compare_batch").set_value(shared[0]).run()
+
+    assert not at.exception
+    titles = [layers(chart)["measured"]["encoding"]["x"]["title"] for chart in charts(at)[1:3]]
+    assert titles == [
+        "image side (voxels; cube root of D x H x W)",
+        "image side (pixels; square root of H x W)",
+    ]
 
 
 # --- machines compared --------------------------------------------------------------------

@@ -7,8 +7,8 @@ the page screenshots; to refresh them, run this suite and copy them over:
 
     .venv/bin/python -m pytest -q tests/e2e
     cd artifacts/screenshots
-    cp models_1400.png ../../docs/screenshots/models.png
-    cp sweeps_1400.png ../../docs/screenshots/sweeps.png
+    cp models_1440.png ../../docs/screenshots/models.png
+    cp sweeps_1440.png ../../docs/screenshots/sweeps.png
     cp sizing_decision_1400.png ../../docs/screenshots/sizing.png  # the Dell question
     # docs/screenshots/report.png: the top 2400 px of artifacts/screenshots/report_1400.png
     # docs/screenshots/sizing_answer.png (the README's): the top of the Sizing page on the

@@ -1,11 +1,16 @@
-"""The Models and Sweeps pages at a laptop's 1024 px and a desktop's 1400 px, in a real browser.
+"""Every page at a laptop's 1024 px and a desktop's 1440 px, in a real browser.
+
+Every page (Models, Sizing, Sweeps, the sidebar beside each) is screenshot at
+both widths into ``artifacts/screenshots/`` (``pages_sizing_1024.png``, ...) and
+fails on any text the browser cut, pushed off the page or broke mid-word
+(`tests.e2e.clipped_text`; issue 26, finding 9).
 
 At each width: every legend entry of the charts checked here lies inside its
 chart (not cut at the edge), the published study's reference points are drawn
 on the Models page, and the tables a reader reads first fit beside the sidebar
 with every header shown (their other columns are named on an expander).
 Full-page screenshots land in ``artifacts/screenshots/`` as
-``models_1024.png``, ``sweeps_1400.png``, ...
+``models_1024.png``, ``sweeps_1440.png``, ...
 
 One server for the suite (conftest's), two page loads per width.
 """
@@ -18,11 +23,13 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from core.published import PUBLISHED_POINTS
+from tests.e2e.clipped_text import clipped_text
 from tests.e2e.test_dashboard import no_exception, open_page, save_whole_page
 
 pytestmark = pytest.mark.e2e
 
-WIDTHS_PX = (1024, 1400)
+WIDTHS_PX = (1024, 1440)
+PAGES = ("Models", "Sizing", "Sweeps")
 HEIGHT_PX = 900
 # Vega draws text a pixel or so past its measured box; more than this is a cut label.
 SLACK_PX = 2
@@ -116,3 +123,18 @@ def test_legends_published_points_and_table_headers_show_at_this_width(
     launch = page.get_by_test_id("stSidebar").get_by_role("button", name="Launch sweep")
     launch.scroll_into_view_if_needed()
     expect(launch).to_be_in_viewport(ratio=1)
+
+
+@pytest.mark.parametrize("width", WIDTHS_PX)
+@pytest.mark.parametrize("title", PAGES)
+def test_no_text_is_cut_on_this_page_at_this_width(
+    page: Page, dashboard_url: str, screenshots_dir: Path, title: str, width: int
+) -> None:
+    page.set_viewport_size({"width": width, "height": HEIGHT_PX})
+    open_page(page, dashboard_url, title)
+    no_exception(page)
+    save_whole_page(page, screenshots_dir / f"pages_{title.lower()}_{width}.png")
+
+    found = clipped_text(page)
+
+    assert not found, "\n".join(str(item) for item in found)

@@ -443,3 +443,41 @@ def test_the_sizing_page_offers_each_workload_its_own_sides_knobs_and_question()
     assert sizing_view.default_state(unet, pd.DataFrame()).config == UNetConfig((128,) * 3, 4)
     assert sizing_view.side_help(unet).startswith("Multiples of 16")
     assert sizing_view.side_help(choices).startswith("Any side from 67")
+
+
+def test_a_long_formula_is_broken_into_lines_at_top_level_signs_only() -> None:
+    # Issue 26: on one line the SR formula ran ~600 px past the page at 1024 px.
+    latex = curves.formula_latex(
+        "0.9837*activation_gib + 0.4919*megavoxels*state_gib + 0.9323*batch_size"
+        " + 0.4661*side + 0.9577*megavoxels + 0.9578"
+    )
+    broken = curves.formula_lines(latex)
+    assert broken.startswith(r"\begin{aligned}&") and broken.endswith(r"\end{aligned}")
+    lines = broken.removeprefix(r"\begin{aligned}").removesuffix(r"\end{aligned}").split(r"\\")
+    assert len(lines) > 1 and all(line.strip().startswith("&") for line in lines)
+    assert all(line.strip().startswith("&+") for line in lines[1:])
+    # Nothing lost: the lines joined are the formula.
+    assert "".join(line.strip().removeprefix("&") for line in lines).replace(" ", "") == (
+        latex.replace(" ", "")
+    )
+    # Short formulas stay as they are; a long sum in sized parentheses breaks inside them
+    # (KaTeX refuses a break inside \left( ... \right), so they become plain ones).
+    assert curves.formula_lines("a + b") == "a + b"
+    inside = curves.formula_lines(r"\left(" + " + ".join(["x"] * 40) + r"\right)")
+    assert r"\left" not in inside and r"\right" not in inside and inside.count(r"\\") >= 1
+    # Signs inside braces (an exponent, a fraction) never start a line.
+    assert curves.formula_lines("e^{" + " - ".join(["y"] * 40) + "}") == (
+        "e^{" + " - ".join(["y"] * 40) + "}"
+    )
+
+
+def test_a_formula_that_cannot_break_short_enough_is_shown_as_text() -> None:
+    # A hybrid's ratio is one fraction: no sign outside braces to break at, and at 1024 px
+    # it ran 44 px past the window (issue 26). The page shows it as wrapped text instead.
+    ratio = curves.formula_latex(
+        "refined_analytical * ((0.9808*activation_gib + 1.286)/(activation_gib + 1))"
+    )
+    assert curves.formula_display(ratio) is None
+    assert curves.formula_display(None) is None
+    short = curves.formula_latex("1.137*batch_size*megavoxels + 0.9604")
+    assert curves.formula_display(short) == curves.formula_lines(short)

@@ -384,10 +384,15 @@ def test_size_refuses_a_pickled_row_and_never_runs_it(db, fitted, tmp_path, caps
     marker = tmp_path / "pickle-ran"
     _replace_estimator(db, "symbolic", pickle.dumps(_RunsCode(marker)))
 
-    code = cli.main(["size", "buy", "--image-size", "64", "--batch-size", "2", "--db", str(db)])
+    asked = ["size", "buy", "--image-size", "64", "--batch-size", "2", "--db", str(db)]
+    code = cli.main([*asked, "--model", "symbolic"])
 
     assert code == 2
     assert "error: stored model 'symbolic'" in capsys.readouterr().err
+    assert not marker.exists()
+    # An answer from another model never decodes that row at all (`bundle.load_predictor`).
+    assert cli.main([*asked, "--model", "refined"]) == 0
+    assert "model: refined" in capsys.readouterr().out
     assert not marker.exists()
 
 
