@@ -39,13 +39,15 @@ USABLE_BYTES = int(4 * GIB / 1.2)  # the page's default 20% headroom
 
 @pytest.fixture
 def imported_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A new ``MEMPLAN_DB`` the dashboard started on, then every bundled run imported.
+    """An empty ``MEMPLAN_DB`` the dashboard started on, then every bundled run imported.
 
     The dashboard installs the bundled evaluations when it prepares a database, once
     per process; this one had no runs then, so its models are read from the bundle in
-    memory (`modeling.stored.bundle`), as in the finding.
+    memory (`modeling.stored.bundle`), as in the finding. (Created empty first, as the
+    CLI creates one: a file that does not exist yet the dashboard seeds itself.)
     """
     path = tmp_path / "memplan.duckdb"
+    database.ensure_database(path)
     monkeypatch.setenv(database.DB_ENV_VAR, str(path))
     started = open_page(PAGE, **QUESTION)
     assert [i for i in started.info if shown(i.value).startswith("No fitted")]
