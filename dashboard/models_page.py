@@ -36,7 +36,7 @@ from dashboard import data, machine_panel, published_panel, query_state
 from modeling.stored.predictor import Predictor
 from presentation import charts, curves, machines, workload_labels
 from presentation.report import PAPER_SR_MAPE_PCT
-from presentation.text import code, plain
+from presentation.text import MISSING_CELL, code, plain
 from profiling import floor
 
 WORKLOAD_KEY = "models_workload"
@@ -267,6 +267,7 @@ def error_table(scores: pd.DataFrame, models: Models) -> None:
     st.dataframe(
         shown,
         hide_index=True,
+        placeholder=MISSING_CELL,
         column_config={"model": st.column_config.TextColumn(width=ERROR_COLUMN_PX["model"])}
         | {
             name: number(
@@ -371,6 +372,7 @@ def measurement_floor(db: Path, version: data.Version, workload: str, option: st
     st.dataframe(
         repeats[["point", "runs", "hwm_spread_pct"]].rename(columns={"hwm_spread_pct": "spread %"}),
         hide_index=True,
+        placeholder=MISSING_CELL,
         column_config={"spread %": st.column_config.NumberColumn(format="%.2f")},
     )
     st.caption("A model error below these figures cannot be told from measurement noise.")

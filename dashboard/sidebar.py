@@ -294,7 +294,11 @@ def _cluster_points(job: jobstatus.JobStatus) -> None:
         st.write("Submitting the points to Slurm…")
         return
     # A dataframe shows its cells as text: a label or job id is never read as Markdown.
-    st.dataframe(cluster_progress.point_table(job.point_states), hide_index=True)
+    st.dataframe(
+        cluster_progress.point_table(job.point_states),
+        hide_index=True,
+        placeholder=text.MISSING_CELL,
+    )
 
 
 def _outcome(job: jobstatus.JobStatus) -> None:

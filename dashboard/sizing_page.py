@@ -52,7 +52,7 @@ from presentation import (
 )
 from presentation.evidence import evidence_line
 from presentation.sizing_view import SizingChoices, SizingState, gib
-from presentation.text import plain
+from presentation.text import MISSING_CELL, plain
 
 # The shape radio's two modes, per number of image dimensions.
 SHAPE_MODES = {3: ("Cube", "D × H × W"), 2: ("Square", "H × W")}
@@ -312,6 +312,7 @@ def every_model(
     st.dataframe(
         sizing_view.models_frame(table, decision),
         hide_index=True,
+        placeholder=MISSING_CELL,
         width="stretch",
         column_config={
             "model": text(width=130, pinned=True),

@@ -23,7 +23,7 @@ from core.machine import this_profile
 from core.workloads import DEFAULT_WORKLOAD
 from dashboard import data
 from presentation import browse, charts_sweeps, machines, workload_labels
-from presentation.text import code, plain
+from presentation.text import MISSING_CELL, code, plain
 
 FILTER_ROWS = (
     ("Workload", "Machine", "Sweep", "Host", "Status"),
@@ -88,10 +88,20 @@ def table_in_two(
         for name in shown_first
         if name in SHORT_LABELS or name in browse.PEAK_HELP
     }
-    st.dataframe(table[shown_first], hide_index=True, column_config=headers | dict(config or {}))
+    st.dataframe(
+        table[shown_first],
+        hide_index=True,
+        placeholder=MISSING_CELL,
+        column_config=headers | dict(config or {}),
+    )
     if rest:
         with st.expander(f"More columns: {plain(', '.join(rest))}"):
-            st.dataframe(table[[shown_first[0], *rest]], hide_index=True, column_config=config)
+            st.dataframe(
+                table[[shown_first[0], *rest]],
+                hide_index=True,
+                placeholder=MISSING_CELL,
+                column_config=config,
+            )
 
 
 chosen: dict[str, list] = {}
@@ -228,6 +238,7 @@ else:
     st.dataframe(
         table,
         hide_index=True,
+        placeholder=MISSING_CELL,
         column_config={
             name: number(
                 headers[name],

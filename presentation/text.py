@@ -25,6 +25,9 @@ import re
 MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&\"'=])")
 _BACKTICKS = re.compile(r"`+")
 WORD_JOINER = "\u2060"
+# What a table shows for a value that was never measured or does not apply (Streamlit
+# would print "None").
+MISSING_CELL = "—"
 # Where GitHub-flavoured Markdown would start a link: "scheme://", "www." and "@".
 _AUTOLINKS = re.compile(r":(?=//)|www(?=\.)|@", re.IGNORECASE)
 
