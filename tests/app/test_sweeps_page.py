@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import database, profiles, store
+from presentation.text import MISSING_CELL
 from profiling import sweeplock
 from tests.app.helpers import (
     ALEXNET_HOST,
@@ -339,3 +340,12 @@ def test_the_same_configurations_on_two_machines_are_compared_side_by_side(two_m
     assert table[f"{first}: x reference"].tolist() == pytest.approx(
         [1 / OTHER_MACHINE_SCALE] * 21, abs=0.01
     )
+
+
+def test_a_value_never_measured_reads_as_a_dash_not_none(reference_db, runs):
+    # Seen on the page before: a skipped run's peaks and an older run's usable cores
+    # read "None". Every table on the page shows missing values as MISSING_CELL.
+    at = sweeps_page()
+    tables = list(at.main.dataframe)
+    assert tables, "the page shows its runs and sweeps as tables"
+    assert {table.proto.placeholder for table in tables} == {MISSING_CELL}
