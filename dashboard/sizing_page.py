@@ -27,7 +27,6 @@ the sizing scans are cached per question.
 from __future__ import annotations
 
 import functools
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -239,14 +238,16 @@ def verdict(decision: Decision, state: SizingState, machine: str) -> None:
     if decision.untrainable:  # the reason, not a prediction
         st.error(f"**{decision.headline}.** " + plain(decision.untrainable))
         return
-    estimate = decision.estimate
-    spare = decision.budget_bytes - decision.needed_bytes
+    delta = sizing_view.budget_delta(decision.budget_bytes, decision.needed_bytes)
+    shown, colour = delta if delta and decision.estimate else (None, "normal")
     st.metric(
         "Upper bound",
         approx_gib(decision.bound_bytes),
-        delta=f"{approx_gib(spare)} spare" if estimate and math.isfinite(spare) else None,
+        delta=shown,
+        delta_color=colour,
         help="What the answer rests on: the model's upper bound, not its point prediction, "
-        "which is low half the time. Spare: the budget less the bound and its headroom.",
+        "which is low half the time. Spare or over: the budget less the bound and its "
+        "headroom.",
     )
     # Beside the bound as a line, not a second metric: at 1024 px a metric's large
     # figures in half of the answers column were cut to "159–190…".

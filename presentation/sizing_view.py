@@ -357,6 +357,20 @@ def waiting_text(problems: Mapping[str, str]) -> str:
     )
 
 
+def budget_delta(budget_bytes: float, needed_bytes: float) -> tuple[str, str] | None:
+    """The budget against what the answer needs, as a metric's delta and its colour.
+
+    "12.3 GiB spare" (green) or "97.1 GiB over" (red: Streamlit's inverse colouring of
+    a positive figure), never a negative spare; None when either is not a figure.
+    """
+    if not (math.isfinite(budget_bytes) and math.isfinite(needed_bytes)):
+        return None
+    left = budget_bytes - needed_bytes
+    if left < 0:
+        return f"{approx_gib(-left)} over", "inverse"
+    return f"{approx_gib(left)} spare", "normal"
+
+
 def usable_text(budget_gib: float, headroom_pct: float, usable_bytes: float) -> str:
     """What training may use of the budget, with the arithmetic it rests on.
 

@@ -111,3 +111,10 @@ def test_without_headroom_the_whole_budget_is_for_training() -> None:
     assert sizing_view.usable_text(64.0, 0.0, 64 * GIB) == (
         "all of the 64 GiB budget, no headroom kept"
     )
+
+
+def test_a_budget_below_the_need_reads_over_in_red_never_a_negative_spare():
+    # Seen on the page: "-97.1 GiB spare" under the bound of a question over its budget.
+    assert sizing_view.budget_delta(64 * 2**30, 161.1 * 2**30) == ("97.1 GiB over", "inverse")
+    assert sizing_view.budget_delta(64 * 2**30, 51.7 * 2**30) == ("12.3 GiB spare", "normal")
+    assert sizing_view.budget_delta(64 * 2**30, float("inf")) is None
