@@ -271,8 +271,9 @@ def _progress(db: Path, job: jobstatus.JobStatus) -> None:
         points_left = None
         if job.points_total is not None:
             points_left = job.points_total - (job.points_done or 0)
-        left = joblog.eta_text(job.eta_s, points_left)
-        st.caption(f"ETA: {left} ({joblog.duration_text(job.elapsed_s)} elapsed)")
+        eta = joblog.eta_caption(job.eta_s, job.elapsed_s, points_left, bool(job.current_point))
+        if eta:
+            st.caption(eta)
     if job.refit and job.phase != jobstatus.PHASE_REFITTING:
         st.caption(f"Then: {text.plain(job.refit)}.")
     if not job.external:  # a sweep started elsewhere writes its log where it was started

@@ -109,6 +109,19 @@ def eta_text(eta_s: float | None, points_left: int | None) -> str:
     )
 
 
+def eta_caption(
+    eta_s: float | None, elapsed_s: float, points_left: int | None, in_flight: bool
+) -> str | None:
+    """The sidebar's "ETA: ..." line of a running sweep; None before a point is in flight.
+
+    Before the first point starts the panel says the sweep is starting, and a time
+    left then ("finishing the current point") would contradict it (issue 26 finding 9).
+    """
+    if not in_flight:
+        return None
+    return f"ETA: {eta_text(eta_s, points_left)} ({duration_text(elapsed_s)} elapsed)"
+
+
 def progress_from_log(tail: list[str]) -> dict[str, str | int]:
     """Points done/total, the current point and the clock from the last progress line."""
     for line in reversed(tail):

@@ -456,6 +456,13 @@ def test_a_point_running_past_its_estimate_never_reads_as_zero_seconds_left():
     assert joblog.eta_text(None, points_left=3) == "estimating…"
 
 
+def test_a_sweep_still_starting_shows_no_time_left_beside_starting():
+    # Seen in the sidebar: "Starting the sweep…" above "ETA: finishing the current point".
+    assert joblog.eta_caption(0.0, elapsed_s=12, points_left=2, in_flight=False) is None
+    shown = joblog.eta_caption(42, elapsed_s=12, points_left=2, in_flight=True)
+    assert shown == "ETA: 42 s left (12 s elapsed)"
+
+
 def test_a_launched_sweeps_refit_waits_for_new_runs_only_when_asked(db, monkeypatch):
     started: list[list[JobCommand]] = []
     monkeypatch.setattr(
