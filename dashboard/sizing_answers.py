@@ -218,7 +218,7 @@ def render(
             sizing.BATCH,
             lambda found: (
                 f"Largest batch at {state.image_label}",
-                str(found.figures["batch_size"]),
+                sizing_view.batch_figure(found.found),
                 sizing_view.batch_caption(found.found),
             ),
         )

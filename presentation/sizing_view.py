@@ -38,7 +38,7 @@ from core import workloads
 from core.analytical import MemoryBreakdown
 from core.units import GIB, format_bound
 from core.workloads import DEFAULT_WORKLOAD
-from core.workloads.base import PRECISIONS, WorkloadConfig
+from core.workloads.base import MAX_BATCH_SIZE, PRECISIONS, WorkloadConfig
 from modeling import sizing, trainable
 from modeling.decision import (
     OUTLIER_FACTOR,
@@ -397,9 +397,17 @@ def image_caption(found: sizing.ImageSizeAnswer, dims: int) -> str:
     return f"Needs up to {gib(found.bound_bytes)}; {following}."
 
 
+def batch_figure(found: sizing.BatchAnswer) -> str:
+    """The largest batch as the page shows it: "4096 or more" where the search stopped at
+    the most memplan accepts (`MAX_BATCH_SIZE`), not a batch the budget is full at."""
+    if found.next_batch is None and found.batch_size == MAX_BATCH_SIZE:
+        return f"{found.batch_size:,} or more"
+    return str(found.batch_size)
+
+
 def batch_caption(found: sizing.BatchAnswer) -> str:
     following = (
-        "every batch accepted fits"
+        f"every batch memplan accepts (up to {MAX_BATCH_SIZE:,}) fits"
         if found.next_batch is None
         else f"batch {found.next_batch} would need {format_bound(found.next_bound_bytes or 0)}"
     )

@@ -10,6 +10,8 @@ import pytest
 
 from application.sizing import usable_budget_bytes
 from core.units import GIB
+from core.workloads.base import MAX_BATCH_SIZE
+from modeling.sizing import Basis, BatchAnswer
 from presentation import sizing_view
 from presentation.sizing_view import SizingChoices, SizingState
 
@@ -118,3 +120,14 @@ def test_a_budget_below_the_need_reads_over_in_red_never_a_negative_spare():
     assert sizing_view.budget_delta(64 * 2**30, 161.1 * 2**30) == ("97.1 GiB over", "inverse")
     assert sizing_view.budget_delta(64 * 2**30, 51.7 * 2**30) == ("12.3 GiB spare", "normal")
     assert sizing_view.budget_delta(64 * 2**30, float("inf")) is None
+
+
+def test_a_batch_search_stopped_at_its_limit_reads_as_at_least_that():
+    # Seen for AlexNet: "largest batch 4096" beside a slider that stops at 128; 4096 is
+    # where memplan stops looking, not where the budget is full.
+    basis = Basis("symbolic", "90% split-conformal upper bound", 0.9, False, "")
+    at_limit = BatchAnswer((224, 224), 64 * GIB, MAX_BATCH_SIZE, GIB, 2 * GIB, None, None, basis)
+    assert sizing_view.batch_figure(at_limit) == f"{MAX_BATCH_SIZE:,} or more"
+    assert f"up to {MAX_BATCH_SIZE:,}" in sizing_view.batch_caption(at_limit)
+    full = BatchAnswer((224, 224), 64 * GIB, 96, GIB, 2 * GIB, 97, 64.5 * GIB, basis)
+    assert sizing_view.batch_figure(full) == "96"
