@@ -73,7 +73,8 @@ def test_the_read_only_dashboard_shows_the_bundled_models_and_writes_nothing(sha
     # the page answers for the bundled machine, not this one.)
     assert [shown(info.value)[:13] for info in models.info] == ["This machine "]
     assert not [c for c in models.code if c.language == "bash"]  # no command: it has models
-    assert [m.label for m in sizing.metric][:1] == ["Upper bound"]
+    # The buyer's figure first (issue 26 finding 6), then the bound behind the verdict.
+    assert [m.label for m in sizing.metric][:2] == ["Memory to buy", "Upper bound"]
     assert _state(shared_db) == before
     with duckdb.connect(str(shared_db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM models").fetchone() == (0,)

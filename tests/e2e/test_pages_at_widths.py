@@ -44,6 +44,7 @@ RUNS_HEADERS = [
     "workload",
     "image",
     "batch",
+    "steps",
     "HWM (GiB)",
     "sampled (GiB)",
 ]
