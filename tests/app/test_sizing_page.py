@@ -3,6 +3,7 @@ answered for one machine profile, named in every answer."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -362,7 +363,8 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
     assert 0 < gib(metric(at, "Upper bound")) <= gib(metric(at, "Upper bound"))
     assert at.subheader[1].value == "224^2 at batch 32"
     assert metric(at, "Largest square at batch 32").endswith("^2")
-    assert metric(at, "Largest batch at 224^2").isdigit()
+    # AlexNet's synthetic runs fit every batch memplan accepts: "4,096 or more".
+    assert re.fullmatch(r"[\d,]+( or more)?", metric(at, "Largest batch at 224^2"))
     (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
     assert "optimizer (SGD momentum)" in breakdown["rows"]["term"].tolist()
     assert dict(at.query_params) == ALEXNET_LINK | {

@@ -41,7 +41,6 @@ ERROR_HEADERS = ["model", "MAPE %", "sd", "R²", "worst %", "ext. MAPE", "ext. w
 RUNS_HEADERS = [
     "run",
     "status",
-    "workload",
     "image",
     "batch",
     "steps",
