@@ -7,7 +7,7 @@ import (all of them: a schema-1 export's runs become ``unet3d`` runs). An import
 is checked completely before anything is written and then stored in one
 transaction: a file with any problem stores nothing, and the error names the
 problem (column, row, value) and what would be right. The checks are of size
-(`core.datafiles.MAX_FILE_BYTES`, MAX_ROWS), columns, types and plausibility
+(`core.exportfile.MAX_FILE_BYTES`, MAX_ROWS), columns, types and plausibility
 (`core.plausibility`: finite times, memory between 1 MiB and 64 TiB, an ``ok``
 run with its peaks, one sample per run and time).
 """
@@ -18,9 +18,10 @@ import os
 import uuid
 from pathlib import Path
 
-from core import database, datafiles
-from core.datafiles import FORMATS, read_runs, read_samples
+from core import database, datafiles, exportfile
+from core.datafiles import read_runs, read_samples
 from core.errors import DataFileError
+from core.exportfile import FORMATS
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS
 
 __all__ = ["FORMATS", "export_runs", "import_runs", "read_runs", "read_samples"]
@@ -40,14 +41,14 @@ def export_runs(
     name and renamed when complete, so a failed export leaves no partial file.
     """
     runs_out = Path(runs_out)
-    outputs = [(runs_out, datafiles.format_of(runs_out))]
+    outputs = [(runs_out, exportfile.format_of(runs_out))]
     if samples_out is not None:
         samples_out = Path(samples_out)
         if samples_out.resolve() == runs_out.resolve():
             raise DataFileError(
                 f"runs and samples would both be written to {runs_out}; give two different files"
             )
-        outputs.append((samples_out, datafiles.format_of(samples_out)))
+        outputs.append((samples_out, exportfile.format_of(samples_out)))
 
     chosen = {
         name: value

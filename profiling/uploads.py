@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from core import datafiles
+from core import exportfile
 from core.errors import DataFileError
 from profiling import exchange
 
@@ -29,9 +29,9 @@ class Upload:
 
 def import_uploads(db_path: Path, runs: Upload, timelines: Upload | None = None) -> int:
     """Store the runs (and timelines) of uploaded export files; returns how many runs."""
-    datafiles.check_size(runs.name, len(runs.content), "runs")
+    exportfile.check_size(runs.name, len(runs.content), "runs")
     if timelines is not None:
-        datafiles.check_size(timelines.name, len(timelines.content), "samples")
+        exportfile.check_size(timelines.name, len(timelines.content), "samples")
     with tempfile.TemporaryDirectory(prefix="memplan-upload-") as tmp:
         folder = Path(tmp)
         runs_path = _copy(folder / "runs", runs)

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import datafiles, schema, store
+from core import datafiles, exportfile, schema, store
 from core.errors import DataFileError
 from profiling import exchange
 from profiling.uploads import Upload, import_uploads
@@ -305,7 +305,7 @@ def _sparse(path: Path, size: int) -> Path:
 
 @pytest.mark.parametrize(("table", "limit"), [("runs", "64.00 MiB"), ("samples", "1.00 GiB")])
 def test_a_file_above_the_size_limit_is_refused_before_it_is_read(tmp_path, db, table, limit):
-    size = datafiles.MAX_FILE_BYTES[table] + 1
+    size = exportfile.MAX_FILE_BYTES[table] + 1
     big = _sparse(tmp_path / f"{table}.csv", size)
     runs, samples = (big, None) if table == "runs" else (tmp_path / "runs.csv", big)
     started = time.monotonic()
@@ -322,8 +322,8 @@ def test_a_file_above_the_size_limit_is_refused_before_it_is_read(tmp_path, db, 
 
 
 def test_a_file_with_more_rows_than_the_limit_is_refused(tmp_path, exported, monkeypatch):
-    monkeypatch.setitem(datafiles.MAX_ROWS, "samples", 5)
-    monkeypatch.setattr(datafiles, "BATCH_ROWS", 2)
+    monkeypatch.setitem(exportfile.MAX_ROWS, "samples", 5)
+    monkeypatch.setattr(exportfile, "BATCH_ROWS", 2)
     _, samples = _write(tmp_path, exported, "runs", lambda frame: frame)
     for path in (samples, tmp_path / "samples.parquet"):
         exported["samples"].astype({"t_s": float, "rss_bytes": int}).to_parquet(
@@ -340,7 +340,7 @@ def test_a_file_with_more_rows_than_the_limit_is_refused(tmp_path, exported, mon
 
 def test_a_large_timeline_is_read_in_batches_and_typed(tmp_path, make_record, monkeypatch):
     # Many batches, an unordered file: the same checks hold across batch boundaries.
-    monkeypatch.setattr(datafiles, "BATCH_ROWS", 1000)
+    monkeypatch.setattr(exportfile, "BATCH_ROWS", 1000)
     rows = 10_000
     samples = pd.DataFrame(
         {
@@ -386,7 +386,7 @@ def test_an_implausible_upload_is_refused_like_an_import(tmp_path, exported, db)
 
 
 def test_an_upload_above_the_size_limit_is_refused_before_it_is_written(tmp_path, db, monkeypatch):
-    monkeypatch.setitem(datafiles.MAX_FILE_BYTES, "samples", 1000)
+    monkeypatch.setitem(exportfile.MAX_FILE_BYTES, "samples", 1000)
     with pytest.raises(DataFileError) as refused:
         import_uploads(db, Upload("runs.csv", b"x"), Upload("timelines.csv", b"x" * 1001))
     assert str(refused.value).startswith(
