@@ -53,12 +53,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core import database, datafiles, schema, store
+from core import database, datafiles, exportfile, exportversion, schema, store
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.protocol import data_fingerprint
 from modeling.features import measured_frame
-from modeling.stored import tables
-from modeling.stored.predictor import Predictor, closed_form_excess
+from modeling.stored import excess, tables
+from modeling.stored.predictor import Predictor
 from modeling.stored.tables import (
     BEST,
     DEFAULT_WORKLOAD,
@@ -116,8 +116,8 @@ def _read(directory: Path, table: str) -> pa.Table:
         raise ModelingError(
             f"cannot read {path}: {error}; give a folder written by `memplan export-results`"
         ) from error
-    tag = (rows.schema.metadata or {}).get(datafiles.VERSION_METADATA_KEY.encode())
-    version, rows = datafiles.export_version(
+    tag = (rows.schema.metadata or {}).get(exportfile.VERSION_METADATA_KEY.encode())
+    version, rows = exportversion.export_version(
         path, rows, table, None if tag is None else tag.decode(errors="replace")
     )
     return schema.upgrade_export(table, rows, version)
@@ -342,18 +342,6 @@ def load_predictors(
     return _with_closed_form_excess(predictors, db_path, workload, machine, applied)
 
 
-def _fitted_steps_of(
-    db_path: Path, workload: str, machine: str | None, applied: BundledEvaluation | None
-) -> int | None:
-    """The step count the models being loaded were fitted on: the bundle's, else the
-    database's latest evaluation's; None where it is not recorded."""
-    if applied is not None:
-        return applied.steps
-    stored = tables.load_evaluations(db_path, workload, machine)
-    steps = None if stored.empty else stored["steps"].iloc[0]
-    return None if steps is None or pd.isna(steps) else int(steps)
-
-
 def _with_closed_form_excess(
     predictors: list[Predictor],
     db_path: Path,
@@ -361,29 +349,17 @@ def _with_closed_form_excess(
     machine: str | None,
     applied: BundledEvaluation | None,
 ) -> list[Predictor]:
-    """``predictors``, those stored before `TrainingRange.closed_form_excess` was kept given it
-    from the profile's ok runs in the database (the runs they were fitted on, or more since)
-    at the step count they were fitted on (a 1-step smoke test is not one of them).
+    """``predictors``, those stored without it given their closed-form excess (`excess`).
 
     applied : the bundle they were read from; None: the database's own evaluation.
     """
-    if all(p.training_range.closed_form_excess is not None for p in predictors):
+    if excess.all_known(predictors):
         return predictors
-    runs = store.load_runs(db_path, status="ok", workload=workload, machine=machine)
-    steps = _fitted_steps_of(db_path, workload, machine, applied)
-    if steps is not None:
-        runs = runs[runs["steps"] == steps]
-    frame = measured_frame(runs) if not runs.empty else pd.DataFrame()
-    if frame.empty:
-        return predictors
-    filled = []
-    for predictor in predictors:
-        known = predictor.training_range
-        if known.closed_form_excess is None:
-            excess = closed_form_excess(frame, known.framework_bytes)
-            known = replace(known, closed_form_excess=excess, excess_runs=len(frame))
-        filled.append(replace(predictor, training_range=known))
-    return filled
+    if applied is not None:
+        steps = applied.steps
+    else:
+        steps = excess.stored_steps(db_path, workload, machine)
+    return excess.fill_closed_form_excess(predictors, db_path, workload, machine, steps)
 
 
 def load_predictor(

@@ -1,0 +1,61 @@
+"""Closed-form excess for models stored before `TrainingRange.closed_form_excess` was kept.
+
+A model's training range records how far the measured peaks rose above the
+closed-form estimate on the runs it was fitted on (`closed_form_excess`). Models
+stored before that was kept lack it; `modeling.stored.bundle.load_predictors`
+gives it to them from the profile's ok runs in the database (the runs they were
+fitted on, or more since) at the step count they were fitted on (a 1-step smoke
+test is not one of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from core import store
+from modeling.features import measured_frame
+from modeling.stored import tables
+from modeling.stored.predictor import Predictor, closed_form_excess
+
+
+def all_known(predictors: list[Predictor]) -> bool:
+    """Whether every one of ``predictors`` already has its closed-form excess."""
+    return all(p.training_range.closed_form_excess is not None for p in predictors)
+
+
+def stored_steps(db_path: Path, workload: str, machine: str | None) -> int | None:
+    """The step count the database's latest evaluation fitted; None where not recorded."""
+    stored = tables.load_evaluations(db_path, workload, machine)
+    steps = None if stored.empty else stored["steps"].iloc[0]
+    return None if steps is None or pd.isna(steps) else int(steps)
+
+
+def fill_closed_form_excess(
+    predictors: list[Predictor],
+    db_path: Path,
+    workload: str,
+    machine: str | None,
+    steps: int | None,
+) -> list[Predictor]:
+    """``predictors``, each lacking it given its closed-form excess over the ok runs.
+
+    The runs are ``workload`` and ``machine``'s in ``db_path`` at ``steps``
+    (None: at every step count); with none, ``predictors`` as they are.
+    """
+    runs = store.load_runs(db_path, status="ok", workload=workload, machine=machine)
+    if steps is not None:
+        runs = runs[runs["steps"] == steps]
+    frame = measured_frame(runs) if not runs.empty else pd.DataFrame()
+    if frame.empty:
+        return predictors
+    filled = []
+    for predictor in predictors:
+        known = predictor.training_range
+        if known.closed_form_excess is None:
+            excess = closed_form_excess(frame, known.framework_bytes)
+            known = replace(known, closed_form_excess=excess, excess_runs=len(frame))
+        filled.append(replace(predictor, training_range=known))
+    return filled
