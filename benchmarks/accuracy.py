@@ -53,7 +53,8 @@ from modeling.evaluation.steps import choose_steps
 from modeling.features import measured_frame
 from modeling.stored import bundle
 from modeling.stored.predictor import Predictor
-from modeling.stored.tables import best_model_name, store_results
+from modeling.stored.tables import best_model_name
+from modeling.stored.writer import EvaluationFacts, store_results
 from presentation.report import PAPER_SR_MAPE_PCT, bounds_table, formulas_table, markdown_table
 
 # The aim for symbolic regression: the order of the measurement noise.
@@ -320,16 +321,14 @@ def main() -> None:
     print(coverage_section(evaluation, frame, specs), end="\n")
     if args.store_db:
         target = database.ensure_database(args.store_db)
-        store_results(
-            target,
-            evaluation,
-            predictors,
+        facts = EvaluationFacts(
             command,
-            workload=args.workload,
+            args.workload,
             machine=machine_key,
             steps=chosen_steps.steps,
             other_steps=chosen_steps.left_out,
         )
+        store_results(target, evaluation, predictors, facts)
 
 
 if __name__ == "__main__":

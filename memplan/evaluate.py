@@ -35,13 +35,21 @@ from modeling.evaluation.splits import SPLIT_KINDS
 from modeling.evaluation.steps import StepsChoice, choose_steps, describe_steps
 from modeling.features import measured_frame
 from modeling.stored import readonly
-from modeling.stored import tables as results
 from modeling.stored.evidence import FitEvidence, load_evidence
+from modeling.stored.writer import EvaluationFacts, store_results
 from presentation import report
 
 
 def prepare(parser: argparse.ArgumentParser) -> None:
     add_db_option(parser)
+    _add_scope(parser)
+    _add_scoring(parser)
+    _add_fitting(parser)
+    _add_storing(parser)
+
+
+def _add_scope(parser: argparse.ArgumentParser) -> None:
+    """Which workloads and machine profiles to evaluate."""
     parser.add_argument(
         "--workload",
         choices=list(workloads.WORKLOADS),
@@ -52,6 +60,10 @@ def prepare(parser: argparse.ArgumentParser) -> None:
         help="evaluate only this machine profile: a key or a unique prefix (default: every "
         "profile with enough runs, each on its own; `memplan machines` lists them)",
     )
+
+
+def _add_scoring(parser: argparse.ArgumentParser) -> None:
+    """How the models are scored: the repeated splits, the models, the bounds."""
     parser.add_argument(
         "--seeds",
         type=positive_int,
@@ -84,6 +96,10 @@ def prepare(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_COVERAGE,
         help=f"coverage of the stored upper bounds (default {DEFAULT_COVERAGE})",
     )
+
+
+def _add_fitting(parser: argparse.ArgumentParser) -> None:
+    """Which runs are fitted, and with which settings."""
     parser.add_argument(
         "--steps",
         type=positive_int,
@@ -102,6 +118,10 @@ def prepare(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="tiny symbolic-regression settings: a smoke test, not a result",
     )
+
+
+def _add_storing(parser: argparse.ArgumentParser) -> None:
+    """Where the results go."""
     parser.add_argument(
         "--store-db", type=Path, default=None, help="store results in this database instead of --db"
     )
@@ -260,16 +280,10 @@ def _evaluate_group(
     print("\n" + report.bounds_table(predictors, checked))
     target = database.ensure_database(args.store_db) if args.store_db else db_path
     command = shlex.join(["memplan", *sys.argv[1:]])
-    evaluation_id = results.store_results(
-        target,
-        evaluation,
-        predictors,
-        command,
-        workload=workload,
-        machine=machine.key,
-        steps=choice.steps,
-        other_steps=choice.left_out,
+    facts = EvaluationFacts(
+        command, workload, machine=machine.key, steps=choice.steps, other_steps=choice.left_out
     )
+    evaluation_id = store_results(target, evaluation, predictors, facts)
     print(
         f"\nstored {workload} evaluation {evaluation_id[:12]} and {len(predictors)} "
         f"model(s) in {target}\n"

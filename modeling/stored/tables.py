@@ -20,7 +20,8 @@ Each workload and machine profile (`core.profiles`) has its own evaluations: the
 loaders take ``workload`` (default ``unet3d``, the only one before schema 2)
 and ``machine`` (a profile key; None: whichever profile was evaluated last) and,
 without an ``evaluation_id``, read that pair's latest evaluation. A model is
-never fitted on runs of two profiles. Rows are written by column name.
+never fitted on runs of two profiles. Rows are written by column name, by
+`modeling.stored.writer`; this module reads them.
 
 Connections are `core.store`'s: short-lived, retried while a sweep holds
 the lock. Loading a stored model runs nothing it holds: formulas are token
@@ -33,28 +34,20 @@ Each model row records the library versions that wrote it.
 from __future__ import annotations
 
 import json
-import platform
-import socket
-import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
-from importlib import metadata
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pandas as pd
 
-from core import database, schema, store, workloads
+from core import database, schema, workloads
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.bounds import ConformalBound
-from modeling.evaluation.protocol import PREDICTION_COLUMNS, Evaluation, Score
 from modeling.stored import codec
 from modeling.stored.predictor import Predictor, TrainingRange
 
 RESULT_TABLES: tuple[str, ...] = schema.RESULT_TABLES
-SCORE_COLUMNS: tuple[str, ...] = tuple(Score.__dataclass_fields__)
-# Libraries whose versions a stored model was written with.
-STORED_LIBRARIES = ("scikit-learn", "xgboost", "gplearn", "skops", "numpy")
 # The sizing default: the stored model whose weakest split is best (`best_model_name`).
 BEST = "best"
 
@@ -62,113 +55,8 @@ BEST = "best"
 DEFAULT_WORKLOAD: str = workloads.DEFAULT_WORKLOAD
 
 
-def _insert_row(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
-    names = list(row)
-    con.execute(
-        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})",
-        [row[name] for name in names],
-    )
-
-
-def _bound_json(bound: ConformalBound | None) -> str | None:
-    return None if bound is None else json.dumps(bound.__dict__)
-
-
 def _bound_from(text: str | None) -> ConformalBound | None:
     return None if text is None else ConformalBound(**json.loads(text))
-
-
-def _versions() -> dict[str, str]:
-    return {name: metadata.version(name) for name in STORED_LIBRARIES}
-
-
-def store_results(
-    path: Path,
-    evaluation: Evaluation,
-    predictors: Sequence[Predictor],
-    command: str = "",
-    *,
-    workload: str = DEFAULT_WORKLOAD,
-    machine: str | None = None,
-    steps: int | None = None,
-    other_steps: Mapping[int, int] | None = None,
-) -> str:
-    """Store an evaluation of ``workload``'s runs and its fitted models in one transaction.
-
-    machine : the profile key of the runs it fit (`core.profiles`); None only for
-        runs whose profile is not one.
-    steps : the training steps of every run it fit; None: not known.
-    other_steps : step count -> usable runs at it the evaluation left out; None:
-        not recorded.
-
-    Returns the evaluation_id.
-    """
-    if not workload:
-        raise ModelingError("an evaluation needs the workload whose runs it fit, e.g. 'unet3d'")
-    evaluation_id = uuid.uuid4().hex
-    created_at = store.now_iso()
-    scores = evaluation.scores_frame()[list(SCORE_COLUMNS)]
-    # None (nothing to choose between) would leave the column untyped for DuckDB.
-    scores["validation_mape_pct"] = scores["validation_mape_pct"].astype(float)
-    scores.insert(0, "evaluation_id", evaluation_id)
-    predictions = evaluation.predictions[list(PREDICTION_COLUMNS)].copy()
-    predictions.insert(0, "evaluation_id", evaluation_id)
-    versions = json.dumps(_versions(), sort_keys=True)
-    with database.transaction(path) as con:
-        _insert_row(
-            con,
-            "evaluations",
-            {
-                "evaluation_id": evaluation_id,
-                "workload": workload,
-                "machine_profile": machine,
-                "created_at": created_at,
-                "command": command,
-                "data_fingerprint": evaluation.data_fingerprint,
-                "n_runs": evaluation.n_runs,
-                "n_points": evaluation.n_points,
-                "seeds_json": json.dumps(evaluation.seeds),
-                "hostname": socket.gethostname(),
-                "python_version": platform.python_version(),
-                "steps": steps,
-                "other_steps_json": None
-                if other_steps is None
-                else json.dumps({str(k): int(v) for k, v in sorted(other_steps.items())}),
-            },
-        )
-        for table, rows in (("scores", scores), ("predictions", predictions)):
-            con.register("_incoming", rows)
-            names = ", ".join(rows.columns)
-            try:
-                con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _incoming")
-            finally:
-                con.unregister("_incoming")
-        for predictor in predictors:
-            _insert_row(
-                con,
-                "models",
-                {
-                    "model_id": uuid.uuid4().hex,
-                    "evaluation_id": evaluation_id,
-                    "name": predictor.name,
-                    "title": predictor.title,
-                    "kind": predictor.kind,
-                    "formula": predictor.formula,
-                    "formula_length": predictor.formula_length,
-                    "params_json": predictor.params_json,
-                    "columns_json": json.dumps(list(predictor.columns)),
-                    "estimator": codec.encode(predictor.estimator),
-                    "fitted_at": created_at,
-                    "fit_seconds": predictor.fit_seconds,
-                    "data_fingerprint": evaluation.data_fingerprint,
-                    "n_runs": evaluation.n_runs,
-                    "training_range_json": json.dumps(predictor.training_range.to_dict()),
-                    "bound_json": _bound_json(predictor.bound),
-                    "extrapolation_bound_json": _bound_json(predictor.extrapolation_bound),
-                    "versions_json": versions,
-                },
-            )
-    return evaluation_id
 
 
 def no_models_error(path: Path, workload: str, machine: str | None = None) -> NoModelsError:

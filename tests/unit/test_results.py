@@ -33,8 +33,8 @@ from modeling.stored.tables import (
     load_predictor,
     load_predictors,
     load_scores,
-    store_results,
 )
+from modeling.stored.writer import EvaluationFacts, store_results
 from tests.conftest import build_runs
 
 # Quick symbolic regression, so a gplearn program is stored as tokens and read back.
@@ -58,7 +58,7 @@ def db(tmp_path: Path) -> Path:
 
 def test_stored_models_predict_exactly_like_the_fitted_ones(db, fitted) -> None:
     frame, evaluation, predictors = fitted
-    store_results(db, evaluation, predictors, command="memplan evaluate")
+    store_results(db, evaluation, predictors, EvaluationFacts(command="memplan evaluate"))
     configs = [UNetConfig((s, s, s), b) for s in (64, 160) for b in (1, 4)]
 
     loaded = load_predictors(db)
@@ -151,7 +151,7 @@ def test_each_workload_has_its_own_latest_evaluation(db, fitted) -> None:
     _, evaluation, predictors = fitted
     unet = store_results(db, evaluation, predictors)
     # The same numbers stored as another workload's, later: unet3d's latest stays unet's.
-    other = store_results(db, evaluation, predictors[:1], workload="alexnet")
+    other = store_results(db, evaluation, predictors[:1], EvaluationFacts(workload="alexnet"))
 
     assert set(load_scores(db)["evaluation_id"]) == {unet}
     assert set(load_scores(db, workload="alexnet")["evaluation_id"]) == {other}
