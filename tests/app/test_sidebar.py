@@ -173,7 +173,7 @@ def test_an_alexnet_grid_is_checked_as_an_alexnet_before_anything_starts(referen
 def test_the_refit_after_a_sweep_evaluates_only_what_changed_of_the_swept_workload(
     reference_db,
 ):
-    from dashboard.sidebar import REFIT_NO, REFIT_QUICK, refit_command
+    from dashboard.launch_form import REFIT_NO, REFIT_QUICK, refit_command
 
     command = refit_command(REFIT_QUICK, reference_db, "alexnet")
     assert command[1:] == [

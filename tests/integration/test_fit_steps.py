@@ -18,7 +18,7 @@ import duckdb
 import pytest
 
 from core import database
-from dashboard.sidebar import REFIT_QUICK, refit_command
+from dashboard.launch_form import REFIT_QUICK, refit_command
 from memplan import cli
 from modeling.stored import bundle
 from modeling.stored.evidence import load_evidence
