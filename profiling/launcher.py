@@ -139,57 +139,81 @@ def start_job(
     db_path = Path(db_path).resolve()
     directory = jobstatus.state_dir(db_path)
     with jobstatus.locked(directory, exclusive=True):
-        current = jobstatus.snapshot(directory)
-        if current.alive:
-            raise LauncherError(
-                f"a sweep is already running for {db_path.name} (pid {current.pid}, started "
-                f"{current.plan.get('started_at')}); wait for it to finish or cancel it first"
-            )
-        holder = sweeplock.holder(db_path)
-        if holder is not None:
-            raise LauncherError(
-                f"a sweep is already running for {db_path.name} ({holder.describe()}); "
-                "wait for it to finish or cancel it first"
-            )
+        _refuse_if_running(db_path, directory)
         for stale in (job.STATE_FILE, CANCEL_FILE):
             (directory / stale).unlink(missing_ok=True)
-        log_path = directory / LOG_FILE
-        plan: dict[str, Any] = {
-            "db": str(db_path),
-            "started_at": job.now_iso(),
-            "cwd": str(database.REPO_ROOT),
-            "sweep_command": sweep_command,
-            "points_total": points_total,
-            "executor": executor,
-            "commands": [
-                {
-                    "phase": c.phase,
-                    "argv": list(c.argv),
-                    "optional": c.optional,
-                    "needs_new_runs": c.needs_new_runs,
-                }
-                for c in commands
-            ],
-            "log": str(log_path),
-        }
+        plan = _plan(db_path, commands, sweep_command, points_total, executor)
         job.write_json(directory / job.JOB_FILE, plan)
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "profiling.job", str(directory)],
-                cwd=database.REPO_ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            create_time = psutil.Process(process.pid).create_time()
-        except psutil.NoSuchProcess:
-            create_time = None  # it already ended; status reads its state file
+        process, create_time = _spawn(directory)
         plan |= {"pid": process.pid, "pgid": process.pid, "create_time": create_time}
         job.write_json(directory / job.JOB_FILE, plan)
         jobstatus.STARTED[process.pid] = process
     return status(db_path)
+
+
+def _refuse_if_running(db_path: Path, directory: Path) -> None:
+    """`LauncherError` when a job of ``directory`` or any other sweep writes to ``db_path``."""
+    current = jobstatus.snapshot(directory)
+    if current.alive:
+        raise LauncherError(
+            f"a sweep is already running for {db_path.name} (pid {current.pid}, started "
+            f"{current.plan.get('started_at')}); wait for it to finish or cancel it first"
+        )
+    holder = sweeplock.holder(db_path)
+    if holder is not None:
+        raise LauncherError(
+            f"a sweep is already running for {db_path.name} ({holder.describe()}); "
+            "wait for it to finish or cancel it first"
+        )
+
+
+def _plan(
+    db_path: Path,
+    commands: Sequence[JobCommand],
+    sweep_command: str,
+    points_total: int | None,
+    executor: str | None,
+) -> dict[str, Any]:
+    """The job file's plan for `start_job`'s arguments, before the job has a process."""
+    return {
+        "db": str(db_path),
+        "started_at": job.now_iso(),
+        "cwd": str(database.REPO_ROOT),
+        "sweep_command": sweep_command,
+        "points_total": points_total,
+        "executor": executor,
+        "commands": [
+            {
+                "phase": c.phase,
+                "argv": list(c.argv),
+                "optional": c.optional,
+                "needs_new_runs": c.needs_new_runs,
+            }
+            for c in commands
+        ],
+        "log": str(jobstatus.state_dir(db_path) / LOG_FILE),
+    }
+
+
+def _spawn(directory: Path) -> tuple[subprocess.Popen, float | None]:
+    """Start `profiling.job` on ``directory`` in a session of its own, its output to the log.
+
+    Returns the process and its creation time (None when it has already ended).
+    """
+    with open(directory / LOG_FILE, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "profiling.job", str(directory)],
+            cwd=database.REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        create_time = psutil.Process(process.pid).create_time()
+    except psutil.NoSuchProcess:
+        create_time = None  # it already ended; status reads its state file
+    return process, create_time
 
 
 # --- watching --------------------------------------------------------------------------

@@ -24,13 +24,10 @@ LONG_MODULES: frozenset[str] = frozenset(
     {
         "application/verify.py",
         "core/database.py",
-        "core/datafiles.py",
         "core/schema.py",
         "dashboard/models_page.py",
-        "dashboard/sidebar.py",
         "dashboard/sizing_page.py",
         "modeling/decision.py",
-        "modeling/stored/bundle.py",
         "presentation/charts.py",
         "presentation/curves.py",
         "presentation/machines.py",
@@ -41,11 +38,8 @@ LONG_MODULES: frozenset[str] = frozenset(
 LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
         "dashboard/models_page.py:render",
-        "dashboard/sidebar.py:_launch_form",
         "dashboard/sizing_page.py:inputs",
         "dashboard/sizing_page.py:render",
-        "memplan/evaluate.py:prepare",
-        "modeling/stored/tables.py:store_results",
         "presentation/charts.py:bounds",
         "presentation/charts.py:published_points",
         "presentation/charts_published.py:chart_frame",
@@ -54,7 +48,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         "presentation/machines.py:compared",
         "presentation/sizing_report.py:build_report",
         "presentation/sizing_view.py:config_predictions",
-        "profiling/launcher.py:start_job",
     }
 )
 MANY_PARAMETERS: frozenset[str] = frozenset(
@@ -64,7 +57,6 @@ MANY_PARAMETERS: frozenset[str] = frozenset(
         "dashboard/models_page.py:peak_chart",
         "dashboard/sizing_answers.py:_verifiable",
         "dashboard/sizing_page.py:predictions",
-        "modeling/stored/tables.py:store_results",
         "presentation/machines.py:shortfall",
         "presentation/sizing_report.py:build_report",
     }
