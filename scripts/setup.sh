@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Creates .venv (Python 3.11), installs requirements*.txt into it and the project
-# itself (editable, so the `memplan` command runs this checkout), again only when
-# those files or pyproject.toml change. Sourced by scripts/start.sh and scripts/test.sh.
+# Creates .venv (Python 3.11), installs requirements.txt and requirements-dev.txt into it
+# and the project itself (editable, so the `memplan` command runs this checkout), again
+# only when those files or pyproject.toml change. Sourced by scripts/start.sh and
+# scripts/test.sh; scripts/test.sh then calls `setup_torch` (the dashboard needs no torch).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -23,3 +24,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   .venv/bin/python -m pip install --quiet --no-deps -e .
   echo "$wanted" > "$stamp"
 fi
+
+# PyTorch (requirements-torch.txt), for the tests: again only when that file changes.
+setup_torch() {
+  local torch_stamp=.venv/.requirements-torch.sha256 torch_wanted
+  torch_wanted=$(sha256sum requirements-torch.txt | cut -d' ' -f1)
+  if [ "$(cat "$torch_stamp" 2>/dev/null)" != "$torch_wanted" ]; then
+    echo "installing PyTorch (CPU) into .venv for the tests (first time: a minute or two)..." >&2
+    .venv/bin/python -m pip install --quiet -r requirements-torch.txt
+    echo "$torch_wanted" > "$torch_stamp"
+  fi
+}

@@ -183,10 +183,11 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
 # --- tiers: markers by fixture and directory, for -m and for pytest-xdist -------------
 
 # A test with any of these markers is also `slow`: `-m "not slow"` is the inner loop.
-SLOW_KINDS = ("tensorflow", "e2e", "slurm", "app")
+SLOW_KINDS = ("tensorflow", "torch", "e2e", "slurm", "app")
 APP_TESTS = Path(__file__).resolve().parent / "app"
-# What collecting the suite must never import (a worker pays seconds and ~0.5 GiB for it).
-HEAVY_MODULES = ("tensorflow", "keras")
+# What collecting the suite must never import (a worker pays seconds and ~0.5 GiB for
+# TensorFlow, about 2 CPU seconds and 0.25 GiB for torch).
+HEAVY_MODULES = ("tensorflow", "keras", "torch")
 COLLECTION_IMPORTS: pytest.StashKey[list[str]] = pytest.StashKey()
 
 
@@ -241,7 +242,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def modules_imported_at_collection(pytestconfig: pytest.Config) -> list[str]:
-    """Which of TensorFlow and Keras were loaded once this process had collected its tests."""
+    """Which of TensorFlow, Keras and torch were loaded once this process had collected."""
     return pytestconfig.stash.get(COLLECTION_IMPORTS, [])
 
 

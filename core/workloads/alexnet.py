@@ -13,13 +13,15 @@ learning rate 0.01, Krizhevsky's) on sparse categorical cross-entropy over
 integer labels, so the optimizer keeps one momentum value per trainable weight.
 
 `AlexNetConfig` names one training configuration and validates it without
-importing TensorFlow. `layer_outputs` states in plain arithmetic what
-`build_model` creates: every layer in model order under its Keras name (the
-Caffe reference names: conv1..conv5, pool1, pool2, pool5, fc6..fc8), its
-per-sample output shape (channels last) and its parameters;
-``tests/integration/test_alexnet_vs_keras.py`` checks every layer against real
-Keras models. `build_model` and `synthetic_batch` are for the profiled child
-process only (they import TensorFlow / NumPy lazily).
+importing TensorFlow. `layer_outputs` states in plain arithmetic the network
+both frameworks build, the one description of it: every layer in model order
+under its Keras name (the Caffe reference names: conv1..conv5, pool1, pool2,
+pool5, fc6..fc8), its per-sample output shape (channels last) and its
+parameters. `build_model` builds it in Keras
+(``tests/integration/test_alexnet_vs_keras.py`` checks every layer against real
+Keras models), ``core/workloads/alexnet_torch.py`` (`TORCH_BUILDER`) in native
+PyTorch. `build_model` and `synthetic_batch` are for the profiled child process
+only (they import TensorFlow / NumPy lazily).
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ CONVOLUTIONS = (
     _Conv("conv4", 384, 3, 1, "same", None),
     _Conv("conv5", 256, 3, 1, "same", "pool5"),
 )
+CONVOLUTION_NAMED = {conv.name: conv for conv in CONVOLUTIONS}
 # Overlapping max-pooling, 3x3 windows at stride 2, no padding.
 POOL_SIZE = 3
 POOL_STRIDE = 2
@@ -94,6 +97,9 @@ HIDDEN_LAYERS = (("fc6", "drop6"), ("fc7", "drop7"))
 HIDDEN_UNITS = 4096
 DROPOUT_RATE = 0.5
 OUTPUT_NAME = "fc8"
+# The module that builds the network in native PyTorch (loaded by name, only when asked:
+# core.workloads.torch_training), from `layer_outputs`.
+TORCH_BUILDER = "core.workloads.alexnet_torch"
 
 
 def _conv_side(side: int, conv: _Conv) -> int:
@@ -245,7 +251,11 @@ def _weights_and_biases(fan_in: int, units: int) -> int:
 
 
 def layer_outputs(config: AlexNetConfig) -> list[LayerOutput]:
-    """Every layer `build_model(config)` creates, in model order, under its Keras name."""
+    """Every layer of the network, in model order, under its Keras name: what both builders
+    create (`build_model` in Keras, `TORCH_BUILDER` in PyTorch), each reading the one before.
+
+    A ``conv2d`` layer's kernel, stride and padding are its `CONVOLUTION_NAMED` entry's.
+    """
     height, width = config.image_shape
     channels = config.in_channels
     layers = [LayerOutput("images", "input", (height, width, channels), 0, 0)]
@@ -272,40 +282,47 @@ def layer_outputs(config: AlexNetConfig) -> list[LayerOutput]:
 
 
 def build_model(config: AlexNetConfig) -> keras.Model:  # TensorFlow is imported lazily
-    """Build and compile the AlexNet-style CNN (SGD momentum 0.9, lr 0.01, sparse CE)."""
+    """Build and compile `layer_outputs(config)` in Keras (SGD momentum 0.9, lr 0.01, sparse CE)."""
     import keras
-    from keras import layers
 
-    if config.precision != "float32":
-        keras.mixed_precision.set_global_policy(config.precision)
-    else:
-        keras.mixed_precision.set_global_policy("float32")
-
-    inputs = keras.Input(shape=(*config.image_shape, config.in_channels), name="images")
-    x = inputs
-    for conv in CONVOLUTIONS:
-        x = layers.Conv2D(
-            conv.filters,
-            kernel_size=conv.kernel,
-            strides=conv.stride,
-            padding=conv.padding,
-            activation="relu",
-            name=conv.name,
-        )(x)
-        if conv.pool is not None:
-            x = layers.MaxPooling2D(pool_size=POOL_SIZE, strides=POOL_STRIDE, name=conv.pool)(x)
-    x = layers.Flatten(name="flatten")(x)
-    for dense_name, dropout_name in HIDDEN_LAYERS:
-        x = layers.Dense(HIDDEN_UNITS, activation="relu", name=dense_name)(x)
-        x = layers.Dropout(DROPOUT_RATE, name=dropout_name)(x)
-    # Keep the prediction in float32 under mixed precision, as Keras advises.
-    softmax = layers.Dense(config.classes, activation="softmax", dtype="float32", name=OUTPUT_NAME)
-    model = keras.Model(inputs, softmax(x), name=NAME)
+    keras.mixed_precision.set_global_policy(config.precision)
+    input_layer, *layers = layer_outputs(config)
+    x = inputs = keras.Input(shape=input_layer.shape, name=input_layer.name)
+    for layer in layers:
+        x = _keras_layer(layer)(x)
+    model = keras.Model(inputs, x, name=NAME)
     model.compile(
         optimizer=keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=SGD_MOMENTUM),
         loss=keras.losses.SparseCategoricalCrossentropy(),
     )
     return model
+
+
+def _keras_layer(layer: LayerOutput) -> keras.Layer:
+    """The Keras layer of one closed-form layer (every kind but input)."""
+    from keras import layers
+
+    units, name = layer.shape[-1], layer.name
+    if layer.kind == "conv2d":
+        conv = CONVOLUTION_NAMED[name]
+        return layers.Conv2D(
+            units,
+            kernel_size=conv.kernel,
+            strides=conv.stride,
+            padding=conv.padding,
+            activation="relu",
+            name=name,
+        )
+    if layer.kind == "maxpool":
+        return layers.MaxPooling2D(pool_size=POOL_SIZE, strides=POOL_STRIDE, name=name)
+    if layer.kind == "flatten":
+        return layers.Flatten(name=name)
+    if layer.kind == "dense":
+        return layers.Dense(units, activation="relu", name=name)
+    if layer.kind == "dropout":
+        return layers.Dropout(DROPOUT_RATE, name=name)
+    # The prediction: kept in float32 under mixed precision, as Keras advises.
+    return layers.Dense(units, activation="softmax", dtype="float32", name=name)
 
 
 def synthetic_batch(

@@ -3,11 +3,13 @@
 `UNetConfig` names one training configuration (architecture knobs, image
 shape, batch) and validates it without importing TensorFlow, so the CLI and
 the dashboard can refuse a bad size instantly. `layer_outputs` states in plain
-arithmetic what `build_model` creates: every layer in model order under its
-Keras name, its per-sample output shape (channels last) and its parameters;
-``tests/integration/test_architecture_vs_keras.py`` checks every layer against
-real Keras models. `build_model` and `synthetic_batch` are for the profiled
-child process only (they import TensorFlow / NumPy lazily).
+arithmetic the network both frameworks build: every layer in model order under
+its Keras name, its per-sample output shape (channels last) and its parameters;
+with `skip_connections` it is the one description of the network. `build_model`
+builds it in Keras (``tests/integration/test_architecture_vs_keras.py`` checks
+every layer against real Keras models), ``core/workloads/unet3d_torch.py``
+(`TORCH_BUILDER`) in native PyTorch. `build_model` and `synthetic_batch` are for
+the profiled child process only (they import TensorFlow / NumPy lazily).
 """
 
 from __future__ import annotations
@@ -50,15 +52,21 @@ MAX_LEVELS = 8
 
 # Adam keeps a first and a second moment per trainable weight.
 ADAM_SLOTS = 2
+LEARNING_RATE = 1e-3  # IntelAI/unet's Adam
 # Convolutions in each encoder/decoder block (conv -> batchnorm -> relu, twice).
 CONVS_PER_BLOCK = 2
 # 3x3x3 "same" convolutions inside the blocks.
-BLOCK_KERNEL_VOLUME = 3 * 3 * 3
+BLOCK_KERNEL = 3
+BLOCK_KERNEL_VOLUME = BLOCK_KERNEL**DIMS
 # Each pooling halves every side; each upsampling (2x2x2, stride 2) doubles it.
 POOL_FACTOR = 2
-UP_KERNEL_VOLUME = 2 * 2 * 2
+UP_KERNEL_VOLUME = POOL_FACTOR**DIMS
 # The 1x1x1 sigmoid convolution that produces the mask.
-OUTPUT_KERNEL_VOLUME = 1
+OUTPUT_KERNEL = 1
+OUTPUT_KERNEL_VOLUME = OUTPUT_KERNEL**DIMS
+# The module that builds the network in native PyTorch (loaded by name, only when asked:
+# core.workloads.torch_training), from `layer_outputs` and `skip_connections`.
+TORCH_BUILDER = "core.workloads.unet3d_torch"
 # BatchNormalization holds gamma and beta (trainable) and the moving mean and
 # variance (not trainable), one of each per channel.
 BATCHNORM_TRAINABLE_PER_CHANNEL = 2
@@ -219,7 +227,7 @@ def _conv_params(kernel_volume: int, in_channels: int, filters: int) -> int:
 def _block(
     name: str, spatial: tuple[int, ...], in_channels: int, filters: int
 ) -> list[LayerOutput]:
-    """The conv -> batchnorm -> relu pair of `build_model`'s ``block``."""
+    """One block: (conv -> batchnorm -> relu) x `CONVS_PER_BLOCK`."""
     shape = (*spatial, filters)
     layers: list[LayerOutput] = []
     channels = in_channels
@@ -242,7 +250,11 @@ def _scaled(spatial: tuple[int, ...], level: int) -> tuple[int, ...]:
 
 
 def layer_outputs(config: UNetConfig) -> list[LayerOutput]:
-    """Every layer `build_model(config)` creates, in model order, under its Keras name."""
+    """Every layer of the network, in model order, under its Keras name: what both builders
+    create (`build_model` in Keras, `TORCH_BUILDER` in PyTorch).
+
+    Each layer reads the one before it; a ``concat`` also reads `skip_connections`' layer.
+    """
     spatial = tuple(config.image_shape)
     layers = [LayerOutput("images", "input", (*spatial, config.in_channels), 0, 0)]
     channels = config.in_channels
@@ -279,55 +291,75 @@ def layer_outputs(config: UNetConfig) -> list[LayerOutput]:
     return layers
 
 
+def skip_connections(config: UNetConfig) -> dict[str, str]:
+    """Each ``concat`` layer's second input: the output of its level's encoder block.
+
+    The decoder joins the upsampled tensor (first) with this one (second), channels last.
+    """
+    last = CONVS_PER_BLOCK - 1
+    return {f"concat{level}": f"encode{level}_relu{last}" for level in range(config.levels - 1)}
+
+
 def square_sides(low: int, high: int, **knobs: Any) -> list[int]:
     """Valid sides in ``[low, high]`` of a cube image for a network with these knobs."""
     return valid_sides(int(knobs.get("levels", UNetConfig.levels)), low, high)
 
 
 def build_model(config: UNetConfig):  # -> keras.Model; TensorFlow is imported lazily
-    """Build and compile the reference 3D U-Net (Adam 1e-3, Dice loss)."""
+    """Build and compile `layer_outputs(config)` in Keras (Adam 1e-3, Dice loss)."""
     import keras
+
+    keras.mixed_precision.set_global_policy(config.precision)
+    joins = skip_connections(config)
+    tensors = {}
+    for layer in layer_outputs(config):
+        if layer.kind == "input":
+            x = inputs = keras.Input(shape=layer.shape, name=layer.name)
+        elif layer.name in joins:
+            skip = tensors[joins[layer.name]]
+            x = keras.layers.Concatenate(axis=-1, name=layer.name)([x, skip])
+        else:
+            x = _keras_layer(layer)(x)
+        tensors[layer.name] = x
+    model = keras.Model(inputs, x, name=NAME)
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate=LEARNING_RATE), loss=dice_loss)
+    return model
+
+
+def _keras_layer(layer: LayerOutput):  # -> keras.Layer
+    """The Keras layer of one closed-form layer with one input (every kind but input, concat)."""
     from keras import layers
 
-    if config.precision != "float32":
-        keras.mixed_precision.set_global_policy(config.precision)
-    else:
-        keras.mixed_precision.set_global_policy("float32")
-
-    conv_params = dict(kernel_size=(3, 3, 3), padding="same", kernel_initializer="he_uniform")
-
-    def block(x, name: str, filters: int):
-        for index in range(2):
-            x = layers.Conv3D(filters, **conv_params, name=f"{name}_conv{index}")(x)
-            x = layers.BatchNormalization(name=f"{name}_bn{index}")(x)
-            x = layers.Activation("relu", name=f"{name}_relu{index}")(x)
-        return x
-
-    inputs = keras.Input(shape=(*config.image_shape, config.in_channels), name="images")
-    skips = []
-    x = inputs
-    for level in range(config.levels - 1):
-        x = block(x, f"encode{level}", config.base_filters * 2**level)
-        skips.append(x)
-        x = layers.MaxPooling3D(pool_size=(2, 2, 2), name=f"pool{level}")(x)
-    x = block(x, "bottom", config.base_filters * 2 ** (config.levels - 1))
-    for level in reversed(range(config.levels - 1)):
-        filters = config.base_filters * 2**level
-        if config.upsampling == "transpose":
-            x = layers.Conv3DTranspose(
-                filters, kernel_size=(2, 2, 2), strides=(2, 2, 2), padding="same", name=f"up{level}"
-            )(x)
-        else:
-            x = layers.UpSampling3D(size=(2, 2, 2), name=f"up{level}")(x)
-        x = layers.Concatenate(axis=-1, name=f"concat{level}")([x, skips[level]])
-        x = block(x, f"decode{level}", filters)
-    # Keep the prediction in float32 under mixed precision, as Keras advises.
-    outputs = layers.Conv3D(
-        config.classes, kernel_size=(1, 1, 1), activation="sigmoid", dtype="float32", name="mask"
-    )(x)
-    model = keras.Model(inputs, outputs, name="unet3d")
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3), loss=dice_loss)
-    return model
+    channels, name = layer.shape[-1], layer.name
+    pool = (POOL_FACTOR,) * DIMS
+    if layer.kind == "conv3d":
+        return layers.Conv3D(
+            channels,
+            kernel_size=(BLOCK_KERNEL,) * DIMS,
+            padding="same",
+            kernel_initializer="he_uniform",
+            name=name,
+        )
+    if layer.kind == "batchnorm":
+        return layers.BatchNormalization(name=name)
+    if layer.kind == "relu":
+        return layers.Activation("relu", name=name)
+    if layer.kind == "maxpool":
+        return layers.MaxPooling3D(pool_size=pool, name=name)
+    if layer.kind == "conv3d_transpose":
+        return layers.Conv3DTranspose(
+            channels, kernel_size=pool, strides=pool, padding="same", name=name
+        )
+    if layer.kind == "upsampling":
+        return layers.UpSampling3D(size=pool, name=name)
+    # The mask: kept in float32 under mixed precision, as Keras advises.
+    return layers.Conv3D(
+        channels,
+        kernel_size=(OUTPUT_KERNEL,) * DIMS,
+        activation="sigmoid",
+        dtype="float32",
+        name=name,
+    )
 
 
 def synthetic_batch(config: UNetConfig, rng):  # -> (images, masks) NumPy arrays

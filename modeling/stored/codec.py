@@ -32,6 +32,8 @@ import copy
 import importlib
 import io
 import json
+import sys
+import types
 import zipfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -87,10 +89,31 @@ def json_type(type_name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def _skops(estimator: Any) -> bytes:
-    import skops.io as sio
+# Importing skops lists scikit-learn's estimators (`sklearn.utils.all_estimators`), which
+# imports every package of scikit-learn: its array-API adapter for torch imports torch
+# wherever torch is installed (requirements-torch.txt, in the shared .venv once the tests
+# ran): importing skops then cost 5.6 CPU s instead of 3.0 on the loaded 2-core VM, and
+# torch's 0.25 GiB. A stand-in without a path, only while skops loads, keeps that walk out
+# of the adapter, which holds no estimator (skops trusts the same 208 types either way).
+_TORCH_ADAPTER = "sklearn.externals.array_api_compat.torch"
 
-    return sio.dumps(estimator)
+
+def _skops_io() -> types.ModuleType:
+    """``skops.io``, imported without importing torch."""
+    if "skops.io" in sys.modules or _TORCH_ADAPTER in sys.modules:
+        import skops.io as sio
+
+        return sio
+    sys.modules[_TORCH_ADAPTER] = types.ModuleType(_TORCH_ADAPTER)
+    try:
+        import skops.io as sio
+    finally:
+        del sys.modules[_TORCH_ADAPTER]
+    return sio
+
+
+def _skops(estimator: Any) -> bytes:
+    return _skops_io().dumps(estimator)
 
 
 def encode(estimator: Any) -> bytes:
@@ -147,10 +170,8 @@ def _read_members(blob: bytes) -> tuple[dict[str, Any], dict[str, bytes]]:
 
 
 def _from_skops(data: bytes) -> Any:
-    import skops.io as sio
-
     try:
-        return sio.loads(data, trusted=list(TRUSTED_TYPES))
+        return _skops_io().loads(data, trusted=list(TRUSTED_TYPES))
     except Exception as error:  # a crafted archive can fail in many ways; none runs code
         raise UnreadableModel(
             f"its skops part is refused ({type(error).__name__}: {error})"

@@ -1,4 +1,4 @@
-"""Drawing any page never imports TensorFlow: a slider must not wait for it."""
+"""Drawing any page never imports TensorFlow or torch: a slider must not wait for them."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ at = AppTest.from_file("app.py", default_timeout=120).run()
 for page in {PAGES!r}:
     at.switch_page(page).run()
     assert not at.exception, (page, [e.message for e in at.exception])
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras"))
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras", "torch"))
 print(loaded)
 sys.exit(1 if loaded else 0)
 """
 
 
-def test_no_page_imports_tensorflow_or_keras(reference_db: Path) -> None:
+def test_no_page_imports_tensorflow_keras_or_torch(reference_db: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-c", PROBE],
         cwd=REPOSITORY_ROOT,

@@ -205,10 +205,11 @@ def test_synthetic_batch_has_images_and_integer_labels() -> None:
     assert labels.max() < 10
 
 
-def test_importing_the_workload_never_loads_tensorflow_or_keras() -> None:
+def test_importing_the_workload_never_loads_tensorflow_keras_or_torch() -> None:
     probe = (
         "import sys, core.workloads.alexnet; "
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras')); "
+        "frameworks = ('tensorflow', 'keras', 'torch'); "
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in frameworks); "
         "print(loaded); sys.exit(1 if loaded else 0)"
     )
     result = subprocess.run(

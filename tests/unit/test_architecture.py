@@ -163,10 +163,11 @@ def test_paper_weight_bytes_are_four_per_parameter_under_every_policy(precision:
     assert paper_weight_bytes(config) == 4 * 5_650_801
 
 
-def test_importing_the_architecture_never_loads_tensorflow_or_keras() -> None:
+def test_importing_the_architecture_never_loads_tensorflow_keras_or_torch() -> None:
     probe = (
         "import sys, core.workloads.base; "
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras')); "
+        "frameworks = ('tensorflow', 'keras', 'torch'); "
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in frameworks); "
         "print(loaded); sys.exit(1 if loaded else 0)"
     )
     result = subprocess.run(

@@ -11,7 +11,6 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-import skops.io as sio
 
 from core import database
 from core.workloads.unet3d import UNetConfig
@@ -351,6 +350,8 @@ def test_a_skops_part_with_an_untrusted_type_is_refused_before_it_is_built(
     db, fitted, tmp_path
 ) -> None:
     store_results(db, *fitted[1:])
+    import skops.io as sio  # here, not at the top: skops can load torch (modeling.stored.codec)
+
     marker = tmp_path / "skops-ran"
     untrusted = sio.dumps(_RunsCode(marker))
     _replace_estimator(db, "least_squares", _archive("sklearn", {}, {"estimator.skops": untrusted}))
