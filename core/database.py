@@ -7,7 +7,7 @@ connection between calls: a cached one in the dashboard would lock the sweep
 that writes out for as long as it lived. `core.store` reads and writes the
 rows through these connections.
 
-Schema versions (`core.schema` has the tables and the migrations):
+Schema versions (`core.schema` has the tables, `core.migrations` the migrations):
 
 * A database written by an older memplan is migrated in place the first time it
   is opened read-write (`ensure_database`, which every CLI command and the
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import duckdb
 
-from core import datafiles, schema
+from core import datafiles, migrations, schema
 from core.errors import StoreError
 from core.schema import SCHEMA_VERSION
 
@@ -433,7 +433,7 @@ def _migrate(con: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
             # have migrated the file meanwhile (another process cannot: we hold the lock).
             found = _stored_version(con, path)
             if found != SCHEMA_VERSION:
-                schema.migrate(con, found)
+                migrations.migrate(con, found)
             con.commit()
             break
         except duckdb.TransactionException as error:
