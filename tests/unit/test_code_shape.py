@@ -25,7 +25,6 @@ LONG_MODULES: frozenset[str] = frozenset(
         "application/verify.py",
         "core/database.py",
         "core/datafiles.py",
-        "core/schema.py",
         "dashboard/models_page.py",
         "dashboard/sidebar.py",
         "dashboard/sizing_page.py",
