@@ -146,7 +146,9 @@ def fill_evaluation_profiles(con: duckdb.DuckDBPyConnection) -> int:
         "SELECT evaluation_id FROM evaluations WHERE machine_profile IS NULL"
     ).fetchall()
     named = 0
-    columns = ", ".join(f"r.{name}" for name in profiles.PROFILE_COLUMNS)
+    # The profile facts this version's runs table has: a later version's are unknown.
+    present = schema.columns_of(con, "runs")
+    columns = ", ".join(f"r.{name}" for name in profiles.PROFILE_COLUMNS if name in present)
     for (evaluation_id,) in missing:
         cursor = con.execute(
             f"SELECT DISTINCT {columns} FROM runs r WHERE r.run_id IN"
