@@ -23,7 +23,6 @@ MAX_PARAMETERS = 6
 LONG_MODULES: frozenset[str] = frozenset(
     {
         "application/verify.py",
-        "core/database.py",
         "core/datafiles.py",
         "dashboard/models_page.py",
         "dashboard/sidebar.py",
