@@ -109,7 +109,7 @@ class Nearest:
         return tuple(name for name, score in zip(FIRST_FACTS, self.distance, strict=False) if score)
 
     def sentence(self) -> str:
-        """ "the nearest measured profile b42ae893fe (AMD EPYC, ...): oneDNN on in both; ..."."""
+        """In words: "the nearest measured profile b42ae893fe (AMD EPYC, ...): oneDNN on ..."."""
         return f"the nearest measured profile {self.key} ({self.profile.label}): " + "; ".join(
             self.reasons
         )
@@ -185,7 +185,7 @@ class Widening:
     matched: bool  # whether the pairs differ in the same first facts as the answer's pair
 
     def sentence(self) -> str:
-        """ "bound widened x1.094: the 90% upper quantile of 45 configurations' peak ratios ..."."""
+        """In words: "bound widened x1.094: the 90% upper quantile of 45 configurations' ..."."""
         kind = (
             "pairs that differ as these two do"
             if self.matched
