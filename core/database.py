@@ -7,7 +7,7 @@ connection between calls: a cached one in the dashboard would lock the sweep
 that writes out for as long as it lived. `core.store` reads and writes the
 rows through these connections.
 
-Schema versions (`core.schema` has the tables and the migrations):
+Schema versions (`core.schema` has the tables, `core.migrations` the migrations):
 
 * A database written by an older memplan is migrated in place the first time it
   is opened read-write (`ensure_database`, which every CLI command and the
@@ -21,8 +21,8 @@ Schema versions (`core.schema` has the tables and the migrations):
   versions; nothing is written to it.
 
 A damaged file (truncated, or a block that fails DuckDB's checksum) is refused
-at once with one StoreError naming it and what to do (`damaged`), never waited
-on as if it were locked: only DuckDB's own lock messages (LOCK_SIGNS) are.
+at once with one StoreError naming it and what to do, never waited on as if it
+were locked (`core.dbopen` opens the file and tells the two apart).
 """
 
 from __future__ import annotations
@@ -37,7 +37,20 @@ from pathlib import Path
 
 import duckdb
 
-from core import datafiles, schema
+from core import datafiles, migrations, schema
+from core.dbopen import DB_ENV_VAR as DB_ENV_VAR
+from core.dbopen import (
+    LOCK_RETRY_FIRST_S,
+    LOCK_RETRY_JITTER,
+    LOCK_RETRY_MAX_S,
+    check_length,
+    damaged,
+    first_line,
+    is_damage_error,
+    lock_timeout_s,
+    open_file,
+)
+from core.dbopen import LOCK_TIMEOUT_ENV_VAR as LOCK_TIMEOUT_ENV_VAR
 from core.errors import StoreError
 from core.schema import SCHEMA_VERSION
 
@@ -67,15 +80,6 @@ CALIBRATION_FILE = DATA_DIR / "calibration.json"
 
 # The repository's own database: the only new file filled with the bundled runs.
 REPOSITORY_DB = DATA_DIR / DEFAULT_DB_NAME
-DB_ENV_VAR = "MEMPLAN_DB"
-LOCK_TIMEOUT_ENV_VAR = "MEMPLAN_LOCK_TIMEOUT_S"
-# A sweep holds the write lock only for one insert (milliseconds), so a minute of
-# waiting means something else is wrong, e.g. a stray process holding the file open.
-LOCK_TIMEOUT_S = 60.0
-LOCK_RETRY_FIRST_S = 0.02
-LOCK_RETRY_MAX_S = 0.5
-# Randomising each wait keeps two waiting processes from retrying in lockstep.
-LOCK_RETRY_JITTER = 0.5
 
 
 READ_ONLY_ENV_VAR = "MEMPLAN_READ_ONLY"
@@ -271,124 +275,6 @@ def _publish(temp: Path, path: Path) -> None:
             os.replace(temp, path)
 
 
-def _lock_timeout_s() -> float:
-    text = os.environ.get(LOCK_TIMEOUT_ENV_VAR, "").strip()
-    if not text:
-        return LOCK_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if value < 0:
-        raise StoreError(
-            f"{LOCK_TIMEOUT_ENV_VAR}={text!r} is not a number of seconds; "
-            f"give a non-negative number such as {LOCK_TIMEOUT_S:g}"
-        )
-    return value
-
-
-def first_line(error: BaseException) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-
-
-# DuckDB's words when another process holds the file ("IO Error: Could not set lock on
-# file ...: Conflicting lock is held in ... (PID ...)"). Inside one process DuckDB
-# refuses a read-only and a read-write connection to the same file at once (e.g. two
-# dashboard threads), and a connection opened while another thread's last one to the
-# file is closing ("already attached"); both clear like a lock.
-LOCK_SIGNS = (
-    "could not set lock on file",
-    "conflicting lock is held",
-    "different configuration",
-    "already attached",
-)
-# DuckDB's words for a file that is damaged: a block whose checksum does not match, a
-# file shorter than its own header says (truncated), a header that is not DuckDB's.
-DAMAGE_SIGNS = (
-    "corrupt database file",
-    "does not match stored checksum",
-    "could not read enough bytes",
-    "not a valid duckdb database file",
-)
-
-
-# DuckDB's file starts with three 4 KiB headers, then its blocks; its own PRAGMA
-# database_size says how many blocks of what size the file holds.
-HEADER_BYTES = 3 * 4096
-
-
-def _check_length(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """A file too short for the blocks in use is truncated: `damaged`, at once.
-
-    DuckDB itself only notices when a query reaches a missing block, so a
-    half-truncated file would answer `list` from the blocks it still has. The
-    blocks in use (not the free ones, which DuckDB may cut off the end of the
-    file) must fit after the headers, wherever they lie: a lower bound that a
-    whole file always meets.
-    """
-    cursor = con.execute("PRAGMA database_size")
-    names = [column[0] for column in cursor.description]
-    row = dict(zip(names, cursor.fetchone(), strict=True))
-    used = int(row["used_blocks"])
-    least = HEADER_BYTES + int(row["block_size"]) * used
-    actual = path.stat().st_size
-    if actual < least:
-        raise damaged(
-            path,
-            ValueError(
-                f"the file has {actual} bytes, too few for the {used} blocks of "
-                f"{row['block_size']} bytes its header says are in use: it was truncated"
-            ),
-        )
-
-
-def _is_lock_error(error: duckdb.Error) -> bool:
-    message = str(error).lower()
-    return any(sign in message for sign in LOCK_SIGNS)
-
-
-def is_damage_error(error: BaseException) -> bool:
-    """Whether DuckDB raised ``error`` because the database file is damaged."""
-    message = str(error).lower()
-    return isinstance(error, duckdb.Error) and any(sign in message for sign in DAMAGE_SIGNS)
-
-
-def damaged(path: Path, error: BaseException) -> StoreError:
-    """The one-line error for a damaged database file: which file, why, and what to do."""
-    return StoreError(
-        f"{path} is not a readable DuckDB database ({first_line(error)}); restore it from a "
-        f"backup or point {DB_ENV_VAR}/--db at another file"
-    )
-
-
-def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open ``path``, retrying with backoff while another process holds the lock."""
-    timeout_s = _lock_timeout_s()
-    deadline = time.monotonic() + timeout_s
-    delay = LOCK_RETRY_FIRST_S
-    while True:
-        try:
-            return duckdb.connect(str(path), read_only=read_only)
-        except duckdb.Error as error:
-            if is_damage_error(error):
-                raise damaged(path, error) from error
-            if not _is_lock_error(error):
-                raise StoreError(
-                    f"cannot open database {path}: {first_line(error)}; "
-                    f"point {DB_ENV_VAR} at a memplan database or at a new file"
-                ) from error
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise StoreError(
-                    f"database {path} is locked by another process ({first_line(error)}); "
-                    f"waited {timeout_s:g} s. Try again when the sweep finishes, or raise "
-                    f"{LOCK_TIMEOUT_ENV_VAR}"
-                ) from error
-            wait = delay * (1 + LOCK_RETRY_JITTER * random.random())
-            time.sleep(min(wait, remaining))
-            delay = min(delay * 2, LOCK_RETRY_MAX_S)
-
-
 def _stored_version(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     try:
         found = schema.stored_version(con)
@@ -424,7 +310,7 @@ def _check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -
 
 def _migrate(con: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
     """Migrate from version ``found`` to SCHEMA_VERSION in one transaction."""
-    deadline = time.monotonic() + _lock_timeout_s()
+    deadline = time.monotonic() + lock_timeout_s()
     delay = LOCK_RETRY_FIRST_S
     while True:
         con.begin()
@@ -433,7 +319,7 @@ def _migrate(con: duckdb.DuckDBPyConnection, path: Path, found: int) -> None:
             # have migrated the file meanwhile (another process cannot: we hold the lock).
             found = _stored_version(con, path)
             if found != SCHEMA_VERSION:
-                schema.migrate(con, found)
+                migrations.migrate(con, found)
             con.commit()
             break
         except duckdb.TransactionException as error:
@@ -485,9 +371,9 @@ def connect(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConn
         check_writable(path, "a write")  # MEMPLAN_READ_ONLY: no write reaches DuckDB at all
     if not read_only_mode():
         _create(path)
-    con = _open(existing(path) if read_only_mode() else path, read_only)
+    con = open_file(existing(path) if read_only_mode() else path, read_only)
     try:
-        _check_length(con, path)
+        check_length(con, path)
         _check_schema(con, path, read_only)
         yield con
     except duckdb.Error as error:

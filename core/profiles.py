@@ -5,7 +5,8 @@ off, TensorFlow's default there) than on the Intel Xeon of the bundled reference
 and turning oneDNN on there nearly halved 64^3 batch 2; one usable core instead of two
 lowered that point's peak from 3.16 to 2.36 GiB on that EPYC (docs/machines.md
 has each figure's command and machine). So runs are grouped, and models
-fitted, per *profile*: CPU vendor and model, the instruction-set level the
+fitted, per *profile*: CPU vendor and model (its name, and the family and model
+numbers that tell two generations behind one name apart), the instruction-set level the
 kernels choose from, the CPUs and the cores the process may use, TensorFlow's
 intra-op threads, total RAM, the framework versions and oneDNN on/off — never
 by hostname (two different VMs are both called ``vm``).
@@ -13,10 +14,10 @@ by hostname (two different VMs are both called ``vm``).
 A profile is computed from a run's stored columns (`profile_of`), never stored
 itself, so it cannot drift from the facts. A fact a run did not record (runs
 measured before schema 3 have no instruction-set level, usable cores or
-intra-op threads) stays None and is shown as "unknown": such a run never joins
-a profile whose fact is known. The CPU vendor of an older run is read from the
-model name it stored ("Intel(R) Xeon(R) ..." is Intel), which is a reading of
-what it stored, not a guess.
+intra-op threads; runs measured before schema 7 no CPU family or model number) stays
+None and is shown as "unknown": such a run never joins a profile whose fact is
+known. The CPU vendor of an older run is read from the model name it stored
+("Intel(R) Xeon(R) ..." is Intel), which is a reading of what it stored, not a guess.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ PROFILE_COLUMNS: tuple[str, ...] = (
     "cpu_vendor",
     "cpu_model",
     "cpu_isa",
+    "cpu_family",
+    "cpu_model_number",
     "cpu_cores",
     "usable_cores",
     "intra_op_threads",
@@ -97,6 +100,9 @@ HALF_ON_ONEDNN_PROFILE = (
     "{precision} on this machine ask profile {off_key}, the same machine without oneDNN."
 )
 UNKNOWN = "unknown"
+# The MachineProfile fields a run records since schema 7, last in the dataclass
+# (`MachineProfile.key` leaves them out where both are unknown).
+GENERATION_FIELDS: tuple[str, ...] = ("cpu_family", "cpu_model_number")
 # Trademark marks and filler words that make a CPU model name long without telling anything.
 _MODEL_NOISE = re.compile(r"\((?:R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|\d+-Core\b|@.*$")
 
@@ -147,12 +153,44 @@ class MachineProfile:
     tensorflow_version: str | None
     keras_version: str | None
     onednn_enabled: bool | None
+    # /proc/cpuinfo "cpu family" and "model" (schema 7): two CPU generations one model name
+    # covers ("AMD EPYC" on a VM) are two profiles
+    cpu_family: int | None = None
+    cpu_model_number: int | None = None
 
     @property
     def key(self) -> str:
-        """A short stable id of these facts (hex), what ``--machine`` takes."""
-        text = json.dumps(astuple(self), separators=(",", ":"))
+        """A short stable id of these facts (hex), what ``--machine`` takes.
+
+        A profile that does not know its CPU generation hashes the facts it had before
+        schema 7 only, so its key is the one stored evaluations and the docs name.
+        """
+        facts = astuple(self)
+        if self.cpu_family is None and self.cpu_model_number is None:
+            facts = facts[: -len(GENERATION_FIELDS)]
+        text = json.dumps(facts, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
+
+    @property
+    def generation(self) -> str | None:
+        """The CPU generation in words ("family 25, model 1"); None where unknown."""
+        if self.cpu_family is None and self.cpu_model_number is None:
+            return None
+        shown = [
+            "unknown" if n is None else str(n) for n in (self.cpu_family, self.cpu_model_number)
+        ]
+        return f"family {shown[0]}, model {shown[1]}"
+
+    def same_but_generation(self, other: MachineProfile) -> bool:
+        """Whether ``other`` has these facts except a CPU generation it did not record.
+
+        Such a profile is not this one (an unknown fact never joins a known one), but it
+        is this machine as far as its runs said: what an answer falls back to first.
+        """
+        return (
+            other.generation is None
+            and replace(self, cpu_family=None, cpu_model_number=None) == other
+        )
 
     @property
     def determined(self) -> bool:
@@ -166,12 +204,14 @@ class MachineProfile:
 
     @property
     def label(self) -> str:
-        """The profile in plain words: "Intel Xeon, AVX-512, 2 cores, TensorFlow 2.21"."""
+        """The profile in plain words: "AMD EPYC (family 25, model 1), AVX2, 2 cores, ..."."""
         if not self.determined:
             return "unknown machine (its runs did not record the CPU)"
         model = self.cpu_model or UNKNOWN
         if self.cpu_vendor and not model.lower().startswith(self.cpu_vendor.lower()):
             model = f"{self.cpu_vendor} {model}"
+        if self.generation is not None:
+            model = f"{model} ({self.generation})"
         isa = ISA_TITLES.get(self.cpu_isa or "", "instruction set unknown")
         cores = f"{self.cores} cores" if self.cores is not None else "cores unknown"
         framework = f"TensorFlow {_minor_version(self.tensorflow_version) or UNKNOWN}"
@@ -213,6 +253,8 @@ class MachineProfile:
             "machine": self.label,
             "CPU vendor": shown(self.cpu_vendor),
             "CPU model": shown(self.cpu_model),
+            "CPU family": shown(self.cpu_family),
+            "CPU model number": shown(self.cpu_model_number),
             "instruction set": ISA_TITLES.get(self.cpu_isa or "", UNKNOWN),
             "CPUs": shown(self.cpu_cores),
             "usable cores": shown(self.usable_cores),
@@ -273,6 +315,8 @@ def profile_of(row: Mapping[str, Any]) -> MachineProfile:
         tensorflow_version=text("tensorflow_version"),
         keras_version=text("keras_version"),
         onednn_enabled=None if onednn is None else bool(onednn),
+        cpu_family=whole("cpu_family"),
+        cpu_model_number=whole("cpu_model_number"),
     )
 
 
@@ -312,6 +356,27 @@ def profiles_in(runs: pd.DataFrame) -> dict[str, MachineProfile]:
         key: profile_of(firsts.loc[key, columns].to_dict())
         for key in sorted(counts.index, key=lambda key: (-counts[key], key))
     }
+
+
+def generation_of(runs: pd.DataFrame) -> str:
+    """The CPU family/model/stepping of a profile's runs: "25/1/1" (steppings "1,2"), "unknown".
+
+    Stepping is not part of the profile, so one profile's runs may show several.
+    """
+
+    def shown(name: str) -> str:
+        found = runs[name].dropna().astype(int) if name in runs else pd.Series(dtype=int)
+        return ",".join(map(str, sorted(set(found)))) or "?"
+
+    parts = [shown(name) for name in (*GENERATION_FIELDS, "cpu_stepping")]
+    return UNKNOWN if parts == ["?"] * 3 else "/".join(parts)
+
+
+def baseline_bytes(runs: pd.DataFrame) -> int | None:
+    """The median fresh-process baseline of ``runs`` (resident bytes right after the framework
+    import, before training); None where no run got that far."""
+    found = runs["baseline_bytes"].dropna() if "baseline_bytes" in runs else pd.Series()
+    return None if found.empty else int(found.median())
 
 
 def resolve(text: str, known: Mapping[str, MachineProfile]) -> MachineProfile:

@@ -5,7 +5,7 @@ column order of the table and of CSV/Parquet exports, and its annotations are th
 column types (``X | None``: the column may be NULL; `core.schema` reads them).
 Memory is in bytes, times in seconds.
 
-The knob columns up to schema 5 are spelled out where the table has them; a knob
+The knob columns up to schema 7 are spelled out where the table has them; a knob
 a workload declares later (`core.workloads.KNOBS`) gets a nullable column of its
 type appended after the last field (`with_knob_columns`), where the migration
 that adds it (`core.schema`) puts it too.
@@ -93,6 +93,11 @@ class _RunRecordFields:
     # schema 5: the L3 cache size TensorFlow's kernels read (`core.machine.l3_cache_bytes`);
     # None for older runs and where it cannot be read
     l3_cache_bytes: int | None = None
+    # schema 7: which generation of its model name the CPU is (/proc/cpuinfo "cpu family",
+    # "model", "stepping"; `core.machine.cpu_generation`); None for older runs and off x86
+    cpu_family: int | None = None
+    cpu_model_number: int | None = None
+    cpu_stepping: int | None = None
     samples: tuple[Sample, ...] = field(default=(), compare=False, repr=False)
 
     def row(self) -> dict[str, Any]:
@@ -115,7 +120,7 @@ def with_knob_columns(record: type, columns: tuple[str, ...]) -> type:
     return extended
 
 
-# The knob columns declared after schema 5, appended in declaration order; NULL in every
+# The knob columns declared after schema 7, appended in declaration order; NULL in every
 # run stored before its migration, which reads as the knob's default.
 ADDED_KNOB_COLUMNS: tuple[str, ...] = tuple(
     name

@@ -76,6 +76,8 @@ def _as_json(table: pd.DataFrame, here: profiles.MachineProfile) -> int:
             "runs": row["runs"],
             "ok_runs": row["ok"],
             "configurations": row["configurations"],
+            "cpu_family_model_stepping": row["family/model/stepping"],
+            "baseline_gib": row["baseline (GiB)"],
             "fitted": row["fitted"] == "yes",
             "this_machine": row["profile"] == here.key,
         }
@@ -131,7 +133,9 @@ def _print_notes(here: profiles.MachineProfile) -> None:
             f"{other.onednn_note_for(named)}"
         )
     print(
-        "\nruns: every status; ok and configurations: ok runs only; fitted: an evaluation of "
+        "\nruns: every status; ok and configurations: ok runs only; family/model/stepping: "
+        "the CPU generation (/proc/cpuinfo) its runs recorded; baseline: their median "
+        "resident memory right after the framework import; fitted: an evaluation of "
         "that workload on that profile is stored in this database (the bundled evaluations "
         "are stored on the dashboard's first start; `memplan size --machine KEY` "
         "reads them either way)."

@@ -4,8 +4,10 @@ Models are fitted per workload and machine profile (`core.profiles`), since the
 same configuration can peak 2.7x higher on another kind of CPU. A sizing answer
 therefore needs a profile, and says which: `choose_machine` resolves a
 ``--machine`` value (a key or a unique prefix) or picks the default — the
-profile of the machine asking, when it has fitted models, else the first
-bundled profile of the workload, else the profile evaluated last.
+profile of the machine asking, when it has fitted models, else a fitted profile
+with all of its facts but the CPU generation, which those runs did not record
+(runs measured before schema 7), else the first bundled profile of the workload,
+else the profile evaluated last.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from modeling.stored import bundle, tables
 # Why a profile was chosen, in the words an answer shows.
 ASKED = "as asked"
 THIS_MACHINE = "this machine"
+SAME_BUT_GENERATION = (
+    "this machine as far as its runs recorded: they did not record the CPU family and model"
+)
 BUNDLED = "the bundled reference"
 LATEST = "the latest evaluation"
 
@@ -100,6 +105,9 @@ def choose_machine(
     if here.key in fitted:
         return MachineChoice(here.key, known.get(here.key, here), THIS_MACHINE)
     note = _why_not_here(here, known, db_path, workload)
+    alike = [key for key in fitted if key in known and here.same_but_generation(known[key])]
+    if alike:
+        return MachineChoice(alike[0], known[alike[0]], SAME_BUT_GENERATION, note)
     bundled = [b.machine for b in bundle.bundled_evaluations(workload) if b.machine in fitted]
     if bundled:
         return MachineChoice(bundled[0], known.get(str(bundled[0])), BUNDLED, note)

@@ -405,6 +405,8 @@ def profiles_table(runs: pd.DataFrame, here_key: str | None = None) -> pd.DataFr
                 "machine": facts.pop("machine"),
                 **({"this machine": key == here_key} if here_key is not None else {}),
                 **facts,
+                "CPU stepping": _joined(mine["cpu_stepping"].astype("Int64")) or "unknown",
+                "baseline (GiB)": (profiles.baseline_bytes(mine) or np.nan) / GIB,
                 "hosts": _joined(mine["hostname"]),
                 "workloads": _joined(mine[browse.WORKLOAD]),
                 "runs": len(mine),

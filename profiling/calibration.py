@@ -25,6 +25,7 @@ import pandas as pd
 
 from core import database, profiles, store, workloads
 from core.errors import ConfigError
+from core.units import GIB
 from core.workloads.base import format_image_shape
 from profiling.sweep import Grid, expand_grid
 
@@ -195,6 +196,8 @@ PROFILE_TABLE_COLUMNS: tuple[str, ...] = (
     "runs",
     "ok",
     "configurations",
+    "family/model/stepping",
+    "baseline (GiB)",
     "fitted",
     "this machine",
 )
@@ -210,11 +213,17 @@ def _fitted_pairs(db_path: Path) -> set[tuple[str, str]]:
     return {(str(workload), str(key)) for workload, key in rows}
 
 
+def _gib(value: int | None) -> float | None:
+    return None if value is None else round(value / GIB, 3)
+
+
 def profile_table(db_path: Path, here_key: str, workload: str | None = None) -> pd.DataFrame:
     """One row per (machine profile, workload) with runs in the database (PROFILE_TABLE_COLUMNS).
 
     ``runs`` counts every status, ``ok`` and ``configurations`` (distinct measured
-    points) the ok runs only; ``fitted`` says whether an evaluation of that
+    points) the ok runs only; ``family/model/stepping`` is the CPU generation its
+    runs recorded (`core.profiles.generation_of`) and ``baseline (GiB)`` their median
+    resident memory right after the framework import; ``fitted`` says whether an evaluation of that
     workload on that profile is stored in this database; ``this machine`` marks
     the profile ``here_key`` (`core.machine.this_profile`). Most runs first.
     """
@@ -236,6 +245,8 @@ def profile_table(db_path: Path, here_key: str, workload: str | None = None) -> 
                 "runs": len(group),
                 "ok": len(ok),
                 "configurations": len(points),
+                "family/model/stepping": profiles.generation_of(group),
+                "baseline (GiB)": _gib(profiles.baseline_bytes(group)),
                 "fitted": "yes" if (name, key) in fitted else "no",
                 "this machine": "<- this machine" if key == here_key else "",
             }

@@ -28,7 +28,7 @@ An export is stamped with its schema version like a runs export (Parquet
 metadata ``memplan_schema_version``, `core.datafiles`). One without it is from
 schema 1: its evaluation has no ``workload`` and is a ``unet3d`` one; one from
 before schema 3 names no machine profile, which installing reads from the runs
-its predictions name (`core.schema.fill_evaluation_profiles`). Installing
+its predictions name (`core.migrations.fill_evaluation_profiles`). Installing
 brings it to the current schema; a newer export is refused, naming both
 versions. Its models are stored as data (`modeling.stored.codec`), never as
 pickles.
@@ -53,7 +53,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core import database, datafiles, exportfile, exportversion, schema, store
+from core import database, datafiles, exportfile, exportversion, migrations, schema, store
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.protocol import data_fingerprint
 from modeling.features import measured_frame
@@ -233,7 +233,7 @@ def install_bundled_results(db_path: Path, directory: Path = BUNDLED_RESULTS_DIR
         for table, table_rows in rows.items():
             schema.insert_table(con, table, table_rows)
         # A bundle from before schema 3 does not name its profile; its runs do.
-        schema.fill_evaluation_profiles(con)
+        migrations.fill_evaluation_profiles(con)
         # One from before schema 6 does not record its step count: the runs it matched do.
         for evaluation_id in rows["evaluations"].column("evaluation_id").to_pylist():
             con.execute(

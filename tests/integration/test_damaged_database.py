@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from core import database, store
+from core import database, dbopen, store
 from core.errors import StoreError
 from profiling import exchange
 
@@ -119,8 +119,8 @@ def test_a_checksum_error_in_a_block_is_not_taken_for_a_lock(tmp_path, real_db, 
     with pytest.raises(duckdb.Error) as raw:
         duckdb.connect(str(path), read_only=True)
     assert "block" in str(raw.value)
-    assert not database._is_lock_error(raw.value)
-    assert database.is_damage_error(raw.value)
+    assert not dbopen.is_lock_error(raw.value)
+    assert dbopen.is_damage_error(raw.value)
 
 
 def test_duckdbs_own_lock_message_is_still_a_lock(tmp_path):
@@ -136,8 +136,8 @@ def test_duckdbs_own_lock_message_is_still_a_lock(tmp_path):
         holder.kill()
         holder.wait()
     assert "Could not set lock on file" in str(raw.value)
-    assert database._is_lock_error(raw.value)
-    assert not database.is_damage_error(raw.value)
+    assert dbopen.is_lock_error(raw.value)
+    assert not dbopen.is_damage_error(raw.value)
 
 
 def _profiling(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

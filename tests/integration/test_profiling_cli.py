@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from core import store
+from core import machine, profiles, store
 
 pytestmark = pytest.mark.tensorflow
 
@@ -85,6 +85,10 @@ def test_a_real_run_is_profiled_end_to_end_into_the_database(db):
     assert run["peak_hwm_bytes"] >= 0.99 * run["peak_sampled_bytes"]
     assert len(json.loads(run["step_times_s"])) == 2
     assert run["tensorflow_version"] and run["cpu_cores"] >= 1 and run["total_ram_bytes"] > 0
+    # The CPU generation this machine's /proc/cpuinfo states (None off x86), as the profile has it.
+    generation = machine.cpu_generation(Path("/proc/cpuinfo").read_text())
+    assert {name: run[name] for name in generation} == generation
+    assert profiles.profile_of(run).cpu_family == generation["cpu_family"]
 
     samples = store.load_samples(db, [run["run_id"]])
     assert len(samples) >= 5 and samples["t_s"].is_monotonic_increasing

@@ -1,10 +1,11 @@
-"""What earlier releases left on disk still opens: schema-1 to -5 databases and exports.
+"""What earlier releases left on disk still opens: schema-1 to -6 databases and exports.
 
 The fixtures in tests/fixtures/schema1/ were written by memplan 256831b (schema 1),
 those in tests/fixtures/schema2/ by memplan 99b704d (schema 2), those in
 tests/fixtures/schema3/ by memplan 82bb04d (schema 3) and those in
-tests/fixtures/schema4/ by memplan fabaf94 (schema 4) and those in
-tests/fixtures/schema5/ by memplan 9c1906c (schema 5), each with its own code
+tests/fixtures/schema4/ by memplan fabaf94 (schema 4), those in
+tests/fixtures/schema5/ by memplan 9c1906c (schema 5) and those in
+tests/fixtures/schema6/ by memplan 8c5ac2b (schema 6), each with its own code
 (see the README in each). Every test copies what it changes to tmp_path
 first, so the fixtures themselves are never written to.
 """
@@ -23,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import database, profiles, schema, store
+from core import database, migrations, profiles, schema, store
 from core.errors import DataFileError, StoreError
 from memplan import cli
 from modeling.errors import ModelingError
@@ -43,6 +44,8 @@ SLURM_COLUMNS = ("slurm_job_id", "slurm_cpus_per_task")
 CACHE_COLUMNS = ("l3_cache_bytes",)
 # What schema 6 added to evaluations: the step count of the runs it fit, the runs it left out.
 STEPS_COLUMNS = ("steps", "other_steps_json")
+# The CPU generation schema 7 added to runs, at the end of the table; no older run recorded it.
+GENERATION_COLUMNS = ("cpu_family", "cpu_model_number", "cpu_stepping")
 # Every fixture's runs trained for 3 steps (the test helper's default at each release).
 FIXTURE_STEPS = 3
 
@@ -143,13 +146,19 @@ SCHEMA5 = Generation(
     rows=SCHEMA3.rows,
     run_ids=tuple(run_id.replace("v3-", "v5-") for run_id in SCHEMA3.run_ids),
 )
+# 8c5ac2b wrote the schema-5 fixtures' runs again, renamed, and an evaluation with its steps.
+SCHEMA6 = Generation(
+    version=6,
+    rows=SCHEMA3.rows,
+    run_ids=tuple(run_id.replace("v3-", "v6-") for run_id in SCHEMA3.run_ids),
+)
 # The profile key 82bb04d stored for the schema-3 evaluation (its README); fabaf94
 # stored the same for the same Intel VM's schema-4 evaluation.
 SCHEMA3_PROFILE = "e347700dc4"
 GENERATIONS = pytest.mark.parametrize(
     "generation",
-    [SCHEMA1, SCHEMA2, SCHEMA3, SCHEMA4, SCHEMA5],
-    ids=["schema1", "schema2", "schema3", "schema4", "schema5"],
+    [SCHEMA1, SCHEMA2, SCHEMA3, SCHEMA4, SCHEMA5, SCHEMA6],
+    ids=["schema1", "schema2", "schema3", "schema4", "schema5", "schema6"],
 )
 # The generations from before schema 5, whose runs recorded no L3 cache.
 BEFORE_L3_CACHE = pytest.mark.parametrize(
@@ -236,13 +245,14 @@ def _file_state(db: Path) -> tuple[bytes, int, list[str]]:
 
 
 def test_there_is_one_migration_per_version_step_up_to_the_current_one() -> None:
-    assert [m.from_version for m in schema.MIGRATIONS] == list(range(1, schema.SCHEMA_VERSION))
-    assert [m.to_version for m in schema.migrations_from(1)] == [2, 3, 4, 5, 6]
-    assert [m.to_version for m in schema.migrations_from(2)] == [3, 4, 5, 6]
-    assert [m.to_version for m in schema.migrations_from(3)] == [4, 5, 6]
-    assert [m.to_version for m in schema.migrations_from(4)] == [5, 6]
-    assert [m.to_version for m in schema.migrations_from(5)] == [6]
-    assert schema.migrations_from(schema.SCHEMA_VERSION) == ()
+    assert [m.from_version for m in migrations.MIGRATIONS] == list(range(1, schema.SCHEMA_VERSION))
+    assert [m.to_version for m in migrations.migrations_from(1)] == [2, 3, 4, 5, 6, 7]
+    assert [m.to_version for m in migrations.migrations_from(2)] == [3, 4, 5, 6, 7]
+    assert [m.to_version for m in migrations.migrations_from(3)] == [4, 5, 6, 7]
+    assert [m.to_version for m in migrations.migrations_from(4)] == [5, 6, 7]
+    assert [m.to_version for m in migrations.migrations_from(5)] == [6, 7]
+    assert [m.to_version for m in migrations.migrations_from(6)] == [7]
+    assert migrations.migrations_from(schema.SCHEMA_VERSION) == ()
 
 
 @GENERATIONS
@@ -263,7 +273,7 @@ def test_an_older_database_is_migrated_keeping_every_row_and_value(
     database.ensure_database(db)
 
     after = _tables(db)
-    assert _version(db) == str(schema.SCHEMA_VERSION) == "6"
+    assert _version(db) == str(schema.SCHEMA_VERSION) == "7"
     for name in schema.TABLES:
         if name == "meta":
             continue  # only the version changed (checked above)
@@ -296,6 +306,7 @@ def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(
     assert described[described.index("onednn_enabled") + 1 :] == [
         *SLURM_COLUMNS,
         *CACHE_COLUMNS,
+        *GENERATION_COLUMNS,
     ]
 
 
@@ -354,6 +365,48 @@ def test_migrated_schema_5_runs_keep_the_l3_cache_they_recorded(tmp_path: Path) 
 
 
 @GENERATIONS
+def test_migrated_runs_record_no_cpu_generation_and_keep_their_profiles(
+    generation: Generation, tmp_path: Path
+) -> None:
+    before = profiles.profiles_in(_tables(generation.db)["runs"])
+    db, runs = _migrated_runs(generation, tmp_path)
+
+    assert runs[list(GENERATION_COLUMNS)].isna().all().all()  # unknown, never guessed
+    # A profile that does not know its CPU generation keeps its key (and its label).
+    assert profiles.profiles_in(runs) == before
+    for profile in before.values():
+        assert profile.generation is None and "family" not in profile.label
+    assert all(store.get_run(db, run_id)["cpu_family"] is None for run_id in generation.run_ids)
+
+
+def test_a_migrated_schema_6_evaluation_still_answers_for_its_profile(tmp_path: Path) -> None:
+    db, runs = _migrated_runs(SCHEMA6, tmp_path)
+
+    assert SCHEMA3_PROFILE in profiles.profiles_in(runs)
+    assert [p.name for p in results.load_predictors(db, machine=SCHEMA3_PROFILE)] == [
+        "paper",
+        "refined",
+        "least_squares",
+    ]
+
+
+def test_a_run_measured_after_migration_with_its_cpu_generation_is_a_profile_of_its_own(
+    tmp_path: Path, make_record
+) -> None:
+    db, runs = _migrated_runs(SCHEMA6, tmp_path)
+    older = store.get_run(db, "v6-unet-32-b1")
+    facts = {name: older[name] for name in profiles.PROFILE_COLUMNS if name in older}
+
+    store.insert_run(db, make_record(**{**facts, "cpu_family": 6, "cpu_model_number": 85}))
+
+    after = profiles.profiles_in(store.load_runs(db))
+    assert len(after) == len(profiles.profiles_in(runs)) + 1
+    [new] = [p for key, p in after.items() if p.generation is not None]
+    assert new.label.startswith("Intel Xeon (family 6, model 85)")
+    assert new.same_but_generation(after[SCHEMA3_PROFILE])
+
+
+@GENERATIONS
 def test_a_migrated_evaluation_records_the_step_count_of_the_runs_it_fit(
     generation: Generation, tmp_path: Path
 ) -> None:
@@ -362,7 +415,8 @@ def test_a_migrated_evaluation_records_the_step_count_of_the_runs_it_fit(
 
     [evaluation] = results.load_evaluations(db, workload=None).to_dict("records")
     assert evaluation["steps"] == FIXTURE_STEPS
-    assert evaluation["other_steps_json"] is None  # not recorded before schema 6
+    if generation.version < 6:
+        assert evaluation["other_steps_json"] is None  # not recorded before schema 6
 
 
 def test_a_migrated_evaluation_over_runs_of_two_step_counts_records_none(tmp_path: Path) -> None:
@@ -640,14 +694,16 @@ def test_a_failed_migration_leaves_the_database_as_it_was(
 ) -> None:
     db = _copy(generation, tmp_path)
     before = _tables(db)
-    last = schema.MIGRATIONS[-1]
+    last = migrations.MIGRATIONS[-1]
 
     def failing(con):
         last.apply(con)  # every earlier step, and this one, rebuilt their tables already
         con.execute("SELECT * FROM no_such_table")
 
     monkeypatch.setattr(
-        schema, "MIGRATIONS", (*schema.MIGRATIONS[:-1], dataclasses.replace(last, apply=failing))
+        migrations,
+        "MIGRATIONS",
+        (*migrations.MIGRATIONS[:-1], dataclasses.replace(last, apply=failing)),
     )
 
     with pytest.raises(
@@ -659,7 +715,7 @@ def test_a_failed_migration_leaves_the_database_as_it_was(
 
     assert _version(db) == str(generation.version)
     after = _tables(db)
-    assert not set(STEPS_COLUMNS) & set(after["evaluations"].columns)
+    assert not set(GENERATION_COLUMNS) & set(after["runs"].columns)
     assert _columns(db) == _columns(generation.db)
     for name in schema.TABLES:
         pd.testing.assert_frame_equal(after[name], before[name])
@@ -733,6 +789,7 @@ def test_an_older_export_imports_as_the_migrated_database_holds_it(
 
     assert stored == len(generation.run_ids)
     imported = store.load_runs(target)
+    assert imported[list(GENERATION_COLUMNS)].isna().all().all()
     if generation.version < 5:
         assert imported[list(CACHE_COLUMNS)].isna().all().all()
     if generation.version < 4:
@@ -773,20 +830,27 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
     assert from_1.column("workload").to_pylist() == ["unet3d", "unet3d"]
     for name in MACHINE_COLUMNS:
         assert from_1.column(name).to_pylist() == [None, None]
-    for name in (*SLURM_COLUMNS, *CACHE_COLUMNS):
+    for name in (*SLURM_COLUMNS, *CACHE_COLUMNS, *GENERATION_COLUMNS):
         assert from_1.column(name).to_pylist() == [None, None]
     assert schema.upgrade_export("runs", runs, 2).column_names == [
         "run_id",
         *MACHINE_COLUMNS,
         *SLURM_COLUMNS,
         *CACHE_COLUMNS,
+        *GENERATION_COLUMNS,
     ]
     assert schema.upgrade_export("runs", runs, 3).column_names == [
         "run_id",
         *SLURM_COLUMNS,
         *CACHE_COLUMNS,
+        *GENERATION_COLUMNS,
     ]
-    assert schema.upgrade_export("runs", runs, 4).column_names == ["run_id", *CACHE_COLUMNS]
+    assert schema.upgrade_export("runs", runs, 4).column_names == [
+        "run_id",
+        *CACHE_COLUMNS,
+        *GENERATION_COLUMNS,
+    ]
+    assert schema.upgrade_export("runs", runs, 6).column_names == ["run_id", *GENERATION_COLUMNS]
     assert schema.upgrade_export("runs", runs, schema.SCHEMA_VERSION).column_names == ["run_id"]
     evaluations = schema.upgrade_export("evaluations", pa.table({"evaluation_id": ["e"]}), 2)
     assert evaluations.column("machine_profile").to_pylist() == [None]
@@ -796,11 +860,14 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
     assert schema.infer_version("runs", ["run_id", "workload", *MACHINE_COLUMNS]) == 3
     slurm = ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS]
     assert schema.infer_version("runs", slurm) == 4
-    # Schema 6 added nothing to runs: a schema-5 runs export reads as the current version.
-    assert schema.infer_version("runs", [*slurm, *CACHE_COLUMNS]) == schema.SCHEMA_VERSION
+    # Schema 6 added nothing to runs: a schema-5 runs export reads as schema 6.
+    assert schema.infer_version("runs", [*slurm, *CACHE_COLUMNS]) == 6
+    current = [*slurm, *CACHE_COLUMNS, *GENERATION_COLUMNS]
+    assert schema.infer_version("runs", current) == schema.SCHEMA_VERSION
     profiled = ["evaluation_id", "workload", "machine_profile"]
     assert schema.infer_version("evaluations", profiled) == 5
-    assert schema.infer_version("evaluations", [*profiled, *STEPS_COLUMNS]) == 6
+    # Schema 7 added nothing to evaluations: a schema-6 one reads as the current version.
+    assert schema.infer_version("evaluations", [*profiled, *STEPS_COLUMNS]) == 7
     assert schema.upgrade_export("evaluations", pa.table({"evaluation_id": ["e"]}), 5).column(
         "steps"
     ).to_pylist() == [None]
@@ -812,6 +879,7 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
         None,
     ]
     no_gpu = ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS, *CACHE_COLUMNS]
+    no_gpu.extend(GENERATION_COLUMNS)
     assert schema.infer_version("runs", no_gpu) == latest - 1  # no gpu: older
 
 

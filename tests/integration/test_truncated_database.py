@@ -3,7 +3,7 @@
 Before, `list` and `summary` answered from the blocks a truncated file still
 had (exit 0, 223 runs of a file cut to half) while `size` and `sweep`, which
 reach the missing blocks, refused it. Now every open compares the file's
-length with the blocks DuckDB's header counts (`core.database._check_length`).
+length with the blocks DuckDB's header counts (`core.dbopen.check_length`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core import database, store
+from core import database, dbopen, store
 from memplan import cli
 from profiling import exchange
 
@@ -48,4 +48,4 @@ def test_a_truncated_database_is_refused_by_list_and_summary(
 def test_a_whole_database_still_opens(full_db: Path, capsys) -> None:
     assert cli.main(["list", "--db", str(full_db)]) == 0
     assert f"{len(store.load_runs(full_db))} run(s)" in capsys.readouterr().out
-    assert os.path.getsize(full_db) >= database.HEADER_BYTES
+    assert os.path.getsize(full_db) >= dbopen.HEADER_BYTES

@@ -169,9 +169,11 @@ def test_the_profile_table_counts_each_machines_runs_and_marks_this_one(tmp_path
     store.insert_run(db, build_record(**INTEL))
     store.insert_run(db, build_record(repeat=1, **INTEL))
     store.insert_run(db, build_record(status="skipped", depth=96, height=96, width=96, **INTEL))
-    store.insert_run(db, build_record(**AMD))
+    # Measured since schema 7: the CPU generation, and a baseline of its own.
+    zen = AMD | {"cpu_family": 25, "cpu_model_number": 1, "cpu_stepping": 1}
+    store.insert_run(db, build_record(baseline_bytes=620 * 2**20, **zen))
 
-    table = profile_table(db, here_key=_key(AMD))
+    table = profile_table(db, here_key=_key(zen))
 
     assert table.to_dict("records") == [
         {
@@ -181,21 +183,25 @@ def test_the_profile_table_counts_each_machines_runs_and_marks_this_one(tmp_path
             "runs": 3,
             "ok": 2,
             "configurations": 1,
+            "family/model/stepping": "unknown",
+            "baseline (GiB)": 0.391,  # build_record's 400 MiB
             "fitted": "no",
             "this machine": "",
         },
         {
-            "profile": _key(AMD),
-            "machine": "AMD EPYC, AVX-512 BF16, 8 cores, TensorFlow 2.16",
+            "profile": _key(zen),
+            "machine": "AMD EPYC (family 25, model 1), AVX-512 BF16, 8 cores, TensorFlow 2.16",
             "workload": "unet3d",
             "runs": 1,
             "ok": 1,
             "configurations": 1,
+            "family/model/stepping": "25/1/1",
+            "baseline (GiB)": 0.605,
             "fitted": "no",
             "this machine": "<- this machine",
         },
     ]
-    assert profile_table(db, _key(AMD), workload="alexnet").empty
+    assert profile_table(db, _key(zen), workload="alexnet").empty
 
 
 # --- choosing the grid (benchmarks.calibration) ------------------------------------------

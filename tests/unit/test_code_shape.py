@@ -23,8 +23,6 @@ MAX_PARAMETERS = 6
 LONG_MODULES: frozenset[str] = frozenset(
     {
         "application/verify.py",
-        "core/database.py",
-        "core/schema.py",
         "dashboard/models_page.py",
         "dashboard/sizing_page.py",
         "modeling/decision.py",

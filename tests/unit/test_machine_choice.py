@@ -115,6 +115,23 @@ def test_the_bundled_reference_answers_on_a_new_machine(tmp_path: Path, monkeypa
     assert "has no unet3d runs" in choice.note
 
 
+def test_runs_without_this_cpus_generation_answer_for_it_and_say_so(
+    two_machines, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine that records its CPU generation (schema 7) over runs that did not."""
+    db, before_schema_7, _ = two_machines
+    newer = profiles.profile_of(build_record(cpu_family=25, cpu_model_number=1, **HERE).row())
+    monkeypatch.setattr(machines, "this_profile", lambda precision="float32": newer)
+
+    choice = machines.choose_machine(db, "unet3d")
+
+    assert newer.key != before_schema_7  # not the same profile: an unknown fact joins nothing
+    assert (choice.key, choice.reason) == (before_schema_7, machines.SAME_BUT_GENERATION)
+    assert "they did not record the CPU family and model" in choice.sentence()
+    assert f"profile {newer.key}) has no unet3d runs" in choice.note
+    assert "(family 25, model 1)" in choice.note
+
+
 def test_no_models_anywhere_says_what_to_run(tmp_path: Path) -> None:
     db = tmp_path / "empty.duckdb"
     database.ensure_database(db)

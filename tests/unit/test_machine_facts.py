@@ -141,3 +141,59 @@ def test_an_l3_cache_that_cannot_be_read_is_unknown_not_guessed(getconf, answer)
 def test_every_run_records_the_l3_cache_with_the_other_machine_facts() -> None:
     assert "l3_cache_bytes" in machine.machine_info()
     assert machine.machine_info()["l3_cache_bytes"] == machine.l3_cache_bytes()
+
+
+# The first processor of /proc/cpuinfo as each kind of machine writes it (trimmed): the
+# reference Intel Xeon VM, this repository's AVX2 EPYC VM (family 25), the newer EPYC VM
+# of issue 28 (family 26) and an ARM host, which has no "cpu family" line at all.
+XEON_CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 85
+model name\t: Intel(R) Xeon(R) CPU @ 2.20GHz
+stepping\t: 7
+flags\t\t: fpu avx2 avx512f
+"""
+EPYC_25_CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 1
+model name\t: AMD EPYC
+stepping\t: 1
+"""
+EPYC_26_CPUINFO = EPYC_25_CPUINFO.replace(": 25", ": 26").replace("model\t\t: 1", "model\t\t: 2")
+ARM_CPUINFO = """processor\t: 0
+BogoMIPS\t: 50.00
+CPU implementer\t: 0x41
+CPU architecture: 8
+CPU variant\t: 0x3
+CPU part\t: 0xd0c
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "generation"),
+    [
+        (XEON_CPUINFO, (6, 85, 7)),
+        (EPYC_25_CPUINFO, (25, 1, 1)),
+        (EPYC_26_CPUINFO, (26, 2, 1)),
+        (ARM_CPUINFO, (None, None, None)),
+        (EPYC_25_CPUINFO.replace("stepping\t: 1", "stepping\t: unknown"), (25, 1, None)),
+    ],
+    ids=["intel", "amd-family-25", "amd-family-26", "no-family-line", "stepping-unknown"],
+)
+def test_the_cpu_generation_is_read_from_cpuinfo_and_unknown_where_absent(
+    text: str, generation: tuple[int | None, ...]
+) -> None:
+    found = machine.cpu_generation(text)
+
+    # "model" is its own line, never the "model name" beside it (which is no number).
+    assert (found["cpu_family"], found["cpu_model_number"], found["cpu_stepping"]) == generation
+
+
+def test_every_run_records_this_machines_cpu_generation() -> None:
+    facts = machine.machine_info()
+
+    assert {"cpu_family", "cpu_model_number", "cpu_stepping"} <= set(facts)
+    with open("/proc/cpuinfo") as cpuinfo:
+        assert facts["cpu_family"] == machine.cpu_generation(cpuinfo.read())["cpu_family"]

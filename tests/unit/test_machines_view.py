@@ -66,6 +66,9 @@ def test_two_vms_called_vm_are_two_machines_one_row_per_profile(two_machines):
     assert (amd["runs"], amd["ok runs"]) == (3, 2)
     assert (intel["this machine"], amd["this machine"]) == (False, True)
     assert amd["instruction set"] == "AVX2" and amd["RAM (GiB)"] == "32"
+    # No CPU generation recorded by these runs (schema 7 facts); build_record's 400 MiB baseline.
+    assert (amd["CPU family"], amd["CPU model number"], amd["CPU stepping"]) == ("unknown",) * 3
+    assert amd["baseline (GiB)"] == pytest.approx(400 / 1024)
 
 
 def test_facts_an_older_run_did_not_record_read_unknown():

@@ -186,6 +186,8 @@ def test_the_key_is_stable_and_differs_when_any_fact_differs() -> None:
         "tensorflow_version": "2.20.0",
         "keras_version": "3.11.0",
         "onednn_enabled": False,
+        "cpu_family": 6,
+        "cpu_model_number": 143,
     }
     assert set(changed) == set(profiles.PROFILE_COLUMNS)
     keys = {name: profiles.profile_of(XEON | {name: value}).key for name, value in changed.items()}
@@ -198,6 +200,63 @@ def test_the_key_is_stable_and_differs_when_any_fact_differs() -> None:
 def test_a_fact_a_run_did_not_record_never_matches_a_recorded_one() -> None:
     assert profiles.profile_of(OLDER).key != profiles.profile_of(XEON).key
     assert profiles.profile_of(XEON | {"cpu_isa": None}).key != profiles.profile_of(XEON).key
+
+
+# Two generations of one marketing name on the same VM kind (issue 28): /proc/cpuinfo says
+# "AMD EPYC" for both, cpu family 25 (Zen 3/4) and 26 (Zen 5) tell them apart.
+EPYC_25 = EPYC | {"cpu_model": "AMD EPYC", "cpu_family": 25, "cpu_model_number": 1}
+EPYC_26 = EPYC_25 | {"cpu_family": 26, "cpu_model_number": 2}
+
+
+def test_two_cpu_generations_behind_one_name_are_two_profiles() -> None:
+    older, newer = profiles.profile_of(EPYC_25), profiles.profile_of(EPYC_26)
+
+    assert older.key != newer.key
+    assert older.label == "AMD EPYC (family 25, model 1), AVX2, 2 cores, TensorFlow 2.21"
+    assert newer.label.startswith("AMD EPYC (family 26, model 2), AVX2")
+    assert (older.facts()["CPU family"], older.facts()["CPU model number"]) == ("25", "1")
+    runs = pd.DataFrame([EPYC_25, EPYC_26, EPYC_26])
+    assert list(profiles.profiles_in(runs)) == [newer.key, older.key]
+
+
+def test_a_run_without_its_cpu_generation_never_joins_one_with_it() -> None:
+    unrecorded = EPYC_25 | {"cpu_family": None, "cpu_model_number": None}
+    runs = pd.DataFrame([EPYC_25, unrecorded])
+
+    assert len(profiles.profiles_in(runs)) == 2
+    assert profiles.profile_of(unrecorded).facts()["CPU family"] == "unknown"
+    # Not the same profile, but the same machine as far as the older run said.
+    assert profiles.profile_of(EPYC_25).same_but_generation(profiles.profile_of(unrecorded))
+    assert not profiles.profile_of(EPYC_26).same_but_generation(profiles.profile_of(EPYC_25))
+    assert not profiles.profile_of(EPYC_25).same_but_generation(profiles.profile_of(OLDER))
+
+
+def test_a_profile_without_its_cpu_generation_keeps_the_key_it_had_before_schema_7() -> None:
+    # What memplan 8c5ac2b (schema 6) keyed XEON as: stored evaluations and the docs name such
+    # keys (the bundled Intel Xeon profile is 9b59349f74 before and after).
+    assert profiles.profile_of(XEON).key == "a10ddaabfb"
+    assert profiles.profile_of(XEON | {"cpu_family": 6}).key != "a10ddaabfb"
+
+
+def test_the_generation_column_shows_family_model_and_every_stepping() -> None:
+    runs = pd.DataFrame(
+        [
+            EPYC_25 | {"cpu_stepping": 1},
+            EPYC_25 | {"cpu_stepping": 2},
+            EPYC_25 | {"cpu_stepping": 1},
+        ]
+    )
+
+    assert profiles.generation_of(runs) == "25/1/1,2"
+    assert profiles.generation_of(pd.DataFrame([EPYC])) == "unknown"
+    assert profiles.generation_of(pd.DataFrame([EPYC_25])) == "25/1/?"
+
+
+def test_the_baseline_is_the_median_over_the_runs_that_reached_it() -> None:
+    runs = pd.DataFrame({"baseline_bytes": [600 * MIB, None, 700 * MIB, 620 * MIB]})
+
+    assert profiles.baseline_bytes(runs) == 620 * MIB
+    assert profiles.baseline_bytes(runs.iloc[[1]]) is None
 
 
 @pytest.mark.parametrize("apart_mib", [1, 4, 40])

@@ -56,11 +56,14 @@ def test_machines_lists_each_profile_and_says_this_one_has_no_runs(db, capsys, o
 
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == [
-        *("profile", "machine", "workload", "runs", "ok", "configurations", "fitted"),
-        *("this", "machine"),
+        *("profile", "machine", "workload", "runs", "ok", "configurations"),
+        *("family/model/stepping", "baseline", "(GiB)", "fitted", "this", "machine"),
     ]
     label = "Intel Xeon, AVX-512, 8 cores, TensorFlow 2.16"
-    assert lines[1].split() == [_key(INTEL), *label.split(), "unet3d", "1", "1", "1", "no"]
+    # The test run recorded no CPU generation; its baseline is build_record's 400 MiB.
+    assert lines[1].split() == [
+        *(_key(INTEL), *label.split(), "unet3d", "1", "1", "1", "unknown", "0.391", "no")
+    ]
     assert lines[3] == (
         f"This machine ({AMD_LABEL}, profile {on_amd}) has no runs here; "
         "`memplan calibrate --workload unet3d` measures the few it needs."

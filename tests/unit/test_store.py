@@ -72,8 +72,11 @@ def test_a_new_database_leaves_no_temporary_files_behind(db):
 def test_opening_a_database_of_a_newer_schema_version_names_both_versions(db):
     database.ensure_database(db)
     with duckdb.connect(str(db)) as con:
-        con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
-    expected = f"schema version 7, newer than this memplan's {schema.SCHEMA_VERSION}; upgrade"
+        con.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'",
+            [str(newer := schema.SCHEMA_VERSION + 1)],
+        )
+    expected = f"schema version {newer}, newer than this memplan's {schema.SCHEMA_VERSION}; upgrade"
     with pytest.raises(StoreError, match=expected):
         store.load_runs(db)
     with pytest.raises(StoreError, match=expected):

@@ -1,0 +1,149 @@
+"""Opening a DuckDB file: waiting while another process holds its lock, refusing it when damaged.
+
+DuckDB lets one process open a file read-write *or* many open it read-only, so
+an open that meets another process's lock retries with backoff for up to
+LOCK_TIMEOUT_S (`MEMPLAN_LOCK_TIMEOUT_S`). A damaged file (truncated, or a block
+that fails DuckDB's checksum) is refused at once with one StoreError naming it
+and what to do (`damaged`), never waited on as if it were locked: only DuckDB's
+own lock messages (LOCK_SIGNS) are. `core.database` decides what to open, when
+to create and migrate.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+import duckdb
+
+from core.errors import StoreError
+
+DB_ENV_VAR = "MEMPLAN_DB"
+LOCK_TIMEOUT_ENV_VAR = "MEMPLAN_LOCK_TIMEOUT_S"
+# A sweep holds the write lock only for one insert (milliseconds), so a minute of
+# waiting means something else is wrong, e.g. a stray process holding the file open.
+LOCK_TIMEOUT_S = 60.0
+LOCK_RETRY_FIRST_S = 0.02
+LOCK_RETRY_MAX_S = 0.5
+# Randomising each wait keeps two waiting processes from retrying in lockstep.
+LOCK_RETRY_JITTER = 0.5
+
+
+def lock_timeout_s() -> float:
+    text = os.environ.get(LOCK_TIMEOUT_ENV_VAR, "").strip()
+    if not text:
+        return LOCK_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise StoreError(
+            f"{LOCK_TIMEOUT_ENV_VAR}={text!r} is not a number of seconds; "
+            f"give a non-negative number such as {LOCK_TIMEOUT_S:g}"
+        )
+    return value
+
+
+def first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+# DuckDB's words when another process holds the file ("IO Error: Could not set lock on
+# file ...: Conflicting lock is held in ... (PID ...)"). Inside one process DuckDB
+# refuses a read-only and a read-write connection to the same file at once (e.g. two
+# dashboard threads), and a connection opened while another thread's last one to the
+# file is closing ("already attached"); both clear like a lock.
+LOCK_SIGNS = (
+    "could not set lock on file",
+    "conflicting lock is held",
+    "different configuration",
+    "already attached",
+)
+# DuckDB's words for a file that is damaged: a block whose checksum does not match, a
+# file shorter than its own header says (truncated), a header that is not DuckDB's.
+DAMAGE_SIGNS = (
+    "corrupt database file",
+    "does not match stored checksum",
+    "could not read enough bytes",
+    "not a valid duckdb database file",
+)
+
+
+# DuckDB's file starts with three 4 KiB headers, then its blocks; its own PRAGMA
+# database_size says how many blocks of what size the file holds.
+HEADER_BYTES = 3 * 4096
+
+
+def check_length(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A file too short for the blocks in use is truncated: `damaged`, at once.
+
+    DuckDB itself only notices when a query reaches a missing block, so a
+    half-truncated file would answer `list` from the blocks it still has. The
+    blocks in use (not the free ones, which DuckDB may cut off the end of the
+    file) must fit after the headers, wherever they lie: a lower bound that a
+    whole file always meets.
+    """
+    cursor = con.execute("PRAGMA database_size")
+    names = [column[0] for column in cursor.description]
+    row = dict(zip(names, cursor.fetchone(), strict=True))
+    used = int(row["used_blocks"])
+    least = HEADER_BYTES + int(row["block_size"]) * used
+    actual = path.stat().st_size
+    if actual < least:
+        raise damaged(
+            path,
+            ValueError(
+                f"the file has {actual} bytes, too few for the {used} blocks of "
+                f"{row['block_size']} bytes its header says are in use: it was truncated"
+            ),
+        )
+
+
+def is_lock_error(error: duckdb.Error) -> bool:
+    message = str(error).lower()
+    return any(sign in message for sign in LOCK_SIGNS)
+
+
+def is_damage_error(error: BaseException) -> bool:
+    """Whether DuckDB raised ``error`` because the database file is damaged."""
+    message = str(error).lower()
+    return isinstance(error, duckdb.Error) and any(sign in message for sign in DAMAGE_SIGNS)
+
+
+def damaged(path: Path, error: BaseException) -> StoreError:
+    """The one-line error for a damaged database file: which file, why, and what to do."""
+    return StoreError(
+        f"{path} is not a readable DuckDB database ({first_line(error)}); restore it from a "
+        f"backup or point {DB_ENV_VAR}/--db at another file"
+    )
+
+
+def open_file(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open ``path``, retrying with backoff while another process holds the lock."""
+    timeout_s = lock_timeout_s()
+    deadline = time.monotonic() + timeout_s
+    delay = LOCK_RETRY_FIRST_S
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.Error as error:
+            if is_damage_error(error):
+                raise damaged(path, error) from error
+            if not is_lock_error(error):
+                raise StoreError(
+                    f"cannot open database {path}: {first_line(error)}; "
+                    f"point {DB_ENV_VAR} at a memplan database or at a new file"
+                ) from error
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise StoreError(
+                    f"database {path} is locked by another process ({first_line(error)}); "
+                    f"waited {timeout_s:g} s. Try again when the sweep finishes, or raise "
+                    f"{LOCK_TIMEOUT_ENV_VAR}"
+                ) from error
+            wait = delay * (1 + LOCK_RETRY_JITTER * random.random())
+            time.sleep(min(wait, remaining))
+            delay = min(delay * 2, LOCK_RETRY_MAX_S)

@@ -1,0 +1,160 @@
+"""Answers for a profile without models (`modeling.transfer`): which profile answers, and how
+much its bound is widened, from the spread measured between other profiles."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from core import profiles
+from modeling import transfer
+from tests.conftest import build_record
+
+GIB = 2**30
+# The bundled kinds of machine, as their runs recorded them (2 cores each).
+XEON = {"cpu_vendor": "Intel", "cpu_model": "Intel Xeon", "cpu_isa": "avx512", "cpu_cores": 2}
+EPYC_512 = {"cpu_vendor": "AMD", "cpu_model": "AMD EPYC", "cpu_isa": "avx512_bf16", "cpu_cores": 2}
+EPYC_AVX2 = EPYC_512 | {"cpu_isa": "avx2"}
+EPYC_AVX2_OFF = EPYC_AVX2 | {"onednn_enabled": False}
+FACTS = {"usable_cores": 2, "intra_op_threads": 2}
+
+
+def _profile(facts: dict) -> profiles.MachineProfile:
+    return profiles.profile_of(build_record(**FACTS, **facts).row())
+
+
+def _known(*kinds: dict) -> dict[str, profiles.MachineProfile]:
+    found = [_profile(kind) for kind in kinds]
+    return {profile.key: profile for profile in found}
+
+
+def test_the_same_onednn_state_comes_before_the_same_instruction_set() -> None:
+    asked = _profile(EPYC_AVX2)
+    candidates = _known(EPYC_AVX2_OFF, EPYC_512)
+
+    nearest = transfer.nearest_profile(asked, candidates)
+
+    assert nearest.key == _profile(EPYC_512).key
+    assert nearest.reasons[:3] == (
+        "oneDNN on in both",
+        "instruction set AVX-512 BF16, not AVX2",
+        "CPU vendor AMD in both",
+    )
+    assert nearest.first_differences == ("instruction set",)
+    assert nearest.sentence().startswith(f"the nearest measured profile {nearest.key} (AMD EPYC")
+
+
+def test_then_the_vendor_then_the_cpu_generation_then_the_cores() -> None:
+    asked = _profile(EPYC_512 | {"cpu_family": 26, "cpu_model_number": 2})
+    xeon = _profile(XEON | {"cpu_isa": "avx512_bf16"})
+    older_epyc = _profile(EPYC_512 | {"cpu_family": 25, "cpu_model_number": 1})
+    unrecorded_epyc = _profile(EPYC_512)
+    four_cores = _profile(EPYC_512 | {"cpu_family": 26, "cpu_model_number": 2, "cpu_cores": 4})
+
+    def nearest(*found: profiles.MachineProfile) -> str:
+        return transfer.nearest_profile(asked, {p.key: p for p in found}).key
+
+    assert nearest(xeon, older_epyc) == older_epyc.key  # the vendor
+    assert nearest(older_epyc, unrecorded_epyc) == unrecorded_epyc.key  # unknown before different
+    assert nearest(four_cores, unrecorded_epyc) == four_cores.key  # the generation before cores
+    assert (
+        "CPU generation family 25, model 1, not family 26, model 2"
+        in transfer.nearest_profile(asked, {older_epyc.key: older_epyc}).reasons
+    )
+
+
+def test_a_tie_keeps_the_candidates_order_and_a_profile_never_answers_for_itself() -> None:
+    asked = _profile(EPYC_512)
+    first, second = (
+        _profile(XEON | {"cpu_isa": "avx512_bf16"}),
+        _profile(XEON | {"cpu_isa": "avx512_bf16", "cpu_model": "Intel Xeon Gold"}),
+    )
+
+    assert transfer.nearest_profile(asked, {first.key: first, second.key: second}).key == first.key
+    assert transfer.nearest_profile(asked, {second.key: second, first.key: first}).key == second.key
+    assert transfer.nearest_profile(asked, {asked.key: asked}) is None
+
+
+@pytest.mark.parametrize(
+    ("ratios", "factor"),
+    [
+        ([1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.07, 1.08, 1.09], 1.09),  # ceil(10 * 0.9) = 9th
+        ([1.0 + i / 100 for i in range(1, 20)], 1.18),  # ceil(20 * 0.9) = 18th of 19
+        ([1.2, 1.5], 1.5),  # too few for a quantile: the largest
+        ([0.9, 0.95, 0.97], 1.0),  # the answering profile peaks higher: never narrower
+    ],
+)
+def test_the_widening_is_the_conformal_upper_quantile_of_the_ratios(
+    ratios: list[float], factor: float
+) -> None:
+    assert transfer.widening_factor(pd.Series(ratios)) == pytest.approx(factor)
+
+
+def _runs(kind: dict, peaks_gib: dict[int, float]) -> list[dict]:
+    """One ok run per image side (batch 1) on a machine of ``kind``."""
+    return [
+        build_record(
+            **FACTS, **kind, depth=side, height=side, width=side, peak_hwm_bytes=int(gib * GIB)
+        ).row()
+        for side, gib in peaks_gib.items()
+    ]
+
+
+def test_pair_ratios_compare_the_configurations_both_profiles_measured() -> None:
+    runs = pd.DataFrame(
+        _runs(XEON, {32: 1.0, 48: 1.2, 64: 1.5}) + _runs(EPYC_512, {48: 1.32, 64: 1.5, 80: 2.0})
+    )
+
+    ratios = transfer.pair_ratios(runs, _profile(EPYC_512).key, _profile(XEON).key)
+
+    assert list(ratios.round(3)) == [1.0, 1.1]  # 64^3, then 48^3: sorted
+
+
+def _held_out(
+    peaks: dict[str, dict[int, float]], held_out: dict
+) -> tuple[transfer.Nearest, transfer.Widening]:
+    """``held_out``'s answer from the other kinds of ``peaks`` and its widening, as the
+    benchmark makes them: the held-out profile is never part of its own evidence."""
+    kinds = {"xeon": XEON, "epyc_512": EPYC_512, "avx2": EPYC_AVX2, "off": EPYC_AVX2_OFF}
+    runs = pd.DataFrame(
+        [row for name, by_side in peaks.items() for row in _runs(kinds[name], by_side)]
+    )
+    known = profiles.profiles_in(runs)
+    asked = _profile(held_out)
+    answer = transfer.nearest_profile(asked, {k: p for k, p in known.items() if k != asked.key})
+    return answer, transfer.widening_for(runs, known, answer, excluded={asked.key})
+
+
+# Two configurations per kind of machine, GiB by side; the oneDNN-off EPYC peaks 2-3x higher.
+PEAKS = {
+    "xeon": {32: 1.0, 48: 1.0},
+    "epyc_512": {32: 1.05, 48: 1.1},
+    "avx2": {32: 1.2, 48: 1.3},
+    "off": {32: 2.0, 48: 3.0},
+}
+
+
+def test_the_widening_comes_from_other_pairs_that_differ_as_the_answer_does() -> None:
+    answer, widening = _held_out(PEAKS, EPYC_AVX2)
+
+    assert answer.key == _profile(EPYC_512).key and answer.first_differences == ("instruction set",)
+    assert _profile(EPYC_AVX2).key not in {key for pair in widening.pairs for key in pair}
+    # Xeon and AVX-512 EPYC answer for each other (both differ in the instruction set); the
+    # oneDNN-off EPYC's pair differs in oneDNN, so its 2-3x ratios are not this answer's evidence.
+    assert widening.matched
+    assert set(widening.pairs) == {
+        (_profile(XEON).key, _profile(EPYC_512).key),
+        (_profile(EPYC_512).key, _profile(XEON).key),
+    }
+    assert widening.factor == pytest.approx(1.1)
+    assert widening.sentence().startswith("bound widened x1.100: the 90% upper quantile of 4 ")
+
+
+def test_without_a_pair_that_differs_alike_every_pair_is_the_evidence_and_it_says_so() -> None:
+    answer, widening = _held_out(
+        {name: PEAKS[name] for name in ("xeon", "epyc_512", "off")}, EPYC_AVX2_OFF
+    )
+
+    assert "oneDNN" in answer.first_differences
+    assert not widening.matched
+    assert "none differs as these two do" in widening.sentence()
