@@ -26,32 +26,21 @@ LONG_MODULES: frozenset[str] = frozenset(
         "core/database.py",
         "core/datafiles.py",
         "core/schema.py",
-        "dashboard/models_page.py",
         "dashboard/sidebar.py",
         "dashboard/sizing_page.py",
         "modeling/decision.py",
         "modeling/stored/bundle.py",
-        "presentation/charts.py",
-        "presentation/curves.py",
-        "presentation/machines.py",
         "presentation/sizing_report.py",
         "presentation/sizing_view.py",
     }
 )
 LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
-        "dashboard/models_page.py:render",
         "dashboard/sidebar.py:_launch_form",
         "dashboard/sizing_page.py:inputs",
         "dashboard/sizing_page.py:render",
         "memplan/evaluate.py:prepare",
         "modeling/stored/tables.py:store_results",
-        "presentation/charts.py:bounds",
-        "presentation/charts.py:published_points",
-        "presentation/charts_published.py:chart_frame",
-        "presentation/charts_published.py:measured_vs_predicted",
-        "presentation/charts_sweeps.py:memory_timeline",
-        "presentation/machines.py:compared",
         "presentation/sizing_report.py:build_report",
         "presentation/sizing_view.py:config_predictions",
         "profiling/launcher.py:start_job",
@@ -59,13 +48,9 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
 )
 MANY_PARAMETERS: frozenset[str] = frozenset(
     {
-        "dashboard/models_page.py:curve_frame",
-        "dashboard/models_page.py:out_of_sample_charts",
-        "dashboard/models_page.py:peak_chart",
         "dashboard/sizing_answers.py:_verifiable",
         "dashboard/sizing_page.py:predictions",
         "modeling/stored/tables.py:store_results",
-        "presentation/machines.py:shortfall",
         "presentation/sizing_report.py:build_report",
     }
 )
