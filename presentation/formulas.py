@@ -50,8 +50,8 @@ def _knob_names() -> dict[str, str]:
 
 
 def input_names() -> dict[str, str]:
-    """Every input's display name: `INPUTS`' and the knobs' words."""
-    return {**_knob_names(), **{name: shown for name, (shown, _) in INPUTS.items()}}
+    """Every input's display name: `INPUTS`' and the knobs' words, in that order."""
+    return {**{name: shown for name, (shown, _) in INPUTS.items()}, **_knob_names()}
 
 
 def _used(formula: str) -> list[str]:
