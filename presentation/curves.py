@@ -4,7 +4,8 @@
 * `predicted_curves` — each model's prediction over valid square or cube sides
   x batch sizes for a workload's network knobs (one curve per model and batch);
 * `drawn_sides` — the sides a curve is drawn at: every valid one, thinned
-  when a workload takes any side (AlexNet: 67, 72, 80, ...);
+  when a workload takes any side (AlexNet: 67, 72, 80, ...); `side_choices`
+  — those a page offers to draw up to, and its default;
 * `predictions_at_points` — the measured points joined with each model's prediction;
 * `held_out_points` — the stored held-out predictions of an evaluation joined
   with their runs: what the parity and residual plots show;

@@ -84,8 +84,12 @@ def formula_latex(formula: str | None) -> str | None:
 
 
 def formula_text(formula: str) -> str:
-    """``formula`` as text, each input by its display name (for one LaTeX cannot show)."""
-    shown = input_names()
+    """``formula`` as text, each input by its display name (for one LaTeX cannot show).
+
+    A name of several words is put in parentheses, so ``x/(paper activations)`` reads
+    as one quotient.
+    """
+    shown = {name: f"({words})" if " " in words else words for name, words in input_names().items()}
     return re.sub(
         r"[A-Za-z_][A-Za-z0-9_]*", lambda found: shown.get(found.group(0), found.group(0)), formula
     )

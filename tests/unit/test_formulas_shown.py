@@ -84,6 +84,15 @@ def test_no_internal_column_name_reaches_a_shown_formula_or_its_caption(formula:
             assert not any(escaped in text for text in shown), (name, shown)
 
 
+def test_a_formula_shown_as_text_keeps_a_name_of_several_words_together() -> None:
+    assert formulas.formula_text("0.5*activation_gib/paper_activation_gib + 0.2*batch_size") == (
+        "0.5*activations/(paper activations) + 0.2*batch"
+    )
+    assert (
+        formulas.formula_text("0.96 GiB + 0.99*per_batch_bytes") == "0.96 GiB + 0.99*(batch terms)"
+    )
+
+
 def test_the_inputs_caption_says_what_each_input_of_the_formulas_is_for_the_workload() -> None:
     caption = formulas.inputs_caption(["1.1*side + 0.2*batch_size*activation_gib"], "alexnet")
     assert caption == (
