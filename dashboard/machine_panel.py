@@ -33,7 +33,7 @@ from core.machine import this_profile
 from core.profiles import MachineProfile
 from dashboard import data, query_state, sidebar
 from modeling.machines import MachineChoice
-from presentation import machines, workload_labels
+from presentation import machine_shortfall, machines, workload_labels
 from presentation.text import code, plain
 from profiling import calibration
 
@@ -153,7 +153,7 @@ def _reference_points(
         return set()
     counts = others[machines.PROFILE_COLUMN].value_counts()
     reference = default.key if default.key in counts.index else counts.index[0]
-    return machines.default_network_points(machines.runs_on(others, reference), workload)
+    return machine_shortfall.default_network_points(machines.runs_on(others, reference), workload)
 
 
 def shortfall(db: Path, version: data.Version, workload: str, picked: Picked) -> bool:
@@ -164,13 +164,18 @@ def shortfall(db: Path, version: data.Version, workload: str, picked: Picked) ->
     runs = workload_labels.runs_of(data.runs(db, version), workload)
     here = key == picked.here.key
     missing, minutes = _calibration_missing(db, version, workload, key)
-    found = machines.shortfall(
+    profile = machine_shortfall.ProfileRuns(
         workload,
         key,
         picked.choice.label,
         data.run_counts(db, version, workload).get(key, 0),
         here=here,
-        measured=machines.default_network_points(machines.runs_on(runs, key), workload),
+        measured=frozenset(
+            machine_shortfall.default_network_points(machines.runs_on(runs, key), workload)
+        ),
+    )
+    found = machine_shortfall.shortfall(
+        profile,
         calibration_missing=missing,
         calibration_minutes=minutes,
         reference=_reference_points(runs, workload, key, picked.default),
@@ -189,7 +194,7 @@ def shortfall(db: Path, version: data.Version, workload: str, picked: Picked) ->
     return True
 
 
-def _launch_button(db: Path, workload: str, key: str, sweep: machines.Sweep) -> None:
+def _launch_button(db: Path, workload: str, key: str, sweep: machine_shortfall.Sweep) -> None:
     running = sidebar.sweep_running(db)
     help_text = (
         "A sweep is running on this database (see the sidebar); one at a time."

@@ -19,29 +19,35 @@ Where one chosen model's predictions dwarf the others' (`presentation.curves.dwa
 the axes start logarithmic and a caption names that model. For the U-Net, the
 Dell EMC / Intel study's published figures (`core.published`) are drawn beside our
 runs and the chosen models' predictions for its configuration.
-Everything is read through `dashboard.data`'s cached loaders and cached here
-per database version; a rerun predicts a few hundred configurations at most.
+What the page reads is `dashboard.models_data`'s, the measurement floor
+`dashboard.floor_panel`'s; the frames, tables and formulas come from
+`presentation` (`curves`, `model_errors`, `formulas`), the charts from
+`presentation.charts`.
 """
 
 from __future__ import annotations
-
-from dataclasses import asdict
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from core import workloads
-from dashboard import data, machine_panel, published_panel, query_state
+from dashboard import data, floor_panel, machine_panel, published_panel, query_state
+from dashboard.models_data import (
+    CurveRequest,
+    Models,
+    View,
+    curve_frame,
+    held_out,
+    measured,
+    models_of,
+)
 from modeling.stored.predictor import Predictor
-from presentation import charts, curves, machines, workload_labels
-from presentation.report import PAPER_SR_MAPE_PCT
+from presentation import charts, curves, formulas, model_errors, workload_labels
 from presentation.text import MISSING_CELL, code, plain
-from profiling import floor
 
 WORKLOAD_KEY = "models_workload"
-DEFAULT_MODELS = (curves.PAPER, curves.REFINED, "symbolic")
 SYMBOLIC = "symbolic"
+DEFAULT_MODELS = (curves.PAPER, curves.REFINED, SYMBOLIC)
 # Batch sizes drawn when nothing was measured yet: the reference sweep's.
 DEFAULT_BATCHES = (1, 2, 4, 8, 16)
 # How far past the measurements the curves may be drawn.
@@ -77,69 +83,6 @@ ERROR_LABELS = {
     "knob worst %": "knob worst",
 }
 
-Models = list[Predictor] | list[curves.ClosedFormModel]
-
-
-def loader_key(option: str) -> str | None:
-    """What the loaders take for a selector option: a profile key, None for `machines.MIXED`."""
-    return None if option == machines.MIXED else option
-
-
-def runs_of(db: Path, version: data.Version, workload: str, option: str) -> pd.DataFrame:
-    """The runs of ``workload`` on the machine profile ``option``."""
-    return machines.runs_on(workload_labels.runs_of(data.runs(db, version), workload), option)
-
-
-def models_of(db: Path, version: data.Version, workload: str, option: str) -> Models:
-    """The profile's stored models, or the two analytical ones when none is stored."""
-    return data.predictors(db, version, workload, loader_key(option)) or (
-        curves.closed_form_models(runs_of(db, version, workload, option))
-    )
-
-
-@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 8)
-def measured(db: Path, version: data.Version, workload: str, option: str) -> pd.DataFrame:
-    # The runs at the step count the models were fitted on: the curves are drawn over those.
-    fitted = data.fit_evidence(db, version, workload, loader_key(option))
-    steps = fitted.steps if fitted is not None else None
-    return curves.measured_points(runs_of(db, version, workload, option), steps)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def curve_frame(
-    db: Path,
-    version: data.Version,
-    workload: str,
-    option: str,
-    names: tuple[str, ...],
-    sides: tuple[int, ...],
-    batches: tuple[int, ...],
-    knobs: tuple[tuple[str, object], ...],
-) -> pd.DataFrame:
-    models = models_of(db, version, workload, option)
-    chosen = [model for model in models if model.name in names]
-    return curves.predicted_curves(chosen, sides, batches, dict(knobs), workload)
-
-
-@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 8)
-def out_of_sample(db: Path, version: data.Version, workload: str, option: str) -> pd.DataFrame:
-    """Held-out predictions of the latest evaluation, or the analytical models at every point."""
-    points = measured(db, version, workload, option)
-    models = models_of(db, version, workload, option)
-    stored = data.held_out_predictions(db, version, workload, loader_key(option))
-    if stored.empty:
-        return curves.predictions_at_points(models, points)
-    titles = {model.name: model.title for model in models}
-    return curves.held_out_points(stored, points, titles, curves.RANDOM_SPLIT)
-
-
-def held_out(
-    db: Path, version: data.Version, workload: str, option: str, names: list[str]
-) -> pd.DataFrame:
-    """`out_of_sample` for the chosen models only."""
-    points = out_of_sample(db, version, workload, option)
-    return points[points["model"].isin(names)]
-
 
 def choose_workload(linked: str) -> str:
     """The workload selector, started at the link's workload in a new session."""
@@ -154,6 +97,62 @@ def choose_workload(linked: str) -> str:
     )
 
 
+def choose_view() -> tuple[View, machine_panel.Picked]:
+    """The workload and machine selectors (kept in the URL), and what they say of the choice."""
+    db = data.database()
+    version = data.version(db)
+    params = query_state.current()
+    linked, problems = query_state.workload_from(params)
+    # One above the other: abreast, at 1024 px both selects cut their value (issue 26).
+    workload = choose_workload(linked)
+    link = params if workload == linked else {}
+    picked, machine_problems = machine_panel.choose(
+        db, version, workload, f"models_{workload}_machine", link
+    )
+    for problem in problems + machine_problems:
+        st.warning(query_state.plain(problem))
+    query_state.write_view(workload, picked.option)
+    machine_panel.note(picked)
+    machine_panel.onednn_note(picked)
+    return View(db, version, workload, picked.option), picked
+
+
+def no_evaluation(view: View, picked: machine_panel.Picked, runs: int) -> None:
+    """Why only the analytical models are shown, and what the profile lacks."""
+    title, words = workload_labels.title(view.workload), plain(picked.words)
+    if runs == 0:
+        st.info(
+            f"No measured run of the {title} yet {words}, so no fitted models: only the "
+            "analytical models are shown, which need none."
+        )
+    else:
+        st.info(
+            f"Only the analytical models are shown: this database has {runs} "
+            f"measured run(s) of the {title} {words}, but no stored evaluation of them. "
+            "Symbolic regression and the baselines appear here once they are fitted."
+        )
+    machine_panel.shortfall(view.db, view.version, view.workload, picked)
+
+
+def choose_models(view: View, models: Models) -> tuple[list[str], bool, list[str]]:
+    """The models to draw, whether the axes are logarithmic, and the models that tower."""
+    names = [model.name for model in models]
+    titles = {model.name: model.title for model in models}
+    models_col, axes_col = st.columns([4, 1])
+    chosen = models_col.multiselect(
+        "Models",
+        names,
+        default=[name for name in DEFAULT_MODELS if name in names],
+        format_func=lambda name: titles[name],
+    )
+    # One model far above the rest flattens every other curve on linear axes. Log axes
+    # keep every chosen curve, and the measured dots, readable; leaving that model out
+    # would hide a model the reader chose. So: log by default, and say which model.
+    towering = curves.dwarfing(held_out(view, chosen))
+    log = axes_col.radio("Axes", AXES, index=int(bool(towering)), horizontal=True) == "Log"
+    return chosen, log, towering
+
+
 def choose_network(points: pd.DataFrame, workload: str) -> dict[str, object]:
     """The knob settings to draw: the only ones measured, or the user's pick among several."""
     measured_networks = curves.networks(points, workload)
@@ -166,38 +165,25 @@ def choose_network(points: pd.DataFrame, workload: str) -> dict[str, object]:
     return measured_networks[labels.index(picked)]
 
 
-def peak_chart(
-    db: Path,
-    version: data.Version,
-    workload: str,
-    picked: machine_panel.Picked,
-    points: pd.DataFrame,
-    names: list[str],
-    log: bool,
-) -> None:
-    knobs = choose_network(points, workload)
+def peak_chart(view: View, picked: machine_panel.Picked, names: list[str], log: bool) -> None:
+    points = measured(view)
+    knobs = choose_network(points, view.workload)
     mine = curves.with_knobs(points, knobs)
-    module = workloads.get(workload)
-    offered = curves.drawn_sides(module.square_sides(1, MAX_DRAWN_SIDE, **knobs))
-    # The workload's own default (`LABELS.largest_side`), else a quarter up the sides.
-    default_largest = module.LABELS.largest_side or offered[len(offered) // 4]
-    largest_measured = float(mine["side"].max()) if len(mine) else default_largest
-    start = next((side for side in offered if side >= largest_measured), offered[-1])
+    offered, start = curves.side_choices(view.workload, knobs, mine, MAX_DRAWN_SIDE)
     largest = st.select_slider(
         "Curves up to image side",
         options=offered,
         value=start,
-        key=f"models_{workload}_side",
+        key=f"models_{view.workload}_side",
         help="Past the largest measured size the curves extrapolate: that is where models part.",
     )
     batches = tuple(sorted(int(b) for b in mine["batch_size"].unique())) or DEFAULT_BATCHES
     sides = tuple(side for side in offered if side <= largest)
-    frame = curve_frame(
-        db, version, workload, picked.option, tuple(names), sides, batches, tuple(knobs.items())
-    )
+    frame = curve_frame(view, CurveRequest(tuple(names), sides, batches, tuple(knobs.items())))
+    module = workloads.get(view.workload)
     st.altair_chart(charts.peak_vs_size(mine, frame, log=log, dims=module.DIMS), width="stretch")
     solid, elements = workload_labels.SOLIDS[module.DIMS], workload_labels.ELEMENTS[module.DIMS]
-    network = curves.network_label(knobs, workload)
+    network = curves.network_label(knobs, view.workload)
     st.caption(
         f"Dots: {len(mine)} measured runs (kernel high-water mark), {module.TITLE}"
         f"{', ' + plain(network) if network else ''}, on {plain(picked.choice.label)}. "
@@ -207,16 +193,8 @@ def peak_chart(
     )
 
 
-def out_of_sample_charts(
-    db: Path,
-    version: data.Version,
-    workload: str,
-    option: str,
-    names: list[str],
-    log: bool,
-    evaluated: bool,
-) -> None:
-    points = held_out(db, version, workload, option, names)
+def out_of_sample_charts(view: View, names: list[str], log: bool, evaluated: bool) -> None:
+    points = held_out(view, names)
     if points.empty:
         st.info("No held-out predictions for the chosen models.")
         return
@@ -239,30 +217,15 @@ def out_of_sample_charts(
     with residual_col:
         st.markdown("**Residuals**")
         against = st.radio("Residuals against", list(RESIDUALS_AGAINST), horizontal=True)
-        side_title = workload_labels.side_title(workloads.get(workload).DIMS)
+        side_title = workload_labels.side_title(workloads.get(view.workload).DIMS)
         residuals = charts.residuals(points, RESIDUALS_AGAINST[against], side_title=side_title)
         st.altair_chart(residuals, width="stretch")
     st.caption(MEASURED_PEAK)
 
 
 def error_table(scores: pd.DataFrame, models: Models) -> None:
-    titles = {model.name: model.title for model in models}
-    table = curves.error_table(scores, titles)
-    shown = pd.DataFrame(
-        {
-            "model": table["title"],
-            "MAPE %": table["random_mape_pct"],
-            "sd": table["random_mape_sd"],
-            "R²": table["random_r2"],
-            "worst %": table["random_worst_pct"],
-            "extrap. MAPE %": table["extrapolation_mape_pct"],
-            "extrap. worst %": table["extrapolation_worst_pct"],
-            "knob MAPE %": table["knob_mape_pct"],
-            "knob worst %": table["knob_worst_pct"],
-        }
-    )
-    # The knob split exists only where the runs vary a network knob.
-    shown = shown.dropna(axis="columns", how="all")
+    table = model_errors.error_table(scores, {model.name: model.title for model in models})
+    shown = model_errors.shown_errors(table)
     number = st.column_config.NumberColumn
     st.dataframe(
         shown,
@@ -282,20 +245,16 @@ def error_table(scores: pd.DataFrame, models: Models) -> None:
             if name != "model"
         },
     )
-    seeds = table["seeds"].max()
-    st.caption(
-        f"MAPE: mean absolute percentage error on held-out points, random 70/30 splits by "
-        f"configuration ({seeds:.0f} seeds, the paper's protocol; its symbolic regression "
-        f"reached {PAPER_SR_MAPE_PCT}%), and the extrapolation split (fit on the smaller "
-        "images, tested on the largest: ext., in %)"
-        + (
-            ", and, where the runs vary a network knob, the knob split (one knob value left "
-            "out at a time, tested on its runs: knob, in %, mean over the values left out)"
-            if "knob MAPE %" in shown
-            else ""
-        )
-        + ". sd: spread over seeds. Worst: the largest single error."
-    )
+    st.caption(model_errors.errors_caption(table, shown))
+
+
+def show_formula(formula: str, latex: str | None) -> None:
+    """``latex`` when it fits the column in lines, else ``formula`` as wrapped text."""
+    shown = formulas.formula_display(latex)
+    if shown:
+        st.latex(shown)
+    else:  # not a formula, or one too wide to break into lines: wrapped text, all of it
+        st.code(formulas.formula_text(formula), language=None, wrap_lines=True)
 
 
 def formula(models: Models, workload: str) -> None:
@@ -305,77 +264,19 @@ def formula(models: Models, workload: str) -> None:
         st.caption("No symbolic-regression formula stored.")
         return
     st.markdown("**Symbolic regression's formula** (peak in GiB)")
-    latex = curves.formula_latex(symbolic.formula)
-    shown = curves.formula_display(latex and r"\mathrm{peak}_{\mathrm{GiB}} = " + latex)
-    if shown:
-        st.latex(shown)
-    else:  # not a formula, or one too wide to break into lines: wrapped text, all of it
-        st.code(symbolic.formula, language=None, wrap_lines=True)
+    latex = formulas.formula_latex(symbolic.formula)
+    show_formula(symbolic.formula, latex and r"\mathrm{peak}_{\mathrm{GiB}} = " + latex)
     size = "" if symbolic.formula_length is None else f"{symbolic.formula_length} nodes; "
-    st.caption(f"{size}inputs: {curves.shape_inputs(workload)}; fit on every measured run.")
+    inputs = formulas.inputs_caption([symbolic.formula], workload)
+    st.caption(f"{size}inputs: {inputs}; fit on every measured run.")
     others = [m for m in models if isinstance(m, Predictor) and m.formula and m is not symbolic]
     if others:
         with st.expander("Other models' formulas"):
             for model in others:
                 st.markdown(f"*{plain(model.title)}*")
-                shown = curves.formula_display(curves.formula_latex(model.formula))
-                if shown:
-                    st.latex(shown)
-                else:
-                    st.code(model.formula or "", language=None, wrap_lines=True)
-
-
-@st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 8)
-def floor_figures(
-    db: Path, version: data.Version, workload: str, option: str
-) -> tuple[floor.SamplingGap | None, list[floor.RepeatSpread]]:
-    """The measurement floor of the profile's runs (~1 s for 10,000 runs: once per version)."""
-    runs = runs_of(db, version, workload, option)
-    return floor.sampling_gap(runs), floor.repeat_spreads(runs)
-
-
-def measurement_floor(db: Path, version: data.Version, workload: str, option: str) -> None:
-    st.subheader("Measurement floor")
-    gap, spreads = floor_figures(db, version, workload, option)
-    if gap is None:
-        st.caption("No measured run yet.")
-        return
-    median_col, largest_col, spread_col = st.columns(3)
-    median_col.metric(
-        "Sampling gap, median",
-        f"{gap.median_pct:.2f}%",
-        help=f"Over {gap.n_runs} runs: {gap.median_mib:.1f} MiB.",
-    )
-    largest_col.metric(
-        "Sampling gap, largest",
-        f"{gap.max_pct:.2f}%",
-        help=f"{gap.max_mib:.1f} MiB, at {plain(gap.worst_point)}.",
-    )
-    st.caption(
-        "How far the kernel's high-water mark (VmHWM, what the models predict) lies "
-        "above the peak memory_profiler saw sampling every 0.1 s."
-    )
-    largest = floor.largest_spread_pct(spreads)
-    if largest is None:
-        spread_col.metric(
-            "Run-to-run spread",
-            "not measured",
-            help="No point was measured more than once; repeat one with --repeats.",
-        )
-        return
-    spread_col.metric(
-        "Run-to-run spread",
-        f"{largest:.2f}%",
-        help="The largest (max - min) / mean of the peak over a repeated point.",
-    )
-    repeats = pd.DataFrame([asdict(spread) for spread in spreads])
-    st.dataframe(
-        repeats[["point", "runs", "hwm_spread_pct"]].rename(columns={"hwm_spread_pct": "spread %"}),
-        hide_index=True,
-        placeholder=MISSING_CELL,
-        column_config={"spread %": st.column_config.NumberColumn(format="%.2f")},
-    )
-    st.caption("A model error below these figures cannot be told from measurement noise.")
+                show_formula(model.formula or "", formulas.formula_latex(model.formula))
+            inputs = formulas.inputs_caption([model.formula or "" for model in others], workload)
+            st.caption(f"Inputs: {inputs}.")
 
 
 def render() -> None:
@@ -385,61 +286,17 @@ def render() -> None:
         "analytical model, symbolic regression and the machine-learning baselines, "
         "for one machine profile at a time."
     )
-    db = data.database()
-    version = data.version(db)
-    params = query_state.current()
-    linked, problems = query_state.workload_from(params)
-    # One above the other: abreast, at 1024 px both selects cut their value (issue 26).
-    workload = choose_workload(linked)
-    link = params if workload == linked else {}
-    picked, machine_problems = machine_panel.choose(
-        db, version, workload, f"models_{workload}_machine", link
-    )
-    for problem in problems + machine_problems:
-        st.warning(query_state.plain(problem))
-    query_state.write_view(workload, picked.option)
-    machine_panel.note(picked)
-    machine_panel.onednn_note(picked)
-    option, machine = picked.option, picked.machine
-
-    scores = data.scores(db, version, workload, machine)
-    evaluated = bool(data.predictors(db, version, workload, machine))
-    refused = data.refused_models(db, version, workload, machine)
+    view, picked = choose_view()
+    scores = data.scores(view.db, view.version, view.workload, view.machine)
+    evaluated = bool(data.predictors(view.db, view.version, view.workload, view.machine))
+    refused = data.refused_models(view.db, view.version, view.workload, view.machine)
     if refused:
         st.error(plain(refused))
-    models = models_of(db, version, workload, option)
-    points = measured(db, version, workload, option)
-    title, command = workload_labels.title(workload), workload_labels.evaluate_command(workload)
+    models, points = models_of(view), measured(view)
     if not evaluated:
-        words = plain(picked.words)
-        if points.empty:
-            st.info(
-                f"No measured run of the {title} yet {words}, so no fitted models: only the "
-                "analytical models are shown, which need none."
-            )
-        else:
-            st.info(
-                f"Only the analytical models are shown: this database has {len(points)} "
-                f"measured run(s) of the {title} {words}, but no stored evaluation of them. "
-                "Symbolic regression and the baselines appear here once they are fitted."
-            )
-        machine_panel.shortfall(db, version, workload, picked)
+        no_evaluation(view, picked, len(points))
 
-    names = [model.name for model in models]
-    titles = {model.name: model.title for model in models}
-    models_col, axes_col = st.columns([4, 1])
-    chosen = models_col.multiselect(
-        "Models",
-        names,
-        default=[name for name in DEFAULT_MODELS if name in names],
-        format_func=lambda name: titles[name],
-    )
-    # One model far above the rest flattens every other curve on linear axes. Log axes
-    # keep every chosen curve, and the measured dots, readable; leaving that model out
-    # would hide a model the reader chose. So: log by default, and say which model.
-    towering = curves.dwarfing(held_out(db, version, workload, option, chosen))
-    log = axes_col.radio("Axes", AXES, index=int(bool(towering)), horizontal=True) == "Log"
-
+    chosen, log, towering = choose_models(view, models)
     st.subheader("Peak memory against image size")
     if towering:
         st.caption(
@@ -447,21 +304,22 @@ def render() -> None:
             f"{curves.DWARF_RATIO:g}x the other models somewhere, which would flatten their "
             "curves on linear axes."
         )
-    peak_chart(db, version, workload, picked, points, chosen, log)
+    peak_chart(view, picked, chosen, log)
     if not points.empty:
-        out_of_sample_charts(db, version, workload, option, chosen, log, evaluated)
-    if workload == published_panel.STUDY_WORKLOAD:
+        out_of_sample_charts(view, chosen, log, evaluated)
+    if view.workload == published_panel.STUDY_WORKLOAD:
         published_panel.render([m for m in models if m.name in chosen], points)
 
     # One above the other: side by side at 1024 px, neither had room for its table.
     st.subheader("Errors")
     if scores.empty:
-        flag = f" --machine {machine}" if machine else ""
+        flag = f" --machine {view.machine}" if view.machine else ""
+        command = workload_labels.evaluate_command(view.workload)
         st.caption(f"No scores yet: {code(command + flag)} computes them.")
     else:
         error_table(scores, models)
-    formula(models, workload)
-    measurement_floor(db, version, workload, option)
+    formula(models, view.workload)
+    floor_panel.render(view)
 
 
 render()

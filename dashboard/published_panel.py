@@ -2,7 +2,7 @@
 
 Shared by the Models page (the models chosen there) and the Sizing page (the
 models credible for the study's configuration): the chart of
-`presentation.charts.published_points`, the study's configuration, source and
+`presentation.charts_study.published_points`, the study's configuration, source and
 stack, and why our measurements differ (`core.published`).
 """
 
@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from core import published
-from presentation import charts, curves, workload_labels
+from presentation import charts_study, curves, workload_labels
 from presentation.curves import PointModel
 from presentation.text import plain
 
@@ -27,8 +27,8 @@ def render(models: Sequence[PointModel], points: pd.DataFrame) -> None:
     st.subheader("Beside the published study")
     knobs = workload_labels.knob_defaults(STUDY_WORKLOAD)
     ours = curves.with_sample_megavoxels(curves.with_knobs(points, knobs))
-    predictions = curves.study_predictions(models, knobs)
-    chart = charts.published_points(ours, predictions, curves.published_frame())
+    predictions = charts_study.study_predictions(models, knobs)
+    chart = charts_study.published_points(ours, predictions, charts_study.published_frame())
     st.altair_chart(chart, width="stretch")
     image = "×".join(str(side) for side in published.STUDY_IMAGE_SHAPE)
     said = "; ".join(

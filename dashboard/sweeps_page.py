@@ -6,7 +6,7 @@ with each run's two peaks side by side, one run's memory timeline, the machines
 (one row per profile, never per host name: `core.profiles`) and their peaks at
 one batch size, every configuration measured on two or more machines side by
 side, then the sweeps themselves. The
-frames come from `presentation.browse` and `presentation.machines`, the charts
+frames come from `presentation.browse` and `presentation.machines_compared`, the charts
 from `presentation.charts_sweeps`.
 """
 
@@ -22,7 +22,7 @@ from core import profiles
 from core.machine import this_profile
 from core.workloads import DEFAULT_WORKLOAD
 from dashboard import data
-from presentation import browse, charts_sweeps, machines, workload_labels
+from presentation import browse, charts_sweeps, machines, machines_compared, workload_labels
 from presentation.text import MISSING_CELL, code, plain
 
 FILTER_ROWS = (
@@ -177,7 +177,7 @@ st.caption(
     "cores, threads, RAM, framework versions, oneDNN), never the host name. *unknown*: a fact "
     "its runs did not record (runs measured before memplan recorded it)."
 )
-table_in_two(machines.profiles_table(shown, here.key), MACHINES_FIRST)
+table_in_two(machines_compared.profiles_table(shown, here.key), MACHINES_FIRST)
 ok_batches = sorted(shown.loc[shown["status"] == browse.OK, "batch_size"].unique().tolist())
 if ok_batches:
     batch = st.selectbox("Batch size to compare", ok_batches, key="sweeps_compare_batch")
@@ -194,7 +194,7 @@ else:
     st.info("No measured (ok) run among those shown to compare machines on.")
 
 st.subheader("Machines compared")
-compared = machines.compared(shown)
+compared = machines_compared.compared(shown)
 if compared.empty:
     workloads_shown = chosen.get(browse.WORKLOAD) or [DEFAULT_WORKLOAD]
     st.info(
@@ -214,14 +214,14 @@ else:
         help="The reference machine: every other machine's peak is divided by its peak.",
     )
     if reference != compared_keys[0]:
-        compared = machines.compared(shown, reference)
+        compared = machines_compared.compared(shown, reference)
     configurations = compared["configuration"].nunique()
     st.caption(
         f"{configurations} configuration(s) measured ok on two or more machine profiles: the "
         "median kernel high-water mark of each machine's runs (GiB), and how many times the "
         f"reference's ({plain(machine_names.get(reference, reference))}) it is."
     )
-    table = machines.side_by_side(compared)
+    table = machines_compared.side_by_side(compared)
     # A machine's label is ~60 characters: its columns are headed by its profile key
     # (the Machines table's first column), the label in the header's tooltip.
     keys = dict(zip(compared["machine"], compared[machines.PROFILE_COLUMN], strict=True))

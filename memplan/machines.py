@@ -12,7 +12,7 @@ from core.machine import this_profile
 from core.units import GIB
 from core.workloads.base import PRECISIONS
 from memplan import jsonout, options
-from presentation import machines as machines_view
+from presentation import machines_compared
 from presentation.report import markdown_table
 from profiling.calibration import calibration_for, profile_table
 
@@ -39,7 +39,7 @@ def _compared(args: argparse.Namespace) -> pd.DataFrame:
     reference = None
     if args.reference:
         reference = profiles.resolve(args.reference, profiles.profiles_in(runs)).key
-    return machines_view.compared(runs, reference)
+    return machines_compared.compared(runs, reference)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -53,7 +53,7 @@ def _compare(args: argparse.Namespace) -> int:
             "`memplan calibrate` on another machine measures one"
         )
         return 0
-    table = machines_view.side_by_side(frame)
+    table = machines_compared.side_by_side(frame)
     print(markdown_table(table, decimals=3) if args.markdown else table.to_string(index=False))
     others = frame[~frame["reference"]]
     for machine, group in others.groupby("machine", sort=False):

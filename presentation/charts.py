@@ -1,31 +1,40 @@
 """The dashboard's Models and Sizing charts: pure functions from frames to Altair charts.
 
-Each builder takes frames from `presentation.curves` (memory in GiB) and returns
-a chart; nothing here reads the database or Streamlit, so tests check the
-Vega-Lite specs (``chart.to_dict()``) directly. Layers carry a ``name``
-(``measured``, ``predicted``, ...) so a spec says which series it holds.
+The Models page's peak against image size, predicted against measured and
+residuals take frames from `presentation.curves` (memory in GiB); the Sizing
+page's bounds and breakdown take its models' answers. The study's published
+figures have a module of their own (`presentation.charts_study`). Nothing here
+reads the database or Streamlit, so tests check the Vega-Lite specs
+(``chart.to_dict()``) directly. Layers carry a ``name`` (``measured``,
+``predicted``, ...) so a spec says which series it holds.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import altair as alt
 import pandas as pd
 
+from presentation.chart_parts import (
+    CHART_HEIGHT_PX,
+    LABEL_LIMIT_PX,
+    LEGEND_FILL,
+    LEGEND_PADDING_PX,
+    MODEL_LEGEND,
+    model_colour,
+    positive,
+    series,
+)
 from presentation.workload_labels import side_title
 
-CHART_HEIGHT_PX = 420
 BATCH_LEGEND = "batch size"
-MODEL_LEGEND = "model"
 SIDE_TITLE = side_title(3)  # "image side (voxels; cube root of D x H x W)"
 PEAK_TITLE = "peak memory (GiB)"
 MEASURED_TITLE = "measured peak (GiB)"
 PREDICTED_TITLE = "predicted peak (GiB)"
 # Two lines: in one, the title is longer than a half-width plot is high, and is cut.
 ERROR_TITLE = ["error (%):", "(predicted - measured) / measured"]
-# Model titles run to ~35 characters; Vega-Lite cuts labels at 160 px by default.
-LABEL_LIMIT_PX = 280
-# Ten distinct hues (the theme's default palette has several blues).
-MODEL_COLOURS = "tableau10"
 # Dash patterns far enough apart to tell the models' curves apart (solid first).
 DASHES = [[1, 0], [8, 4], [2, 3], [12, 3, 2, 3], [4, 4], [1, 6], [16, 6]]
 # What a residual plot can be drawn against: column -> axis title.
@@ -34,8 +43,6 @@ RESIDUAL_AXES: dict[str, str] = {"side": SIDE_TITLE, "measured_gib": MEASURED_TI
 REFERENCE_COLOUR = "gray"
 REFERENCE_DASH = [4, 4]
 IDENTITY = "predicted = measured"
-LEGEND_FILL = "rgba(255, 255, 255, 0.8)"
-LEGEND_PADDING_PX = 4
 NO_ERROR = "no error"
 # The bounds chart: its marks' legend entries, and when its GiB axis goes logarithmic.
 PREDICTED = "predicted peak"
@@ -53,11 +60,6 @@ GIB_LOG_TITLE = "GiB (log scale)"
 
 def _scale(log: bool) -> alt.Scale:
     return alt.Scale(type="log") if log else alt.Scale(zero=False)
-
-
-def _series(name: str) -> str:
-    """A Vega expression naming one series, for a layer whose rows are all of it."""
-    return "'" + name.replace("'", "\\'") + "'"
 
 
 def _reference_line(name: str, corner: str = "top-left") -> alt.StrokeDash:
@@ -87,13 +89,6 @@ def _two_lines(title: str) -> str | list[str]:
     return [words, f"({rest}"] if bracket else title
 
 
-def _positive(chart: alt.Chart, *columns: str, log: bool) -> alt.Chart:
-    """On log axes, drop the rows a log scale cannot place (a model may predict <= 0)."""
-    for column in columns if log else ():
-        chart = chart.transform_filter(f"datum['{column}'] > 0")
-    return chart
-
-
 def peak_vs_size(
     points: pd.DataFrame, curves: pd.DataFrame, log: bool = False, dims: int = 3
 ) -> alt.LayerChart:
@@ -107,7 +102,7 @@ def peak_vs_size(
     batch = alt.Color("batch_size:O", title=BATCH_LEGEND, scale=alt.Scale(scheme="viridis"))
     pick_model = alt.selection_point(fields=["title"], bind="legend", name="pick_model")
     predicted = (
-        _positive(alt.Chart(curves), "predicted_gib", log=log)
+        positive(alt.Chart(curves), "predicted_gib", log=log)
         .mark_line()
         .encode(
             x=alt.X("side:Q", title=side_title(dims), scale=_scale(log)),
@@ -132,7 +127,7 @@ def peak_vs_size(
         .properties(name="predicted")
     )
     measured = (
-        _positive(alt.Chart(points), "peak_gib", log=log)
+        positive(alt.Chart(points), "peak_gib", log=log)
         .mark_point(filled=True, size=70, stroke="black", strokeWidth=0.5, opacity=1)
         .encode(
             x=alt.X("side:Q"),
@@ -168,16 +163,16 @@ def parity(points: pd.DataFrame, log: bool = False) -> alt.LayerChart:
             y=alt.Y("gib:Q", scale=scale),
             strokeDash=_reference_line(IDENTITY),
         )
-        .transform_calculate(reference=_series(IDENTITY))
+        .transform_calculate(reference=series(IDENTITY))
         .properties(name="identity")
     )
     dots = (
-        _positive(alt.Chart(points), "predicted_gib", "measured_gib", log=log)
+        positive(alt.Chart(points), "predicted_gib", "measured_gib", log=log)
         .mark_point(filled=True, opacity=0.7)
         .encode(
             x=alt.X("measured_gib:Q", title=MEASURED_TITLE, scale=scale),
             y=alt.Y("predicted_gib:Q", title=PREDICTED_TITLE, scale=scale),
-            color=_model_colour(),
+            color=model_colour(),
             tooltip=_point_tooltip(points),
         )
         .properties(name="held_out")
@@ -200,7 +195,7 @@ def residuals(
         .mark_rule(color=REFERENCE_COLOUR)
         # Bottom right: the errors cluster near zero, the largest ones at small sides.
         .encode(y="zero:Q", strokeDash=_reference_line(NO_ERROR, "bottom-right"))
-        .transform_calculate(reference=_series(NO_ERROR))
+        .transform_calculate(reference=series(NO_ERROR))
         .properties(name="zero")
     )
     dots = (
@@ -209,22 +204,12 @@ def residuals(
         .encode(
             x=alt.X(f"{against}:Q", title=_two_lines(titles[against]), scale=alt.Scale(zero=False)),
             y=alt.Y("error_pct:Q", title=ERROR_TITLE),
-            color=_model_colour(),
+            color=model_colour(),
             tooltip=_point_tooltip(points),
         )
         .properties(name="residuals")
     )
     return alt.layer(zero, dots).properties(height=CHART_HEIGHT_PX)
-
-
-def _model_colour() -> alt.Color:
-    """One colour per model, the legend below the plot so two plots fit side by side."""
-    return alt.Color(
-        "title:N",
-        title=MODEL_LEGEND,
-        scale=alt.Scale(scheme=MODEL_COLOURS),
-        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=LABEL_LIMIT_PX),
-    )
 
 
 def _point_tooltip(points: pd.DataFrame) -> list[alt.Tooltip]:
@@ -267,6 +252,104 @@ def bounds_scale_is_log(models: pd.DataFrame) -> bool:
     return bool(len(upper)) and float(upper.max()) > LOG_SCALE_RATIO * float(upper.min())
 
 
+@dataclass(frozen=True)
+class _BoundsAxes:
+    """What the bounds chart's layers share: the GiB axis, the models' axis, the line legend."""
+
+    gib: alt.Scale
+    x_title: str
+    y: alt.Y
+    colour: alt.Color  # the bound and the two rules: colour and dash on one field, one legend
+    dash: alt.StrokeDash
+    tooltip: list[alt.Tooltip]
+
+    @classmethod
+    def make(cls, log: bool) -> _BoundsAxes:
+        lines = [UPPER, BUDGET, USABLE]
+        legend = alt.Legend(orient="bottom", direction="vertical", symbolType="stroke")
+        colours = [BOUND_COLOUR, BUDGET_COLOUR, BUDGET_COLOUR]
+        return cls(
+            gib=alt.Scale(type="log") if log else alt.Scale(zero=True),
+            x_title=GIB_LOG_TITLE if log else GIB_TITLE,
+            y=alt.Y("title:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
+            colour=alt.Color(
+                "line:N", title=None, scale=alt.Scale(domain=lines, range=colours), legend=legend
+            ),
+            dash=alt.StrokeDash(
+                "line:N",
+                title=None,
+                scale=alt.Scale(domain=lines, range=[[1, 0], [1, 0], REFERENCE_DASH]),
+                legend=legend,
+            ),
+            tooltip=[
+                alt.Tooltip("title:N", title="model"),
+                alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".2f"),
+                alt.Tooltip("upper_gib:Q", title="upper bound (GiB)", format=".2f"),
+            ],
+        )
+
+    def x(self, column: str) -> alt.X:
+        return alt.X(f"{column}:Q", title=self.x_title, scale=self.gib)
+
+
+def _bound_spans(models: pd.DataFrame, axes: _BoundsAxes, log: bool) -> alt.Chart:
+    """Each model's bar from its point prediction to its upper bound."""
+    return (
+        positive(alt.Chart(models), "predicted_gib", "upper_gib", log=log)
+        .mark_rule(strokeWidth=3, opacity=0.6)
+        .encode(
+            x=axes.x("predicted_gib"),
+            x2="upper_gib:Q",
+            y=axes.y,
+            color=axes.colour,
+            strokeDash=axes.dash,
+            tooltip=axes.tooltip,
+        )
+        .transform_calculate(line=series(UPPER))
+        .properties(name="bound")
+    )
+
+
+def _predicted_dots(models: pd.DataFrame, axes: _BoundsAxes, log: bool) -> alt.Chart:
+    """Each model's point prediction, in a legend of its own."""
+    return (
+        positive(alt.Chart(models), "predicted_gib", log=log)
+        .mark_point(filled=True, size=80, color=BOUND_COLOUR, opacity=1)
+        .encode(
+            x=axes.x("predicted_gib"),
+            y=axes.y,
+            shape=alt.Shape(
+                "point:N",
+                title=None,
+                scale=alt.Scale(domain=[PREDICTED], range=["circle"]),
+                legend=alt.Legend(orient="bottom", symbolFillColor=BOUND_COLOUR),
+            ),
+            tooltip=axes.tooltip,
+        )
+        .transform_calculate(point=series(PREDICTED))
+        .properties(name="predicted")
+    )
+
+
+def _budget_rules(budget_gib: float, usable_gib: float, axes: _BoundsAxes) -> alt.Chart:
+    """The budget (solid) and what training may use of it (dashed)."""
+    # "line": the legend's field, shared with the bound's layer.
+    limits = pd.DataFrame(
+        {"gib": [budget_gib, usable_gib], "limit": [BUDGET, USABLE], "line": [BUDGET, USABLE]}
+    )
+    return (
+        alt.Chart(limits)
+        .mark_rule()
+        .encode(
+            x=axes.x("gib"),
+            color=axes.colour,
+            strokeDash=axes.dash,
+            tooltip=[alt.Tooltip("limit:N"), alt.Tooltip("gib:Q", title="GiB", format=".1f")],
+        )
+        .properties(name="budget")
+    )
+
+
 def bounds(models: pd.DataFrame, budget_gib: float, usable_gib: float) -> alt.LayerChart:
     """Each model's point prediction (dot) and upper bound (bar end) against the budget.
 
@@ -278,205 +361,9 @@ def bounds(models: pd.DataFrame, budget_gib: float, usable_gib: float) -> alt.La
     rules in another (colour and dash on one field merge into one legend).
     """
     log = bounds_scale_is_log(models)
-    gib = alt.Scale(type="log") if log else alt.Scale(zero=True)
-    x_title = GIB_LOG_TITLE if log else GIB_TITLE
-    y = alt.Y("title:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX))
-    lines = [UPPER, BUDGET, USABLE]
-    line_legend = alt.Legend(orient="bottom", direction="vertical", symbolType="stroke")
-    colour = alt.Color(
-        "line:N",
-        title=None,
-        scale=alt.Scale(domain=lines, range=[BOUND_COLOUR, BUDGET_COLOUR, BUDGET_COLOUR]),
-        legend=line_legend,
-    )
-    dash = alt.StrokeDash(
-        "line:N",
-        title=None,
-        scale=alt.Scale(domain=lines, range=[[1, 0], [1, 0], REFERENCE_DASH]),
-        legend=line_legend,
-    )
-    tooltip = [
-        alt.Tooltip("title:N", title="model"),
-        alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".2f"),
-        alt.Tooltip("upper_gib:Q", title="upper bound (GiB)", format=".2f"),
-    ]
-    span = (
-        _positive(alt.Chart(models), "predicted_gib", "upper_gib", log=log)
-        .mark_rule(strokeWidth=3, opacity=0.6)
-        .encode(
-            x=alt.X("predicted_gib:Q", title=x_title, scale=gib),
-            x2="upper_gib:Q",
-            y=y,
-            color=colour,
-            strokeDash=dash,
-            tooltip=tooltip,
-        )
-        .transform_calculate(line=_series(UPPER))
-        .properties(name="bound")
-    )
-    dots = (
-        _positive(alt.Chart(models), "predicted_gib", log=log)
-        .mark_point(filled=True, size=80, color=BOUND_COLOUR, opacity=1)
-        .encode(
-            x=alt.X("predicted_gib:Q", title=x_title, scale=gib),
-            y=y,
-            shape=alt.Shape(
-                "point:N",
-                title=None,
-                scale=alt.Scale(domain=[PREDICTED], range=["circle"]),
-                legend=alt.Legend(orient="bottom", symbolFillColor=BOUND_COLOUR),
-            ),
-            tooltip=tooltip,
-        )
-        .transform_calculate(point=_series(PREDICTED))
-        .properties(name="predicted")
-    )
-    # "line": the legend's field, shared with the bound's layer.
-    limits = pd.DataFrame(
-        {"gib": [budget_gib, usable_gib], "limit": [BUDGET, USABLE], "line": [BUDGET, USABLE]}
-    )
-    rules = (
-        alt.Chart(limits)
-        .mark_rule()
-        .encode(
-            x=alt.X("gib:Q", title=x_title, scale=gib),
-            color=colour,
-            strokeDash=dash,
-            tooltip=[alt.Tooltip("limit:N"), alt.Tooltip("gib:Q", title="GiB", format=".1f")],
-        )
-        .properties(name="budget")
-    )
-    return alt.layer(span, dots, rules)
-
-
-# The published-points chart (the U-Net study, `core.published`): both axes logarithmic,
-# our runs reach about 1 GiB, the study's servers 1.5 TB.
-SAMPLE_TITLE = "image x batch (million voxels, log scale)"
-MEMORY_LOG_TITLE = "peak memory or server RAM (GiB, log scale)"
-OUR_RUNS = "our runs (measured)"
-OUR_PREDICTION = "our model at the study's configuration"
-PUBLISHED_PEAK = "published peak"
-SERIES_SHAPES = {OUR_RUNS: "circle", OUR_PREDICTION: "diamond", PUBLISHED_PEAK: "triangle-up"}
-SERVER_OUTCOMES = {"out of memory": [6, 3], "ran": [1, 0]}
-SERVER_LEGEND = "published server sizes"
-OUR_RUNS_COLOUR = "#888888"
-PUBLISHED_COLOUR = "black"
-# Labels sit just above their rule, or left of their point, in the chart's own font size.
-LABEL_OFFSET_PX = 6
-LABEL_FONT_PX = 11
-SCALE_PADDING_PX = 16
-
-
-def published_points(
-    measured: pd.DataFrame, predictions: pd.DataFrame, published: pd.DataFrame
-) -> alt.LayerChart:
-    """Our runs and our models' predictions beside the study's published figures.
-
-    measured : `presentation.curves.with_sample_megavoxels` of the measured points
-    (``sample_megavoxels, peak_gib, image, batch_size``); predictions :
-    `presentation.curves.study_predictions`; published :
-    `presentation.curves.published_frame`. The published peak is a labelled
-    point at its configuration, each server size a labelled horizontal rule
-    (dashed: out of memory; solid: ran). Every mark has a legend entry: dots by
-    what they are (shape), our predictions by model (colour), rules by outcome (dash).
-    """
-    x_values = pd.concat([measured["sample_megavoxels"], published["sample_megavoxels"]])
-    x_values = x_values[x_values > 0]
-    left = float(x_values.min()) if len(x_values) else 1.0
-    # Not rounded out to whole decades: that would leave a decade empty at each end and
-    # squeeze the server rules (192 and 384 GiB, a factor of two apart) into one line.
-    log = alt.Scale(type="log", nice=False, padding=SCALE_PADDING_PX)
-    x = alt.X("sample_megavoxels:Q", title=SAMPLE_TITLE, scale=log)
-    y = alt.Y("gib:Q", title=MEMORY_LOG_TITLE, scale=log)
-    shape = alt.Shape(
-        "series:N",
-        title=None,
-        scale=alt.Scale(domain=list(SERIES_SHAPES), range=list(SERIES_SHAPES.values())),
-        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0),
-    )
-    ours = (
-        _positive(alt.Chart(measured), "peak_gib", log=True)
-        .mark_point(filled=True, size=50, color=OUR_RUNS_COLOUR, opacity=0.8)
-        .encode(
-            x=x,
-            y=alt.Y("peak_gib:Q", title=MEMORY_LOG_TITLE, scale=log),
-            shape=shape,
-            tooltip=[
-                alt.Tooltip("image:N", title="image"),
-                alt.Tooltip("batch_size:O", title="batch"),
-                alt.Tooltip("peak_gib:Q", title="measured (GiB)", format=".2f"),
-            ],
-        )
-        .transform_calculate(series=_series(OUR_RUNS))
-        .properties(name="measured")
-    )
-    predicted = (
-        _positive(alt.Chart(predictions), "predicted_gib", log=True)
-        .mark_point(filled=True, size=120, opacity=0.9)
-        .encode(
-            x=x,
-            y=alt.Y("predicted_gib:Q", title=MEMORY_LOG_TITLE, scale=log),
-            shape=shape,
-            color=_model_colour(),
-            tooltip=[
-                alt.Tooltip("title:N", title="model"),
-                alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".1f"),
-            ],
-        )
-        .transform_calculate(series=_series(OUR_PREDICTION))
-        .properties(name="predicted")
-    )
-    peaks = published[published["kind"] == "peak"]
-    peak = (
-        alt.Chart(peaks)
-        .mark_point(filled=True, size=140, color=PUBLISHED_COLOUR)
-        .encode(
-            x=x,
-            y=y,
-            shape=shape,
-            tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", title="GiB", format=".0f")],
-        )
-        .transform_calculate(series=_series(PUBLISHED_PEAK))
-        .properties(name="published_peak")
-    )
-    peak_label = (
-        alt.Chart(peaks)
-        .mark_text(
-            align="right", dx=-2 * LABEL_OFFSET_PX, fontSize=LABEL_FONT_PX, color=PUBLISHED_COLOUR
-        )
-        .encode(x=x, y=y, text="label:N")
-        .properties(name="published_peak_label")
-    )
-    servers = published[published["kind"] == "server"]
-    rules = (
-        alt.Chart(servers)
-        .mark_rule(color=PUBLISHED_COLOUR, opacity=0.7)
-        .encode(
-            y=y,
-            strokeDash=alt.StrokeDash(
-                "outcome:N",
-                title=SERVER_LEGEND,
-                scale=alt.Scale(domain=list(SERVER_OUTCOMES), range=list(SERVER_OUTCOMES.values())),
-                # In the empty corner right of our runs, below the study's point.
-                legend=alt.Legend(
-                    orient="bottom-right",
-                    direction="vertical",
-                    symbolType="stroke",
-                    fillColor=LEGEND_FILL,
-                    padding=LEGEND_PADDING_PX,
-                ),
-            ),
-            tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", title="GiB", format=".0f")],
-        )
-        .properties(name="servers")
-    )
-    # Each rule's label at the left edge (the smallest image x batch drawn), just above it.
-    rule_labels = (
-        alt.Chart(servers)
-        .mark_text(align="left", baseline="bottom", dy=-LABEL_OFFSET_PX / 2, fontSize=LABEL_FONT_PX)
-        .encode(x=alt.datum(left), y=y, text="label:N")
-        .properties(name="server_labels")
-    )
-    return alt.layer(rules, rule_labels, ours, predicted, peak, peak_label).properties(
-        height=CHART_HEIGHT_PX
+    axes = _BoundsAxes.make(log)
+    return alt.layer(
+        _bound_spans(models, axes, log),
+        _predicted_dots(models, axes, log),
+        _budget_rules(budget_gib, usable_gib, axes),
     )

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import altair as alt
 import pandas as pd
@@ -37,7 +38,7 @@ from core.units import GIB
 from core.workloads.base import WorkloadConfig
 from modeling.decision import approx_gib
 from presentation import curves
-from presentation.charts import LABEL_FONT_PX, LABEL_OFFSET_PX, SCALE_PADDING_PX
+from presentation.chart_parts import LABEL_FONT_PX, LABEL_OFFSET_PX, SCALE_PADDING_PX
 from presentation.sizing_view import BoundedModel, config_predictions, knob_items
 from presentation.workload_labels import image_label, shape_label
 
@@ -45,7 +46,7 @@ from presentation.workload_labels import image_label, shape_label
 MIN_LINE_BATCH = 16
 MEGA = 1e6
 
-# The series, in legend order: what each mark is, in words.
+# The series, in legend order (`SERIES`): what each mark is, in words.
 MEASURED = "measured runs (this machine profile, this network)"
 PREDICTED = "chosen model: point prediction"
 UPPER = "chosen model: upper bound"
@@ -54,37 +55,13 @@ BUDGET = "budget"
 PUBLISHED_PEAK = "published peak (Dell EMC / Intel)"
 SERVER_OUT_OF_MEMORY = "published server size: out of memory"
 SERVER_RAN = "published server size: ran"
-SERIES = (
-    MEASURED,
-    PREDICTED,
-    UPPER,
-    QUESTION,
-    BUDGET,
-    PUBLISHED_PEAK,
-    SERVER_OUT_OF_MEMORY,
-    SERVER_RAN,
-)
 # How a published outcome (`core.published.PublishedPoint.outcome`) is drawn.
 SERVER_SERIES = {"out of memory": SERVER_OUT_OF_MEMORY, "ran": SERVER_RAN}
 
 # The frame's ``kind`` column: which layer draws a row.
-RUN, LINE, QUESTION_MARK, BUDGET_RULE, PEAK, SERVER = (
-    "run",
-    "line",
-    "question",
-    "budget",
-    "published peak",
-    "server",
-)
-FRAME_COLUMNS = [
-    "series",
-    "kind",
-    "sample_megavoxels",
-    "gib",
-    "label",
-    "image",
-    "batch_size",
-]
+RUN, LINE, QUESTION_MARK, BUDGET_RULE = "run", "line", "question", "budget"
+PEAK, SERVER = "published peak", "server"
+FRAME_COLUMNS = ["series", "kind", "sample_megavoxels", "gib", "label", "image", "batch_size"]
 
 # Colour, legend symbol and dash of each series. A line or rule shows as a stroke in the
 # legend; the dashes match the marks (the upper bound and the out-of-memory servers dashed).
@@ -106,6 +83,7 @@ STYLE: dict[str, tuple[str, str, list[int]]] = {
     SERVER_OUT_OF_MEMORY: (PUBLISHED_COLOUR, "stroke", DASHED),
     SERVER_RAN: (PUBLISHED_COLOUR, "stroke", SOLID),
 }
+SERIES = tuple(STYLE)
 
 X_TITLE = "image x batch (million voxels, log scale)"
 Y_TITLE = "peak memory or server RAM (GiB, log scale)"
@@ -136,6 +114,72 @@ def _line_configs(config: WorkloadConfig) -> list[WorkloadConfig]:
     return [dataclasses.replace(config, batch_size=batch) for batch in range(1, last + 1)]
 
 
+def _run_rows(runs: pd.DataFrame, network: dict) -> list[dict]:
+    """One row per ``ok`` run of ``network`` in ``runs``."""
+    ok = runs[runs["status"] == "ok"] if "status" in runs else runs
+    if ok.empty:
+        return []
+    points = curves.with_sample_megavoxels(curves.with_knobs(curves.measured_points(ok), network))
+    return [
+        _row(
+            MEASURED,
+            RUN,
+            float(point.sample_megavoxels),
+            float(point.peak_gib),
+            image=str(point.image),
+            batch_size=int(point.batch_size),
+        )
+        for point in points.itertuples()
+    ]
+
+
+def _line_rows(config: WorkloadConfig, model: BoundedModel, image: str) -> tuple[list[dict], float]:
+    """The model's prediction and bound lines' vertices, and the bound (GiB) at the question."""
+    table = config_predictions([model], _line_configs(config))
+    rows = []
+    for config_row in table.itertuples():
+        megavoxels = _megavoxels(config, int(config_row.batch_size))
+        for series, value in (
+            (PREDICTED, config_row.predicted_bytes),
+            (UPPER, config_row.upper_bytes),
+        ):
+            rows.append(
+                _row(
+                    series,
+                    LINE,
+                    megavoxels,
+                    float(value) / GIB,
+                    image=image,
+                    batch_size=int(config_row.batch_size),
+                )
+            )
+    asked = table[table["batch_size"] == config.batch_size]
+    return rows, float(asked["upper_bytes"].iloc[0]) / GIB
+
+
+def _published_rows(published: Sequence[PublishedPoint]) -> list[dict]:
+    """The study's peak as a labelled point, each server size as a rule."""
+    rows = []
+    for point in published:
+        if point.outcome == "peak":
+            megavoxels = math.prod(point.image_shape) * point.batch_size / MEGA
+            rows.append(
+                _row(
+                    PUBLISHED_PEAK,
+                    PEAK,
+                    megavoxels,
+                    point.memory_gib,
+                    label=point.label,
+                    image=image_label(point.image_shape),
+                    batch_size=point.batch_size,
+                )
+            )
+        else:
+            series = SERVER_SERIES.get(point.outcome, SERVER_OUT_OF_MEMORY)
+            rows.append(_row(series, SERVER, math.nan, point.memory_gib, label=point.label))
+    return rows
+
+
 def chart_frame(
     runs: pd.DataFrame,
     config: WorkloadConfig,
@@ -160,49 +204,15 @@ def chart_frame(
     the refined closed-form estimate where it falls below it, as every sizing
     answer's is (`presentation.sizing_view.config_predictions`).
     """
-    rows: list[dict] = []
     shape = tuple(config.image_shape)
     image = shape_label(shape, one_side=len(set(shape)) == 1)  # "128^3", "240x240x144"
     knobs = workloads.of(config).NETWORK_KNOBS
     network = dict(knob_items({knob: getattr(config, knob) for knob in knobs}))
-    ok = runs[runs["status"] == "ok"] if "status" in runs else runs
-    if not ok.empty:
-        points = curves.with_sample_megavoxels(
-            curves.with_knobs(curves.measured_points(ok), network)
-        )
-        for point in points.itertuples():
-            rows.append(
-                _row(
-                    MEASURED,
-                    RUN,
-                    float(point.sample_megavoxels),
-                    float(point.peak_gib),
-                    image=str(point.image),
-                    batch_size=int(point.batch_size),
-                )
-            )
+    rows = _run_rows(runs, network)
     question_gib = math.nan
     if model is not None:
-        configs = _line_configs(config)
-        table = config_predictions([model], configs)
-        for config_row in table.itertuples():
-            megavoxels = _megavoxels(config, int(config_row.batch_size))
-            for series, value in (
-                (PREDICTED, config_row.predicted_bytes),
-                (UPPER, config_row.upper_bytes),
-            ):
-                rows.append(
-                    _row(
-                        series,
-                        LINE,
-                        megavoxels,
-                        float(value) / GIB,
-                        image=image,
-                        batch_size=int(config_row.batch_size),
-                    )
-                )
-        asked = table[table["batch_size"] == config.batch_size]
-        question_gib = float(asked["upper_bytes"].iloc[0]) / GIB
+        lines, question_gib = _line_rows(config, model, image)
+        rows += lines
     if math.isfinite(question_gib) and question_gib > 0:
         label = f"{image}, batch {config.batch_size}: up to {approx_gib(question_gib * GIB)}"
         rows.append(
@@ -220,23 +230,7 @@ def chart_frame(
         rows.append(
             _row(BUDGET, BUDGET_RULE, math.nan, budget_gib, label=f"budget {budget_gib:,g} GiB")
         )
-    for point in published:
-        megavoxels = math.prod(point.image_shape) * point.batch_size / MEGA
-        if point.outcome == "peak":
-            rows.append(
-                _row(
-                    PUBLISHED_PEAK,
-                    PEAK,
-                    megavoxels,
-                    point.memory_gib,
-                    label=point.label,
-                    image=image_label(point.image_shape),
-                    batch_size=point.batch_size,
-                )
-            )
-        else:
-            series = SERVER_SERIES.get(point.outcome, SERVER_OUT_OF_MEMORY)
-            rows.append(_row(series, SERVER, math.nan, point.memory_gib, label=point.label))
+    rows += _published_rows(published)
     frame = pd.DataFrame(rows, columns=FRAME_COLUMNS).astype({"batch_size": "Int64"})
     # Log axes cannot place a prediction <= 0 (a model may predict one): such rows are dropped.
     return frame[~(frame["gib"] <= 0)].reset_index(drop=True)
@@ -248,6 +242,130 @@ def _legend_scale(frame: pd.DataFrame, part: int) -> alt.Scale:
     return alt.Scale(domain=present, range=[STYLE[series][part] for series in present])
 
 
+@dataclass(frozen=True)
+class _Layers:
+    """The chart's layers over one frame: log-log axes, one legend for ``series``."""
+
+    frame: pd.DataFrame
+    x: alt.X
+    y: alt.Y
+    colour: alt.Color
+    shape: alt.Shape
+    dash: alt.StrokeDash
+
+    @classmethod
+    def of_frame(cls, frame: pd.DataFrame) -> _Layers:
+        legend = alt.Legend(
+            title=None,
+            orient="bottom",
+            columns=LEGEND_COLUMNS,
+            labelLimit=LEGEND_LABEL_LIMIT_PX,
+            symbolStrokeWidth=LINE_WIDTH_PX,
+        )
+        log = alt.Scale(type="log", nice=False, padding=SCALE_PADDING_PX)
+        return cls(
+            frame,
+            x=alt.X("sample_megavoxels:Q", title=X_TITLE, scale=log),
+            y=alt.Y("gib:Q", title=Y_TITLE, scale=log),
+            colour=alt.Color("series:N", scale=_legend_scale(frame, 0), legend=legend),
+            shape=alt.Shape("series:N", scale=_legend_scale(frame, 1), legend=legend),
+            dash=alt.StrokeDash("series:N", scale=_legend_scale(frame, 2), legend=legend),
+        )
+
+    def of(self, *kinds: str) -> alt.Chart:
+        """A chart of the frame's rows of these ``kind``s."""
+        chosen = alt.FieldOneOfPredicate(field="kind", oneOf=list(kinds))
+        return alt.Chart(self.frame).transform_filter(chosen)
+
+    def runs(self) -> alt.Chart:
+        return (
+            self.of(RUN)
+            .mark_point(filled=True, size=RUN_SIZE, opacity=0.8)
+            .encode(
+                x=self.x,
+                y=self.y,
+                color=self.colour,
+                shape=self.shape,
+                tooltip=[
+                    alt.Tooltip("image:N", title="image"),
+                    alt.Tooltip("batch_size:O", title="batch"),
+                    alt.Tooltip("gib:Q", title="measured peak (GiB)", format=".2f"),
+                ],
+            )
+            .properties(name="measured")
+        )
+
+    def lines(self) -> alt.Chart:
+        return (
+            self.of(LINE)
+            .mark_line(strokeWidth=LINE_WIDTH_PX)
+            .encode(
+                x=self.x,
+                y=self.y,
+                color=self.colour,
+                strokeDash=self.dash,
+                detail="series:N",
+                order="batch_size:Q",
+                tooltip=[
+                    alt.Tooltip("series:N", title="line"),
+                    alt.Tooltip("batch_size:O", title="batch"),
+                    alt.Tooltip("gib:Q", title="GiB", format=",.1f"),
+                ],
+            )
+            .properties(name="predicted")
+        )
+
+    def marks(self) -> list[alt.Chart]:
+        """The question and the published peak, each labelled on its left.
+
+        Both sit at the right of the plot (the largest image x batch): labels go to their left.
+        """
+        marks = (
+            self.of(QUESTION_MARK, PEAK)
+            .mark_point(filled=True, size=QUESTION_SIZE, opacity=1)
+            .encode(
+                x=self.x,
+                y=self.y,
+                color=self.colour,
+                shape=self.shape,
+                tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", title="GiB", format=",.0f")],
+            )
+            .properties(name="question_and_published_peak")
+        )
+        labels = (
+            self.of(QUESTION_MARK, PEAK)
+            .mark_text(align="right", dx=-2 * LABEL_OFFSET_PX, fontSize=LABEL_FONT_PX)
+            .encode(x=self.x, y=self.y, text="label:N", color=self.colour)
+            .properties(name="mark_labels")
+        )
+        return [marks, labels]
+
+    def rules(self) -> list[alt.Chart]:
+        """The server sizes and the budget, each labelled at the left edge, just above it."""
+        plotted = self.frame[self.frame["sample_megavoxels"].notna()]
+        left = float(plotted["sample_megavoxels"].min()) if len(plotted) else 1.0
+        rules = (
+            self.of(SERVER, BUDGET_RULE)
+            .mark_rule(opacity=0.8)
+            .encode(
+                y=self.y,
+                color=self.colour,
+                strokeDash=self.dash,
+                tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", title="GiB", format=",.0f")],
+            )
+            .properties(name="rules")
+        )
+        labels = (
+            self.of(SERVER, BUDGET_RULE)
+            .mark_text(
+                align="left", baseline="bottom", dy=-LABEL_OFFSET_PX / 2, fontSize=LABEL_FONT_PX
+            )
+            .encode(x=alt.datum(left), y=self.y, text="label:N", color=self.colour)
+            .properties(name="rule_labels")
+        )
+        return [rules, labels]
+
+
 def measured_vs_predicted(frame: pd.DataFrame, title: str | list[str] = "") -> alt.LayerChart:
     """The chart of `chart_frame`'s rows: x image x batch, y peak GiB, both logarithmic.
 
@@ -255,100 +373,8 @@ def measured_vs_predicted(frame: pd.DataFrame, title: str | list[str] = "") -> a
     plot) names every series; the question, the published peak and each rule
     carry their label beside them. Tooltips give a run's image, batch and peak.
     """
-    legend = alt.Legend(
-        title=None,
-        orient="bottom",
-        columns=LEGEND_COLUMNS,
-        labelLimit=LEGEND_LABEL_LIMIT_PX,
-        symbolStrokeWidth=LINE_WIDTH_PX,
-    )
-    series = {
-        "color": alt.Color("series:N", scale=_legend_scale(frame, 0), legend=legend),
-        "shape": alt.Shape("series:N", scale=_legend_scale(frame, 1), legend=legend),
-        "strokeDash": alt.StrokeDash("series:N", scale=_legend_scale(frame, 2), legend=legend),
-    }
-    plotted = frame[frame["sample_megavoxels"].notna()]
-    left = float(plotted["sample_megavoxels"].min()) if len(plotted) else 1.0
-    log = alt.Scale(type="log", nice=False, padding=SCALE_PADDING_PX)
-    x = alt.X("sample_megavoxels:Q", title=X_TITLE, scale=log)
-    y = alt.Y("gib:Q", title=Y_TITLE, scale=log)
-    base = alt.Chart(frame)
-
-    def of(*kinds: str) -> alt.Chart:
-        return base.transform_filter(alt.FieldOneOfPredicate(field="kind", oneOf=list(kinds)))
-
-    runs = (
-        of(RUN)
-        .mark_point(filled=True, size=RUN_SIZE, opacity=0.8)
-        .encode(
-            x=x,
-            y=y,
-            color=series["color"],
-            shape=series["shape"],
-            tooltip=[
-                alt.Tooltip("image:N", title="image"),
-                alt.Tooltip("batch_size:O", title="batch"),
-                alt.Tooltip("gib:Q", title="measured peak (GiB)", format=".2f"),
-            ],
-        )
-        .properties(name="measured")
-    )
-    lines = (
-        of(LINE)
-        .mark_line(strokeWidth=LINE_WIDTH_PX)
-        .encode(
-            x=x,
-            y=y,
-            color=series["color"],
-            strokeDash=series["strokeDash"],
-            detail="series:N",
-            order="batch_size:Q",
-            tooltip=[
-                alt.Tooltip("series:N", title="line"),
-                alt.Tooltip("batch_size:O", title="batch"),
-                alt.Tooltip("gib:Q", title="GiB", format=",.1f"),
-            ],
-        )
-        .properties(name="predicted")
-    )
-    marks = (
-        of(QUESTION_MARK, PEAK)
-        .mark_point(filled=True, size=QUESTION_SIZE, opacity=1)
-        .encode(
-            x=x,
-            y=y,
-            color=series["color"],
-            shape=series["shape"],
-            tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", title="GiB", format=",.0f")],
-        )
-        .properties(name="question_and_published_peak")
-    )
-    # Both sit at the right of the plot (the largest image x batch): labels go to their left.
-    mark_labels = (
-        of(QUESTION_MARK, PEAK)
-        .mark_text(align="right", dx=-2 * LABEL_OFFSET_PX, fontSize=LABEL_FONT_PX)
-        .encode(x=x, y=y, text="label:N", color=series["color"])
-        .properties(name="mark_labels")
-    )
-    rules = (
-        of(SERVER, BUDGET_RULE)
-        .mark_rule(opacity=0.8)
-        .encode(
-            y=y,
-            color=series["color"],
-            strokeDash=series["strokeDash"],
-            tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", title="GiB", format=",.0f")],
-        )
-        .properties(name="rules")
-    )
-    # Each rule's label at the left edge (the smallest image x batch drawn), just above it.
-    rule_labels = (
-        of(SERVER, BUDGET_RULE)
-        .mark_text(align="left", baseline="bottom", dy=-LABEL_OFFSET_PX / 2, fontSize=LABEL_FONT_PX)
-        .encode(x=alt.datum(left), y=y, text="label:N", color=series["color"])
-        .properties(name="rule_labels")
-    )
-    layered = alt.layer(rules, rule_labels, runs, lines, marks, mark_labels).properties(
+    layers = _Layers.of_frame(frame)
+    layered = alt.layer(*layers.rules(), layers.runs(), layers.lines(), *layers.marks()).properties(
         width=CHART_WIDTH_PX, height=CHART_HEIGHT_PX
     )
     return layered.properties(title=title) if title else layered

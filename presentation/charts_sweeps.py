@@ -9,6 +9,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from presentation.chart_parts import series
+
 CHART_HEIGHT_PX = 360
 TIME_TITLE = "time since the child started (s)"
 RSS_TITLE = "resident memory (GiB)"
@@ -51,9 +53,52 @@ SPREAD = "lowest to highest peak"
 SPREAD_COLOUR = "#999999"
 
 
-def _series(name: str) -> str:
-    """A Vega expression naming one series, for a layer whose rows are all of it."""
-    return "'" + name.replace("'", "\\'") + "'"
+def _drawn_legend(marks: pd.DataFrame) -> tuple[alt.Color, alt.StrokeDash]:
+    """Colour and dash on one field, ``drawn``: the curve and each rule, in one legend."""
+    # Only what this run has: a run imported without its baseline has no such rule.
+    drawn = [CURVE, *(mark for mark in MARK_COLOURS if mark in set(marks["mark"]))]
+    colour = alt.Color(
+        "drawn:N",
+        scale=alt.Scale(domain=drawn, range=[DRAWN_COLOURS[name] for name in drawn]),
+        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, columns=LINE_COLUMNS, **BELOW),
+    )
+    dash = alt.StrokeDash(
+        "drawn:N",
+        scale=alt.Scale(domain=drawn, range=[DRAWN_DASHES[name] for name in drawn]),
+        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, columns=LINE_COLUMNS, **BELOW),
+    )
+    return colour, dash
+
+
+def _step_bands(steps: pd.DataFrame) -> alt.Chart:
+    """The training steps as shaded bands, in a legend of their own (a fill swatch)."""
+    return (
+        alt.Chart(steps)
+        # A white edge keeps adjacent steps apart.
+        .mark_rect(opacity=STEP_OPACITY, stroke="white", strokeWidth=2)
+        .encode(
+            x="start_s:Q",
+            x2="end_s:Q",
+            fill=alt.Fill(
+                "shaded:N",
+                scale=alt.Scale(domain=[STEP], range=[STEP_COLOUR]),
+                legend=alt.Legend(
+                    symbolType="square",
+                    symbolOpacity=STEP_OPACITY,
+                    symbolSize=STEP_SYMBOL_SIZE,
+                    **BELOW,
+                ),
+            ),
+            tooltip=[
+                alt.Tooltip("step:O", title="training step"),
+                alt.Tooltip("start_s:Q", title="from (s)", format=".2f"),
+                alt.Tooltip("end_s:Q", title="to (s)", format=".2f"),
+                alt.Tooltip("hwm_gib:Q", title="high-water mark after (GiB)", format=".3f"),
+            ],
+        )
+        .transform_calculate(shaded=series(STEP))
+        .properties(name="steps")
+    )
 
 
 def memory_timeline(
@@ -67,18 +112,7 @@ def memory_timeline(
     Every mark is in a legend below the plot: the curve and the rules in one
     (colour and dash on one field merge into one legend), the steps in another.
     """
-    # Only what this run has: a run imported without its baseline has no such rule.
-    drawn = [CURVE, *(mark for mark in MARK_COLOURS if mark in set(marks["mark"]))]
-    colour = alt.Color(
-        "drawn:N",
-        scale=alt.Scale(domain=drawn, range=[DRAWN_COLOURS[name] for name in drawn]),
-        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, columns=LINE_COLUMNS, **BELOW),
-    )
-    dash = alt.StrokeDash(
-        "drawn:N",
-        scale=alt.Scale(domain=drawn, range=[DRAWN_DASHES[name] for name in drawn]),
-        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, columns=LINE_COLUMNS, **BELOW),
-    )
+    colour, dash = _drawn_legend(marks)
     curve = (
         alt.Chart(timeline)
         .mark_line(interpolate="step-after")
@@ -92,7 +126,7 @@ def memory_timeline(
                 alt.Tooltip("rss_gib:Q", title="resident (GiB)", format=".3f"),
             ],
         )
-        .transform_calculate(drawn=_series(CURVE))
+        .transform_calculate(drawn=series(CURVE))
         .properties(name="timeline")
     )
     rules = (
@@ -107,36 +141,7 @@ def memory_timeline(
         .transform_calculate(drawn="datum.mark")
         .properties(name="peaks")
     )
-    layers = [curve, rules]
-    if not steps.empty:
-        layers.insert(
-            0,
-            alt.Chart(steps)
-            # A white edge keeps adjacent steps apart.
-            .mark_rect(opacity=STEP_OPACITY, stroke="white", strokeWidth=2)
-            .encode(
-                x="start_s:Q",
-                x2="end_s:Q",
-                fill=alt.Fill(
-                    "shaded:N",
-                    scale=alt.Scale(domain=[STEP], range=[STEP_COLOUR]),
-                    legend=alt.Legend(
-                        symbolType="square",
-                        symbolOpacity=STEP_OPACITY,
-                        symbolSize=STEP_SYMBOL_SIZE,
-                        **BELOW,
-                    ),
-                ),
-                tooltip=[
-                    alt.Tooltip("step:O", title="training step"),
-                    alt.Tooltip("start_s:Q", title="from (s)", format=".2f"),
-                    alt.Tooltip("end_s:Q", title="to (s)", format=".2f"),
-                    alt.Tooltip("hwm_gib:Q", title="high-water mark after (GiB)", format=".3f"),
-                ],
-            )
-            .transform_calculate(shaded=_series(STEP))
-            .properties(name="steps"),
-        )
+    layers = [curve, rules] if steps.empty else [_step_bands(steps), curve, rules]
     return alt.layer(*layers).properties(height=CHART_HEIGHT_PX)
 
 
@@ -219,7 +224,7 @@ def machines_compared(frame: pd.DataFrame) -> alt.LayerChart:
                 ),
             ),
         )
-        .transform_calculate(joined=_series(SPREAD))
+        .transform_calculate(joined=series(SPREAD))
         .properties(name="spread")
     )
     peaks = (

@@ -4,17 +4,17 @@
 * `predicted_curves` — each model's prediction over valid square or cube sides
   x batch sizes for a workload's network knobs (one curve per model and batch);
 * `drawn_sides` — the sides a curve is drawn at: every valid one, thinned
-  when a workload takes any side (AlexNet: 67, 72, 80, ...);
+  when a workload takes any side (AlexNet: 67, 72, 80, ...); `side_choices`
+  — those a page offers to draw up to, and its default;
 * `predictions_at_points` — the measured points joined with each model's prediction;
 * `held_out_points` — the stored held-out predictions of an evaluation joined
   with their runs: what the parity and residual plots show;
-* `error_table` — the stored scores per model and split kind;
-* `shape_inputs` — what the shape-only models' inputs mean for a workload, in words;
-* `formula_latex` — a stored formula as LaTeX;
 * `dwarfing` — the models whose predictions dwarf the others' (a case for log axes);
-* `published_frame`, `study_predictions`, `with_sample_megavoxels` — the study's
-  published figures (`core.published`) beside our runs and our models' predictions
-  for its configuration, on one image x batch axis.
+* `with_sample_megavoxels` — image x batch, the x axis of the charts beside the
+  study's published figures (`presentation.charts_study`, `charts_published`).
+
+The error table is `presentation.model_errors`'s, the formulas
+`presentation.formulas`'.
 
 The analytical models need no fitting, so `closed_form_models` builds them
 straight from the runs: the paper's Eq. 1 + Eq. 2, and the refined model with
@@ -38,9 +38,8 @@ from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
-import sympy
 
-from core import published, workloads
+from core import workloads
 from core.analytical import (
     DEFAULT_FRAMEWORK_BYTES,
     paper_estimate,
@@ -49,7 +48,7 @@ from core.analytical import (
 from core.units import GIB
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import WorkloadConfig
-from modeling.estimators.formula import FormulaError, parse_formula
+from modeling.evaluation import splits
 from modeling.features import (
     BASELINE_COLUMN,
     KNOB_COLUMNS,
@@ -69,16 +68,12 @@ DRAWN_SIDE_STEP = 8
 # Titles as the evaluation's catalogue (`modeling.estimators.catalogue`) names these two models.
 PAPER_TITLE = "paper analytical (Eq. 1 + Eq. 2)"
 REFINED_TITLE = "refined analytical (closed form)"
-RANDOM_SPLIT = "random"
-EXTRAPOLATION_SPLIT = "extrapolation"
-KNOB_SPLIT = "knob"
+RANDOM_SPLIT = splits.RANDOM
 # A model "dwarfs" the others when it predicts more than this many times their median for
 # the same configuration somewhere: on linear axes their curves are then flat lines.
 DWARF_RATIO = 10.0
 # Image x batch, the published-points chart's x axis, in millions of voxels.
 MEGA = 1e6
-PUBLISHED_PEAK = "peak"
-PUBLISHED_SERVER = "server"
 
 
 class PointModel(Protocol):
@@ -185,7 +180,7 @@ def with_knobs(points: pd.DataFrame, knobs: Mapping[str, Any]) -> pd.DataFrame:
     return points[keep]
 
 
-def _config_knobs(knobs: Mapping[str, Any], workload: str) -> dict[str, Any]:
+def config_knobs(knobs: Mapping[str, Any], workload: str) -> dict[str, Any]:
     """``workload``'s knob values as its config takes them (NumPy scalars to Python ones)."""
     return {
         knob: knobs[knob].item() if hasattr(knobs[knob], "item") else knobs[knob]
@@ -208,6 +203,22 @@ def drawn_sides(valid: Sequence[int], most: int = MAX_DRAWN_SIDES) -> list[int]:
     return list(dict.fromkeys(kept))
 
 
+def side_choices(
+    workload: str, knobs: Mapping[str, Any], points: pd.DataFrame, largest: int
+) -> tuple[list[int], int]:
+    """The sides a curve may be drawn up to (`drawn_sides` up to ``largest``), and the first
+    of them at or past the largest measured in ``points`` (`measured_points`): the default.
+
+    Without measured points the default is the workload's own (``LABELS.largest_side``),
+    else a quarter up the sides.
+    """
+    module = workloads.get(workload)
+    offered = drawn_sides(module.square_sides(1, largest, **knobs))
+    default_largest = module.LABELS.largest_side or offered[len(offered) // 4]
+    largest_measured = float(points["side"].max()) if len(points) else default_largest
+    return offered, next((side for side in offered if side >= largest_measured), offered[-1])
+
+
 def predicted_curves(
     models: Iterable[PointModel],
     sides: Sequence[int],
@@ -222,7 +233,7 @@ def predicted_curves(
     model x batch x side, sides ascending within each (model, batch) curve.
     """
     module = workloads.get(workload)
-    settings = _config_knobs(knobs or {}, workload)
+    settings = config_knobs(knobs or {}, workload)
     grid = [(batch, side) for batch in batch_sizes for side in sides]
     configs = [module.Config((side,) * module.DIMS, batch, **settings) for batch, side in grid]
     frames = []
@@ -325,153 +336,6 @@ def held_out_points(
     return _with_errors(frame)
 
 
-def error_table(scores: pd.DataFrame, titles: Mapping[str, str]) -> pd.DataFrame:
-    """One row per scored model: random-split MAPE mean and sd, R², worst; extrapolation and
-    knob-split MAPE and worst (NaN where the evaluation has no such split).
-
-    scores : the ``scores`` table (`modeling.stored.tables.load_scores`), one row per
-    model x split x seed. Rows follow ``titles``' order, then any other model.
-    Columns: ``model, title, random_mape_pct, random_mape_sd, random_r2,
-    random_worst_pct, extrapolation_mape_pct, extrapolation_worst_pct, knob_mape_pct,
-    knob_worst_pct, seeds``.
-    """
-    columns = [
-        "model",
-        "title",
-        "random_mape_pct",
-        "random_mape_sd",
-        "random_r2",
-        "random_worst_pct",
-        "extrapolation_mape_pct",
-        "extrapolation_worst_pct",
-        "knob_mape_pct",
-        "knob_worst_pct",
-        "seeds",
-    ]
-    if scores.empty:
-        return pd.DataFrame(columns=columns)
-    by_split = scores.groupby(["model", "split"]).agg(
-        mape_pct=("mape_pct", "mean"),
-        mape_sd=("mape_pct", "std"),
-        r2=("r2", "mean"),
-        worst_pct=("max_ape_pct", "max"),
-        seeds=("seed", "nunique"),
-    )
-    names = [name for name in titles if name in by_split.index.get_level_values(0)]
-    names += sorted(set(by_split.index.get_level_values(0)) - set(names))
-    rows = []
-    for name in names:
-        random = _split_row(by_split, name, RANDOM_SPLIT)
-        extrapolation = _split_row(by_split, name, EXTRAPOLATION_SPLIT)
-        knob = _split_row(by_split, name, KNOB_SPLIT)
-        rows.append(
-            {
-                "model": name,
-                "title": titles.get(name, name),
-                "random_mape_pct": random.get("mape_pct"),
-                "random_mape_sd": random.get("mape_sd"),
-                "random_r2": random.get("r2"),
-                "random_worst_pct": random.get("worst_pct"),
-                "extrapolation_mape_pct": extrapolation.get("mape_pct"),
-                "extrapolation_worst_pct": extrapolation.get("worst_pct"),
-                "knob_mape_pct": knob.get("mape_pct"),
-                "knob_worst_pct": knob.get("worst_pct"),
-                "seeds": random.get("seeds"),
-            }
-        )
-    return pd.DataFrame(rows, columns=columns)
-
-
-def _split_row(by_split: pd.DataFrame, name: str, split: str) -> dict[str, float]:
-    if (name, split) not in by_split.index:
-        return {}
-    return {key: float(value) for key, value in by_split.loc[(name, split)].items()}
-
-
-def formula_latex(formula: str | None) -> str | None:
-    """A stored formula (sympy syntax, e.g. ``1.137*batch_size*megavoxels + 0.9604``) as LaTeX.
-
-    Input names are set upright (``\\mathrm{batch\\_size}``). None when the text
-    is not a formula of numbers, the known inputs, arithmetic and gplearn's
-    functions (some models store prose, e.g. units). The text is read by
-    `modeling.estimators.formula.parse_formula`, a whitelist: it is never evaluated.
-    """
-    if not formula:
-        return None
-    try:
-        expression = parse_formula(formula)
-    except FormulaError:
-        return None
-    names = {
-        symbol: r"\mathrm{" + symbol.name.replace("_", r"\_") + "}"
-        for symbol in expression.free_symbols
-        if isinstance(symbol, sympy.Symbol)
-    }
-    return sympy.latex(expression, symbol_names=names, mul_symbol="dot")
-
-
-# LaTeX source characters before a line of a displayed formula may break. KaTeX sets
-# about 5.5 px of page per source character of these formulas (\mathrm{} and \cdot
-# draw narrower than they spell), and a line runs on to the next sign (one more term),
-# so lines stay inside the main column at 1024 px (~560 px); on one line the SR formula
-# ran ~600 px past it, and at 45 a hybrid's line still ran 44 px past the window (issue 26).
-FORMULA_LINE_CHARS = 30
-# Sizing parentheses are groups KaTeX cannot break a line inside; plain ones are not.
-_SIZED_PARENTHESES = {r"\left(": "(", r"\right)": ")"}
-
-
-def formula_lines(latex: str, line_chars: int = FORMULA_LINE_CHARS) -> str:
-    r"""``latex`` broken into lines of about ``line_chars`` source characters, each new line
-    starting at a + or - sign outside braces, as a KaTeX ``aligned`` block; unchanged when
-    it fits one line. Its ``\left( ... \right)`` become plain parentheses, so a long sum
-    inside them (a hybrid model's) breaks too: KaTeX refuses a line break inside a sized
-    pair, and plain ones only lose their growing with the contents."""
-    if len(latex) <= line_chars:
-        return latex
-    for sized, plain_parenthesis in _SIZED_PARENTHESES.items():
-        latex = latex.replace(sized, plain_parenthesis)
-    lines, current, depth = [], "", 0
-    for char in latex:
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-        elif char in "+-" and depth == 0 and len(current) >= line_chars:
-            lines.append(current)
-            current = ""
-        current += char
-    lines.append(current)
-    if len(lines) == 1:
-        return latex
-    return r"\begin{aligned}" + r" \\ ".join("&" + line for line in lines) + r"\end{aligned}"
-
-
-# A line longer than this (a fraction, a product: no sign to break at) would run past
-# the main column at 1024 px; such a formula is shown as wrapped text instead.
-FORMULA_MAX_LINE_CHARS = 80
-
-
-def formula_display(latex: str | None) -> str | None:
-    """`formula_lines` of ``latex`` when every line fits `FORMULA_MAX_LINE_CHARS`; None when
-    a line cannot be broken short enough (show the formula as wrapped text then)."""
-    if not latex:
-        return None
-    shown = formula_lines(latex)
-    body = shown.removeprefix(r"\begin{aligned}").removesuffix(r"\end{aligned}")
-    longest = max(len(line) for line in body.split(r"\\"))
-    return shown if longest <= FORMULA_MAX_LINE_CHARS else None
-
-
-def shape_inputs(workload: str = DEFAULT_WORKLOAD) -> str:
-    """What the shape-only models read, in words, for ``workload``'s images."""
-    dims = workload_labels.dims(workload)
-    elements, product = workload_labels.ELEMENTS[dims], workload_labels.PRODUCTS[dims]
-    return (
-        f"side ({elements}, {workload_labels.ROOTS[dims]} of {product}), megavoxels "
-        f"({product} / 10^6{'' if dims == 3 else ', megapixels'}), batch_size"
-    )
-
-
 def dwarfing(predictions: pd.DataFrame, ratio: float = DWARF_RATIO) -> list[str]:
     """The titles of the models whose largest prediction is over ``ratio`` x the others'.
 
@@ -497,54 +361,3 @@ def with_sample_megavoxels(points: pd.DataFrame) -> pd.DataFrame:
     depth = points["depth"].astype(float).fillna(1) if "depth" in points else 1.0
     elements = depth * points["height"].astype(float) * points["width"].astype(float)
     return points.assign(sample_megavoxels=elements * points["batch_size"] / MEGA)
-
-
-def _study_megavoxels() -> float:
-    return math.prod(published.STUDY_IMAGE_SHAPE) * published.STUDY_BATCH_SIZE / MEGA
-
-
-def published_frame(
-    points: Sequence[published.PublishedPoint] = published.PUBLISHED_POINTS,
-) -> pd.DataFrame:
-    """The study's published figures: ``label, outcome, kind, gib, sample_megavoxels``.
-
-    kind : ``peak`` (a training peak, drawn as a point at its configuration) or
-    ``server`` (a server's RAM tried at it, drawn as a horizontal rule).
-    """
-    return pd.DataFrame(
-        {
-            "label": [point.label for point in points],
-            "outcome": [point.outcome for point in points],
-            "kind": [
-                PUBLISHED_PEAK if point.outcome == PUBLISHED_PEAK else PUBLISHED_SERVER
-                for point in points
-            ],
-            "gib": [point.memory_gib for point in points],
-            "sample_megavoxels": [
-                math.prod(point.image_shape) * point.batch_size / MEGA for point in points
-            ],
-        }
-    )
-
-
-def study_predictions(
-    models: Iterable[PointModel], knobs: Mapping[str, Any] | None = None
-) -> pd.DataFrame:
-    """Each model's U-Net prediction for the study's configuration (240x240x144, batch 16).
-
-    knobs : the network's (default: the reference network's, the study's kind).
-    Columns: ``model, title, predicted_gib, sample_megavoxels``.
-    """
-    module = workloads.get("unet3d")
-    settings = _config_knobs(knobs or workload_labels.knob_defaults("unet3d"), "unet3d")
-    config = module.Config(published.STUDY_IMAGE_SHAPE, published.STUDY_BATCH_SIZE, **settings)
-    rows = [
-        {
-            "model": model.name,
-            "title": model.title,
-            "predicted_gib": float(model.point_bytes([config])[0]) / GIB,
-            "sample_megavoxels": _study_megavoxels(),
-        }
-        for model in models
-    ]
-    return pd.DataFrame(rows, columns=["model", "title", "predicted_gib", "sample_megavoxels"])

@@ -14,6 +14,7 @@ from modeling.evaluation.splits import point_ids
 from modeling.features import measured_frame
 from modeling.machines import choose_machine
 from modeling.stored import tables as results
+from presentation import formulas
 from profiling import floor, launcher
 from profiling.calibration import calibration_for, fit_command
 from tests.app.helpers import (
@@ -158,7 +159,7 @@ def test_the_error_table_formula_and_measurement_floor_are_shown(reference_db: P
     row = errors.set_index("model").loc["symbolic regression (gplearn)"]
     assert row["MAPE %"] == pytest.approx(symbolic["mape_pct"].mean())
     assert row["worst %"] == pytest.approx(symbolic["max_ape_pct"].max())
-    assert r"\mathrm{megavoxels}" in at.latex[0].value
+    assert r"\text{megavoxels}" in at.latex[0].value
 
     runs = store.load_runs(reference_db)
     gap = floor.sampling_gap(runs)
@@ -286,7 +287,10 @@ def test_alexnet_with_its_own_evaluation_shows_its_models_scores_and_held_out_po
     errors = at.dataframe[0].value
     assert len(errors) == len(stored)
     captions = " ".join(caption.value for caption in at.caption)
-    assert "inputs: side (pixels, square root of H x W)" in captions
+    # The formula's inputs, in the AlexNet's words (H x W), never the U-Net's (D x H x W).
+    (symbolic,) = [model for model in stored if model.name == "symbolic"]
+    said = formulas.inputs_caption([symbolic.formula or ""], "alexnet")
+    assert f"inputs: {said};" in captions and "D x H x W" not in said
     assert "AlexNet-style 2D CNN (Torres et al. 2021), float32" in captions
 
 

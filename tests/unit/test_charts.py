@@ -8,7 +8,7 @@ import pytest
 from core.analytical import refined_breakdown
 from core.published import PUBLISHED_POINTS
 from core.workloads.unet3d import UNetConfig
-from presentation import charts, charts_sweeps, curves, sizing_view
+from presentation import charts, charts_study, charts_sweeps, curves, sizing_view
 from tests.conftest import build_runs
 
 
@@ -218,9 +218,9 @@ def test_reference_lines_and_the_spread_between_machines_are_named_in_legends(ru
 
 def test_the_published_points_sit_beside_our_runs_and_predictions_on_log_axes(runs) -> None:
     measured = curves.with_sample_megavoxels(curves.measured_points(runs))
-    predictions = curves.study_predictions(curves.closed_form_models(runs))
-    published = curves.published_frame()
-    spec = charts.published_points(measured, predictions, published).to_dict()
+    predictions = charts_study.study_predictions(curves.closed_form_models(runs))
+    published = charts_study.published_frame()
+    spec = charts_study.published_points(measured, predictions, published).to_dict()
     layers = _layers(spec)
 
     for name in ("measured", "predicted", "published_peak", "servers"):

@@ -23,39 +23,24 @@ MAX_PARAMETERS = 6
 LONG_MODULES: frozenset[str] = frozenset(
     {
         "application/verify.py",
-        "dashboard/models_page.py",
         "dashboard/sizing_page.py",
         "modeling/decision.py",
-        "presentation/charts.py",
-        "presentation/curves.py",
-        "presentation/machines.py",
         "presentation/sizing_report.py",
         "presentation/sizing_view.py",
     }
 )
 LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
-        "dashboard/models_page.py:render",
         "dashboard/sizing_page.py:inputs",
         "dashboard/sizing_page.py:render",
-        "presentation/charts.py:bounds",
-        "presentation/charts.py:published_points",
-        "presentation/charts_published.py:chart_frame",
-        "presentation/charts_published.py:measured_vs_predicted",
-        "presentation/charts_sweeps.py:memory_timeline",
-        "presentation/machines.py:compared",
         "presentation/sizing_report.py:build_report",
         "presentation/sizing_view.py:config_predictions",
     }
 )
 MANY_PARAMETERS: frozenset[str] = frozenset(
     {
-        "dashboard/models_page.py:curve_frame",
-        "dashboard/models_page.py:out_of_sample_charts",
-        "dashboard/models_page.py:peak_chart",
         "dashboard/sizing_answers.py:_verifiable",
         "dashboard/sizing_page.py:predictions",
-        "presentation/machines.py:shortfall",
         "presentation/sizing_report.py:build_report",
     }
 )

@@ -162,54 +162,6 @@ def test_held_out_points_of_deleted_runs_are_dropped() -> None:
     assert curves.held_out_points(stored.iloc[:0], points, {}).empty
 
 
-def _score(model: str, split: str, seed: int, mape: float, worst: float) -> dict[str, Any]:
-    return {
-        "model": model,
-        "split": split,
-        "seed": seed,
-        "mape_pct": mape,
-        "r2": 0.9,
-        "max_ape_pct": worst,
-    }
-
-
-def test_the_error_table_summarises_scores_per_model_and_split() -> None:
-    scores = pd.DataFrame(
-        [
-            _score("symbolic", "random", 0, 2.0, 5.0),
-            _score("symbolic", "random", 1, 4.0, 9.0),
-            _score("symbolic", "extrapolation", 0, 3.0, 6.0),
-            _score("symbolic", "knob", 0, 7.0, 12.0),
-            _score("symbolic", "knob", 1, 9.0, 20.0),
-            _score("paper", "random", 0, 60.0, 90.0),
-            _score("mystery", "random", 0, 1.0, 1.0),
-        ]
-    )
-    table = curves.error_table(scores, {"paper": "Paper", "symbolic": "SR"})
-
-    assert table["model"].tolist() == ["paper", "symbolic", "mystery"]
-    symbolic = table.set_index("model").loc["symbolic"]
-    assert symbolic["title"] == "SR"
-    assert symbolic["random_mape_pct"] == pytest.approx(3.0)
-    assert symbolic["random_mape_sd"] == pytest.approx(np.std([2.0, 4.0], ddof=1))
-    assert symbolic["random_worst_pct"] == pytest.approx(9.0)
-    assert symbolic["extrapolation_mape_pct"] == pytest.approx(3.0)
-    assert symbolic["seeds"] == 2
-    # Mean over the knob values left out, and the worst of them.
-    assert symbolic["knob_mape_pct"] == pytest.approx(8.0)
-    assert symbolic["knob_worst_pct"] == pytest.approx(20.0)
-    assert np.isnan(table.set_index("model").loc["paper", "extrapolation_mape_pct"])
-    assert curves.error_table(scores.iloc[:0], {}).empty
-
-
-def test_a_stored_formula_becomes_latex_and_prose_does_not() -> None:
-    latex = curves.formula_latex("1.137*batch_size*megavoxels + 0.9604")
-    assert latex is not None
-    assert r"\mathrm{batch\_size}" in latex and "1.137" in latex and "0.9604" in latex
-    assert curves.formula_latex("0.9604 GiB + 0.9956*per_batch_bytes") is None
-    assert curves.formula_latex(None) is None
-
-
 class Linear(RegressorMixin, BaseEstimator):
     """peak = bytes_per_voxel x voxels x batch: tiny, so the closed-form floor exceeds it."""
 
@@ -412,11 +364,6 @@ def test_drawn_sides_thin_a_workload_that_takes_any_side() -> None:
     assert alexnet == sorted(set(alexnet))
 
 
-def test_the_shape_inputs_are_said_in_the_workloads_words() -> None:
-    assert curves.shape_inputs("unet3d").startswith("side (voxels, cube root of D x H x W)")
-    assert "side (pixels, square root of H x W)" in curves.shape_inputs("alexnet")
-
-
 def test_the_breakdown_names_the_workloads_optimizer() -> None:
     breakdown = refined_breakdown(AlexNetConfig((224, 224), 32), 700 * 2**20)
     frame = sizing_view.breakdown_frame(breakdown, "alexnet")
@@ -443,41 +390,3 @@ def test_the_sizing_page_offers_each_workload_its_own_sides_knobs_and_question()
     assert sizing_view.default_state(unet, pd.DataFrame()).config == UNetConfig((128,) * 3, 4)
     assert sizing_view.side_help(unet).startswith("Multiples of 16")
     assert sizing_view.side_help(choices).startswith("Any side from 67")
-
-
-def test_a_long_formula_is_broken_into_lines_at_top_level_signs_only() -> None:
-    # Issue 26: on one line the SR formula ran ~600 px past the page at 1024 px.
-    latex = curves.formula_latex(
-        "0.9837*activation_gib + 0.4919*megavoxels*state_gib + 0.9323*batch_size"
-        " + 0.4661*side + 0.9577*megavoxels + 0.9578"
-    )
-    broken = curves.formula_lines(latex)
-    assert broken.startswith(r"\begin{aligned}&") and broken.endswith(r"\end{aligned}")
-    lines = broken.removeprefix(r"\begin{aligned}").removesuffix(r"\end{aligned}").split(r"\\")
-    assert len(lines) > 1 and all(line.strip().startswith("&") for line in lines)
-    assert all(line.strip().startswith("&+") for line in lines[1:])
-    # Nothing lost: the lines joined are the formula.
-    assert "".join(line.strip().removeprefix("&") for line in lines).replace(" ", "") == (
-        latex.replace(" ", "")
-    )
-    # Short formulas stay as they are; a long sum in sized parentheses breaks inside them
-    # (KaTeX refuses a break inside \left( ... \right), so they become plain ones).
-    assert curves.formula_lines("a + b") == "a + b"
-    inside = curves.formula_lines(r"\left(" + " + ".join(["x"] * 40) + r"\right)")
-    assert r"\left" not in inside and r"\right" not in inside and inside.count(r"\\") >= 1
-    # Signs inside braces (an exponent, a fraction) never start a line.
-    assert curves.formula_lines("e^{" + " - ".join(["y"] * 40) + "}") == (
-        "e^{" + " - ".join(["y"] * 40) + "}"
-    )
-
-
-def test_a_formula_that_cannot_break_short_enough_is_shown_as_text() -> None:
-    # A hybrid's ratio is one fraction: no sign outside braces to break at, and at 1024 px
-    # it ran 44 px past the window (issue 26). The page shows it as wrapped text instead.
-    ratio = curves.formula_latex(
-        "refined_analytical * ((0.9808*activation_gib + 1.286)/(activation_gib + 1))"
-    )
-    assert curves.formula_display(ratio) is None
-    assert curves.formula_display(None) is None
-    short = curves.formula_latex("1.137*batch_size*megavoxels + 0.9604")
-    assert curves.formula_display(short) == curves.formula_lines(short)

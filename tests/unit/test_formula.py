@@ -14,7 +14,7 @@ from modeling.estimators.formula import (
     parse_formula,
     program_tokens,
 )
-from presentation.curves import formula_latex
+from presentation.formulas import formula_latex
 
 # Formulas the bundled models store (data/reference_results, data/alexnet_results).
 STORED_FORMULAS = [
@@ -71,7 +71,7 @@ def test_a_refused_formula_is_shown_as_code_not_latex() -> None:
     assert formula_latex("__import__('os').system('x')") is None
     assert formula_latex("0.9604 GiB + 0.9956*per_batch_bytes") is None  # prose: units
     assert formula_latex("1.137*batch_size*megavoxels + 0.9604") == (
-        r"1.137 \cdot \mathrm{batch\_size} \cdot \mathrm{megavoxels} + 0.9604"
+        r"1.137 \cdot \text{batch} \cdot \text{megavoxels} + 0.9604"
     )
 
 

@@ -14,7 +14,8 @@ import pytest
 from core import profiles
 from core.profiles import profile_of
 from modeling.machines import ASKED, BUNDLED, LATEST, THIS_MACHINE, MachineChoice
-from presentation import browse, charts_sweeps, machines
+from presentation import browse, charts_sweeps, machine_shortfall, machines, machines_compared
+from presentation.machine_shortfall import ProfileRuns
 from presentation.text import WORD_JOINER
 from tests.conftest import build_record
 
@@ -55,7 +56,7 @@ def two_machines() -> pd.DataFrame:
 
 
 def test_two_vms_called_vm_are_two_machines_one_row_per_profile(two_machines):
-    table = machines.profiles_table(two_machines, here_key=AMD_KEY).set_index("profile")
+    table = machines_compared.profiles_table(two_machines, here_key=AMD_KEY).set_index("profile")
 
     assert list(table.index) == [INTEL_KEY, AMD_KEY]  # most runs first
     intel, amd = table.loc[INTEL_KEY], table.loc[AMD_KEY]
@@ -73,7 +74,7 @@ def test_two_vms_called_vm_are_two_machines_one_row_per_profile(two_machines):
 
 def test_facts_an_older_run_did_not_record_read_unknown():
     older = cube(INTEL, 32, 1, 1.0, cpu_isa=None, usable_cores=None, intra_op_threads=None)
-    [row] = machines.profiles_table(frame(older)).to_dict("records")
+    [row] = machines_compared.profiles_table(frame(older)).to_dict("records")
 
     assert row["instruction set"] == "unknown"
     assert (row["usable cores"], row["intra-op threads"]) == ("unknown", "unknown")
@@ -82,7 +83,7 @@ def test_facts_an_older_run_did_not_record_read_unknown():
 
 
 def test_no_runs_make_an_empty_table():
-    assert machines.profiles_table(pd.DataFrame()).empty
+    assert machines_compared.profiles_table(pd.DataFrame()).empty
 
 
 # --- machines compared -----------------------------------------------------------------
@@ -91,7 +92,7 @@ def test_no_runs_make_an_empty_table():
 def test_configurations_measured_on_both_machines_are_compared_by_their_median_peak(
     two_machines,
 ):
-    compared = machines.compared(two_machines)
+    compared = machines_compared.compared(two_machines)
 
     shown = compared[["image", "batch_size", "machine_profile", "peak_gib", "ratio"]]
     assert shown.values.tolist() == [
@@ -111,12 +112,12 @@ def test_configurations_measured_on_both_machines_are_compared_by_their_median_p
 
 
 def test_the_ratios_can_be_against_another_reference(two_machines):
-    compared = machines.compared(two_machines, reference=AMD_KEY)
+    compared = machines_compared.compared(two_machines, reference=AMD_KEY)
 
     assert compared["machine_profile"].tolist() == [AMD_KEY, INTEL_KEY] * 2  # reference first
     assert compared["ratio"].tolist() == pytest.approx([1.0, 1.1 / 2.9, 1.0, 2.0 / 5.0])
     # A reference that measured none of them falls back to the one with the most runs.
-    assert machines.compared(two_machines, reference="0123456789")["ratio"].iloc[1] > 2
+    assert machines_compared.compared(two_machines, reference="0123456789")["ratio"].iloc[1] > 2
 
 
 def test_another_step_count_or_network_is_another_configuration(two_machines):
@@ -127,7 +128,7 @@ def test_another_step_count_or_network_is_another_configuration(two_machines):
         cube(AMD, 32, 1, 2.0, base_filters=16),
     )
 
-    assert machines.compared(runs).empty
+    assert machines_compared.compared(runs).empty
 
 
 def test_several_workloads_name_theirs_in_the_configuration(two_machines):
@@ -144,7 +145,7 @@ def test_several_workloads_name_theirs_in_the_configuration(two_machines):
         ],
         ignore_index=True,
     )
-    compared = machines.compared(runs)
+    compared = machines_compared.compared(runs)
 
     assert compared["configuration"].tolist()[::2] == [
         "unet3d 32×32×32 batch 1, 16 filters, float32, 3 steps",
@@ -155,7 +156,7 @@ def test_several_workloads_name_theirs_in_the_configuration(two_machines):
 
 
 def test_side_by_side_puts_each_machines_peak_and_ratio_in_a_column(two_machines):
-    table = machines.side_by_side(machines.compared(two_machines))
+    table = machines_compared.side_by_side(machines_compared.compared(two_machines))
 
     intel = "Intel Xeon, AVX-512, 2 cores, TensorFlow 2.16"
     amd = "AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.16"
@@ -176,15 +177,17 @@ def test_side_by_side_puts_each_machines_peak_and_ratio_in_a_column(two_machines
 def test_with_one_machine_there_is_nothing_to_compare(two_machines):
     intel_only = two_machines[two_machines["cpu_vendor"] == "Intel"]
 
-    assert machines.compared(intel_only).empty
-    assert list(machines.compared(intel_only).columns) == machines.COMPARED_COLUMNS
-    assert machines.side_by_side(machines.compared(intel_only)).empty
+    assert machines_compared.compared(intel_only).empty
+    assert (
+        list(machines_compared.compared(intel_only).columns) == machines_compared.COMPARED_COLUMNS
+    )
+    assert machines_compared.side_by_side(machines_compared.compared(intel_only)).empty
 
 
 def test_two_profiles_with_one_label_are_told_apart_by_their_key():
     more_ram = {**INTEL, "total_ram_bytes": 64 * GIB}  # the label does not name the RAM
     runs = frame(cube(INTEL, 32, 1, 1.0), cube(more_ram, 32, 1, 1.0))
-    compared = machines.compared(runs)
+    compared = machines_compared.compared(runs)
 
     keys = compared["machine_profile"].tolist()
     assert compared["machine"].tolist() == [
@@ -193,7 +196,7 @@ def test_two_profiles_with_one_label_are_told_apart_by_their_key():
 
 
 def test_the_chart_draws_one_colour_per_machine_named_by_its_label(two_machines):
-    compared = machines.compared(two_machines)
+    compared = machines_compared.compared(two_machines)
     chart = charts_sweeps.machines_compared(compared).to_dict()
     layers = {layer["name"]: layer for layer in chart["layer"]}
 
@@ -273,8 +276,8 @@ REFERENCE = {(side, batch) for side in (16, 32, 48, 64, 80, 96, 112) for batch i
 
 
 def test_a_machine_without_runs_gets_the_smallest_points_the_reference_measured():
-    found = machines.shortfall(
-        "unet3d", AMD_KEY, HERE.label, 0, here=True, measured=set(), reference=REFERENCE
+    found = machine_shortfall.shortfall(
+        ProfileRuns("unet3d", AMD_KEY, HERE.label, 0, here=True), reference=REFERENCE
     )
 
     assert found.missing == 10
@@ -292,9 +295,10 @@ def test_a_machine_without_runs_gets_the_smallest_points_the_reference_measured(
 
 
 def test_points_already_measured_count_and_are_not_measured_again():
-    measured = {(16, 1), (32, 1), (48, 1), (64, 1)}
-    found = machines.shortfall(
-        "unet3d", AMD_KEY, HERE.label, 4, here=True, measured=measured, reference=REFERENCE
+    measured = frozenset({(16, 1), (32, 1), (48, 1), (64, 1)})
+    found = machine_shortfall.shortfall(
+        ProfileRuns("unet3d", AMD_KEY, HERE.label, 4, here=True, measured=measured),
+        reference=REFERENCE,
     )
 
     assert found.message().startswith(
@@ -309,31 +313,26 @@ def test_points_already_measured_count_and_are_not_measured_again():
 
 def test_the_calibration_grids_missing_points_are_the_sweep_when_there_is_one():
     missing = [("32", 1), ("32", 4), ("64", 1), ("64", 4), ("96", 1), ("96", 4)]
-    found = machines.shortfall(
-        "unet3d",
-        AMD_KEY,
-        HERE.label,
-        4,
-        here=True,
-        measured=set(),
+    found = machine_shortfall.shortfall(
+        ProfileRuns("unet3d", AMD_KEY, HERE.label, 4, here=True),
         calibration_missing=missing,
         calibration_minutes=12.4,
         reference=REFERENCE,
     )
 
     assert (found.sweep.image_sizes, found.sweep.batch_sizes) == ((32, 64, 96), (1, 4))
-    assert found.sweep.source == machines.FROM_CALIBRATION
+    assert found.sweep.source == machine_shortfall.FROM_CALIBRATION
     assert "about 12 min where it was measured" in found.message()
     assert "`memplan calibrate --workload unet3d` does both" in found.message()
 
 
 def test_another_machines_runs_must_be_measured_there():
-    found = machines.shortfall(
-        "alexnet", INTEL_KEY, INTEL_PROFILE.label, 0, here=False, measured=set()
+    found = machine_shortfall.shortfall(
+        ProfileRuns("alexnet", INTEL_KEY, INTEL_PROFILE.label, 0, here=False)
     )
 
     assert "must be measured on that machine (Intel Xeon, AVX-512" in found.message()
-    assert found.sweep.source == machines.FROM_DEFAULTS  # no machine measured the AlexNet
+    assert found.sweep.source == machine_shortfall.FROM_DEFAULTS  # no machine measured the AlexNet
     assert found.sweep.image_sizes == (96, 128, 160, 192, 224)
     assert found.sweep.command(db="/data/memplan.duckdb").endswith(
         "--batch-sizes 1 2 --db /data/memplan.duckdb"
@@ -341,8 +340,8 @@ def test_another_machines_runs_must_be_measured_there():
 
 
 def test_enough_runs_without_models_need_only_the_fit():
-    found = machines.shortfall(
-        "unet3d", INTEL_KEY, INTEL_PROFILE.label, 39, here=False, measured=set()
+    found = machine_shortfall.shortfall(
+        ProfileRuns("unet3d", INTEL_KEY, INTEL_PROFILE.label, 39, here=False)
     )
 
     assert found.sweep is None
@@ -360,8 +359,8 @@ def test_the_default_network_cube_points_are_what_a_calibration_grid_holds(two_m
     amd = machines.runs_on(runs, AMD_KEY)
 
     # Not the 8-filter network, not the run that ran out of memory.
-    assert machines.default_network_points(amd, "unet3d") == {(32, 1), (64, 1), (16, 1)}
-    assert machines.default_network_points(amd, "alexnet") == set()
+    assert machine_shortfall.default_network_points(amd, "unet3d") == {(32, 1), (64, 1), (16, 1)}
+    assert machine_shortfall.default_network_points(amd, "alexnet") == set()
 
 
 def test_runs_carry_their_profile_and_can_be_filtered_by_it(two_machines):

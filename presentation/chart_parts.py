@@ -1,0 +1,46 @@
+"""What the chart modules share: sizes, the models' colour legend, series names, log filters.
+
+`presentation.charts`, `charts_study`, `charts_published` and `charts_sweeps`
+build Altair charts from frames; the pieces here keep their legends, labels
+and colours alike. Nothing here reads the database or Streamlit.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+
+CHART_HEIGHT_PX = 420
+MODEL_LEGEND = "model"
+# Model titles run to ~35 characters; Vega-Lite cuts labels at 160 px by default.
+LABEL_LIMIT_PX = 280
+# Ten distinct hues (the theme's default palette has several blues).
+MODEL_COLOURS = "tableau10"
+# A legend inside the plot gets a light background, so it reads over the marks.
+LEGEND_FILL = "rgba(255, 255, 255, 0.8)"
+LEGEND_PADDING_PX = 4
+# Labels sit just above their rule, or left of their point, in the chart's own font size.
+LABEL_OFFSET_PX = 6
+LABEL_FONT_PX = 11
+SCALE_PADDING_PX = 16
+
+
+def series(name: str) -> str:
+    """A Vega expression naming one series, for a layer whose rows are all of it."""
+    return "'" + name.replace("'", "\\'") + "'"
+
+
+def positive(chart: alt.Chart, *columns: str, log: bool) -> alt.Chart:
+    """On log axes, drop the rows a log scale cannot place (a model may predict <= 0)."""
+    for column in columns if log else ():
+        chart = chart.transform_filter(f"datum['{column}'] > 0")
+    return chart
+
+
+def model_colour() -> alt.Color:
+    """One colour per model (its title), the legend below the plot so two plots fit abreast."""
+    return alt.Color(
+        "title:N",
+        title=MODEL_LEGEND,
+        scale=alt.Scale(scheme=MODEL_COLOURS),
+        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=LABEL_LIMIT_PX),
+    )
