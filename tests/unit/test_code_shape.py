@@ -22,28 +22,21 @@ MAX_PARAMETERS = 6
 # Still over, to be split (issue 25): module paths, and "path:function" for functions.
 LONG_MODULES: frozenset[str] = frozenset(
     {
-        "application/verify.py",
         "core/database.py",
         "core/datafiles.py",
         "core/schema.py",
         "dashboard/models_page.py",
         "dashboard/sidebar.py",
-        "dashboard/sizing_page.py",
-        "modeling/decision.py",
         "modeling/stored/bundle.py",
         "presentation/charts.py",
         "presentation/curves.py",
         "presentation/machines.py",
-        "presentation/sizing_report.py",
-        "presentation/sizing_view.py",
     }
 )
 LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
         "dashboard/models_page.py:render",
         "dashboard/sidebar.py:_launch_form",
-        "dashboard/sizing_page.py:inputs",
-        "dashboard/sizing_page.py:render",
         "memplan/evaluate.py:prepare",
         "modeling/stored/tables.py:store_results",
         "presentation/charts.py:bounds",
@@ -52,8 +45,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         "presentation/charts_published.py:measured_vs_predicted",
         "presentation/charts_sweeps.py:memory_timeline",
         "presentation/machines.py:compared",
-        "presentation/sizing_report.py:build_report",
-        "presentation/sizing_view.py:config_predictions",
         "profiling/launcher.py:start_job",
     }
 )
@@ -62,11 +53,8 @@ MANY_PARAMETERS: frozenset[str] = frozenset(
         "dashboard/models_page.py:curve_frame",
         "dashboard/models_page.py:out_of_sample_charts",
         "dashboard/models_page.py:peak_chart",
-        "dashboard/sizing_answers.py:_verifiable",
-        "dashboard/sizing_page.py:predictions",
         "modeling/stored/tables.py:store_results",
         "presentation/machines.py:shortfall",
-        "presentation/sizing_report.py:build_report",
     }
 )
 
