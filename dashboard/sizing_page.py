@@ -2,26 +2,25 @@
 
 The workload first (the 3D U-Net or the AlexNet-style 2D CNN) and the machine
 whose models answer (`dashboard.machine_panel`: this machine by default when it
-has models; every answer names the machine in words), then inputs on
-the left (image shape, batch, that network's knobs, budget, headroom, model),
-a typed budget or headroom that cannot be answered saying why right under it
-(`presentation.sizing_view.input_problems`) while the answers wait for a valid one;
-answers on the right: the decision with its evidence (`modeling.decision`: the
-upper bound, the verdict worded by confidence, the credible models' spread, the
-absurd models named and left out; for a precision or knob value that never trained
-on this profile, `modeling.trainable`'s reason instead, the value offered marked
-as failing there), every model's prediction, the three sizing
-answers of `modeling.sizing` (`dashboard.sizing_answers`: the largest image and
-batch verified by a run, or a prediction with a button that measures it), the
-Dell–Intel study's published figures beside the models credible there
-(`dashboard.published_panel`, U-Net only), and the refined analytical breakdown.
-The inputs live in the URL (`dashboard.query_state`), so a link
-reproduces the view; what the page offers and its captions come from
-`presentation.sizing_view`. A machine without models gets what it lacks and
-the sweep that gives it some, instead of answers.
+has models; every answer names the machine in words), then the question on the
+left (`dashboard.sizing_inputs`: image shape, batch, that network's knobs, budget,
+headroom, model; a typed budget or headroom that cannot be answered says why right
+under it while the answers wait for a valid one); answers on the right
+(`dashboard.sizing_answers`): the memory to buy, the decision with its evidence
+(`application.sizing.decide`: the upper bound, the verdict worded by confidence, the
+credible models' spread, the absurd models named and left out; for a precision or
+knob value that never trained on this profile, `modeling.trainable`'s reason
+instead, the value offered marked as failing there), every model's prediction,
+the largest image and batch (verified by a run, or a prediction with a button that
+measures it), the Dell–Intel study's published figures beside the models credible
+there (`dashboard.published_panel`, U-Net only), and the refined analytical
+breakdown. The inputs live in the URL (`dashboard.query_state`), so a link
+reproduces the view; what the page offers comes from `presentation.sizing_view`,
+its words from `presentation.sizing_text`. A machine without models gets what it
+lacks and the sweep that gives it some, instead of answers.
 
-A rerun only predicts a handful of configurations with the cached stored models;
-the sizing scans are cached per question.
+A rerun predicts one configuration with the cached stored models; the decision
+and the sizing scans are cached per question.
 """
 
 from __future__ import annotations
