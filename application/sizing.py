@@ -247,6 +247,15 @@ class SizingAnswer:
         return shown
 
 
+def _check_models(question: SizingQuestion, models: Models) -> None:
+    """Refuse ``models`` of another workload or machine profile than ``question``'s."""
+    if question.workload != models.workload or question.machine != models.machine:
+        raise SizingError(
+            f"the question is about {question.workload} on profile {question.machine}, the "
+            f"models are {models.workload}'s on profile {models.machine}"
+        )
+
+
 def answer(
     question: SizingQuestion,
     models: Models,
@@ -259,11 +268,7 @@ def answer(
     not verified). db_path : the database a verifying command names.
     Raises `SizingError` when the question cannot be answered.
     """
-    if question.workload != models.workload or question.machine != models.machine:
-        raise SizingError(
-            f"the question is about {question.workload} on profile {question.machine}, the "
-            f"models are {models.workload}'s on profile {models.machine}"
-        )
+    _check_models(question, models)
     model = models.pick(question.model)
     knobs = dict(question.knobs)
     try:
@@ -350,6 +355,7 @@ def decide(question: SizingQuestion, models: Models, runs: pd.DataFrame) -> Deci
     (`modeling.decision.decide`). The asked model answers where it is credible."""
     if question.budget_bytes is None or question.image_shape is None or question.batch_size is None:
         raise SizingError("a decision needs a budget, an image and a batch")
+    _check_models(question, models)
     config = question.config
     return decision.decide(
         decision.estimates_at(models.predictors, config),

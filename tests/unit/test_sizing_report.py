@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from application import sizing
-from application.sizing import SizingQuestion
+from application.sizing import SizingError, SizingQuestion
 from core import database, profiles, published, store, workloads
 from core.units import GIB
 from core.version import __version__
@@ -139,6 +139,22 @@ def test_the_bound_is_described_with_its_coverage_and_held_out_evidence(
     assert used.source.startswith("forward-chaining by image size") and used.n_calibration == 18
     assert "of 18 distinct configurations" in dell.bound.sentence
     assert "Thin evidence: the bound is the worst of only 18 configurations." in dell.bound.sentence
+
+
+def test_the_report_words_the_one_decision_and_it_refuses_another_profiles_models(
+    db: Path, models: list[Predictor], runs: pd.DataFrame, dell: sizing_report.SizingReport
+) -> None:
+    # The page and the report word `application.sizing.decide`'s decision; neither rebuilds it.
+    decided = sizing.decide(question_of(DELL), models_of(db, models), runs)
+    assert decided.estimate is not None and dell.decision.estimate is not None
+    assert (decided.estimate.name, decided.confidence) == (
+        dell.decision.estimate.name,
+        dell.decision.confidence,
+    )
+    assert [e.name for e in decided.credibility.every] == [model.name for model in models]
+    elsewhere = dataclasses.replace(question_of(DELL), machine="259d139078")
+    with pytest.raises(SizingError, match="the models are unet3d's on profile 9b59349f74"):
+        sizing.decide(elsewhere, models_of(db, models), runs)
 
 
 @pytest.fixture(scope="module")
