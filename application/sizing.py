@@ -9,6 +9,9 @@
   (`load_models` reads them; the page builds one from its cached loaders);
 * `answer` — the `SizingAnswer`: the figures, the model and its bound, the
   machine's facts, the verdict of the runs where there are any, the warnings.
+* `decide` — whether the question's image and batch fit its budget, the verdict
+  with its evidence (`modeling.decision.Decision`: every model's estimate, the
+  credible ones, what the runs measured), which the page and the report word.
 
 Headroom is memory kept free on top of the bound (`modeling.sizing.memory_to_buy`:
 bound x (1 + headroom) <= memory). The largest image and batch must fit what is
@@ -30,9 +33,11 @@ from application import verify
 from application.verify import Claim, Verification
 from core import workloads
 from core.errors import MemplanError
-from core.profiles import MachineProfile
-from modeling import machines, sizing, trainable
+from core.workloads.base import WorkloadConfig
+from modeling import decision, machines, sizing, trainable
+from modeling.decision import Decision
 from modeling.errors import ModelingError
+from modeling.machines import MachineFacts
 from modeling.sizing import BatchAnswer, ImageSizeAnswer, MemoryAnswer
 from modeling.stored import bundle
 from modeling.stored import tables as results
@@ -100,6 +105,14 @@ class SizingQuestion:
             raise SizingError(f"memory budget must be positive, got {self.budget_bytes} bytes")
 
     @property
+    def config(self) -> WorkloadConfig:
+        """The image and batch asked about; knobs not set keep the network's defaults."""
+        assert self.image_shape is not None and self.batch_size is not None
+        return workloads.get(self.workload).Config(
+            self.image_shape, self.batch_size, **dict(self.knobs)
+        )
+
+    @property
     def headroom(self) -> float:
         """The headroom as a fraction: 0.2 for 20%."""
         return self.headroom_pct / 100
@@ -110,45 +123,6 @@ class SizingQuestion:
         if self.budget_bytes is None:
             return None
         return usable_budget_bytes(self.budget_bytes, self.headroom)
-
-
-@dataclass(frozen=True)
-class MachineFacts:
-    """The machine an answer is for, by its facts (never "this machine")."""
-
-    profile: str | None  # the profile key
-    label: str  # "AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.21"
-    cpu: str | None
-    isa: str | None
-    cores: int | None
-    framework: str | None  # "TensorFlow 2.21.0, oneDNN on"
-
-    @property
-    def sentence(self) -> str:
-        """``for AMD EPYC (AVX2, 2 cores; TensorFlow 2.21.0, oneDNN off; profile 259d139078)``."""
-        if self.cpu is None:
-            key = f" (profile {self.profile})" if self.profile else ""
-            return f"for {self.label}{key}"
-        isa = (self.isa or "ISA unknown").upper()
-        cores = f"{self.cores} cores" if self.cores is not None else "cores unknown"
-        parts = [f"{isa}, {cores}", self.framework or "framework unknown"]
-        if self.profile:
-            parts.append(f"profile {self.profile}")
-        return f"for {self.cpu} ({'; '.join(parts)})"
-
-    @classmethod
-    def of(cls, key: str | None, profile: MachineProfile | None, label: str) -> MachineFacts:
-        if profile is None:
-            return cls(key, label, None, None, None, None)
-        cpu = profile.cpu_model
-        if cpu and profile.cpu_vendor and not cpu.lower().startswith(profile.cpu_vendor.lower()):
-            cpu = f"{profile.cpu_vendor} {cpu}"
-        framework = None
-        if profile.tensorflow_version:
-            framework = f"TensorFlow {profile.tensorflow_version}"
-            if profile.onednn_enabled is not None:
-                framework += f", oneDNN {'on' if profile.onednn_enabled else 'off'}"
-        return cls(key, label, cpu, profile.cpu_isa, profile.cores, framework)
 
 
 @dataclass(frozen=True)
@@ -214,7 +188,7 @@ def load_models(
         predictors = bundle.load_predictors(db_path, workload, choice.key)
     else:
         predictors = [bundle.load_predictor(db_path, only, workload, choice.key)]
-    facts = MachineFacts.of(choice.key, choice.profile, choice.label)
+    facts = choice.facts
     return models_of(workload, choice.key, predictors, scores, facts, db_path), choice
 
 
@@ -273,6 +247,15 @@ class SizingAnswer:
         return shown
 
 
+def _check_models(question: SizingQuestion, models: Models) -> None:
+    """Refuse ``models`` of another workload or machine profile than ``question``'s."""
+    if question.workload != models.workload or question.machine != models.machine:
+        raise SizingError(
+            f"the question is about {question.workload} on profile {question.machine}, the "
+            f"models are {models.workload}'s on profile {models.machine}"
+        )
+
+
 def answer(
     question: SizingQuestion,
     models: Models,
@@ -285,11 +268,7 @@ def answer(
     not verified). db_path : the database a verifying command names.
     Raises `SizingError` when the question cannot be answered.
     """
-    if question.workload != models.workload or question.machine != models.machine:
-        raise SizingError(
-            f"the question is about {question.workload} on profile {question.machine}, the "
-            f"models are {models.workload}'s on profile {models.machine}"
-        )
+    _check_models(question, models)
     model = models.pick(question.model)
     knobs = dict(question.knobs)
     try:
@@ -365,5 +344,30 @@ def _claim(
 ) -> Claim:
     """What a sweep verifying ``found`` measures, naming the question as it was asked."""
     asked = (question.budget_bytes, question.headroom_pct)
-    make = verify.image_claim if isinstance(found, ImageSizeAnswer) else verify.batch_claim
-    return make(found, question.workload, knobs, models.machine, models.facts.label, asked)
+    return verify.claim_for(
+        found, question.workload, knobs, models.machine, models.facts.label, asked
+    )
+
+
+def decide(question: SizingQuestion, models: Models, runs: pd.DataFrame) -> Decision:
+    """Whether ``question``'s image and batch fit its budget: every model's estimate, the
+    credible ones, what ``runs`` (its machine profile's, any status) measured of it
+    (`modeling.decision.decide`). The asked model answers where it is credible."""
+    if question.budget_bytes is None or question.image_shape is None or question.batch_size is None:
+        raise SizingError("a decision needs a budget, an image and a batch")
+    _check_models(question, models)
+    config = question.config
+    return decision.decide(
+        decision.estimates_at(models.predictors, config),
+        models.pick(question.model).name,
+        config,
+        decision.evidence_for(config, runs),
+        question.budget_bytes,
+        question.headroom,
+    )
+
+
+def credible_at(models: Models, config: WorkloadConfig) -> list[Predictor]:
+    """The ``models`` credible for ``config`` (`modeling.decision.credible_models`), in order."""
+    found = decision.credible_models(decision.estimates_at(models.predictors, config))
+    return [model for model in models.predictors if found.is_credible(model.name)]

@@ -1,31 +1,25 @@
 """Verifying a sizing answer: what the runs say of it, and the sweep that measures it.
 
-A sizing answer (`modeling.sizing`: the largest image at a batch, the largest
-batch at an image) is a prediction until a run measures it. Verifying it
-measures two points on this machine, under the answer's budget as the memory
-limit: the answer, which should fit, and the next size up, which should not
-(the limit stops it before it can hurt the host). A use case of the application
-layer: the CLI (``memplan size image|batch --verify``), the Sizing page's
-"Verify by measuring" button and `application.sizing.answer` use it; how a
-verdict reads on a page (Markdown) is `presentation.verification`'s.
+A largest image or batch (`modeling.sizing`) is a prediction until a run measures
+it. Verifying it measures two points on this machine, with the answer's budget as
+their memory limit: the answer, which should fit, and the next size up, which should
+not (the limit stops it). ``memplan size image|batch --verify``, the Sizing page's
+button and `application.sizing.answer` use it; `presentation.verification` shows it.
 
-* `Claim` — the answer to check: its configuration, the next size up, the
-  budget, the machine profile it is for; `image_claim` / `batch_claim` build it;
-* `latest_run` — which run counts: the latest ``ok``, ``oom`` or ``skipped`` run
-  of exactly that configuration (workload, shape, batch and every network knob)
-  on the answer's machine profile (`core.profiles`); its peak is the kernel's
+* `Claim` — the answer to check, the next size up, the budget, the machine profile
+  (`claim_for`);
+* `latest_run` — which run counts: the latest ``ok``, ``oom`` or ``skipped`` run of
+  exactly that configuration on the answer's profile; its peak is the kernel's
   high-water mark, as the models' (docs/measurement.md);
-* `verify` — the answer in words, worded by what the runs say (`Verdict`); a
-  run's peak is quoted as its high-water mark, with the sampled peak beside it
-  where the sampler missed a spike (`measured_words`);
-* `refusal` — why the answer cannot be verified here, in words (another
-  machine's answer, a budget above what this machine can safely give);
-* `sweep_request` — the two-point sweep that verifies it (`profiling.launcher`
-  launches it; its ``sweep_args`` are the CLI's).
+* `verify` — the answer in words by what the runs say (`Verdict`), a sampled peak
+  beside the high-water mark where the sampler missed a spike (`measured_words`);
+* `refusal` — why it cannot be verified here (another machine's answer, a budget
+  above what this machine can safely give); `sweep_request` — the two-point sweep.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import shlex
 from collections.abc import Mapping
@@ -37,9 +31,9 @@ from typing import Any
 import pandas as pd
 
 from core import profiles, workloads
-from core.units import GIB, MIB
+from core.units import GIB, budget_argument, gib_words
 from core.workloads.base import WorkloadConfig, format_image_shape
-from modeling.decision import PEAK_COLUMN, approx_gib, same_config, sampled_aside
+from modeling.decision import PEAK_COLUMN, same_config, sampled_aside, stored_number
 from modeling.sizing import BatchAnswer, ImageSizeAnswer
 from profiling import sweep
 from profiling.requests import SweepRequest
@@ -80,59 +74,32 @@ class Claim:
         return self.answered.workload
 
 
-def _config(
-    workload: str, shape: tuple[int, ...], batch: int, knobs: Mapping[str, Any]
-) -> WorkloadConfig:
-    return workloads.get(workload).Config(tuple(shape), batch, **dict(knobs))
-
-
-def image_claim(
-    answer: ImageSizeAnswer,
+def claim_for(
+    answer: ImageSizeAnswer | BatchAnswer,
     workload: str,
     knobs: Mapping[str, Any],
     machine: str | None,
     machine_label: str = "",
     asked: tuple[int | None, float] = (None, 0.0),
 ) -> Claim:
-    """The claim of a largest-image answer: its side at its batch, and the next side up.
+    """The claim of a largest-image answer (its side at its batch, and the next side up) or
+    of a largest-batch answer (its batch at its image, and the next batch up).
 
     asked : the question's budget (bytes, before headroom) and headroom (percent).
     """
-    dims = workloads.get(workload).DIMS
-    following = answer.next_side
+    make = functools.partial(workloads.get(workload).Config, **dict(knobs))
+    if isinstance(answer, ImageSizeAnswer):
+        dims, question, following = workloads.get(workload).DIMS, IMAGE, answer.next_side
+        answered = make((answer.side,) * dims, answer.batch_size)
+        next_up = None if following is None else make((following,) * dims, answer.batch_size)
+    else:
+        shape, question, following = tuple(answer.image_shape), BATCH, answer.next_batch
+        answered = make(shape, answer.batch_size)
+        next_up = None if following is None else make(shape, following)
     return Claim(
-        question=IMAGE,
-        answered=_config(workload, (answer.side,) * dims, answer.batch_size, knobs),
-        next_up=None
-        if following is None
-        else _config(workload, (following,) * dims, answer.batch_size, knobs),
-        budget_bytes=int(answer.budget_bytes),
-        machine=machine,
-        machine_label=machine_label,
-        model=answer.basis.model,
-        asked_budget_bytes=asked[0],
-        headroom_pct=asked[1],
-    )
-
-
-def batch_claim(
-    answer: BatchAnswer,
-    workload: str,
-    knobs: Mapping[str, Any],
-    machine: str | None,
-    machine_label: str = "",
-    asked: tuple[int | None, float] = (None, 0.0),
-) -> Claim:
-    """The claim of a largest-batch answer: its batch at its image, and the next batch up.
-
-    asked : the question's budget (bytes, before headroom) and headroom (percent).
-    """
-    shape = answer.image_shape
-    following = answer.next_batch
-    return Claim(
-        question=BATCH,
-        answered=_config(workload, shape, answer.batch_size, knobs),
-        next_up=None if following is None else _config(workload, shape, following, knobs),
+        question=question,
+        answered=answered,
+        next_up=next_up,
         budget_bytes=int(answer.budget_bytes),
         machine=machine,
         machine_label=machine_label,
@@ -158,12 +125,6 @@ class Measured:
     interval_s: float | None = None  # how often the sampler read it, seconds
 
 
-def _number(row: pd.Series, column: str) -> float | None:
-    """``row[column]`` as a float; None where it is missing or not stored."""
-    value = row.get(column)
-    return None if value is None or pd.isna(value) else float(value)
-
-
 def latest_run(config: WorkloadConfig, runs: pd.DataFrame, machine: str | None) -> Measured | None:
     """The latest ok, oom or skipped run of exactly ``config`` on profile ``machine``; None if none.
 
@@ -184,11 +145,11 @@ def latest_run(config: WorkloadConfig, runs: pd.DataFrame, machine: str | None) 
     return Measured(
         run_id=str(row["run_id"]),
         status=str(row["status"]),
-        peak_bytes=_number(row, PEAK_COLUMN),
+        peak_bytes=stored_number(row, PEAK_COLUMN),
         limit_bytes=int(row["memory_limit_bytes"]),
         message=str(row["message"] or ""),
-        sampled_bytes=_number(row, "peak_sampled_bytes"),
-        interval_s=_number(row, "sample_interval_s"),
+        sampled_bytes=stored_number(row, "peak_sampled_bytes"),
+        interval_s=stored_number(row, "sample_interval_s"),
     )
 
 
@@ -218,13 +179,6 @@ class Verification:
         if not self.command:
             return self.text
         return f"{self.text}: verify it with `{self.command}` or {BUTTON}"
-
-
-def gib_words(value_bytes: float) -> str:
-    """``64 GiB`` for a whole number of GiB, else three figures: ``61.2 GiB``, ``0.938 GiB``."""
-    if math.isfinite(value_bytes) and value_bytes > 0 and value_bytes % GIB == 0:
-        return f"{int(value_bytes // GIB):,} GiB"
-    return approx_gib(value_bytes)
 
 
 def measured_words(run: Measured) -> str:
@@ -313,14 +267,6 @@ def verify(claim: Claim, runs: pd.DataFrame, db_path: Path | None = None) -> Ver
 
 
 # --- the command and the sweep that verify it ---------------------------------------------
-
-
-def budget_argument(value_bytes: int) -> str:
-    """``64GiB``, ``1500MiB`` or plain bytes: a ``--budget`` that parses back to ``value_bytes``
-    (or, past whole MiB, to less than a MiB below it)."""
-    if value_bytes % GIB == 0:
-        return f"{value_bytes // GIB}GiB"
-    return f"{value_bytes // MIB}MiB"
 
 
 def _knob_flags(config: WorkloadConfig) -> list[str]:

@@ -41,12 +41,42 @@ def format_bound(value_bytes: float) -> str:
     return "an unknown amount (the model gives it no finite bound)"
 
 
+def approx_gib(value_bytes: float) -> str:
+    """Bytes in GiB to three significant figures: ``0.938 GiB``, ``7.81 GiB``, ``1,617 GiB``.
+
+    An upper bound read to the hundredth of a GiB claims a precision no bound has.
+    """
+    if not math.isfinite(value_bytes):
+        return "unbounded"
+    value = value_bytes / GIB
+    if value == 0:
+        return "0 GiB"
+    digits = max(0, 2 - math.floor(math.log10(abs(value))))
+    rounded = round(value, digits)
+    return f"{rounded:,.{digits}f} GiB"
+
+
+def gib_words(value_bytes: float) -> str:
+    """``64 GiB`` for a whole number of GiB, else three figures: ``61.2 GiB``, ``0.938 GiB``."""
+    if math.isfinite(value_bytes) and value_bytes > 0 and value_bytes % GIB == 0:
+        return f"{int(value_bytes // GIB):,} GiB"
+    return approx_gib(value_bytes)
+
+
 def format_bytes(value_bytes: float) -> str:
     """Bytes in the largest binary unit with a whole part: ``512 B``, ``1.50 MiB``, ``2.00 TiB``."""
     for unit, size in (("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if abs(value_bytes) >= size:
             return f"{value_bytes / size:.2f} {unit}"
     return f"{value_bytes:g} B"
+
+
+def budget_argument(value_bytes: int) -> str:
+    """``64GiB``, ``1500MiB`` or plain bytes: a ``--budget`` that parses back to ```value_bytes```
+    (or, past whole MiB, to less than a MiB below it)."""
+    if value_bytes % GIB == 0:
+        return f"{value_bytes // GIB}GiB"
+    return f"{value_bytes // MIB}MiB"
 
 
 def physical_ram_bytes() -> int:

@@ -1,16 +1,19 @@
-"""The Sizing page's answers: the memory to buy, the largest image and the largest batch.
+"""The Sizing page's answers: the verdict, the memory to buy, the largest image and batch.
 
 Each is `application.sizing.answer` to the page's question (`SizingState.question`),
 the same function `memplan size` and `memplan report` answer through, cached on
 the question and the database version: moving the batch slider does not rescan
-every batch size for the largest batch. Each is shown with its caption, the model,
-bound and machine it rests on, and its warning in words; a question without an
-answer shows why (`application.sizing.SizingError`). Stored text (a model's name,
-a bound's source, a CPU's name) is shown as text (`presentation.text.plain`).
+every batch size for the largest batch. The decision the verdict shows is
+`application.sizing.decide`, cached the same way (`decision`). Each answer is shown
+with its caption, the model, bound and machine it rests on, and its warning in
+words; a question without an answer shows why (`application.sizing.SizingError`).
+Stored text (a model's name, a bound's source, a CPU's name) is shown as text
+(`presentation.text.plain`).
 
-The memory to buy comes first on the page, under the question: it needs no budget.
-The largest image and batch also say what the runs make of them
-(`application.verify`): verified or refuted by a run, or a prediction, with a
+The verdict (`verdict`) and every model's estimate (`every_model`) word that
+decision (`presentation.sizing_text`). The memory to buy comes first on the page,
+under the question: it needs no budget. The largest image and batch also say what
+the runs make of them (`application.verify`): verified or refuted by a run, or a prediction, with a
 "Verify by measuring" button that launches the two-point sweep that measures the
 answer and the next size up, through `profiling.launcher` as the sidebar launches
 a grid (its progress shows there). The button is disabled, with the reason, where
@@ -21,21 +24,24 @@ sweep already running.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from application import sizing, verify
-from application.sizing import MachineFacts, SizingAnswer, SizingError
+from application.sizing import Models, SizingAnswer, SizingError, SizingQuestion
 from application.verify import Claim, Verdict
 from core.errors import MemplanError
+from core.units import GIB, approx_gib
 from dashboard import data, sidebar
 from dashboard.machine_panel import Picked
-from presentation import sizing_view, verification, workload_labels
+from modeling.decision import Decision
+from modeling.machines import MachineFacts
+from presentation import charts, sizing_text, verification, workload_labels
 from presentation.sizing_view import SizingState
-from presentation.text import plain
+from presentation.text import MISSING_CELL, plain
 from profiling import launcher
 
 VERIFY_LABEL = "Verify by measuring"
@@ -54,22 +60,32 @@ VERDICT_TONES = {
 BUY_LABEL = "Memory to buy"
 
 
-def facts_of(picked: Picked) -> MachineFacts:
-    """The machine the page answers for, by its facts."""
-    return MachineFacts.of(picked.machine, picked.choice.profile, picked.choice.label)
+@dataclass(frozen=True)
+class Asked:
+    """What every answer on the page is asked with: the database, the question, the machine
+    profile answered for, and that profile's runs (any status)."""
+
+    db: Path
+    version: data.Version
+    state: SizingState
+    picked: Picked
+    runs: pd.DataFrame = field(compare=False)
+
+    @property
+    def facts(self) -> MachineFacts:
+        """The machine the page answers for, by its facts."""
+        picked = self.picked
+        return MachineFacts.of(picked.machine, picked.choice.profile, picked.choice.label)
+
+    def question(self, kind: str) -> SizingQuestion:
+        return self.state.question(kind, self.picked.machine)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def answer(
-    db_path: Path, db_version: data.Version, question: sizing.SizingQuestion, facts: MachineFacts
-) -> SizingAnswer:
-    """`application.sizing.answer` to ``question`` from its profile's stored models.
-
-    Cached on exactly what the answer depends on: the question and the database's
-    version. Raises `SizingError` (not cached: it fails at the first sizes scanned).
-    """
-    workload, machine = question.workload, question.machine
-    models = sizing.models_of(
+def _models(db_path: Path, db_version: data.Version, workload: str, facts: MachineFacts) -> Models:
+    """The stored models of ``workload`` on the profile ``facts`` are of, from the page's
+    cached loaders."""
+    machine = facts.profile
+    return sizing.models_of(
         workload,
         machine,
         data.predictors(db_path, db_version, workload, machine),
@@ -77,27 +93,137 @@ def answer(
         facts,
         db_path,
     )
-    return sizing.answer(question, models)
 
 
-def ask(
-    db: Path, version: data.Version, state: SizingState, kind: str, picked: Picked
-) -> SizingAnswer | None:
+def models_for(asked: Asked) -> Models:
+    """The stored models the page's questions are put to."""
+    return _models(asked.db, asked.version, asked.state.workload, asked.facts)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def answer(
+    db_path: Path, db_version: data.Version, question: SizingQuestion, facts: MachineFacts
+) -> SizingAnswer:
+    """`application.sizing.answer` to ``question`` from its profile's stored models.
+
+    Cached on exactly what the answer depends on: the question and the database's
+    version. Raises `SizingError` (not cached: it fails at the first sizes scanned).
+    """
+    return sizing.answer(question, _models(db_path, db_version, question.workload, facts))
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def decision(
+    db_path: Path,
+    db_version: data.Version,
+    question: SizingQuestion,
+    facts: MachineFacts,
+    _runs: pd.DataFrame,
+) -> Decision:
+    """`application.sizing.decide` on ``question``: cached on the question and the database's
+    version, which fix ``_runs`` (the profile's runs, so not hashed)."""
+    models = _models(db_path, db_version, question.workload, facts)
+    return sizing.decide(question, models, _runs)
+
+
+def decision_of(asked: Asked) -> Decision:
+    """The decision for the page's question (its budget, image and batch)."""
+    return decision(asked.db, asked.version, asked.question(sizing.BUY), asked.facts, asked.runs)
+
+
+def verdict(decision: Decision, asked: Asked) -> None:
+    """The decision with its evidence: the bound, the credible models' spread, the verdict
+    worded by confidence, and the models left out of the answer, named with why."""
+    headline = sizing_text.headline(decision)
+    if decision.untrainable:  # the reason, not a prediction
+        st.error(f"**{headline}.** " + plain(decision.untrainable))
+        return
+    delta = sizing_text.budget_delta(decision.budget_bytes, decision.needed_bytes)
+    shown, colour = delta if delta and decision.estimate else (None, "normal")
+    st.metric(
+        "Upper bound",
+        approx_gib(decision.bound_bytes),
+        delta=shown,
+        delta_color=colour,
+        help="What the answer rests on: the model's upper bound, not its point prediction, "
+        "which is low half the time. Spare or over: the budget less the bound and its "
+        "headroom.",
+    )
+    # Beside the bound as a line, not a second metric: at 1024 px a metric's large
+    # figures in half of the answers column were cut to "159–190…".
+    st.markdown(f"Credible models' bounds: **{plain(sizing_text.spread(decision))}**")
+    sentence = sizing_text.decision_sentence(decision, asked.state.image_label, asked.picked.words)
+    getattr(st, sizing_text.headline_tone(decision))(f"**{headline}.** " + plain(sentence))
+    substituted = sizing_text.substituted(decision)
+    if substituted:
+        st.info(plain(substituted))
+    left_out = sizing_text.left_out_lines(decision)
+    if left_out:
+        st.markdown(
+            "Left out of the answer, their predictions absurd here:\n"
+            + "\n".join(f"- {plain(line)}" for line in left_out)
+        )
+
+
+def every_model(decision: Decision, asked: Asked) -> None:
+    """Every model's prediction and bound; the chart draws only the credible ones."""
+    number, text = st.column_config.NumberColumn, st.column_config.TextColumn
+    # Widths that add up to the page's content at 1024 px (about 520 px inside the
+    # expander); the model stays pinned if a narrower window scrolls the rest.
+    st.dataframe(
+        sizing_text.models_frame(decision),
+        hide_index=True,
+        placeholder=MISSING_CELL,
+        width="stretch",
+        column_config={
+            "model": text(width=130, pinned=True),
+            "predicted GiB": number(format="%,.2f", width=90, help="The point prediction."),
+            "bound GiB": number(
+                format="%,.2f",
+                width=70,
+                help="The model's upper bound: what the verdict would use, or, for a model "
+                "left out, the bound it is left out for.",
+            ),
+            "bound from": text(
+                width=75, help="xR: the prediction times the model's conformal ratio R."
+            ),
+            "fits": text(
+                width=40,
+                help="The bound plus headroom within the budget; no verdict (–) for a model "
+                "left out of the answer.",
+            ),
+            "left out because": text(
+                width=115,
+                help="Empty: the model is credible here. Otherwise why it is left out of the "
+                "answer; the reasons in full are above the table.",
+            ),
+        },
+    )
+    budget_gib = asked.state.budget_gib
+    chart = charts.bounds(
+        sizing_text.credible_frame(decision), budget_gib, decision.usable_bytes / GIB
+    )
+    st.altair_chart(chart, width="stretch")
+
+
+def ask(asked: Asked, kind: str) -> SizingAnswer | None:
     """The answer to the page's question of ``kind``, or None with why shown on the page."""
     try:
-        return answer(db, version, state.question(kind, picked.machine), facts_of(picked))
+        return answer(asked.db, asked.version, asked.question(kind), asked.facts)
     except SizingError as error:
         st.error(plain(error))
         return None
 
 
 def show_answer(
-    found: SizingAnswer, label: str, value: str, caption: str, machine: str, help: str = ""
+    found: SizingAnswer, shown: tuple[str, str, str], machine: str, help: str = ""
 ) -> None:
     """One sizing answer: the value, what it needs, the model, bound and machine, any warning.
 
-    machine : whose models answer, in words (`Picked.words`, not escaped).
+    shown : the metric's label, its value and the caption under it. machine : whose
+    models answer, in words (`Picked.words`, not escaped).
     """
+    label, value, caption = shown
     st.metric(label, value, help=help or None)
     st.caption(caption)
     st.caption(f"Model {plain(found.model)}; bound: {plain(found.bound)}; {plain(machine)}.")
@@ -105,17 +231,17 @@ def show_answer(
         st.warning(plain(warning))
 
 
-def buy(db: Path, version: data.Version, state: SizingState, picked: Picked) -> None:
+def buy(asked: Asked) -> None:
     """The memory to buy for the question's image and batch: what a buyer asks first."""
-    found = ask(db, version, state, sizing.BUY, picked)
+    found = ask(asked, sizing.BUY)
     if found is None:
         return
+    # Under the question's heading: the image and batch asked.
+    value = f"{found.figures['memory_gb']} GB"
     show_answer(
         found,
-        BUY_LABEL,  # under the question's heading: the image and batch asked
-        f"{found.figures['memory_gb']} GB",
-        sizing_view.memory_caption(found.found),
-        picked.words,
+        (BUY_LABEL, value, sizing_text.memory_caption(found.found)),
+        asked.picked.words,
         help="The smallest server memory holding the upper bound plus the headroom; "
         "it needs no budget.",
     )
@@ -147,12 +273,12 @@ def launch(db: Path, claim: Claim) -> None:
     st.rerun()  # the sidebar shows the sweep from the next run on
 
 
-def verified(db: Path, claim: Claim, runs: pd.DataFrame, picked: Picked) -> None:
+def verified(asked: Asked, claim: Claim) -> None:
     """What the runs say of the answer, and the button that measures it."""
-    said = verify.verify(claim, runs, db)
+    said = verify.verify(claim, asked.runs, asked.db)
     text = verification.markdown(said)
     VERDICT_TONES[said.verdict](text[:1].upper() + text[1:] + ".")
-    reason = why_not_verify(db, claim, said, picked)
+    reason = why_not_verify(asked.db, claim, said, asked.picked)
     if st.button(
         VERIFY_LABEL,
         key=f"sizing_verify_{claim.question}",
@@ -160,65 +286,42 @@ def verified(db: Path, claim: Claim, runs: pd.DataFrame, picked: Picked) -> None
         help=VERIFY_HELP,
         icon=":material/science:",
     ):
-        launch(db, claim)
+        launch(asked.db, claim)
     if reason:
         st.caption(plain(reason))
 
 
-def _verifiable(
-    db: Path,
-    version: data.Version,
-    state: SizingState,
-    picked: Picked,
-    runs: pd.DataFrame,
-    kind: str,
-    shown: Callable[[SizingAnswer], tuple[str, str, str]],
-) -> None:
-    found = ask(db, version, state, kind, picked)
+def largest_image(asked: Asked) -> None:
+    """The largest image at the question's batch, and what the runs say of it."""
+    found = ask(asked, sizing.IMAGE)
     if found is None:
         return
-    label, value, caption = shown(found)
-    show_answer(found, label, value, caption, picked.words)
-    if found.claim is not None:
-        verified(db, found.claim, runs, picked)
-
-
-def render(
-    db: Path, version: data.Version, state: SizingState, picked: Picked, runs: pd.DataFrame
-) -> None:
-    """Largest image at this batch and largest batch at this image, each with its verdict.
-
-    runs : the runs of the machine profile answered for; the largest image and
-    batch say what they make of the answer.
-    """
+    state = asked.state
     dims = len(state.image_shape)
-    solid = workload_labels.SOLIDS[dims]
+    label = f"Largest {workload_labels.SOLIDS[dims]} at batch {state.batch_size}"
+    value = workload_labels.power(found.figures["side"], dims)
+    shown = (label, value, sizing_text.image_caption(found.found, dims))
+    show_answer(found, shown, asked.picked.words)
+    if found.claim is not None:
+        verified(asked, found.claim)
+
+
+def largest_batch(asked: Asked) -> None:
+    """The largest batch at the question's image, and what the runs say of it."""
+    found = ask(asked, sizing.BATCH)
+    if found is None:
+        return
+    label = f"Largest batch at {asked.state.image_label}"
+    value = sizing_text.batch_figure(found.found)
+    show_answer(found, (label, value, sizing_text.batch_caption(found.found)), asked.picked.words)
+    if found.claim is not None:
+        verified(asked, found.claim)
+
+
+def render(asked: Asked) -> None:
+    """Largest image at this batch and largest batch at this image, each with its verdict."""
     image_col, batch_col = st.columns(2)
     with image_col:
-        _verifiable(
-            db,
-            version,
-            state,
-            picked,
-            runs,
-            sizing.IMAGE,
-            lambda found: (
-                f"Largest {solid} at batch {state.batch_size}",
-                workload_labels.power(found.figures["side"], dims),
-                sizing_view.image_caption(found.found, dims),
-            ),
-        )
+        largest_image(asked)
     with batch_col:
-        _verifiable(
-            db,
-            version,
-            state,
-            picked,
-            runs,
-            sizing.BATCH,
-            lambda found: (
-                f"Largest batch at {state.image_label}",
-                sizing_view.batch_figure(found.found),
-                sizing_view.batch_caption(found.found),
-            ),
-        )
+        largest_batch(asked)

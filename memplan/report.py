@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
+from application import sizing
 from core import store
 from core.commands import config_from_args, positive_int
 from core.units import GIB, parse_bytes
 from memplan import model_options
-from memplan.size import stored_models
+from memplan.size import question_of, stored_models
 from modeling.errors import ModelingError
-from presentation import sizing_report
+from presentation import sizing_report, sizing_report_html
 
 DESCRIPTION = (
     "write a self-contained HTML sizing report for one question: the decision, "
@@ -62,25 +64,21 @@ def _report_command(args: argparse.Namespace, model: str, machine: str | None) -
 
 def run(args: argparse.Namespace) -> int:
     output = _report_target(args.output, args.force)
-    config = config_from_args(args, args.image_size, args.batch_size)
+    # Refuses an image or knob the network cannot take before any model is read.
+    config_from_args(args, args.image_size, args.batch_size)
     models, machine, db_path = stored_models(args)
     asked = models.pick(args.model)
     runs = store.load_runs(db_path, workload=args.workload, machine=machine.key)
-    built = sizing_report.build_report(
-        list(models.predictors),
-        config,
-        runs,
-        budget_gib=args.budget / GIB,
-        headroom_pct=args.headroom,
-        asked_model=asked.name,
+    question = question_of(args, sizing.BUY, models.machine)
+    source = sizing_report.ReportSource(
         machine_words=machine.sentence(),
-        machine_key=machine.key,
         machine_note=machine.note,
         profile=machine.profile,
         command=_report_command(args, asked.name, machine.key),
     )
+    built = sizing_report.build_report(replace(question, model=asked.name), models, runs, source)
     try:
-        output.write_text(sizing_report.render_html(built), encoding="utf-8")
+        output.write_text(sizing_report_html.render_html(built), encoding="utf-8")
     except OSError as error:
         raise ModelingError(f"cannot write {output}: {error.strerror or error}") from error
     print(f"wrote {output}")

@@ -185,9 +185,10 @@ def _answer_verified(
         return 0
     if not args.json:
         _print_answer(machine, lines, model_options.precision(args))
-    measured = verify.measure(said.claim, db_path, quiet_stdout=args.json)
-    if isinstance(measured, int):
-        return measured  # the sweep was interrupted
+    try:
+        measured = verify.measure(said.claim, db_path, quiet_stdout=args.json)
+    except verify.SweepStopped as stopped:  # interrupted: the sweep said so
+        return stopped.code
     if args.json:
         jsonout.emit({**data, "verification": _verdict(measured)})
         return verify.exit_code(measured)

@@ -32,12 +32,21 @@ def runs_for(db_path: Path, claim: Claim) -> pd.DataFrame:
     return store.load_runs(db_path, workload=claim.workload)
 
 
-def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> int | Verification:
-    """Sweep ``claim``'s two points into ``db_path``; what they say, or the sweep's exit code.
+class SweepStopped(Exception):
+    """The verifying sweep ended early (interrupted); ``code`` is its exit code."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"the verifying sweep exited {code}")
+        self.code = code
+
+
+def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> Verification:
+    """Sweep ``claim``'s two points into ``db_path``; what they say.
 
     Skips a point already measured, so verifying twice measures nothing twice;
     ``quiet_stdout`` sends the sweep's words to stderr (stdout then holds JSON).
-    Raises `ModelingError` when the answer cannot be verified here.
+    Raises `ModelingError` when the answer cannot be verified here, `SweepStopped`
+    when the sweep did not finish.
     """
     here = this_profile(claim.answered.precision).key
     problem = verification.refusal(claim, here, verification.safe_limit_bytes())
@@ -57,7 +66,7 @@ def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> int | Ve
         plan = SweepPlan(db_path, request.grid, settings, command=command)
         code = sweep_here(plan, run_over_bound=request.run_over_bound)
     if code != SUCCESS_EXIT_CODE:
-        return code
+        raise SweepStopped(code)
     return verification.verify(claim, runs_for(db_path, claim))
 
 

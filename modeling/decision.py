@@ -6,6 +6,9 @@ hybrid formula can go negative, and the paper's analytical model carries a
 bound ten times everyone else's. A buyer needs the decision worded by how much
 evidence stands behind it. So:
 
+* `estimates_for` — every model's `ModelEstimate` for configurations: its point
+  prediction and its upper bound, raised where it falls below the closed form
+  (`modeling.sizing.replace_below_floor`), so it agrees with the sizing answers;
 * `credible_models` — sorts every model's estimate for one configuration into
   the credible ones (their bounds give the spread shown beside the answer) and
   those left out, each with the reason in words: no positive prediction or no
@@ -17,26 +20,30 @@ evidence stands behind it. So:
   is that reason, not a prediction);
 * `decide` — the verdict with its `Confidence`: verified by a run, a prediction
   inside the measured range, or a prediction so many times beyond the largest
-  measured run that it should be verified first, and its headline in words.
+  measured run that it should be verified first.
 
 The verdict uses the upper bound, never the point prediction: a point
-prediction is low half the time.
+prediction is low half the time. The verdict is data (`Decision`, its `Confidence`);
+how it reads on a page or in a report is `presentation.sizing_text`'s.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
 from core import workloads
-from core.units import GIB
+from core.units import GIB, approx_gib
 from core.workloads.base import WorkloadConfig
 from modeling import trainable
+from modeling.evaluation.bounds import upper_bound
+from modeling.sizing import SizingModel, replace_below_floor
 
 # A bound more than this factor above or below the median bound of the models
 # otherwise credible is "far outside the others" (the paper model's bound is
@@ -50,8 +57,6 @@ PEAK_COLUMN = "peak_hwm_bytes"
 # A run's sampled peak this far from its high-water mark (a fraction of it) or more is quoted
 # beside it: the sampler missed a spike (docs/measurement.md).
 SAMPLED_GAP_QUOTED = 0.005
-# Reach (image x batch over the largest measured) below this reads "just beyond", no factor.
-STATED_REACH = 1.5
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,8 @@ class ModelEstimate:
     bound_evidence: str = ""
     # The model's own conformal bound, before `replace_below_floor` (NaN: unknown).
     own_upper_bytes: float = math.nan
+    bound_ratio: float = math.nan  # the own bound is the prediction times this
+    config: WorkloadConfig | None = None  # the configuration estimated
 
     @property
     def shown_upper_bytes(self) -> float:
@@ -96,6 +103,7 @@ class Credibility:
 
     credible: tuple[ModelEstimate, ...]
     left_out: tuple[LeftOut, ...]
+    every: tuple[ModelEstimate, ...] = ()  # every model's estimate, in the models' order
 
     @property
     def low_bytes(self) -> float:
@@ -104,14 +112,6 @@ class Credibility:
     @property
     def high_bytes(self) -> float:
         return max((e.upper_bytes for e in self.credible), default=math.nan)
-
-    @property
-    def span(self) -> str:
-        """The credible bounds' range, ``159–190 GiB`` (one figure when they agree); "none"."""
-        if not self.credible:
-            return "none"
-        low, high = approx_gib(self.low_bytes), approx_gib(self.high_bytes)
-        return low if low == high else f"{low.removesuffix(' GiB')}–{high}"
 
     def is_credible(self, name: str) -> bool:
         return any(e.name == name for e in self.credible)
@@ -133,21 +133,6 @@ class Credibility:
         return out.reason if out else ""
 
 
-def approx_gib(value_bytes: float) -> str:
-    """Bytes in GiB to three significant figures: ``0.938 GiB``, ``7.81 GiB``, ``1,617 GiB``.
-
-    An upper bound read to the hundredth of a GiB claims a precision no bound has.
-    """
-    if not math.isfinite(value_bytes):
-        return "unbounded"
-    value = value_bytes / GIB
-    if value == 0:
-        return "0 GiB"
-    digits = max(0, 2 - math.floor(math.log10(abs(value))))
-    rounded = round(value, digits)
-    return f"{rounded:,.{digits}f} GiB"
-
-
 def sampled_aside(hwm_bytes: float, sampled_bytes: float | None, interval_s: float | None) -> str:
     """``high-water mark; the 0.1 s sampler saw 7.36 GiB``; "" where the two peaks agree.
 
@@ -162,6 +147,51 @@ def sampled_aside(hwm_bytes: float, sampled_bytes: float | None, interval_s: flo
     known = interval_s is not None and math.isfinite(interval_s)
     sampler = f"the {interval_s:g} s sampler" if known else "the sampler"
     return f"high-water mark; {sampler} saw {approx_gib(sampled_bytes)}"
+
+
+class BoundedModel(SizingModel, Protocol):
+    """A model with a title and upper bounds (`modeling.stored.predictor.Predictor` is one)."""
+
+    title: str
+
+
+def reach(model: BoundedModel, config: WorkloadConfig) -> float:
+    """Image x batch of ``config`` over the largest the model's runs measured (> 1: beyond)."""
+    largest = float(model.training_range.max_sample_megavoxels)
+    sample_megavoxels = config.elements * config.batch_size / 1e6
+    return sample_megavoxels / largest if largest > 0 else math.inf
+
+
+def estimates_for(model: BoundedModel, configs: Sequence[WorkloadConfig]) -> list[ModelEstimate]:
+    """``model``'s estimate of each of ``configs``, predicted in one call (a page asks for
+    every batch size of one image at once)."""
+    predicted = np.asarray(model.point_bytes(configs), dtype=float)
+    bounds = [model.bound_for(config) for config in configs]
+    ratios = np.array([bound.ratio for bound in bounds])
+    # What `Predictor.upper_bytes` computes, without predicting a second time.
+    own = upper_bound(predicted, ratios)
+    upper, raised = replace_below_floor(model, configs, own)
+    return [
+        ModelEstimate(
+            name=model.name,
+            title=model.title,
+            predicted_bytes=float(predicted[i]),
+            upper_bytes=float(upper[i]),
+            raised_to_closed_form=bool(raised[i]),
+            beyond="; ".join(model.training_range.beyond(config)),
+            reach=reach(model, config),
+            bound_evidence=bounds[i].evidence,
+            own_upper_bytes=float(own[i]),
+            bound_ratio=float(ratios[i]),
+            config=config,
+        )
+        for i, config in enumerate(configs)
+    ]
+
+
+def estimates_at(models: Iterable[BoundedModel], config: WorkloadConfig) -> list[ModelEstimate]:
+    """Every model's estimate of ``config``, in the models' order."""
+    return [estimate for model in models for estimate in estimates_for(model, [config])]
 
 
 def _unusable(estimate: ModelEstimate) -> LeftOut | None:
@@ -195,7 +225,7 @@ def credible_models(estimates: Sequence[ModelEstimate]) -> Credibility:
         else:
             usable.append(estimate)
     if len(usable) < MIN_MODELS_FOR_OUTLIERS:
-        return Credibility(tuple(usable), tuple(left_out))
+        return Credibility(tuple(usable), tuple(left_out), tuple(estimates))
     median = float(np.median([e.upper_bytes for e in usable]))
     credible = []
     for estimate in usable:
@@ -213,7 +243,7 @@ def credible_models(estimates: Sequence[ModelEstimate]) -> Credibility:
             left_out.append(LeftOut(estimate, reason, "outlier", figure))
         else:
             credible.append(estimate)
-    return Credibility(tuple(credible), tuple(left_out))
+    return Credibility(tuple(credible), tuple(left_out), tuple(estimates))
 
 
 @dataclass(frozen=True)
@@ -243,6 +273,12 @@ def same_config(row: dict, config: WorkloadConfig) -> bool:
         return False
 
 
+def stored_number(row: pd.Series, column: str) -> float | None:
+    """``row[column]`` as a float; None where it is missing or not stored."""
+    value = row.get(column)
+    return None if value is None or pd.isna(value) else float(value)
+
+
 def evidence_for(config: WorkloadConfig, runs: pd.DataFrame) -> Evidence:
     """The measured evidence for ``config`` among ``runs`` (one machine profile's, any status)."""
     module = workloads.of(config)
@@ -262,10 +298,8 @@ def evidence_for(config: WorkloadConfig, runs: pd.DataFrame) -> Evidence:
     if same.empty:
         return Evidence(None, (), largest)
     top = same.iloc[int(np.argmax(same[PEAK_COLUMN].to_numpy(dtype=float)))]
-    sampled, interval = (
-        float(top[column]) if column in top and pd.notna(top[column]) else None
-        for column in ("peak_sampled_bytes", "sample_interval_s")
-    )
+    sampled = stored_number(top, "peak_sampled_bytes")
+    interval = stored_number(top, "sample_interval_s")
     run_ids = tuple(map(str, same["run_id"]))
     return Evidence(float(top[PEAK_COLUMN]), run_ids, largest, sampled, interval)
 
@@ -307,70 +341,6 @@ class Decision:
         """The bound plus headroom: the memory this configuration asks of the budget."""
         return self.bound_bytes * (1 + self.headroom)
 
-    @property
-    def substituted(self) -> str:
-        """Why the asked model does not answer, in words; empty when it does."""
-        if self.estimate is None or self.estimate.name == self.asked_model:
-            return ""
-        reason = self.credibility.reason(self.asked_model)
-        return (
-            f"Model {self.asked_model} is left out here ({reason}), so the answer uses "
-            f"{self.estimate.title}, the highest bound of the credible models."
-        )
-
-    @property
-    def reach_words(self) -> str:
-        """``12x beyond the largest measured run`` or ``beyond the measured range``."""
-        reach = self.estimate.reach if self.estimate else math.nan
-        if math.isfinite(reach) and reach >= STATED_REACH:
-            return f"{reach:,.0f}x beyond the largest measured run"
-        return "beyond the measured range"
-
-    @property
-    def headline(self) -> str:
-        """The verdict worded by its confidence, e.g. "Predicted to fit, 12x beyond …"."""
-        if self.untrainable:
-            return "Does not train on this machine profile"
-        if self.estimate is None:
-            return "No answer: no model is credible here"
-        evidence = self.evidence
-        measured = evidence.measured_peak_bytes
-        if self.confidence is Confidence.VERIFIED and measured is not None:
-            aside = sampled_aside(
-                measured, evidence.measured_sampled_bytes, evidence.sample_interval_s
-            )
-            peak = approx_gib(measured) + (f" ({aside})" if aside else "")
-            if measured * (1 + self.headroom) > self.budget_bytes:
-                return f"Does not fit, measured: a run peaked at {peak}"
-            if self.fits:
-                if aside:
-                    return f"Fits, verified by a run: it measured {peak}"
-                return f"Fits, verified by a run (measured {peak})"
-            return (
-                f"Too close to call: a run measured {peak}, which fits, "
-                "but the upper bound does not"
-            )
-        if self.confidence is Confidence.INSIDE:
-            return (
-                "Fits by prediction, inside the measured range"
-                if self.fits
-                else "Does not fit by prediction, inside the measured range"
-            )
-        if self.fits:
-            return f"Predicted to fit, {self.reach_words}: verify first"
-        return f"Predicted not to fit, {self.reach_words}"
-
-    @property
-    def spread(self) -> str:
-        """The credible models' bounds, in words, e.g. "159–190 GiB across 4 of 10 models"."""
-        credible = self.credibility.credible
-        total = len(credible) + len(self.credibility.left_out)
-        if self.untrainable:
-            return "none asked: the setting does not train here"
-        if not credible:
-            return f"no credible model among the {total} stored"
-        return f"{self.credibility.span} across {len(credible)} of {total} models"
-
 
 def decide(
     estimates: Sequence[ModelEstimate],
@@ -383,9 +353,9 @@ def decide(
     """The verdict for ``config`` on ``budget_bytes`` with ``headroom`` on top of the bound.
 
     The asked model answers when it is credible here; otherwise the credible
-    model with the highest bound does (the cautious choice), and the decision
-    says why (`Decision.substituted`). A configuration whose setting never trained
-    on the profile (`Evidence.untrainable`) gets no model at all: it does not fit.
+    model with the highest bound does (the cautious choice; `presentation.sizing_text`
+    says why). A configuration whose setting never trained on the profile
+    (`Evidence.untrainable`) gets no model at all: it does not fit.
     """
     if evidence.untrainable:  # the reason answers, not a prediction
         estimates = ()

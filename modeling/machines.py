@@ -49,10 +49,54 @@ class MachineChoice:
             return self.profile.label
         return f"machine profile {self.key}" if self.key else "runs of several machines"
 
+    @property
+    def facts(self) -> MachineFacts:
+        """The chosen profile by its facts (`MachineFacts`)."""
+        return MachineFacts.of(self.key, self.profile, self.label)
+
     def sentence(self) -> str:
         """The answer's machine: "for Intel Xeon, AVX-512, 2 cores, TensorFlow 2.21 (profile …)"."""
         key = f"profile {self.key}; " if self.key else ""
         return f"for {self.label} ({key}{self.reason})"
+
+
+@dataclass(frozen=True)
+class MachineFacts:
+    """The machine an answer is for, by its facts (never "this machine")."""
+
+    profile: str | None  # the profile key
+    label: str  # "AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.21"
+    cpu: str | None
+    isa: str | None
+    cores: int | None
+    framework: str | None  # "TensorFlow 2.21.0, oneDNN on"
+
+    @property
+    def sentence(self) -> str:
+        """``for AMD EPYC (AVX2, 2 cores; TensorFlow 2.21.0, oneDNN off; profile 259d139078)``."""
+        if self.cpu is None:
+            key = f" (profile {self.profile})" if self.profile else ""
+            return f"for {self.label}{key}"
+        isa = (self.isa or "ISA unknown").upper()
+        cores = f"{self.cores} cores" if self.cores is not None else "cores unknown"
+        parts = [f"{isa}, {cores}", self.framework or "framework unknown"]
+        if self.profile:
+            parts.append(f"profile {self.profile}")
+        return f"for {self.cpu} ({'; '.join(parts)})"
+
+    @classmethod
+    def of(cls, key: str | None, profile: MachineProfile | None, label: str) -> MachineFacts:
+        if profile is None:
+            return cls(key, label, None, None, None, None)
+        cpu = profile.cpu_model
+        if cpu and profile.cpu_vendor and not cpu.lower().startswith(profile.cpu_vendor.lower()):
+            cpu = f"{profile.cpu_vendor} {cpu}"
+        framework = None
+        if profile.tensorflow_version:
+            framework = f"TensorFlow {profile.tensorflow_version}"
+            if profile.onednn_enabled is not None:
+                framework += f", oneDNN {'on' if profile.onednn_enabled else 'off'}"
+        return cls(key, label, cpu, profile.cpu_isa, profile.cores, framework)
 
 
 def run_profiles(db_path: Path, workload: str) -> dict[str, MachineProfile]:

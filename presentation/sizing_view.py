@@ -7,16 +7,13 @@
   the models and the runs;
 * `SizingState` — one question: workload, image, batch, knobs, budget,
   headroom, model, machine profile; `default_state` is the question a page opens on;
-* `config_predictions` — every model's point prediction and upper bound for
-  configurations, a bound below the closed-form floor replaced as
-  `modeling.sizing` does;
-* `models_frame` — every model's estimate as the page's table shows it: a model
-  left out of the answer says why in a column of its own and gets no "fits"
-  verdict (`left_out_cell`, `fits_cell`, shared with the report);
-* `breakdown_frame` — the refined analytical model's terms for one configuration;
+* `config_predictions` — every model's estimate of configurations as a table
+  (`modeling.decision.estimates_for`), for the curves and charts;
 * `input_problems` — why a typed budget or headroom cannot be answered, in words,
-  and `waiting_text`, what the answers say meanwhile;
-* the answers' captions, in words, and `usable_text`, the budget less its headroom.
+  and `waiting_text`, what the answers say meanwhile.
+
+How the answers read (captions, the verdict, the every-model table) is
+`presentation.sizing_text`'s.
 
 A workload offers only its own knobs (its ``LABELS.sizing_knobs``, a subset of its
 ``KNOBS``; `offered_knobs`): the U-Net's base filters and precision, the AlexNet's
@@ -28,33 +25,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from application.sizing import SizingQuestion
 from core import workloads
-from core.analytical import MemoryBreakdown
-from core.units import GIB, format_bound
-from core.workloads import DEFAULT_WORKLOAD
-from core.workloads.base import MAX_BATCH_SIZE, PRECISIONS, WorkloadConfig
+from core.units import GIB
+from core.workloads.base import PRECISIONS, WorkloadConfig
 from modeling import sizing, trainable
-from modeling.decision import (
-    OUTLIER_FACTOR,
-    Confidence,
-    Decision,
-    ModelEstimate,
-    approx_gib,
-    credible_models,
-    decide,
-    evidence_for,
-)
-from modeling.evaluation.bounds import ConformalBound, upper_bound
-from modeling.sizing import replace_below_floor
+from modeling.decision import BoundedModel, estimates_for
 from modeling.stored.tables import best_model_name
 from presentation import workload_labels
-from presentation.curves import PointModel
 
 # Past ~1024^3 even batch 1 needs more than the largest purchasable server (3 TB).
 MAX_OFFERED_SIDE = 1024
@@ -68,6 +50,21 @@ DEFAULT_BUDGET_GIB = 256.0
 DEFAULT_SIDES = {"unet3d": 128, "alexnet": 224}
 DEFAULT_BATCHES = {"unet3d": 4, "alexnet": 32}
 FALLBACK_SIDE, FALLBACK_BATCH = 128, 4
+# The columns of `config_predictions`.
+PREDICTION_COLUMNS = (
+    "model",
+    "title",
+    "batch_size",
+    "image_shape",
+    "predicted_bytes",
+    "upper_bytes",
+    "bound_ratio",
+    "raised_to_closed_form",
+    "own_upper_bytes",
+    "beyond",
+    "reach",
+    "bound_evidence",
+)
 # How a knob value that never trained on the profile is offered (`modeling.trainable`).
 FAILS_HERE = "fails here"
 
@@ -294,10 +291,6 @@ def side_help(choices: SizingChoices) -> str:
     )
 
 
-def gib(value_bytes: float) -> str:
-    return f"{value_bytes / GIB:,.2f} GiB"
-
-
 # What each input the page validates is called in a sentence.
 INPUT_NAMES = {"budget": "memory budget", "headroom": "headroom"}
 
@@ -357,180 +350,32 @@ def waiting_text(problems: Mapping[str, str]) -> str:
     )
 
 
-def budget_delta(budget_bytes: float, needed_bytes: float) -> tuple[str, str] | None:
-    """The budget against what the answer needs, as a metric's delta and its colour.
-
-    "12.3 GiB spare" (green) or "97.1 GiB over" (red: Streamlit's inverse colouring of
-    a positive figure), never a negative spare; None when either is not a figure.
-    """
-    if not (math.isfinite(budget_bytes) and math.isfinite(needed_bytes)):
-        return None
-    left = budget_bytes - needed_bytes
-    if left < 0:
-        return f"{approx_gib(-left)} over", "inverse"
-    return f"{approx_gib(left)} spare", "normal"
-
-
-def usable_text(budget_gib: float, headroom_pct: float, usable_bytes: float) -> str:
-    """What training may use of the budget, with the arithmetic it rests on.
-
-    Headroom is on top of the bound (`modeling.sizing.memory_to_buy`: bound x
-    (1 + headroom) <= memory), so what training may use is the budget divided by
-    1 + headroom (`usable_budget_bytes`), not the budget less that percentage of it.
-    """
-    if headroom_pct == 0:
-        return f"all of the {budget_gib:,g} GiB budget, no headroom kept"
-    usable = gib(usable_bytes)
-    return (
-        f"the {budget_gib:,g} GiB budget leaves {usable} for training once {headroom_pct:g}% "
-        f"headroom is added on top of it ({usable} + {headroom_pct:g}% = {budget_gib:,g} GiB)"
-    )
-
-
-def image_caption(found: sizing.ImageSizeAnswer, dims: int) -> str:
-    following = (
-        "every side offered fits"
-        if found.next_side is None
-        else f"{workload_labels.power(found.next_side, dims)} would need "
-        f"{format_bound(found.next_bound_bytes or 0)}"
-    )
-    return f"Needs up to {gib(found.bound_bytes)}; {following}."
-
-
-def batch_figure(found: sizing.BatchAnswer) -> str:
-    """The largest batch as the page shows it: "4096 or more" where the search stopped at
-    the most memplan accepts (`MAX_BATCH_SIZE`), not a batch the budget is full at."""
-    if found.next_batch is None and found.batch_size == MAX_BATCH_SIZE:
-        return f"{found.batch_size:,} or more"
-    return str(found.batch_size)
-
-
-def batch_caption(found: sizing.BatchAnswer) -> str:
-    following = (
-        f"every batch memplan accepts (up to {MAX_BATCH_SIZE:,}) fits"
-        if found.next_batch is None
-        else f"batch {found.next_batch} would need {format_bound(found.next_bound_bytes or 0)}"
-    )
-    return f"Needs up to {gib(found.bound_bytes)}; {following}."
-
-
-def memory_caption(found: sizing.MemoryAnswer) -> str:
-    return (
-        f"Needs up to {gib(found.bound_bytes)}; {gib(found.required_bytes)} with "
-        f"{found.headroom:.0%} headroom. Server 'GB' are binary: 1 GB = 1 GiB."
-    )
-
-
-# The breakdown's terms in words, in `MemoryBreakdown`'s order; the optimizer's is
-# named after the workload's (`presentation.workload_labels.optimizer`).
-BREAKDOWN_TERMS: dict[str, str] = {
-    "framework_bytes": "framework",
-    "weight_bytes": "weights",
-    "gradient_bytes": "gradients",
-    "optimizer_bytes": "optimizer ({optimizer})",
-    "activation_bytes": "activations",
-    "backward_bytes": "backward pass",
-    "input_bytes": "input batch",
-}
-
-
-def breakdown_frame(breakdown: MemoryBreakdown, workload: str = DEFAULT_WORKLOAD) -> pd.DataFrame:
-    """The refined model's terms for one configuration: ``term, gib, share_pct``, display order.
-
-    The optimizer's term names ``workload``'s optimizer (Adam for the U-Net).
-    """
-    parts = breakdown.parts()
-    total = breakdown.total_bytes
-    optimizer = workload_labels.optimizer(workload)
-    return pd.DataFrame(
-        {
-            "term": [BREAKDOWN_TERMS[name].format(optimizer=optimizer) for name in parts],
-            "gib": [value / GIB for value in parts.values()],
-            "share_pct": [value / total * 100 if total else 0.0 for value in parts.values()],
-        }
-    )
-
-
-class BoundedModel(PointModel, Protocol):
-    """A model with upper bounds (`modeling.stored.predictor.Predictor` is one)."""
-
-    def bound_for(self, config: WorkloadConfig) -> ConformalBound: ...
-
-    @property
-    def training_range(self) -> Any: ...
-
-
-def reach(model: BoundedModel, config: WorkloadConfig) -> float:
-    """Image x batch of ``config`` over the largest the model's runs measured (> 1: beyond)."""
-    largest = float(model.training_range.max_sample_megavoxels)
-    sample_megavoxels = config.elements * config.batch_size / 1e6
-    return sample_megavoxels / largest if largest > 0 else math.inf
-
-
 def config_predictions(
     models: Iterable[BoundedModel], configs: Sequence[WorkloadConfig]
 ) -> pd.DataFrame:
-    """Every model's point prediction and upper bound for each of ``configs``.
-
-    models : `modeling.stored.predictor.Predictor` objects; each predicts all of
-    ``configs`` in one call (a page asks for every batch size of one image at
-    once, so moving the batch slider needs no prediction). The upper bound is
-    the model's conformal bound, replaced where it falls below the refined
-    closed-form estimate by that estimate times the most a run exceeded it
-    (`modeling.sizing.replace_below_floor`), so it agrees with the sizing answers.
-    One row per model x configuration, columns
-    ``model, title, batch_size, image_shape, predicted_bytes, upper_bytes,
-    bound_ratio, raised_to_closed_form, own_upper_bytes`` (the model's own bound,
-    before that replacement), ``beyond`` (how the configuration lies
-    outside the model's measured range, in words; empty inside it), ``reach``
-    (`reach`), ``bound_evidence`` (what the bound rests on: how many distinct
-    configurations, `ConformalBound.evidence`).
-    """
-    columns = [
-        "model",
-        "title",
-        "batch_size",
-        "image_shape",
-        "predicted_bytes",
-        "upper_bytes",
-        "bound_ratio",
-        "raised_to_closed_form",
-        "own_upper_bytes",
-        "beyond",
-        "reach",
-        "bound_evidence",
+    """Every model's estimate (`modeling.decision.estimates_for`) of each of ``configs``, as a
+    table: one row per model x configuration, columns ``model, title, batch_size,
+    image_shape, predicted_bytes, upper_bytes, bound_ratio, raised_to_closed_form,
+    own_upper_bytes, beyond, reach, bound_evidence`` (`ModelEstimate`'s fields)."""
+    rows = [
+        {
+            "model": e.name,
+            "title": e.title,
+            "batch_size": config.batch_size,
+            "image_shape": config.image_shape,
+            "predicted_bytes": e.predicted_bytes,
+            "upper_bytes": e.upper_bytes,
+            "bound_ratio": e.bound_ratio,
+            "raised_to_closed_form": e.raised_to_closed_form,
+            "own_upper_bytes": e.own_upper_bytes,
+            "beyond": e.beyond,
+            "reach": e.reach,
+            "bound_evidence": e.bound_evidence,
+        }
+        for model in models
+        for e, config in zip(estimates_for(model, configs), configs, strict=True)
     ]
-    if not configs:
-        return pd.DataFrame(columns=columns)
-    frames = []
-    for model in models:
-        predicted = np.asarray(model.point_bytes(configs), dtype=float)
-        bounds = [model.bound_for(config) for config in configs]
-        ratios = np.array([bound.ratio for bound in bounds])
-        # What `Predictor.upper_bytes` computes, without predicting a second time.
-        own = upper_bound(predicted, ratios)
-        upper, raised = replace_below_floor(model, configs, own)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "model": model.name,
-                    "title": model.title,
-                    "batch_size": [config.batch_size for config in configs],
-                    "image_shape": [config.image_shape for config in configs],
-                    "predicted_bytes": predicted,
-                    "upper_bytes": upper,
-                    "bound_ratio": ratios,
-                    "raised_to_closed_form": raised,
-                    "own_upper_bytes": own,
-                    "beyond": [
-                        "; ".join(model.training_range.beyond(config)) for config in configs
-                    ],
-                    "reach": [reach(model, config) for config in configs],
-                    "bound_evidence": [bound.evidence for bound in bounds],
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+    return pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
 
 
 def knob_items(knobs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -538,166 +383,6 @@ def knob_items(knobs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(
         (knob, value.item() if hasattr(value, "item") else value) for knob, value in knobs.items()
     )
-
-
-def estimates(table: pd.DataFrame) -> list[ModelEstimate]:
-    """The rows of `config_predictions` for one configuration, as `modeling.decision` takes them."""
-    return [
-        ModelEstimate(
-            name=str(row["model"]),
-            title=str(row["title"]),
-            predicted_bytes=float(row["predicted_bytes"]),
-            upper_bytes=float(row["upper_bytes"]),
-            raised_to_closed_form=bool(row["raised_to_closed_form"]),
-            beyond=str(row["beyond"]),
-            reach=float(row["reach"]),
-            bound_evidence=str(row.get("bound_evidence", "")),
-            own_upper_bytes=float(row.get("own_upper_bytes", math.nan)),
-        )
-        for row in table.to_dict("records")
-    ]
-
-
-def decision_for(
-    models: Sequence[BoundedModel],
-    config: WorkloadConfig,
-    runs: pd.DataFrame,
-    budget_gib: float,
-    headroom_pct: float,
-    asked_model: str,
-) -> Decision:
-    """The decision for one question: every model's estimate, the credible ones, the evidence.
-
-    runs : the runs of the machine profile the models are of (any status).
-    """
-    table = config_predictions(models, [config])
-    return decide(
-        estimates(table),
-        asked_model,
-        config,
-        evidence_for(config, runs),
-        budget_gib * GIB,
-        headroom_pct / 100,
-    )
-
-
-# Why models are left out of an answer (`modeling.decision.LeftOut.kind`), in words.
-LEFT_OUT_WORDS = {
-    "no positive prediction": "Predict no positive peak",
-    "unbounded": "Give no finite bound",
-    "below the floor": "Bound below the refined closed-form estimate, which every measured "
-    "run exceeded",
-    "outlier": f"Bound more than {OUTLIER_FACTOR:g}x away from the models' median bound",
-}
-# How each confidence colours the headline: green only where evidence backs a "fits".
-TONES = {
-    (Confidence.VERIFIED, True): "success",
-    (Confidence.INSIDE, True): "success",
-    (Confidence.BEYOND, True): "warning",
-}
-
-
-def headline_tone(decision: Decision) -> str:
-    """``success``, ``warning`` or ``error``: a fit beyond the measured runs is a warning."""
-    return TONES.get((decision.confidence, decision.fits), "error")
-
-
-def decision_sentence(decision: Decision, image_label: str, machine: str) -> str:
-    """The headline's sentence: the bound, the headroom, the budget, the model, the machine.
-
-    machine : whose models answer, in words (`dashboard.machine_panel.Picked.words`).
-    """
-    estimate = decision.estimate
-    config = decision.config
-    budget = f"{decision.budget_bytes / GIB:,g} GiB"
-    if decision.untrainable:
-        return (
-            f"{decision.untrainable} Asked: {image_label} at batch {config.batch_size}, {machine}."
-        )
-    if estimate is None:
-        return (
-            f"{decision.spread.capitalize()} for {image_label} at batch {config.batch_size}, "
-            f"{machine}: measure it before sizing for it."
-        )
-    headroom = f"{decision.headroom * 100:g}% headroom"
-    sentence = (
-        f"{image_label} at batch {config.batch_size} needs up to {approx_gib(estimate.upper_bytes)}"
-        f" ({estimate.title}; its point prediction is {approx_gib(estimate.predicted_bytes)}), "
-        f"{approx_gib(decision.needed_bytes)} with {headroom}, of the {budget} budget; "
-        f"{machine}."
-    )
-    if estimate.bound_evidence and not estimate.raised_to_closed_form:
-        sentence += f" Its bound rests on {estimate.bound_evidence}."
-    if decision.confidence is Confidence.BEYOND and estimate.beyond:
-        sentence += f" Beyond the measured runs: {estimate.beyond}."
-    return sentence
-
-
-def left_out_lines(decision: Decision) -> list[str]:
-    """The models left out of the answer, one line per reason: ``why: title (value), …``."""
-    grouped: dict[str, list[str]] = {}
-    for out in decision.credibility.left_out:
-        grouped.setdefault(out.kind, []).append(f"{out.estimate.title} ({out.figure})")
-    return [f"{LEFT_OUT_WORDS[kind]}: {', '.join(titles)}" for kind, titles in grouped.items()]
-
-
-# Why a model is left out (`modeling.decision.LeftOut.kind`), in a table cell.
-LEFT_OUT_CELLS = {
-    "no positive prediction": "no positive peak",
-    "unbounded": "no finite bound",
-    "below the floor": "below closed form",
-    "outlier": "bound {times} median",
-}
-# A verdict not given: the model is left out of the answer, so whether it fits says nothing.
-NOT_JUDGED = "–"
-
-
-def left_out_cell(decision: Decision, name: str) -> str:
-    """Why model ``name`` is left out of the answer, in a few words; "" when it is credible."""
-    out = decision.credibility.left_out_as(name)
-    if out is None:
-        return ""
-    return LEFT_OUT_CELLS[out.kind].format(times=out.figure.rpartition(", ")[2])
-
-
-def fits_cell(decision: Decision, name: str) -> str:
-    """``yes`` or ``no``: model ``name``'s bound within what training may use of the budget;
-    `NOT_JUDGED` for a model left out of the answer."""
-    if not decision.credibility.is_credible(name):
-        return NOT_JUDGED
-    return (
-        "yes" if decision.credibility.by_name[name].upper_bytes <= decision.usable_bytes else "no"
-    )
-
-
-def models_frame(table: pd.DataFrame, decision: Decision) -> pd.DataFrame:
-    """Every model's estimate for the question as the page's table shows it.
-
-    table : `config_predictions` rows of the question's configuration. Short
-    column names so the table fits a 1024 px wide page. A model left out of the
-    answer says why in a column of its own (the full reasons are listed under the
-    table), gets no "fits" verdict, and shows the bound it is left out for: its
-    own, where that fell below the closed form.
-    """
-    by_name = decision.credibility.by_name
-    names = [name for name in table["model"] if name in by_name]
-    ratios = dict(zip(table["model"], table["bound_ratio"], strict=True))
-    return pd.DataFrame(
-        {
-            "model": [by_name[name].title for name in names],
-            "predicted GiB": [by_name[name].predicted_bytes / GIB for name in names],
-            "bound GiB": [by_name[name].shown_upper_bytes / GIB for name in names],
-            "bound from": [f"x{ratios[name]:.2f}" for name in names],
-            "fits": [fits_cell(decision, name) for name in names],
-            "left out because": [left_out_cell(decision, name) for name in names],
-        }
-    )
-
-
-def credible_at(models: Sequence[BoundedModel], config: WorkloadConfig) -> list[BoundedModel]:
-    """The ``models`` credible for ``config`` (`modeling.decision.credible_models`), in order."""
-    found = credible_models(estimates(config_predictions(models, [config])))
-    return [model for model in models if found.is_credible(model.name)]
 
 
 def report_file_name(state: SizingState) -> str:

@@ -23,7 +23,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memplan import cli as memplan_cli
-from presentation.sizing_view import gib
+from presentation.sizing_text import gib
 from tests.app.helpers import open_page, shown, widget
 
 PAGE = "dashboard/sizing_page.py"

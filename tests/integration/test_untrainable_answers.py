@@ -7,13 +7,17 @@ import re
 from html import unescape
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from application import sizing
+from application.sizing import SizingQuestion
 from core import database, store
-from core.workloads.unet3d import UNetConfig
+from core.units import GIB
 from memplan import cli
+from modeling.machines import MachineFacts
 from modeling.stored import bundle
-from presentation import sizing_report
+from presentation import sizing_report, sizing_report_html
 from profiling import exchange
 
 KNOBS = "259d139078"  # the AVX2 AMD knob profile: its 8 mixed_float16 runs ended in error
@@ -71,20 +75,26 @@ def test_the_report_command_refuses_with_the_reason(db: Path, tmp_path: Path, ca
 def test_the_report_says_the_reason_instead_of_a_prediction(db: Path) -> None:
     models = bundle.load_predictors(db, workload="unet3d", machine=KNOBS)
     runs = store.load_runs(db, workload="unet3d", machine=KNOBS)
-    config = UNetConfig((128, 128, 128), 2, precision="mixed_float16")
-
-    built = sizing_report.build_report(
-        models,
-        config,
-        runs,
-        budget_gib=64,
+    question = SizingQuestion(
+        kind=sizing.BUY,
+        workload="unet3d",
+        machine=KNOBS,
+        knobs=(("precision", "mixed_float16"),),
+        budget_bytes=64 * GIB,
         headroom_pct=20,
-        asked_model=models[0].name,
-        machine_words="for AMD EPYC (profile 259d139078)",
-        machine_key=KNOBS,
-        version="memplan test",
+        model=models[0].name,
+        image_shape=(128, 128, 128),
+        batch_size=2,
     )
-    shown = " ".join(unescape(re.sub(r"<[^>]+>", " ", sizing_report.render_html(built))).split())
+    words = "for AMD EPYC (profile 259d139078)"
+    stored = sizing.models_of(
+        "unet3d", KNOBS, models, pd.DataFrame(), MachineFacts.of(KNOBS, None, words)
+    )
+    source = sizing_report.ReportSource(words, version="memplan test")
+
+    built = sizing_report.build_report(question, stored, runs, source)
+    html = sizing_report_html.render_html(built)
+    shown = " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
     assert built.headline == "Does not train on this machine profile"
     assert built.bound is None and built.models == ()

@@ -8,7 +8,7 @@ import pytest
 from core.analytical import refined_breakdown
 from core.published import PUBLISHED_POINTS
 from core.workloads.unet3d import UNetConfig
-from presentation import charts, charts_study, charts_sweeps, curves, sizing_view
+from presentation import charts, charts_study, charts_sweeps, curves, sizing_text
 from tests.conftest import build_runs
 
 
@@ -95,7 +95,7 @@ def test_residuals_are_drawn_against_side_or_measured_peak(runs) -> None:
 
 
 def test_the_breakdown_has_a_bar_per_term_in_the_models_order() -> None:
-    terms = sizing_view.breakdown_frame(refined_breakdown(UNetConfig((64, 64, 64), 2)))
+    terms = sizing_text.breakdown_frame(refined_breakdown(UNetConfig((64, 64, 64), 2)))
     spec = charts.breakdown(terms).to_dict()
 
     assert spec["mark"]["type"] == "bar"

@@ -15,7 +15,7 @@ from modeling.estimators.analytical import PaperModel, RefinedAnalyticalModel
 from modeling.evaluation.bounds import ConformalBound
 from modeling.features import config_frame, measured_frame
 from modeling.stored.predictor import Predictor, TrainingRange
-from presentation import curves, sizing_view
+from presentation import curves, sizing_text, sizing_view
 from tests.conftest import SYNTHETIC_FRAMEWORK_BYTES, build_record, build_runs
 
 GIB = 2**30
@@ -260,7 +260,7 @@ def test_the_usable_budget_leaves_the_headroom_free() -> None:
 
 def test_the_breakdown_frame_lists_every_term_in_order_and_sums_to_the_total() -> None:
     breakdown = refined_breakdown(UNetConfig((96, 96, 96), 2), 700 * 2**20)
-    frame = sizing_view.breakdown_frame(breakdown)
+    frame = sizing_text.breakdown_frame(breakdown)
 
     assert frame["term"].tolist() == [
         "framework",
@@ -366,7 +366,7 @@ def test_drawn_sides_thin_a_workload_that_takes_any_side() -> None:
 
 def test_the_breakdown_names_the_workloads_optimizer() -> None:
     breakdown = refined_breakdown(AlexNetConfig((224, 224), 32), 700 * 2**20)
-    frame = sizing_view.breakdown_frame(breakdown, "alexnet")
+    frame = sizing_text.breakdown_frame(breakdown, "alexnet")
     assert frame["term"].tolist()[3] == "optimizer (SGD momentum)"
     assert frame["gib"].sum() == pytest.approx(breakdown.total_bytes / GIB)
 

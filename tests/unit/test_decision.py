@@ -1,4 +1,5 @@
-"""The sizing decision: which models are believed, how sure the verdict is, and its words."""
+"""The sizing decision: which models are believed, how sure the verdict is, and its words
+(`presentation.sizing_text`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from modeling.decision import (
     decide,
     evidence_for,
 )
-from presentation import sizing_view
+from presentation import sizing_text
 
 GIB = 2**30
 DELL = UNetConfig((240, 240, 144), 16)
@@ -82,7 +83,7 @@ def test_absurd_models_are_named_with_why_and_left_out_of_the_spread() -> None:
         "symbolic",
         "hybrid_terms",
     ]
-    assert found.span == "159–190 GiB"
+    assert sizing_text.span(found) == "159–190 GiB"
     reasons = {out.estimate.name: out.reason for out in found.left_out}
     assert reasons["hybrid_ratio"] == "predicts -394,029 GiB here, which no run can take"
     assert reasons["xgboost"].startswith("predicts 17.3 GiB, and its bound falls below the refined")
@@ -91,7 +92,7 @@ def test_absurd_models_are_named_with_why_and_left_out_of_the_spread() -> None:
 
 def test_with_two_models_neither_is_called_the_odd_one_out() -> None:
     found = credible_models([estimate("a", 10), estimate("b", 100)])
-    assert len(found.credible) == 2 and found.span == "10.0–100 GiB"
+    assert len(found.credible) == 2 and sizing_text.span(found) == "10.0–100 GiB"
 
 
 def test_the_runs_of_exactly_the_question_verify_it() -> None:
@@ -140,7 +141,7 @@ def test_a_measured_question_is_decided_by_the_run_and_the_bound(
         0.2,
     )
     assert decision.confidence is Confidence.VERIFIED
-    assert (decision.headline, decision.fits) == (headline, fits)
+    assert (sizing_text.headline(decision), decision.fits) == (headline, fits)
 
 
 def test_a_verified_headline_quotes_the_sampled_peak_where_the_sampler_missed_a_spike() -> None:
@@ -154,7 +155,7 @@ def test_a_verified_headline_quotes_the_sampled_peak_where_the_sampler_missed_a_
 
     decision = decide(estimates, "symbolic", MEASURED, evidence, 16 * GIB, 0.2)
 
-    assert decision.headline == (
+    assert sizing_text.headline(decision) == (
         "Fits, verified by a run: it measured 7.78 GiB "
         "(high-water mark; the 0.1 s sampler saw 7.36 GiB)"
     )
@@ -165,19 +166,22 @@ def test_a_prediction_says_how_far_it_lies_from_anything_measured() -> None:
     decision = decide(DELL_ESTIMATES, "symbolic", DELL, nothing, 256 * GIB, 0.2)
 
     assert (
-        decision.headline == "Predicted to fit, 12x beyond the largest measured run: verify first"
+        sizing_text.headline(decision)
+        == "Predicted to fit, 12x beyond the largest measured run: verify first"
     )
-    assert decision.spread == "159–190 GiB across 4 of 7 models"
-    assert sizing_view.headline_tone(decision) == "warning"  # never a green "fits" out there
+    assert sizing_text.spread(decision) == "159–190 GiB across 4 of 7 models"
+    assert sizing_text.headline_tone(decision) == "warning"  # never a green "fits" out there
 
     smaller = decide(DELL_ESTIMATES, "symbolic", DELL, nothing, 128 * GIB, 0.2)
-    assert smaller.headline == "Predicted not to fit, 12x beyond the largest measured run"
-    assert sizing_view.headline_tone(smaller) == "error"
+    assert (
+        sizing_text.headline(smaller) == "Predicted not to fit, 12x beyond the largest measured run"
+    )
+    assert sizing_text.headline_tone(smaller) == "error"
 
     inside = [estimate("symbolic", 11.0), estimate("refined", 12.9)]
     within = decide(inside, "symbolic", MEASURED, nothing, 256 * GIB, 0.2)
-    assert within.headline == "Fits by prediction, inside the measured range"
-    assert sizing_view.headline_tone(within) == "success"
+    assert sizing_text.headline(within) == "Fits by prediction, inside the measured range"
+    assert sizing_text.headline_tone(within) == "success"
 
 
 def test_an_absurd_asked_model_gives_way_to_the_highest_credible_bound() -> None:
@@ -185,7 +189,7 @@ def test_an_absurd_asked_model_gives_way_to_the_highest_credible_bound() -> None
     decision = decide(DELL_ESTIMATES, "hybrid_ratio", DELL, nothing, 256 * GIB, 0.2)
 
     assert decision.estimate is not None and decision.estimate.name == "refined"
-    assert decision.substituted == (
+    assert sizing_text.substituted(decision) == (
         "Model hybrid_ratio is left out here (predicts -394,029 GiB here, which no run can "
         "take), so the answer uses refined, the highest bound of the credible models."
     )
@@ -201,8 +205,8 @@ def test_no_credible_model_is_no_answer() -> None:
         0.2,
     )
     assert (decision.estimate, decision.fits) == (None, False)
-    assert decision.headline == "No answer: no model is credible here"
-    assert sizing_view.decision_sentence(decision, "240x240x144", "for X") == (
+    assert sizing_text.headline(decision) == "No answer: no model is credible here"
+    assert sizing_text.decision_sentence(decision, "240x240x144", "for X") == (
         "No credible model among the 1 stored for 240x240x144 at batch 16, for X: measure it "
         "before sizing for it."
     )
@@ -217,17 +221,14 @@ def test_the_every_model_table_says_why_a_model_is_left_out_and_gives_it_no_fits
         upper_bytes=200 * GIB,
         own_upper_bytes=18.4 * GIB,
     )
-    estimates = [xgboost if e.name == "xgboost" else e for e in DELL_ESTIMATES]
-    table = pd.DataFrame(
-        {
-            "model": [e.name for e in estimates],
-            "bound_ratio": [1.06] * len(estimates),
-        }
-    )
+    estimates = [
+        dataclasses.replace(xgboost if e.name == "xgboost" else e, bound_ratio=1.06)
+        for e in DELL_ESTIMATES
+    ]
     nothing = evidence_for(DELL, pd.DataFrame())
     decision = decide(estimates, "symbolic", DELL, nothing, 256 * GIB, 0.2)
 
-    shown = sizing_view.models_frame(table, decision).set_index("model")
+    shown = sizing_text.models_frame(decision).set_index("model")
 
     assert shown.columns.tolist() == [
         "predicted GiB",

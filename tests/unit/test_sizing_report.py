@@ -17,7 +17,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core import database, profiles, published, store
+from application import sizing
+from application.sizing import SizingError, SizingQuestion
+from core import database, profiles, published, store, workloads
+from core.units import GIB
 from core.version import __version__
 from core.workloads.unet3d import UNetConfig
 from modeling import machines
@@ -26,7 +29,7 @@ from modeling.evaluation.bounds import ConformalBound
 from modeling.sizing import memory_to_buy
 from modeling.stored import bundle
 from modeling.stored.predictor import Predictor
-from presentation import charts_published, sizing_report, sizing_view
+from presentation import charts_published, sizing_report, sizing_report_html, sizing_report_parts
 from profiling import exchange
 
 INTEL = "9b59349f74"  # the bundled Intel reference profile
@@ -57,21 +60,34 @@ def runs(db: Path) -> pd.DataFrame:
     return store.load_runs(db, workload="unet3d", machine=INTEL)
 
 
+def question_of(
+    config: UNetConfig, budget_gib: float = BUDGET_GIB, model: str = "symbolic"
+) -> SizingQuestion:
+    """The report's question: ``config`` on ``budget_gib`` GiB, asked of ``model``."""
+    return SizingQuestion(
+        kind=sizing.BUY,
+        workload=config.workload,
+        machine=INTEL,
+        knobs=tuple((knob, getattr(config, knob)) for knob in workloads.of(config).NETWORK_KNOBS),
+        budget_bytes=round(budget_gib * GIB),
+        headroom_pct=HEADROOM_PCT,
+        model=model,
+        image_shape=tuple(config.image_shape),
+        batch_size=config.batch_size,
+    )
+
+
+def models_of(db: Path, models: list[Predictor]) -> sizing.Models:
+    facts = machines.choose_machine(db, "unet3d", INTEL).facts
+    return sizing.models_of("unet3d", INTEL, models, pd.DataFrame(), facts)
+
+
 def report_for(
     db: Path, models: list[Predictor], runs: pd.DataFrame, config: UNetConfig
 ) -> sizing_report.SizingReport:
     machine = machines.choose_machine(db, "unet3d", INTEL)
-    return sizing_report.build_report(
-        models,
-        config,
-        runs,
-        budget_gib=BUDGET_GIB,
-        headroom_pct=HEADROOM_PCT,
-        asked_model="symbolic",
-        machine_words=machine.sentence(),
-        machine_key=machine.key,
-        created_at=CREATED,
-    )
+    source = sizing_report.ReportSource(machine.sentence(), created_at=CREATED)
+    return sizing_report.build_report(question_of(config), models_of(db, models), runs, source)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +97,7 @@ def dell(db: Path, models: list[Predictor], runs: pd.DataFrame) -> sizing_report
 
 @pytest.fixture(scope="module")
 def dell_html(dell: sizing_report.SizingReport) -> str:
-    return sizing_report.render_html(dell)
+    return sizing_report_html.render_html(dell)
 
 
 def text_of(html: str) -> str:
@@ -125,10 +141,26 @@ def test_the_bound_is_described_with_its_coverage_and_held_out_evidence(
     assert "Thin evidence: the bound is the worst of only 18 configurations." in dell.bound.sentence
 
 
+def test_the_report_words_the_one_decision_and_it_refuses_another_profiles_models(
+    db: Path, models: list[Predictor], runs: pd.DataFrame, dell: sizing_report.SizingReport
+) -> None:
+    # The page and the report word `application.sizing.decide`'s decision; neither rebuilds it.
+    decided = sizing.decide(question_of(DELL), models_of(db, models), runs)
+    assert decided.estimate is not None and dell.decision.estimate is not None
+    assert (decided.estimate.name, decided.confidence) == (
+        dell.decision.estimate.name,
+        dell.decision.confidence,
+    )
+    assert [e.name for e in decided.credibility.every] == [model.name for model in models]
+    elsewhere = dataclasses.replace(question_of(DELL), machine="259d139078")
+    with pytest.raises(SizingError, match="the models are unet3d's on profile 9b59349f74"):
+        sizing.decide(elsewhere, models_of(db, models), runs)
+
+
 @pytest.fixture(scope="module")
-def measured_decision(models: list[Predictor], runs: pd.DataFrame) -> Decision:
+def measured_decision(db: Path, models: list[Predictor], runs: pd.DataFrame) -> Decision:
     """The decision for a measured question: inside the range, so no extrapolation words."""
-    return sizing_view.decision_for(models, MEASURED, runs, BUDGET_GIB, HEADROOM_PCT, "symbolic")
+    return sizing.decide(question_of(MEASURED), models_of(db, models), runs)
 
 
 def test_a_bound_from_few_configurations_is_called_thin_evidence(
@@ -138,7 +170,7 @@ def test_a_bound_from_few_configurations_is_called_thin_evidence(
         0.9, 1.1, 9, "forward-chaining by image size, 2 folds, 9 distinct configurations"
     )
 
-    sentence = sizing_report.BoundEvidence.of(measured_decision, few).sentence
+    sentence = sizing_report_parts.BoundEvidence.of(measured_decision, few).sentence
 
     assert "its 90% conformal upper bound is" in sentence and "the prediction x1.100" in sentence
     assert "covered 90% of 9 distinct configurations the model was not fitted on" in sentence
@@ -150,7 +182,7 @@ def test_an_older_bound_says_it_counted_residuals_not_configurations(
 ) -> None:
     old = ConformalBound(0.9, 1.06, 15, "15 held-out extrapolation-split residuals, 3 seed(s)")
 
-    sentence = sizing_report.BoundEvidence.of(measured_decision, old).sentence
+    sentence = sizing_report_parts.BoundEvidence.of(measured_decision, old).sentence
 
     assert "split-conformal upper bound" in sentence
     assert "distinct configurations" not in sentence and "Thin evidence" not in sentence
@@ -223,7 +255,7 @@ def test_a_measured_question_says_verified_and_marks_its_runs(
     db: Path, models: list[Predictor], runs: pd.DataFrame
 ) -> None:
     report = report_for(db, models, runs, MEASURED)
-    shown = text_of(sizing_report.render_html(report))
+    shown = text_of(sizing_report_html.render_html(report))
 
     assert report.verified
     assert report.headline == "Fits, verified by a run (measured 10.6 GiB)"
@@ -246,7 +278,7 @@ def test_the_report_stands_alone_no_script_and_no_url(dell_html: str) -> None:
 
 
 def test_the_version_is_core_versions_with_the_commit(dell_html: str) -> None:
-    version = sizing_report.memplan_version()
+    version = sizing_report_parts.memplan_version()
 
     assert re.fullmatch(
         rf"memplan {re.escape(__version__)}, (commit [0-9a-f]{{12}}|unknown commit)", version
@@ -259,25 +291,28 @@ def test_the_report_takes_its_version_from_core_version(
     db: Path, models: list[Predictor], runs: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One source of truth: core.version's string, not pyproject.toml, reaches the report.
-    monkeypatch.setattr(sizing_report, "__version__", "9.8.7")
-    html = sizing_report.render_html(report_for(db, models, runs, DELL))
+    monkeypatch.setattr(sizing_report_parts, "__version__", "9.8.7")
+    html = sizing_report_html.render_html(report_for(db, models, runs, DELL))
     assert re.search(r"memplan 9\.8\.7, (commit [0-9a-f]{12}|unknown commit)", html)
     assert f"memplan {__version__}," not in html
 
 
 def test_the_commit_is_read_from_git_files_without_git(tmp_path: Path) -> None:
     sha = "0123456789abcdef0123456789abcdef01234567"
-    assert sizing_report.memplan_version(tmp_path) == f"memplan {__version__}, unknown commit"
+    assert sizing_report_parts.memplan_version(tmp_path) == f"memplan {__version__}, unknown commit"
 
     git = tmp_path / ".git"
     git.mkdir()
     (git / "HEAD").write_text("ref: refs/heads/main\n")
     (git / "packed-refs").write_text(f"# pack-refs with: peeled\n{sha} refs/heads/main\n")
-    assert sizing_report.git_commit(tmp_path) == sha
+    assert sizing_report_parts.git_commit(tmp_path) == sha
 
     (git / "refs" / "heads").mkdir(parents=True)
     (git / "refs" / "heads" / "main").write_text(sha.replace("0", "f") + "\n")
-    assert sizing_report.memplan_version(tmp_path) == f"memplan {__version__}, commit f123456789ab"
+    assert (
+        sizing_report_parts.memplan_version(tmp_path)
+        == f"memplan {__version__}, commit f123456789ab"
+    )
 
 
 def test_stored_text_is_escaped_never_markup(
@@ -289,7 +324,7 @@ def test_stored_text_is_escaped_never_markup(
     hostile_runs = runs.assign(message=HOSTILE)
     report = report_for(db, hostile_models, hostile_runs, DELL)
 
-    html = sizing_report.render_html(report)
+    html = sizing_report_html.render_html(report)
 
     assert "<script" not in html.lower()
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html  # titles and messages
@@ -304,20 +339,11 @@ def test_a_bfloat16_answer_for_a_cpu_below_avx512_notes_that_onednn_does_not_run
     half = UNetConfig((64, 64, 64), 2, precision="mixed_bfloat16")
 
     def report(config: UNetConfig, profile) -> sizing_report.SizingReport:
-        return sizing_report.build_report(
-            models,
-            config,
-            runs,
-            budget_gib=16.0,
-            headroom_pct=HEADROOM_PCT,
-            asked_model="least_squares",
-            machine_words=machine.sentence(),
-            machine_key=machine.key,
-            profile=profile,
-            created_at=CREATED,
-        )
+        source = sizing_report.ReportSource(machine.sentence(), profile=profile, created_at=CREATED)
+        asked = question_of(config, 16.0, "least_squares")
+        return sizing_report.build_report(asked, models_of(db, models), runs, source)
 
-    said = unescape(sizing_report.render_html(report(half, avx2)))
+    said = unescape(sizing_report_html.render_html(report(half, avx2)))
     assert f"Note: {profiles.HALF_WITHOUT_ONEDNN.format(precision='mixed_bfloat16')}" in said
     # The Xeon's own profile (oneDNN on, instruction set not recorded) has nothing to add.
     assert report(MEASURED, machine.profile).onednn_note == ""
@@ -391,19 +417,11 @@ def test_the_report_leads_with_the_memory_to_buy_and_names_the_machine_by_its_fa
 ) -> None:
     # Issue 26, finding 6: the downloaded report held no buy figure, and said "— this machine".
     machine = machines.choose_machine(db, "unet3d", INTEL)
-    report = sizing_report.build_report(
-        models,
-        DELL,
-        runs,
-        budget_gib=BUDGET_GIB,
-        headroom_pct=HEADROOM_PCT,
-        asked_model="symbolic",
-        machine_words="for this machine",
-        machine_key=machine.key,
-        profile=machine.profile,
-        created_at=CREATED,
+    source = sizing_report.ReportSource(
+        "for this machine", profile=machine.profile, created_at=CREATED
     )
-    html = sizing_report.render_html(report)
+    report = sizing_report.build_report(question_of(DELL), models_of(db, models), runs, source)
+    html = sizing_report_html.render_html(report)
     symbolic = next(model for model in models if model.name == "symbolic")
     expected = memory_to_buy(symbolic, DELL.image_shape, DELL.batch_size, HEADROOM_PCT / 100)
 

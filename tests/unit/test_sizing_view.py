@@ -12,7 +12,7 @@ from application.sizing import usable_budget_bytes
 from core.units import GIB
 from core.workloads.base import MAX_BATCH_SIZE
 from modeling.sizing import Basis, BatchAnswer
-from presentation import sizing_view
+from presentation import sizing_text, sizing_view
 from presentation.sizing_view import SizingChoices, SizingState
 
 RUNS = pd.DataFrame({"base_filters": [16], "precision": ["float32"]})
@@ -99,7 +99,7 @@ def test_the_answers_wait_naming_every_invalid_input(
 def test_the_headroom_sentence_does_the_arithmetic_it_states() -> None:
     usable = usable_budget_bytes(256 * GIB, 0.2)
 
-    sentence = sizing_view.usable_text(256.0, 20.0, usable)
+    sentence = sizing_text.usable_text(256.0, 20.0, usable)
 
     assert sentence == (
         "the 256 GiB budget leaves 213.33 GiB for training once 20% headroom is added on top "
@@ -110,16 +110,16 @@ def test_the_headroom_sentence_does_the_arithmetic_it_states() -> None:
 
 
 def test_without_headroom_the_whole_budget_is_for_training() -> None:
-    assert sizing_view.usable_text(64.0, 0.0, 64 * GIB) == (
+    assert sizing_text.usable_text(64.0, 0.0, 64 * GIB) == (
         "all of the 64 GiB budget, no headroom kept"
     )
 
 
 def test_a_budget_below_the_need_reads_over_in_red_never_a_negative_spare():
     # Seen on the page: "-97.1 GiB spare" under the bound of a question over its budget.
-    assert sizing_view.budget_delta(64 * 2**30, 161.1 * 2**30) == ("97.1 GiB over", "inverse")
-    assert sizing_view.budget_delta(64 * 2**30, 51.7 * 2**30) == ("12.3 GiB spare", "normal")
-    assert sizing_view.budget_delta(64 * 2**30, float("inf")) is None
+    assert sizing_text.budget_delta(64 * 2**30, 161.1 * 2**30) == ("97.1 GiB over", "inverse")
+    assert sizing_text.budget_delta(64 * 2**30, 51.7 * 2**30) == ("12.3 GiB spare", "normal")
+    assert sizing_text.budget_delta(64 * 2**30, float("inf")) is None
 
 
 def test_a_batch_search_stopped_at_its_limit_reads_as_at_least_that():
@@ -127,7 +127,7 @@ def test_a_batch_search_stopped_at_its_limit_reads_as_at_least_that():
     # where memplan stops looking, not where the budget is full.
     basis = Basis("symbolic", "90% split-conformal upper bound", 0.9, False, "")
     at_limit = BatchAnswer((224, 224), 64 * GIB, MAX_BATCH_SIZE, GIB, 2 * GIB, None, None, basis)
-    assert sizing_view.batch_figure(at_limit) == f"{MAX_BATCH_SIZE:,} or more"
-    assert f"up to {MAX_BATCH_SIZE:,}" in sizing_view.batch_caption(at_limit)
+    assert sizing_text.batch_figure(at_limit) == f"{MAX_BATCH_SIZE:,} or more"
+    assert f"up to {MAX_BATCH_SIZE:,}" in sizing_text.batch_caption(at_limit)
     full = BatchAnswer((224, 224), 64 * GIB, 96, GIB, 2 * GIB, 97, 64.5 * GIB, basis)
-    assert sizing_view.batch_figure(full) == "96"
+    assert sizing_text.batch_figure(full) == "96"

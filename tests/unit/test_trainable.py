@@ -11,7 +11,7 @@ from core import database, workloads
 from core.workloads.unet3d import UNetConfig
 from modeling import trainable
 from modeling.decision import ModelEstimate, decide, evidence_for
-from presentation import sizing_view
+from presentation import sizing_text, sizing_view
 
 GIB = 2**30
 KNOB_RUNS = database.BUNDLED_EXPORTS[3][0]  # the knob design, oneDNN off: 259d139078
@@ -83,11 +83,11 @@ def test_the_decision_is_the_reason_not_a_prediction(stored_error: str) -> None:
     decision = decide([estimate], "symbolic", QUESTION, evidence_for(QUESTION, runs), 64 * GIB, 0.2)
 
     assert decision.estimate is None and not decision.fits
-    assert decision.headline == "Does not train on this machine profile"
-    assert sizing_view.headline_tone(decision) == "error"
-    sentence = sizing_view.decision_sentence(decision, "128^3", "for AMD EPYC")
+    assert sizing_text.headline(decision) == "Does not train on this machine profile"
+    assert sizing_text.headline_tone(decision) == "error"
+    sentence = sizing_text.decision_sentence(decision, "128^3", "for AMD EPYC")
     assert sentence.startswith("Precision mixed_float16 does not train")
-    assert "GiB" not in sentence and "fit" not in decision.spread
+    assert "GiB" not in sentence and "fit" not in sizing_text.spread(decision)
 
 
 def test_the_page_offers_the_value_marked_as_failing(stored_error: str) -> None:

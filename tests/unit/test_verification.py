@@ -15,7 +15,7 @@ from application import verify as verification
 from application.verify import Claim, Verdict
 from core import database, profiles, store
 from core.errors import StoreError
-from core.units import GIB
+from core.units import GIB, budget_argument, gib_words
 from core.workloads.alexnet import AlexNetConfig
 from core.workloads.unet3d import UNetConfig
 from memplan import cli as memplan_cli
@@ -82,7 +82,7 @@ def said(claim: Claim, *rows: dict[str, Any]) -> verification.Verification:
 def test_an_image_answer_claims_its_side_and_the_next_side_at_its_batch() -> None:
     answer = ImageSizeAnswer(2, BUDGET, 208, 55 * GIB, 60 * GIB, 224, 70.0 * GIB, BASIS)
 
-    claim = verification.image_claim(answer, "unet3d", {"base_filters": 8}, "abc", "a machine")
+    claim = verification.claim_for(answer, "unet3d", {"base_filters": 8}, "abc", "a machine")
 
     assert claim.answered == UNetConfig((208,) * 3, 2, base_filters=8)
     assert claim.next_up == UNetConfig((224,) * 3, 2, base_filters=8)
@@ -93,7 +93,7 @@ def test_an_image_answer_claims_its_side_and_the_next_side_at_its_batch() -> Non
 def test_a_batch_answer_claims_its_batch_and_the_next_batch_at_its_image() -> None:
     answer = BatchAnswer((240, 240, 144), BUDGET, 3, 50 * GIB, 60 * GIB, 4, 70.0 * GIB, BASIS)
 
-    claim = verification.batch_claim(answer, "unet3d", {}, "abc")
+    claim = verification.claim_for(answer, "unet3d", {}, "abc")
 
     assert claim.answered == UNetConfig((240, 240, 144), 3)
     assert claim.next_up == UNetConfig((240, 240, 144), 4)
@@ -102,7 +102,7 @@ def test_a_batch_answer_claims_its_batch_and_the_next_batch_at_its_image() -> No
 def test_an_answer_where_everything_fits_has_no_next_size() -> None:
     answer = BatchAnswer((32, 32, 32), BUDGET, 4096, GIB, GIB, None, None, BASIS)
 
-    assert verification.batch_claim(answer, "unet3d", {}, "abc").next_up is None
+    assert verification.claim_for(answer, "unet3d", {}, "abc").next_up is None
 
 
 # --- which run counts -----------------------------------------------------------------------
@@ -309,15 +309,15 @@ def test_the_page_shows_the_words_escaped_and_the_command_as_code() -> None:
 
 
 def test_budgets_read_in_whole_gib_when_whole_and_three_figures_otherwise() -> None:
-    assert verification.gib_words(64 * GIB) == "64 GiB"
-    assert verification.gib_words(int(213.33 * GIB)) == "213 GiB"
-    assert verification.gib_words(0.5 * GIB) == "0.500 GiB"
+    assert gib_words(64 * GIB) == "64 GiB"
+    assert gib_words(int(213.33 * GIB)) == "213 GiB"
+    assert gib_words(0.5 * GIB) == "0.500 GiB"
 
 
 def test_the_budget_argument_parses_back_to_the_budget() -> None:
-    assert verification.budget_argument(64 * GIB) == "64GiB"
-    assert verification.budget_argument(1500 * 2**20) == "1500MiB"
-    assert verification.budget_argument(1500 * 2**20 + 7) == "1500MiB"  # under a MiB below
+    assert budget_argument(64 * GIB) == "64GiB"
+    assert budget_argument(1500 * 2**20) == "1500MiB"
+    assert budget_argument(1500 * 2**20 + 7) == "1500MiB"  # under a MiB below
 
 
 def test_the_command_names_only_the_knobs_that_differ_from_the_network_default() -> None:
@@ -338,7 +338,7 @@ def test_the_command_asks_the_question_as_a_person_types_it_budget_and_headroom(
     # once 20% headroom was kept; the command now asks the question as it was asked.
     usable = int(64 * GIB / 1.2)
     answer = ImageSizeAnswer(2, usable, 160, 40 * GIB, 50 * GIB, 176, 60.0 * GIB, BASIS)
-    claim = verification.image_claim(answer, "unet3d", {}, "abc", "", asked=(64 * GIB, 20.0))
+    claim = verification.claim_for(answer, "unet3d", {}, "abc", "", asked=(64 * GIB, 20.0))
 
     assert claim.budget_bytes == usable  # the verifying runs' memory limit
     assert verification.verify_command(claim) == (

@@ -1,0 +1,261 @@
+"""The parts of a sizing report that are facts about the answer, as plain values.
+
+* `BoundEvidence` — the answering model's upper bound and what stands behind it
+  (coverage, how many distinct held-out configurations, which calibration, "thin
+  evidence"), in a sentence;
+* `ModelLine` — one stored model's estimate, believed or left out with why;
+* `RunLine` and `run_lines` — the machine profile's runs of the workload, those of
+  exactly the question marked;
+* `published_for` — the Dell EMC / Intel study's figures when they are about the question;
+* `memplan_version` — which memplan made the report (`git_commit` read without git).
+
+`presentation.sizing_report` assembles them; `presentation.sizing_report_html` writes them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from core import published, workloads
+from core.units import GIB, approx_gib
+from core.version import __version__
+from core.workloads.base import WorkloadConfig
+from modeling.decision import Decision
+from modeling.evaluation.bounds import ConformalBound
+from presentation import sizing_text, workload_labels
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# The study behind `core.published` trained the U-Net; no other workload's question is its.
+STUDY_WORKLOAD = "unet3d"
+# A run id is a 32-digit hex; its first 12 name it uniquely (``memplan show``).
+RUN_ID_CHARS = 12
+COMMIT_CHARS = 12
+UNKNOWN_COMMIT = "unknown commit"
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+PEAK_COLUMN = "peak_hwm_bytes"
+SAMPLED_COLUMN = "peak_sampled_bytes"
+
+
+@dataclass(frozen=True)
+class BoundEvidence:
+    """The chosen model's upper bound at the question, and what stands behind it."""
+
+    model: str  # the model's name
+    title: str
+    predicted_bytes: float
+    upper_bytes: float
+    coverage: float  # 0.9: the bound holds for 90% of points like the held-out ones
+    ratio: float  # the bound is the point prediction times this
+    # Distinct held-out configurations the ratio was taken from; an older evaluation's
+    # bound (``legacy``) counted residuals instead, a configuration once per seed.
+    n_configurations: int
+    source: str  # which calibration, in words: "5-fold cross-conformal, 41 distinct ..."
+    thin: bool  # so few configurations that the bound is the worst one seen
+    legacy: bool  # stored by an older evaluation: ``n_configurations`` counts residuals
+    raised_to_closed_form: bool  # the model's bound fell below the refined closed form
+    beyond: str  # how the question lies outside the model's measured range; "" inside
+
+    @classmethod
+    def of(cls, decision: Decision, bound: ConformalBound) -> BoundEvidence:
+        estimate = decision.estimate
+        assert estimate is not None, "only a decision with a model has a bound"
+        return cls(
+            model=estimate.name,
+            title=estimate.title,
+            predicted_bytes=estimate.predicted_bytes,
+            upper_bytes=estimate.upper_bytes,
+            coverage=bound.coverage,
+            ratio=bound.ratio,
+            n_configurations=bound.n_calibration,
+            source=bound.source,
+            thin=bound.thin,
+            legacy=bound.legacy,
+            raised_to_closed_form=estimate.raised_to_closed_form,
+            beyond=estimate.beyond,
+        )
+
+    @property
+    def sentence(self) -> str:
+        """The bound in words: what it is, at which coverage, from how much held-out evidence."""
+        coverage = f"{self.coverage:.0%}"
+        text = (
+            f"{self.title} predicts {approx_gib(self.predicted_bytes)}; its {coverage} "
+            f"{'split-conformal' if self.legacy else 'conformal'} upper bound is "
+            f"{approx_gib(self.upper_bytes)}, the prediction x{self.ratio:.3f}, "
+        )
+        if self.legacy:
+            text += (
+                f"the multiplier that covered {coverage} of {self.n_configurations} held-out "
+                f"residuals (measured / predicted on runs the model was not fitted on; "
+                f"{self.source}). Those residuals count a configuration once per seed (an "
+                "older evaluation): re-run `memplan evaluate` for a bound counted "
+                "by configuration."
+            )
+        else:
+            text += (
+                f"the multiplier that covered {coverage} of {self.n_configurations} distinct "
+                "configurations the model was not fitted on (measured / predicted, the worst "
+                f"of each configuration's runs; {self.source})."
+            )
+        if self.thin:
+            text += (
+                f" Thin evidence: the bound is the worst of only {self.n_configurations} "
+                "configurations."
+            )
+        if self.raised_to_closed_form:
+            text += (
+                " The model's bound fell below the refined closed-form estimate, which every"
+                " measured run exceeded, so the bound is that estimate times the most a run"
+                " exceeded it."
+            )
+        if self.beyond:
+            text += (
+                f" The guarantee is for points like the held-out ones; this question is beyond "
+                f"them: {self.beyond}."
+            )
+        return text
+
+
+@dataclass(frozen=True)
+class ModelLine:
+    """One stored model's estimate for the question, and whether it is believed."""
+
+    name: str
+    title: str
+    predicted_bytes: float
+    upper_bytes: float  # its own bound where it is left out below the closed form
+    credible: bool
+    reason: str  # why it is left out, in words; "" when credible
+    answers: bool  # the model the decision uses
+    fits: str = sizing_text.NOT_JUDGED  # yes, no, or NOT_JUDGED when left out
+
+
+@dataclass(frozen=True)
+class RunLine:
+    """One run of the machine profile's workload, as the report's table lists it."""
+
+    run_id: str
+    image: str  # "128^3" (a cube), "240x240x144"
+    batch_size: int
+    network: str  # the knobs: "16 filters, float32"
+    status: str  # ok, oom, failed, skipped, ...
+    peak_gib: float | None  # the kernel's high-water mark; None when it did not finish
+    sampled_gib: float | None  # memory_profiler's largest sample; None when it has none
+    message: str
+    this_config: bool  # a run of exactly the question's configuration
+
+    @property
+    def short_id(self) -> str:
+        return self.run_id[:RUN_ID_CHARS]
+
+
+def git_commit(root: Path = REPO_ROOT) -> str | None:
+    """The commit checked out at ``root``, read from ``.git`` without running git; None if none.
+
+    Follows ``HEAD`` to its branch, a loose ref or ``packed-refs``; a ``.git``
+    file (a worktree) points at the real folder. Uncommitted edits are not seen.
+    """
+    try:
+        git = root / ".git"
+        if git.is_file():
+            pointer = git.read_text().strip()
+            if not pointer.startswith("gitdir:"):
+                return None
+            git = (root / pointer.removeprefix("gitdir:").strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head if _SHA.match(head) else None
+        ref = head.removeprefix("ref:").strip()
+        common = git / "commondir"
+        shared = (git / common.read_text().strip()).resolve() if common.is_file() else git
+        for folder in dict.fromkeys((git, shared)):
+            loose = folder / ref
+            if loose.is_file():
+                sha = loose.read_text().strip()
+                return sha if _SHA.match(sha) else None
+        packed = shared / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text().splitlines():
+                sha, _, name = line.partition(" ")
+                if name.strip() == ref and _SHA.match(sha):
+                    return sha
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def memplan_version(root: Path = REPO_ROOT) -> str:
+    """``memplan 0.2.0, commit 1a2b3c4d5e6f`` (``unknown commit`` without a readable .git).
+
+    The version is `core.version.__version__`, the one the dashboard's footer and
+    ``memplan --version`` show; the commit is read from ``root``'s git files.
+    """
+    commit = git_commit(root)
+    return f"memplan {__version__}, " + (
+        f"commit {commit[:COMMIT_CHARS]}" if commit else UNKNOWN_COMMIT
+    )
+
+
+def _knobs_default(config: WorkloadConfig) -> bool:
+    defaults = workload_labels.knob_defaults(config.workload)
+    return all(getattr(config, knob) == value for knob, value in defaults.items())
+
+
+def published_for(config: WorkloadConfig) -> tuple[published.PublishedPoint, ...]:
+    """The study's published points when they are about ``config``; empty otherwise."""
+    applies = config.workload == STUDY_WORKLOAD and published.applies_to(
+        tuple(config.image_shape), config.batch_size, _knobs_default(config)
+    )
+    return published.PUBLISHED_POINTS if applies else ()
+
+
+def _is_config(row: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+    """Whether a runs row holds the configuration whose stored columns are ``stored``."""
+    for column, value in stored.items():
+        if value is None:
+            continue
+        found = row.get(column)
+        if found is None or pd.isna(found) or found != value:
+            return False
+    return True
+
+
+def run_lines(runs: pd.DataFrame, config: WorkloadConfig) -> tuple[RunLine, ...]:
+    """The runs of ``config``'s workload in ``runs``, smallest image x batch first.
+
+    runs : one machine profile's runs (any status). Those of exactly ``config``
+    are marked (`RunLine.this_config`).
+    """
+    mine = workload_labels.runs_of(runs, config.workload)
+    stored = workloads.config_columns(config)
+    lines = []
+    for row in mine.to_dict("records"):
+        shape = workload_labels.image_shape(row)
+        peak, sampled = row.get(PEAK_COLUMN), row.get(SAMPLED_COLUMN)
+        message = row.get("message")
+        lines.append(
+            (
+                math.prod(shape) * int(row["batch_size"]),
+                str(row.get("created_at") or ""),
+                RunLine(
+                    run_id=str(row["run_id"]),
+                    image=workload_labels.shape_label(shape, one_side=len(set(shape)) == 1),
+                    batch_size=int(row["batch_size"]),
+                    network=workload_labels.short_network(row),
+                    status=str(row.get("status") or ""),
+                    peak_gib=None if peak is None or pd.isna(peak) else float(peak) / GIB,
+                    sampled_gib=None if pd.isna(sampled) else float(sampled) / GIB,
+                    message="" if message is None or pd.isna(message) else str(message),
+                    this_config=_is_config(row, stored),
+                ),
+            )
+        )
+    lines.sort(key=lambda entry: (entry[0], entry[2].batch_size, entry[1]))
+    return tuple(line for _, _, line in lines)
