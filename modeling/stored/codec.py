@@ -32,6 +32,7 @@ import copy
 import importlib
 import io
 import json
+import sys
 import zipfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -87,10 +88,38 @@ def json_type(type_name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def _skops(estimator: Any) -> bytes:
-    import skops.io as sio
+class _WithoutTorch:
+    """An import hook that reports PyTorch missing (see `_skops_io`)."""
 
-    return sio.dumps(estimator)
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "torch":
+            raise ModuleNotFoundError("PyTorch is not loaded while skops loads", name=name)
+
+
+def _skops_io() -> Any:
+    """``skops.io``, imported without PyTorch.
+
+    Importing skops lists scikit-learn's estimators (`sklearn.utils.all_estimators`),
+    which imports every scikit-learn package, ``sklearn.externals.array_api_compat.torch``
+    among them, and that imports PyTorch wherever it is installed: ~2 s of CPU on the
+    2-core VM for a library memplan never uses. That walk skips a package that fails
+    to import, so PyTorch reads as missing while skops loads (unless already loaded).
+    """
+    if "skops.io" in sys.modules or "torch" in sys.modules:
+        import skops.io as loaded
+
+        return loaded
+    hook = _WithoutTorch()
+    sys.meta_path.insert(0, hook)
+    try:
+        import skops.io as loaded
+    finally:
+        sys.meta_path.remove(hook)
+    return loaded
+
+
+def _skops(estimator: Any) -> bytes:
+    return bytes(_skops_io().dumps(estimator))
 
 
 def encode(estimator: Any) -> bytes:
@@ -147,8 +176,7 @@ def _read_members(blob: bytes) -> tuple[dict[str, Any], dict[str, bytes]]:
 
 
 def _from_skops(data: bytes) -> Any:
-    import skops.io as sio
-
+    sio = _skops_io()
     try:
         return sio.loads(data, trusted=list(TRUSTED_TYPES))
     except Exception as error:  # a crafted archive can fail in many ways; none runs code
