@@ -38,7 +38,6 @@ from modeling.sizing import BatchAnswer, ImageSizeAnswer
 from profiling import sweep
 from profiling.requests import SweepRequest
 from profiling.runner import DEFAULT_STEPS
-from profiling.slurm_points import JOB_PROCESS_ALLOWANCE_BYTES
 
 # The run statuses that say something about a configuration: it fitted (ok), it
 # crossed its memory limit (oom), or the sweep refused to try it (skipped). A run
@@ -346,6 +345,9 @@ def slurm_command(claim: Claim) -> str:
     A job's memory limit is its ``--mem`` less what the job's own Python takes
     (`profiling.slurm_points.JOB_PROCESS_ALLOWANCE_BYTES`), so ``--mem`` adds it back.
     """
+    # Imported here, not with the module: `memplan size buy` never writes a Slurm command.
+    from profiling.slurm_points import JOB_PROCESS_ALLOWANCE_BYTES
+
     words = ["memplan", "sweep"]
     for name, values in _grid_values(claim).items():
         listed = [values] if isinstance(values, str) else values

@@ -123,9 +123,18 @@ def _lock_refuses_readers(db_path: Path) -> bool:
     return False
 
 
-def worker(page: str, db_path: Path) -> dict[str, Any]:
-    """Time one page in this (fresh) process; see the module docstring."""
+def worker(page: str, db_path: Path, warm: bool = False) -> dict[str, Any]:
+    """Time one page in this (fresh) process; see the module docstring.
+
+    warm : first run `dashboard.serve.warm_up` (untimed), as ``scripts/start.sh`` does while
+    the server starts, so the first render finds the libraries loaded.
+    """
     from streamlit.testing.v1 import AppTest
+
+    if warm:
+        from dashboard import serve
+
+        serve.warm_up()
 
     def opened() -> Any:
         at = AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S)

@@ -19,7 +19,7 @@ from application.verify import Verification
 from core import store, workloads
 from core.commands import add_commands, positive_int
 from core.units import parse_bytes
-from memplan import jsonout, model_options, options, verify
+from memplan import jsonout, model_options, options
 from modeling import machines
 from modeling.stored.evidence import load_evidence
 from presentation import report
@@ -185,6 +185,8 @@ def _answer_verified(
         return 0
     if not args.json:
         _print_answer(machine, lines, model_options.precision(args))
+    from memplan import verify  # the sweep machinery: imported only to measure (cold start)
+
     try:
         measured = verify.measure(said.claim, db_path, quiet_stdout=args.json)
     except verify.SweepStopped as stopped:  # interrupted: the sweep said so

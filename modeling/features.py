@@ -33,6 +33,7 @@ Measured frames are indexed by ``run_id`` so a split can be checked row by row.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -86,6 +87,10 @@ def equivalent_side(config: WorkloadConfig) -> float:
     return config.elements ** (1 / len(config.image_shape))
 
 
+# Remembered: a page predicts the same configurations with every model (ten frames of the
+# same rows per Sizing answer) and again on each rerun; a row is a pure function of a
+# frozen configuration and the cache size. Callers only read the dict.
+@functools.lru_cache(maxsize=8192)
 def _config_row(config: WorkloadConfig, l3_cache_bytes: int | None) -> dict[str, object]:
     paper = paper_estimate(config)
     refined = refined_breakdown(config, framework_bytes=0).parts()

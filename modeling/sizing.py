@@ -38,7 +38,7 @@ non-fitting size below it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -171,25 +171,27 @@ def replace_below_floor(
 
 
 def _scan(
-    model: SizingModel, configs: Sequence[WorkloadConfig], budget_bytes: int
+    model: SizingModel,
+    make: Callable[[int], WorkloadConfig],
+    values: Sequence[int],
+    budget_bytes: int,
 ) -> tuple[list[WorkloadConfig], np.ndarray, np.ndarray]:
-    """`_bounds` of ``configs`` in growing chunks, stopping after the first one over budget.
-
-    Same answer as bounding them all (the scan only needs the prefix up to the
-    first miss), without predicting 4096 batch sizes when batch 12 already misses.
-    """
-    done = 0
+    """`_bounds` of ``make(value)`` for ``values`` in growing chunks, up to the first chunk with
+    one over budget: the answer bounding them all gives, without making (each validates
+    itself) and predicting 4096 batch sizes when batch 12 already misses."""
     chunk = FIRST_SCAN_CHUNK
+    configs: list[WorkloadConfig] = []
     bounds, raised = [], []
-    while done < len(configs):
-        part_bounds, part_raised = _bounds(model, configs[done : done + chunk])
+    while len(configs) < len(values):
+        part = [make(value) for value in values[len(configs) : len(configs) + chunk]]
+        part_bounds, part_raised = _bounds(model, part)
+        configs += part
         bounds.append(part_bounds)
         raised.append(part_raised)
-        done += len(part_bounds)
         if not (part_bounds <= budget_bytes).all():
             break
         chunk *= 2
-    return list(configs[:done]), np.concatenate(bounds), np.concatenate(raised)
+    return configs, np.concatenate(bounds), np.concatenate(raised)
 
 
 def _bounds(model: SizingModel, configs: Sequence[WorkloadConfig]) -> tuple[np.ndarray, np.ndarray]:
@@ -263,8 +265,12 @@ def largest_image_side(
     module = workloads.get(workload)
     knobs = _network(dict(knobs or {}), workload)
     sides = module.square_sides(1, module.MAX_IMAGE_SIDE, **knobs)
-    images = [module.Config((side,) * module.DIMS, batch_size, **knobs) for side in sides]
-    configs, bounds, raised = _scan(model, images, budget_bytes)
+    configs, bounds, raised = _scan(
+        model,
+        lambda side: module.Config((side,) * module.DIMS, batch_size, **knobs),
+        sides,
+        budget_bytes,
+    )
     index = _last_fitting(bounds, budget_bytes)
     if index is None:
         _check_bounded(model, bounds[0], configs[0])
@@ -307,7 +313,8 @@ def largest_batch(
     shape = tuple(image_shape)
     configs, bounds, raised = _scan(
         model,
-        [config_type(shape, batch, **knobs) for batch in range(1, max_batch + 1)],
+        lambda batch: config_type(shape, batch, **knobs),
+        range(1, max_batch + 1),
         budget_bytes,
     )
     index = _last_fitting(bounds, budget_bytes)

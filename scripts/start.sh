@@ -5,4 +5,5 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
-exec .venv/bin/python -m streamlit run app.py "$@"
+# dashboard.serve is `streamlit run app.py` with the pages' libraries imported as it starts.
+exec .venv/bin/python -m dashboard.serve "$@"

@@ -11,14 +11,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
 from core.analytical import (
     DEFAULT_FRAMEWORK_BYTES,
     PAPER_TERM_COLUMNS,
     REFINED_TERM_COLUMNS,
 )
+from modeling.estimators.plain import PlainRegressor
 from modeling.features import BASELINE_COLUMN
 
 
@@ -37,7 +36,7 @@ def _require_columns(X: object, columns: tuple[str, ...], model: str) -> pd.Data
     return X
 
 
-class PaperModel(RegressorMixin, BaseEstimator):
+class PaperModel(PlainRegressor):
     """The white paper's Eq. 1 + Eq. 2 as an estimator: nothing to learn.
 
     X : frame with ``paper_activation_bytes`` and ``paper_weight_bytes``;
@@ -50,13 +49,13 @@ class PaperModel(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        check_is_fitted(self)
+        self.check_fitted()
         X = _require_columns(X, PAPER_TERM_COLUMNS, "PaperModel")
         return X[list(PAPER_TERM_COLUMNS)].sum(axis=1).to_numpy(dtype=float)
 
     def to_state(self) -> dict[str, Any]:
         """The fitted model as plain data (JSON): nothing was learned."""
-        check_is_fitted(self)
+        self.check_fitted()
         return {}
 
     @classmethod
@@ -66,7 +65,7 @@ class PaperModel(RegressorMixin, BaseEstimator):
         return model
 
 
-class RefinedAnalyticalModel(RegressorMixin, BaseEstimator):
+class RefinedAnalyticalModel(PlainRegressor):
     """The refined closed-form model as an estimator.
 
     ``fit`` learns one thing, ``framework_bytes_``: the median of the training
@@ -88,14 +87,14 @@ class RefinedAnalyticalModel(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        check_is_fitted(self)
+        self.check_fitted()
         X = _require_columns(X, REFINED_TERM_COLUMNS, "RefinedAnalyticalModel")
         terms = X[list(REFINED_TERM_COLUMNS)].sum(axis=1).to_numpy(dtype=float)
         return terms + self.framework_bytes_
 
     def to_state(self) -> dict[str, Any]:
         """The fitted model as plain data (JSON): the framework baseline and where it came from."""
-        check_is_fitted(self)
+        self.check_fitted()
         return {
             "framework_bytes": self.framework_bytes_,
             "framework_source": self.framework_source_,

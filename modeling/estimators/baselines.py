@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
+from modeling.estimators.plain import PlainRegressor
 from modeling.features import WORKSPACE_COLUMN
 
 if TYPE_CHECKING:
@@ -103,7 +102,7 @@ def least_squares_inputs(frame: pd.DataFrame) -> pd.DataFrame:
     return terms
 
 
-class AnalyticalLeastSquares(RegressorMixin, BaseEstimator):
+class AnalyticalLeastSquares(PlainRegressor):
     """Least squares on the analytical terms: ``c0 + c1 * per_batch + c2 * model_state``.
 
     ``workspace=True`` adds ``c3 * workspace_bytes``, the im2col buffer of
@@ -147,7 +146,7 @@ class AnalyticalLeastSquares(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        check_is_fitted(self)
+        self.check_fitted()
         inputs = list(self._inputs())
         terms = least_squares_inputs(X)
         weights = np.array([self.coefficients_[name] for name in inputs])
@@ -155,7 +154,7 @@ class AnalyticalLeastSquares(RegressorMixin, BaseEstimator):
 
     def to_state(self) -> dict[str, Any]:
         """The fitted model as plain data (JSON): intercept, coefficients, formula."""
-        check_is_fitted(self)
+        self.check_fitted()
         return {
             "workspace": self.workspace,
             "intercept_bytes": self.intercept_bytes_,

@@ -21,12 +21,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
 from core.analytical import GIB
 from modeling.estimators.analytical import RefinedAnalyticalModel
 from modeling.estimators.formula import PAPER_ACTIVATION_INPUT, REFINED_ANALYTICAL, REFINED_INPUT
+from modeling.estimators.plain import PlainRegressor
 from modeling.estimators.symbolic import FUNCTION_SET, SymbolicRegression
 from modeling.features import SHAPE_INPUTS
 
@@ -35,7 +34,7 @@ MODES = ("ratio", "terms")
 RATIO_UNIT = 1.0
 
 
-class HybridSymbolicRegression(RegressorMixin, BaseEstimator):
+class HybridSymbolicRegression(PlainRegressor):
     """Symbolic regression on top of the refined analytical model (see module docstring).
 
     X : feature frame from `modeling.features` (shape inputs, analytical terms,
@@ -101,14 +100,14 @@ class HybridSymbolicRegression(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        check_is_fitted(self)
+        self.check_fitted()
         refined = self.analytical_.predict(X)
         learned = self.symbolic_.predict(self._inputs(X, refined))
         return refined * learned if self.mode == "ratio" else learned
 
     def to_state(self) -> dict[str, Any]:
         """The fitted model as plain data (JSON): its settings and both fitted parts."""
-        check_is_fitted(self)
+        self.check_fitted()
         settings = self.get_params()
         return {
             "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},

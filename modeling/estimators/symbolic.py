@@ -31,11 +31,10 @@ import pandas as pd
 import sympy
 from gplearn.fitness import make_fitness
 from gplearn.genetic import SymbolicRegressor
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
 from core.units import GIB
 from modeling.estimators import formula
+from modeling.estimators.plain import PlainRegressor
 
 FUNCTION_SET: tuple[str, ...] = ("add", "sub", "mul", "div")
 ALLOWED_FUNCTIONS: tuple[str, ...] = ("add", "sub", "mul", "div", "sqrt", "log", "neg", "inv")
@@ -126,7 +125,7 @@ def expression_size(expression: sympy.Expr) -> int:
     return sum(1 for _ in sympy.preorder_traversal(expression))
 
 
-class SymbolicRegression(RegressorMixin, BaseEstimator):
+class SymbolicRegression(PlainRegressor):
     """gplearn symbolic regression with relative-error fitness and linear scaling.
 
     X : DataFrame of numeric inputs (its column names become the formula's
@@ -208,14 +207,14 @@ class SymbolicRegression(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        check_is_fitted(self)
+        self.check_fitted()
         inputs = _select(X, list(self.feature_names_in_))
         raw = formula.execute(self.program_tokens_, inputs.to_numpy(dtype=float))
         return (self.intercept_ + self.slope_ * raw) * self.target_unit
 
     def to_state(self) -> dict[str, Any]:
         """The fitted model as plain data (JSON): settings, program tokens, scaling, formula."""
-        check_is_fitted(self)
+        self.check_fitted()
         return {
             "settings": _plain(self.get_params()),
             "program_tokens": self.program_tokens_,

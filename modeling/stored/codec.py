@@ -213,6 +213,19 @@ def _xgboost(members: dict[str, bytes]) -> TransformedTargetRegressor:
     return wrapper
 
 
+def import_readers() -> None:
+    """Import now every library `decode` may need (a server warms up with this; see
+    `dashboard.serve`): each estimator module, scikit-learn's baselines, XGBoost, skops."""
+    from modeling.estimators import baselines
+
+    for type_name in JSON_TYPES:
+        json_type(type_name)
+    baselines.make_regressor("mlp")  # imports the scikit-learn estimators skops rebuilds
+    import xgboost  # noqa: F401
+
+    _skops_io()
+
+
 READERS: dict[str, Callable[[dict[str, bytes]], Any]] = {
     "xgboost": _xgboost,
     "sklearn": lambda members: _target_regressor(_from_skops(members[SKOPS_MEMBER])),
