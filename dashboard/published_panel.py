@@ -24,10 +24,16 @@ STUDY_WORKLOAD = "unet3d"
 
 def render(models: Sequence[PointModel], points: pd.DataFrame) -> None:
     """The chart and its captions; ``points``: `curves.measured_points` of one machine's runs."""
+    knobs = workload_labels.knob_defaults(STUDY_WORKLOAD)
+    show(charts_study.study_predictions(models, knobs), points)
+
+
+def show(predictions: pd.DataFrame, points: pd.DataFrame) -> None:
+    """`render` from the models' predictions already made
+    (`presentation.charts_study.study_predictions`, the reference network's)."""
     st.subheader("Beside the published study")
     knobs = workload_labels.knob_defaults(STUDY_WORKLOAD)
     ours = curves.with_sample_megavoxels(curves.with_knobs(points, knobs))
-    predictions = charts_study.study_predictions(models, knobs)
     chart = charts_study.published_points(ours, predictions, charts_study.published_frame())
     st.altair_chart(chart, width="stretch")
     image = "×".join(str(side) for side in published.STUDY_IMAGE_SHAPE)

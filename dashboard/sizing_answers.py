@@ -24,7 +24,7 @@ sweep already running.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -33,14 +33,16 @@ import streamlit as st
 from application import sizing, verify
 from application.sizing import Models, SizingAnswer, SizingError, SizingQuestion
 from application.verify import Claim, Verdict
+from core import workloads
 from core.errors import MemplanError
+from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
 from core.units import GIB, approx_gib
 from dashboard import data, sidebar
 from dashboard.machine_panel import Picked
 from modeling.decision import Decision
 from modeling.machines import MachineFacts
-from presentation import charts, sizing_text, verification, workload_labels
-from presentation.sizing_view import SizingState
+from presentation import charts, charts_study, sizing_text, verification, workload_labels
+from presentation.sizing_view import SizingChoices, SizingState
 from presentation.text import MISSING_CELL, plain
 from profiling import launcher
 
@@ -81,9 +83,11 @@ class Asked:
         return self.state.question(kind, self.picked.machine)
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
 def _models(db_path: Path, db_version: data.Version, workload: str, facts: MachineFacts) -> Models:
     """The stored models of ``workload`` on the profile ``facts`` are of, from the page's
-    cached loaders."""
+    cached loaders: kept per database version, as the loaders are (choosing the default
+    model reads the scores, ~30 ms a call, and every answer asks for them)."""
     machine = facts.profile
     return sizing.models_of(
         workload,
@@ -124,6 +128,40 @@ def decision(
     version, which fix ``_runs`` (the profile's runs, so not hashed)."""
     models = _models(db_path, db_version, question.workload, facts)
     return sizing.decide(question, models, _runs)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def study_predictions(
+    db_path: Path, db_version: data.Version, workload: str, facts: MachineFacts
+) -> pd.DataFrame:
+    """The models credible for the published study's configuration, each one's prediction
+    of it (`presentation.charts_study.study_predictions`): cached on the machine and the
+    database's version, as no input of the page changes it (it predicted every model at
+    every rerun, ~0.5 s)."""
+    models = _models(db_path, db_version, workload, facts)
+    study = workloads.get(workload).Config(STUDY_IMAGE_SHAPE, STUDY_BATCH_SIZE)
+    credible = sizing.credible_at(models, study)
+    return charts_study.study_predictions(credible, workload_labels.knob_defaults(workload))
+
+
+def predict_ahead(asked: Asked, choices: SizingChoices) -> None:
+    """Predict the question and every configuration one slider move from it: every batch
+    of its image and, for a square or cube, every side at its batch, in one call per model
+    (`Predictor.remember`), so the next move's answers find their predictions made.
+
+    A forest predicts a thousand rows in about the time one takes; a slider move used to
+    predict every model afresh (~0.2 s CPU). Only when the question itself is new to them.
+    """
+    config = asked.state.config
+    predictors = models_for(asked).predictors
+    if all(predictor.knows(config) for predictor in predictors):
+        return
+    ahead = [replace(config, batch_size=batch) for batch in choices.batch_sizes]
+    if asked.state.one_side:
+        dims = len(config.image_shape)
+        ahead += [replace(config, image_shape=(side,) * dims) for side in choices.sides]
+    for predictor in predictors:
+        predictor.remember([config, *ahead])
 
 
 def decision_of(asked: Asked) -> Decision:

@@ -19,8 +19,11 @@ reproduces the view; what the page offers comes from `presentation.sizing_view`,
 its words from `presentation.sizing_text`. A machine without models gets what it
 lacks and the sweep that gives it some, instead of answers.
 
-A rerun predicts one configuration with the cached stored models; the decision
-and the sizing scans are cached per question.
+A new question predicts, in one call per model, every configuration one slider
+move away (`sizing_answers.predict_ahead`), so the next move finds its
+predictions made; the decision and the sizing scans are cached per question, and
+what no input changes (what the page offers, the study's predictions) per
+database version.
 """
 
 from __future__ import annotations
@@ -31,9 +34,7 @@ import pandas as pd
 import streamlit as st
 
 from application import sizing
-from core import workloads
 from core.analytical import refined_breakdown
-from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
 from core.workloads.base import WorkloadConfig
 from dashboard import data, machine_panel, published_panel, query_state, sizing_answers
 from dashboard.sizing_answers import Asked
@@ -169,15 +170,31 @@ def below(asked: Asked, decision: Decision | None, problems: dict[str, str]) -> 
         what_fits(asked, decision)
     workload = asked.state.workload
     if workload == published_panel.STUDY_WORKLOAD:
-        study = workloads.get(workload).Config(STUDY_IMAGE_SHAPE, STUDY_BATCH_SIZE)
-        credible = sizing.credible_at(sizing_answers.models_for(asked), study)
-        published_panel.render(credible, curves.measured_points(asked.runs))
+        predictions = sizing_answers.study_predictions(
+            asked.db, asked.version, workload, asked.facts
+        )
+        published_panel.show(predictions, curves.measured_points(asked.runs))
 
 
 def chosen_prediction(predictors: list[Predictor], state: SizingState) -> float:
     """The chosen model's point prediction for the question, bytes."""
     chosen = next(p for p in predictors if p.name == state.model)
     return float(chosen.point_bytes([state.config])[0])
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def offered(
+    db: Path, version: data.Version, workload: str, option: str, _runs: pd.DataFrame
+) -> tuple[SizingChoices, SizingState]:
+    """What the page offers machine ``option``'s runs of ``workload`` (``_runs``), and the
+    question it starts on without a link: cached on the database's version, the workload
+    and the machine, which fix the runs (which knob values never trained scans them,
+    ~0.3 s a rerun before)."""
+    machine = None if option == machines.MIXED else option
+    names = [p.name for p in data.predictors(db, version, workload, machine)]
+    choices = sizing_view.choices_for(workload, names, _runs)
+    scores = data.scores(db, version, workload, machine)
+    return choices, sizing_view.default_state(choices, scores, option)
 
 
 def start_of(
@@ -200,10 +217,7 @@ def start_of(
     runs = machines.runs_on(
         workload_labels.runs_of(data.runs(db, version), workload), picked.option
     )
-    names = [p.name for p in data.predictors(db, version, workload, picked.machine)]
-    choices = sizing_view.choices_for(workload, names, runs)
-    scores = data.scores(db, version, workload, picked.machine)
-    default = sizing_view.default_state(choices, scores, picked.option)
+    choices, default = offered(db, version, workload, picked.option, runs)
     # Nor are they another machine's: its models, its runs' knobs.
     start, more = query_state.from_params(link if picked.as_linked else {}, choices, default)
     for problem in problems + machine_problems + more:
@@ -241,6 +255,7 @@ def render() -> None:
         if problems:
             st.info(sizing_view.waiting_text(problems))
         else:
+            sizing_answers.predict_ahead(asked, choices)
             decision = answers(asked)
     below(asked, decision, problems)
     refused = decision is not None and bool(decision.untrainable)

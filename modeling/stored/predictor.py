@@ -10,7 +10,7 @@ and the range of the data it was fit on.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,9 @@ from modeling.features import (
     config_frame,
     equivalent_side,
 )
+
+# Predictions `Predictor.remember` keeps per model at most (two slider lines are ~1,100).
+MAX_REMEMBERED = 20_000
 
 
 def _median_baseline(frame: pd.DataFrame) -> float:
@@ -161,11 +164,43 @@ class Predictor:
     formula: str | None = None  # readable form, for the models that have one
     formula_length: int | None = None
     fit_seconds: float = 0.0
+    # Predictions made ahead by `remember`, by configuration: a page keeps its models for
+    # a database version and asks them again as its sliders move.
+    _known: dict[WorkloadConfig, float] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def point_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray:
         """Point predictions, bytes, one per configuration."""
+        if self._known and configs:
+            known = [self._known.get(config) for config in configs]
+            if None not in known:
+                return np.array(known, dtype=float)
+        return self._predict(configs)
+
+    def _predict(self, configs: Sequence[WorkloadConfig]) -> np.ndarray:
         frame = config_frame(configs, self.training_range.l3_cache_bytes)
         return np.asarray(self.estimator.predict(frame[list(self.columns)]), dtype=float)
+
+    def knows(self, config: WorkloadConfig) -> bool:
+        """Whether `remember` has predicted ``config`` already."""
+        return config in self._known
+
+    def remember(self, configs: Sequence[WorkloadConfig]) -> None:
+        """Predict those of ``configs`` not yet known, in one call, and keep them for
+        `point_bytes`.
+
+        One call predicts a thousand rows in about the time one row takes (a forest walks
+        its trees one by one either way), so a page asks for the configurations one slider
+        move away at once. Rows are predicted independently: the same figures (the MLP's
+        matrix product may differ in the last bit, ~1e-15 relative).
+        """
+        new = [config for config in dict.fromkeys(configs) if config not in self._known]
+        if not new:
+            return
+        if len(self._known) + len(new) > MAX_REMEMBERED:  # bounded: a long session's moves
+            self._known.clear()
+        self._known.update(zip(new, self._predict(new).tolist(), strict=True))
 
     def bound_for(self, config: WorkloadConfig) -> ConformalBound:
         """The bound that applies: the larger one when ``config`` is beyond the measured range."""

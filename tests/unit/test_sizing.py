@@ -284,3 +284,24 @@ def test_a_next_size_without_a_finite_bound_is_said_to_have_none() -> None:
     answer = largest_image_side(_model(NegativeFrom()), 100 * GIB, batch_size=1)
 
     assert (answer.side, answer.next_side, answer.next_bound_bytes) == (64, 80, np.inf)
+
+
+class CountingPeak(LinearPeak):
+    """LinearPeak that counts its predict calls."""
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        self.calls_ = getattr(self, "calls_", 0) + 1
+        return super().predict(X)
+
+
+def test_remembered_predictions_answer_without_predicting_again() -> None:
+    model = _model(CountingPeak())
+    line = [UNetConfig((64, 64, 64), batch) for batch in range(1, 9)]
+    model.remember(line)  # what the Sizing page does for the configurations a slider reaches
+    model.remember(line[:3])  # known already: nothing predicted
+    assert model.estimator.calls_ == 1 and model.knows(line[4])
+    asked = model.point_bytes([line[4], line[2]])
+    assert asked.tolist() == [GIB + 1000 * 64**3 * 5, GIB + 1000 * 64**3 * 3]
+    assert model.estimator.calls_ == 1
+    assert model.point_bytes([UNetConfig((32, 32, 32), 1)]).tolist() == [GIB + 1000 * 32**3]
+    assert model.estimator.calls_ == 2  # a configuration never remembered is predicted
