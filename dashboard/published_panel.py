@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -25,16 +26,21 @@ STUDY_WORKLOAD = "unet3d"
 def render(models: Sequence[PointModel], points: pd.DataFrame) -> None:
     """The chart and its captions; ``points``: `curves.measured_points` of one machine's runs."""
     knobs = workload_labels.knob_defaults(STUDY_WORKLOAD)
-    show(charts_study.study_predictions(models, knobs), points)
+    predictions = charts_study.study_predictions(models, knobs)
+    show(predictions, chart_of(predictions, points))
 
 
-def show(predictions: pd.DataFrame, points: pd.DataFrame) -> None:
-    """`render` from the models' predictions already made
+def chart_of(predictions: pd.DataFrame, points: pd.DataFrame) -> alt.LayerChart:
+    """The chart of `render` from the models' predictions already made
     (`presentation.charts_study.study_predictions`, the reference network's)."""
-    st.subheader("Beside the published study")
     knobs = workload_labels.knob_defaults(STUDY_WORKLOAD)
     ours = curves.with_sample_megavoxels(curves.with_knobs(points, knobs))
-    chart = charts_study.published_points(ours, predictions, charts_study.published_frame())
+    return charts_study.published_points(ours, predictions, charts_study.published_frame())
+
+
+def show(predictions: pd.DataFrame, chart: alt.LayerChart) -> None:
+    """`render` from the predictions and their chart (`chart_of`) already made."""
+    st.subheader("Beside the published study")
     st.altair_chart(chart, width="stretch")
     image = "×".join(str(side) for side in published.STUDY_IMAGE_SHAPE)
     said = "; ".join(

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -37,11 +38,11 @@ from core import workloads
 from core.errors import MemplanError
 from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
 from core.units import GIB, approx_gib
-from dashboard import data, sidebar
+from dashboard import data, published_panel, sidebar
 from dashboard.machine_panel import Picked
 from modeling.decision import Decision
 from modeling.machines import MachineFacts
-from presentation import charts, charts_study, sizing_text, verification, workload_labels
+from presentation import charts, charts_study, curves, sizing_text, verification, workload_labels
 from presentation.sizing_view import SizingChoices, SizingState
 from presentation.text import MISSING_CELL, plain
 from profiling import launcher
@@ -130,38 +131,46 @@ def decision(
     return sizing.decide(question, models, _runs)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def study_predictions(
-    db_path: Path, db_version: data.Version, workload: str, facts: MachineFacts
-) -> pd.DataFrame:
+@st.cache_resource(show_spinner=False, max_entries=64)
+def study_panel(
+    db_path: Path,
+    db_version: data.Version,
+    workload: str,
+    facts: MachineFacts,
+    _runs: pd.DataFrame,
+) -> tuple[pd.DataFrame, alt.LayerChart]:
     """The models credible for the published study's configuration, each one's prediction
-    of it (`presentation.charts_study.study_predictions`): cached on the machine and the
-    database's version, as no input of the page changes it (it predicted every model at
-    every rerun, ~0.5 s)."""
+    of it (`presentation.charts_study.study_predictions`), and the panel's chart of them
+    beside ``_runs`` (`published_panel.chart_of`): cached on the machine and the
+    database's version, which fix ``_runs``, as no input of the page changes them (they
+    were made at every rerun, ~0.5 s)."""
     models = _models(db_path, db_version, workload, facts)
     study = workloads.get(workload).Config(STUDY_IMAGE_SHAPE, STUDY_BATCH_SIZE)
     credible = sizing.credible_at(models, study)
-    return charts_study.study_predictions(credible, workload_labels.knob_defaults(workload))
+    knobs = workload_labels.knob_defaults(workload)
+    predictions = charts_study.study_predictions(credible, knobs)
+    return predictions, published_panel.chart_of(predictions, curves.measured_points(_runs))
 
 
 def predict_ahead(asked: Asked, choices: SizingChoices) -> None:
-    """Predict the question and every configuration one slider move from it: every batch
-    of its image and, for a square or cube, every side at its batch, in one call per model
-    (`Predictor.remember`), so the next move's answers find their predictions made.
+    """Predict every configuration one slider move from the question: every batch of its
+    image and, for a square or cube, every side at its batch, each line in one call per
+    model (`Predictor.remember`), so the next move's answers find their predictions made.
 
     A forest predicts a thousand rows in about the time one takes; a slider move used to
-    predict every model afresh (~0.2 s CPU). Only when the question itself is new to them.
+    predict every model afresh (~0.2 s CPU). A line already predicted is skipped (making
+    its ~1,000 configurations takes ~6 ms).
     """
     config = asked.state.config
-    predictors = models_for(asked).predictors
-    if all(predictor.knows(config) for predictor in predictors):
-        return
-    ahead = [replace(config, batch_size=batch) for batch in choices.batch_sizes]
+    lines = [[replace(config, batch_size=batch) for batch in choices.batch_sizes]]
     if asked.state.one_side:
         dims = len(config.image_shape)
-        ahead += [replace(config, image_shape=(side,) * dims) for side in choices.sides]
-    for predictor in predictors:
-        predictor.remember([config, *ahead])
+        lines.append([replace(config, image_shape=(side,) * dims) for side in choices.sides])
+    predictors = models_for(asked).predictors
+    for line in lines:  # remembered whole: its ends tell whether it was
+        if not all(p.knows(line[0]) and p.knows(line[-1]) for p in predictors):
+            for predictor in predictors:
+                predictor.remember(line)
 
 
 def decision_of(asked: Asked) -> Decision:

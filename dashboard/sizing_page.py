@@ -170,10 +170,10 @@ def below(asked: Asked, decision: Decision | None, problems: dict[str, str]) -> 
         what_fits(asked, decision)
     workload = asked.state.workload
     if workload == published_panel.STUDY_WORKLOAD:
-        predictions = sizing_answers.study_predictions(
-            asked.db, asked.version, workload, asked.facts
+        panel = sizing_answers.study_panel(
+            asked.db, asked.version, workload, asked.facts, asked.runs
         )
-        published_panel.show(predictions, curves.measured_points(asked.runs))
+        published_panel.show(*panel)
 
 
 def chosen_prediction(predictors: list[Predictor], state: SizingState) -> float:
