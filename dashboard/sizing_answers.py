@@ -61,6 +61,9 @@ VERDICT_TONES = {
     Verdict.PREDICTION: st.caption,
 }
 BUY_LABEL = "Memory to buy"
+# Image side steps either way whose every batch a new image's predictions include: an
+# "Image side" move within them finds its predictions made.
+NEAR_SIDES = 4
 
 
 @dataclass(frozen=True)
@@ -153,24 +156,27 @@ def study_panel(
 
 
 def predict_ahead(asked: Asked, choices: SizingChoices) -> None:
-    """Predict every configuration one slider move from the question: every batch of its
-    image and, for a square or cube, every side at its batch, each line in one call per
-    model (`Predictor.remember`), so the next move's answers find their predictions made.
+    """Predict the configurations the sliders reach from the question in one call per
+    model (`Predictor.remember`), so the next moves find their predictions made: every
+    batch of its image and, for a square or cube, of the images `NEAR_SIDES` side steps
+    either way.
 
     A forest predicts a thousand rows in about the time one takes; a slider move used to
-    predict every model afresh (~0.2 s CPU). A line already predicted is skipped (making
-    its ~1,000 configurations takes ~6 ms).
+    predict every model afresh (~0.2 s CPU). Skipped when the image's every batch is
+    predicted already (making its configurations takes a few ms).
     """
-    config = asked.state.config
-    lines = [[replace(config, batch_size=batch) for batch in choices.batch_sizes]]
-    if asked.state.one_side:
-        dims = len(config.image_shape)
-        lines.append([replace(config, image_shape=(side,) * dims) for side in choices.sides])
+    config, state = asked.state.config, asked.state
+    batches = [replace(config, batch_size=batch) for batch in choices.batch_sizes]
+    ahead = batches
+    if state.one_side and config.image_shape[0] in choices.sides:
+        dims, at = len(config.image_shape), choices.sides.index(config.image_shape[0])
+        near = choices.sides[max(at - NEAR_SIDES, 0) : at + NEAR_SIDES + 1]
+        ahead = [replace(row, image_shape=(side,) * dims) for side in near for row in batches]
     predictors = models_for(asked).predictors
-    for line in lines:  # remembered whole: its ends tell whether it was
-        if not all(p.knows(line[0]) and p.knows(line[-1]) for p in predictors):
-            for predictor in predictors:
-                predictor.remember(line)
+    # Remembered whole: the ends of the image's batches tell whether they were.
+    if not all(p.knows(batches[0]) and p.knows(batches[-1]) for p in predictors):
+        for predictor in predictors:
+            predictor.remember(ahead)
 
 
 def decision_of(asked: Asked) -> Decision:
