@@ -29,7 +29,7 @@ from modeling.features import (
     equivalent_side,
 )
 
-# Predictions `Predictor.remember` keeps per model at most (two slider lines are ~1,100).
+# Predictions `Predictor.remember` keeps per model at most (the Sizing page asks ~1,200 at once).
 MAX_REMEMBERED = 20_000
 
 
