@@ -175,7 +175,8 @@ def predictor_from_row(row: dict[str, Any], source: str, refit: str) -> Predicto
         extrapolation_bound=_bound_from(row["extrapolation_bound_json"]),
         training_range=TrainingRange.from_dict(json.loads(row["training_range_json"])),
         params_json=row["params_json"],
-        formula=row["formula"],
+        # A model without one reads back as a missing value (NaN from a bundle's Parquet).
+        formula=None if pd.isna(row["formula"]) else str(row["formula"]),
         formula_length=None if pd.isna(row["formula_length"]) else int(row["formula_length"]),
         fit_seconds=float(row["fit_seconds"]),
     )

@@ -207,3 +207,16 @@ def test_the_bundled_knob_models_were_scored_leaving_each_knob_value_out(
         narrow_bytes, wide_bytes = predictor.point_bytes([reference, wider])
         assert wide_bytes > narrow_bytes, predictor.name
         assert "distinct configurations" in predictor.bound.evidence, predictor.name
+
+
+def test_a_bundled_model_without_a_formula_reads_back_without_one(tmp_path: Path) -> None:
+    # Read from the bundle's Parquet (no evaluation in the database), a model with no
+    # formula came back as NaN, which the Models page took for a formula to show.
+    db = _reference_db(tmp_path / "reference.duckdb")
+
+    predictors = bundle.load_predictors(db)
+
+    formulas = {predictor.name: predictor.formula for predictor in predictors}
+    assert formulas["xgboost"] is None
+    assert isinstance(formulas["symbolic"], str) and formulas["symbolic"]
+    assert all(formula is None or isinstance(formula, str) for formula in formulas.values())
