@@ -39,9 +39,10 @@ from modeling.decision import Decision
 from modeling.errors import ModelingError
 from modeling.machines import MachineFacts
 from modeling.sizing import BatchAnswer, ImageSizeAnswer, MemoryAnswer
-from modeling.stored import bundle
+from modeling.stored import bundle, knob_splits
 from modeling.stored import tables as results
 from modeling.stored.predictor import Predictor
+from modeling.unmeasured import KnobEvidence
 
 IMAGE, BATCH, BUY = "image", "batch", "buy"
 KINDS = (IMAGE, BATCH, BUY)
@@ -160,9 +161,27 @@ def models_of(
     facts: MachineFacts,
     source: Path | str = "the stored models",
 ) -> Models:
-    """`Models` from loaded predictors and their evaluation's ``scores`` (for the default)."""
+    """`Models` from loaded predictors and their evaluation's ``scores`` (for the default).
+
+    With ``source`` a database, each model's bound widens for knob values its profile
+    never measured, by the stored knob splits of every profile (`with_knob_evidence`).
+    """
     default = results.best_model_name(scores) if not scores.empty else None
+    if isinstance(source, Path):
+        predictors = with_knob_evidence(
+            predictors, knob_splits.load_knob_evidence(source, workload)
+        )
     return Models(workload, machine, tuple(predictors), default, facts, str(source))
+
+
+def with_knob_evidence(predictors: Sequence[Predictor], evidence: KnobEvidence) -> list[Predictor]:
+    """``predictors``, each carrying its own knob-split results (`TrainingRange.knob_evidence`)."""
+    return [
+        replace(
+            p, training_range=replace(p.training_range, knob_evidence=evidence.of_model(p.name))
+        )
+        for p in predictors
+    ]
 
 
 def load_models(
