@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from application import verify
+from application import verify, widening
 from application.verify import Claim, Verification
 from core import workloads
 from core.errors import MemplanError
@@ -42,7 +42,6 @@ from modeling.sizing import BatchAnswer, ImageSizeAnswer, MemoryAnswer
 from modeling.stored import bundle, knob_splits
 from modeling.stored import tables as results
 from modeling.stored.predictor import Predictor
-from modeling.unmeasured import KnobEvidence
 
 IMAGE, BATCH, BUY = "image", "batch", "buy"
 KINDS = (IMAGE, BATCH, BUY)
@@ -168,20 +167,10 @@ def models_of(
     """
     default = results.best_model_name(scores) if not scores.empty else None
     if isinstance(source, Path):
-        predictors = with_knob_evidence(
+        predictors = widening.with_knob_evidence(
             predictors, knob_splits.load_knob_evidence(source, workload)
         )
     return Models(workload, machine, tuple(predictors), default, facts, str(source))
-
-
-def with_knob_evidence(predictors: Sequence[Predictor], evidence: KnobEvidence) -> list[Predictor]:
-    """``predictors``, each carrying its own knob-split results (`TrainingRange.knob_evidence`)."""
-    return [
-        replace(
-            p, training_range=replace(p.training_range, knob_evidence=evidence.of_model(p.name))
-        )
-        for p in predictors
-    ]
 
 
 def load_models(
@@ -207,8 +196,8 @@ def load_models(
         predictors = bundle.load_predictors(db_path, workload, choice.key)
     else:
         predictors = [bundle.load_predictor(db_path, only, workload, choice.key)]
-    facts = choice.facts
-    return models_of(workload, choice.key, predictors, scores, facts, db_path), choice
+    predictors = widening.with_transfer(predictors, choice.transfer)
+    return models_of(workload, choice.key, predictors, scores, choice.facts, db_path), choice
 
 
 def _default_precision(workload: str) -> str:

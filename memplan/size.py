@@ -22,6 +22,7 @@ from core.units import parse_bytes
 from memplan import jsonout, model_options, options, verify
 from modeling import machines
 from modeling.stored.evidence import load_evidence
+from modeling.transfer import Transfer
 from presentation import report
 from presentation.evidence import evidence_line
 
@@ -135,8 +136,22 @@ def answer_json(
             "reason": machine.reason,
             "facts": jsonout.plain(said.machine),
             "notes": [note for note in (machine.note, onednn) if note],
+            "transfer": _transfer_json(machine.transfer),
         },
         "answer": jsonout.plain(said.found),
+    }
+
+
+def _transfer_json(transfer: Transfer | None) -> dict[str, Any] | None:
+    """Which profile answered for a machine without models, why, and the widening; None
+    when the answer is for the profile's own machine."""
+    if transfer is None:
+        return None
+    return {
+        "answered_by": transfer.nearest.key,
+        "reasons": list(transfer.nearest.reasons),
+        "widening_factor": transfer.factor,
+        "evidence": transfer.sentence(),
     }
 
 

@@ -231,7 +231,8 @@ def _basis(model: SizingModel, config: WorkloadConfig, raised: bool) -> Basis:
         f"; replaced by the closed form x{ceiling_factor(model):.2f}" if raised else ""
     )
     widening = model.training_range.widening(config)
-    name += f"; widened x{widening:.2f} for knob values never measured" if widening > 1 else ""
+    why = model.training_range.widened_for(config)
+    name += f"; widened x{widening:.2f} for {why}" if widening > 1 else ""
     return Basis(model.name, name, bound.coverage, bool(reasons), " ".join(sentences), raised)
 
 

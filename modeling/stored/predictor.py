@@ -78,6 +78,10 @@ class TrainingRange:
     # widen its bound for a knob value never measured here; None: not attached (no widening).
     # Not stored with the model: `application.sizing.models_of` attaches it at answer time.
     knob_evidence: KnobEvidence | None = None
+    # Where this profile answers for another machine (`modeling.transfer.Transfer`): how far
+    # its bounds widen, and why in words ("" when it answers for itself). Not stored either.
+    machine_widening: float = 1.0
+    machine_note: str = ""
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> TrainingRange:
@@ -129,11 +133,26 @@ class TrainingRange:
         return [self.knob_evidence.widening(knob, value) for knob, value in self.unmeasured(config)]
 
     def widening(self, config: WorkloadConfig) -> float:
-        """The factor the bound of ``config`` is widened by: the product of `widenings` (>= 1)."""
-        return float(np.prod([w.factor for w in self.widenings(config)]))
+        """The factor the bound of ``config`` is widened by (>= 1): the product of `widenings`
+        and `machine_widening`."""
+        return float(np.prod([w.factor for w in self.widenings(config)])) * self.machine_widening
+
+    def widened_for(self, config: WorkloadConfig) -> str:
+        """Why `widening` is above 1, in a few words ("" where it is not)."""
+        causes = []
+        if any(w.factor > 1 for w in self.widenings(config)):
+            causes.append("knob values never measured")
+        if self.machine_widening > 1:
+            causes.append("another machine")
+        return " and ".join(causes)
 
     def beyond(self, config: WorkloadConfig) -> list[str]:
-        """In plain words, each way ``config`` lies outside this range (empty when inside)."""
+        """In plain words, each way ``config`` lies outside this range (empty when inside),
+        first that the range is another machine's (`machine_note`), if it is."""
+        return ([self.machine_note] if self.machine_note else []) + self.outside(config)
+
+    def outside(self, config: WorkloadConfig) -> list[str]:
+        """`beyond` but for the machine: how ``config`` lies outside the runs measured."""
         reasons = []
         side = equivalent_side(config)
         power = f"^{len(config.image_shape)}"
@@ -193,7 +212,7 @@ class Predictor:
 
     def bound_for(self, config: WorkloadConfig) -> ConformalBound:
         """The bound that applies: the larger one when ``config`` is beyond the measured range."""
-        if self.extrapolation_bound is not None and self.training_range.beyond(config):
+        if self.extrapolation_bound is not None and self.training_range.outside(config):
             return max(self.bound, self.extrapolation_bound, key=lambda bound: bound.ratio)
         return self.bound
 

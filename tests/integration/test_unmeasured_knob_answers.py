@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from application import sizing
+from application import sizing, widening
 from application.sizing import SizingQuestion
 from core import database, store
 from core.units import GIB
@@ -61,7 +61,7 @@ def test_the_decision_and_the_answer_read_beyond_and_widen_the_bound(db: Path) -
     question = _question(models)
     runs = store.load_runs(db, workload="unet3d", machine=FLOAT32_ONLY)
     # The same models with no knob split stored anywhere: the bound before widening.
-    nothing = sizing.with_knob_evidence(models.predictors, KnobEvidence())
+    nothing = widening.with_knob_evidence(models.predictors, KnobEvidence())
     plain = dataclasses.replace(models, predictors=tuple(nothing))
 
     decided = sizing.decide(question, models, runs)
