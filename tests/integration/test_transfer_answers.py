@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core import database
 from core.profiles import MachineProfile
 from memplan import cli
 from modeling import machines
-from profiling import exchange
 
 # A machine no bundled run measured: another vendor's CPU generation, AMX, 16 cores.
 ELSEWHERE = MachineProfile(
@@ -33,14 +31,9 @@ ELSEWHERE = MachineProfile(
 BUY = ["size", "buy", "--image-size", "96", "--batch-size", "1", "--json"]
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every bundled run, no evaluation: the answers come from the bundles read in memory."""
-    path = tmp_path_factory.mktemp("transfer") / "memplan.duckdb"
-    database.ensure_database(path)
-    for runs, samples in database.BUNDLED_EXPORTS:
-        exchange.import_runs(path, runs, samples)
-    return path
+@pytest.fixture
+def db(every_bundled_run: Path) -> Path:
+    return every_bundled_run
 
 
 def _asked(db: Path, capsys, *more: str) -> dict:

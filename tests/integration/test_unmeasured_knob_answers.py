@@ -20,12 +20,11 @@ import pytest
 
 from application import sizing, widening
 from application.sizing import SizingQuestion
-from core import database, store
+from core import store
 from core.units import GIB
 from modeling.decision import Confidence
 from modeling.unmeasured import KnobEvidence
 from presentation import sizing_report, sizing_report_html
-from profiling import exchange
 
 FLOAT32_ONLY = "cac47eeb1b"
 BF16 = {"precision": "mixed_bfloat16"}
@@ -33,14 +32,9 @@ NAMED = "precision mixed_bfloat16 was never measured on this profile (measured: 
 WIDENED = "mixed_bfloat16: 1.23 over 10 runs"  # 259d139078's knob split of least_squares_workspace
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every bundled run, no evaluation: the answers come from the bundles read in memory."""
-    path = tmp_path_factory.mktemp("unmeasured") / "memplan.duckdb"
-    database.ensure_database(path)
-    for runs, samples in database.BUNDLED_EXPORTS:
-        exchange.import_runs(path, runs, samples)
-    return path
+@pytest.fixture
+def db(every_bundled_run: Path) -> Path:
+    return every_bundled_run
 
 
 def _question(models: sizing.Models) -> SizingQuestion:
