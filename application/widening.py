@@ -32,16 +32,10 @@ def with_knob_evidence(predictors: Sequence[Predictor], evidence: KnobEvidence) 
 
 def with_transfer(predictors: Sequence[Predictor], transfer: Transfer | None) -> list[Predictor]:
     """``predictors`` answering for the machine of ``transfer`` (None: for their own profile):
-    every answer says so, and every bound is widened by its factor."""
+    every bound widened by its factor (the answer says why: `Transfer.sentence`)."""
     if transfer is None:
         return list(predictors)
-    note = transfer.sentence()
     return [
-        replace(
-            p,
-            training_range=replace(
-                p.training_range, machine_widening=transfer.factor, machine_note=note
-            ),
-        )
+        replace(p, training_range=replace(p.training_range, machine_widening=transfer.factor))
         for p in predictors
     ]

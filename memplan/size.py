@@ -109,6 +109,8 @@ def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: 
     print("\n".join(lines))
     if machine.note:
         print(f"note: {machine.note}")
+    if machine.transfer:
+        print(f"note: {machine.transfer.sentence()}.")
     onednn = machine.profile.onednn_note_for(precision) if machine.profile else None
     if onednn:
         print(f"note: {onednn}")

@@ -79,9 +79,8 @@ class TrainingRange:
     # Not stored with the model: `application.sizing.models_of` attaches it at answer time.
     knob_evidence: KnobEvidence | None = None
     # Where this profile answers for another machine (`modeling.transfer.Transfer`): how far
-    # its bounds widen, and why in words ("" when it answers for itself). Not stored either.
+    # its bounds widen (1: it answers for itself). Not stored either.
     machine_widening: float = 1.0
-    machine_note: str = ""
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> TrainingRange:
@@ -147,12 +146,7 @@ class TrainingRange:
         return " and ".join(causes)
 
     def beyond(self, config: WorkloadConfig) -> list[str]:
-        """In plain words, each way ``config`` lies outside this range (empty when inside),
-        first that the range is another machine's (`machine_note`), if it is."""
-        return ([self.machine_note] if self.machine_note else []) + self.outside(config)
-
-    def outside(self, config: WorkloadConfig) -> list[str]:
-        """`beyond` but for the machine: how ``config`` lies outside the runs measured."""
+        """In plain words, each way ``config`` lies outside this range (empty when inside)."""
         reasons = []
         side = equivalent_side(config)
         power = f"^{len(config.image_shape)}"
@@ -212,7 +206,7 @@ class Predictor:
 
     def bound_for(self, config: WorkloadConfig) -> ConformalBound:
         """The bound that applies: the larger one when ``config`` is beyond the measured range."""
-        if self.extrapolation_bound is not None and self.training_range.outside(config):
+        if self.extrapolation_bound is not None and self.training_range.beyond(config):
             return max(self.bound, self.extrapolation_bound, key=lambda bound: bound.ratio)
         return self.bound
 

@@ -64,7 +64,7 @@ def test_another_machine_answers_says_so_and_widens_the_bound(
     assert moved["answer"]["bound_bytes"] == pytest.approx(
         own["answer"]["bound_bytes"] * transfer["widening_factor"], rel=1e-6
     )
-    assert "answered by another machine" in moved["answer"]["basis"]["warning"]
+    assert "widened x1.06 for another machine" in moved["answer"]["basis"]["bound"]
 
 
 def test_the_printed_answer_names_the_machine_that_answered(db: Path, monkeypatch, capsys) -> None:
