@@ -20,6 +20,9 @@ profiles:
   or from every pair when none does (and it says so). The profile asked about is
   never part of its own evidence: `benchmarks/transfer.py` checks the factor
   leave-one-profile-out.
+* `transfer_for` — the `Transfer` of a profile answering for a machine without
+  models (`modeling.machines.choose_machine`'s fallback): its factor and, in
+  words, which profile answered, why, how the two differ and the evidence.
 """
 
 from __future__ import annotations
