@@ -107,10 +107,10 @@ def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: 
     what oneDNN does to an answer at ``precision`` there."""
     print(f"Machine: {machine.sentence()}")
     print("\n".join(lines))
-    if machine.note:
-        print(f"note: {machine.note}")
     if machine.transfer:
         print(f"note: {machine.transfer.sentence()}.")
+    if machine.note:
+        print(f"note: {machine.note}")
     onednn = machine.profile.onednn_note_for(precision) if machine.profile else None
     if onednn:
         print(f"note: {onednn}")
