@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from application import verify
+from application import verify, widening
 from application.verify import Claim, Verification
 from core import workloads
 from core.errors import MemplanError
@@ -39,7 +39,7 @@ from modeling.decision import Decision
 from modeling.errors import ModelingError
 from modeling.machines import MachineFacts
 from modeling.sizing import BatchAnswer, ImageSizeAnswer, MemoryAnswer
-from modeling.stored import bundle
+from modeling.stored import bundle, knob_splits
 from modeling.stored import tables as results
 from modeling.stored.predictor import Predictor
 
@@ -160,8 +160,16 @@ def models_of(
     facts: MachineFacts,
     source: Path | str = "the stored models",
 ) -> Models:
-    """`Models` from loaded predictors and their evaluation's ``scores`` (for the default)."""
+    """`Models` from loaded predictors and their evaluation's ``scores`` (for the default).
+
+    With ``source`` a database, each model's bound widens for knob values its profile
+    never measured, by the stored knob splits of every profile (`with_knob_evidence`).
+    """
     default = results.best_model_name(scores) if not scores.empty else None
+    if isinstance(source, Path):
+        predictors = widening.with_knob_evidence(
+            predictors, knob_splits.load_knob_evidence(source, workload)
+        )
     return Models(workload, machine, tuple(predictors), default, facts, str(source))
 
 
@@ -188,8 +196,8 @@ def load_models(
         predictors = bundle.load_predictors(db_path, workload, choice.key)
     else:
         predictors = [bundle.load_predictor(db_path, only, workload, choice.key)]
-    facts = choice.facts
-    return models_of(workload, choice.key, predictors, scores, facts, db_path), choice
+    predictors = widening.with_transfer(predictors, choice.transfer)
+    return models_of(workload, choice.key, predictors, scores, choice.facts, db_path), choice
 
 
 def _default_precision(workload: str) -> str:

@@ -22,6 +22,7 @@ from core.units import parse_bytes
 from memplan import jsonout, model_options, options
 from modeling import machines
 from modeling.stored.evidence import load_evidence
+from modeling.transfer import Transfer
 from presentation import report
 from presentation.evidence import evidence_line
 
@@ -106,6 +107,8 @@ def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: 
     what oneDNN does to an answer at ``precision`` there."""
     print(f"Machine: {machine.sentence()}")
     print("\n".join(lines))
+    if machine.transfer:
+        print(f"note: {machine.transfer.sentence()}.")
     if machine.note:
         print(f"note: {machine.note}")
     onednn = machine.profile.onednn_note_for(precision) if machine.profile else None
@@ -135,8 +138,22 @@ def answer_json(
             "reason": machine.reason,
             "facts": jsonout.plain(said.machine),
             "notes": [note for note in (machine.note, onednn) if note],
+            "transfer": _transfer_json(machine.transfer),
         },
         "answer": jsonout.plain(said.found),
+    }
+
+
+def _transfer_json(transfer: Transfer | None) -> dict[str, Any] | None:
+    """Which profile answered for a machine without models, why, and the widening; None
+    when the answer is for the profile's own machine."""
+    if transfer is None:
+        return None
+    return {
+        "answered_by": transfer.nearest.key,
+        "reasons": list(transfer.nearest.reasons),
+        "widening_factor": transfer.factor,
+        "evidence": transfer.sentence(),
     }
 
 

@@ -23,6 +23,7 @@ from modeling.evaluation.protocol import MIN_POINTS
 from modeling.evaluation.splits import point_ids
 from modeling.features import measured_frame
 from modeling.stored import bundle, tables
+from modeling.transfer import Transfer, transfer_for
 
 # Why a profile was chosen, in the words an answer shows.
 ASKED = "as asked"
@@ -42,6 +43,9 @@ class MachineChoice:
     profile: MachineProfile | None  # None when no run of it is in the database
     reason: str
     note: str = ""  # e.g. why this machine's own profile was not used
+    # Where another machine's profile answers for this one: which, why, how far its bounds
+    # widen (`modeling.transfer`); None when the profile is the one asked for or this machine's.
+    transfer: Transfer | None = None
 
     @property
     def label(self) -> str:
@@ -154,11 +158,30 @@ def choose_machine(
         return MachineChoice(alike[0], known[alike[0]], SAME_BUT_GENERATION, note)
     bundled = [b.machine for b in bundle.bundled_evaluations(workload) if b.machine in fitted]
     if bundled:
-        return MachineChoice(bundled[0], known.get(str(bundled[0])), BUNDLED, note)
+        key = str(bundled[0])
+        moved = _transfer(db_path, workload, here, (key, BUNDLED), known)
+        return MachineChoice(key, known.get(key), BUNDLED, note, moved)
     if fitted:
         key = fitted[0]
-        return MachineChoice(key, known.get(key) if key else None, LATEST, note)
+        moved = _transfer(db_path, workload, here, (key, LATEST), known) if key else None
+        return MachineChoice(key, known.get(key) if key else None, LATEST, note, moved)
     raise tables.no_models_error(db_path, workload)
+
+
+def _transfer(
+    db_path: Path,
+    workload: str,
+    here: MachineProfile,
+    chosen: tuple[str, str],
+    known: dict[str, MachineProfile],
+) -> Transfer | None:
+    """How profile ``chosen`` (its key, and why it was chosen) answers for this machine
+    (``here``); None without its runs."""
+    key, reason = chosen
+    if key not in known:
+        return None
+    runs = store.load_runs(db_path, workload=workload)
+    return transfer_for(runs, known, here, key, reason)
 
 
 def _has_calibration(workload: str) -> bool:

@@ -164,10 +164,13 @@ def replace_below_floor(
     """(bounds, raised): the model's upper ``bounds`` for ``configs``, each one below
     `closed_form_floor` replaced by that floor times `ceiling_factor`. The floor alone
     would be a bound that every measured run exceeded; this is as far above it as any
-    of them went. Every answer, the pages' bounds and the sweep's pre-check use it."""
+    of them went. Every answer, the pages' bounds and the sweep's pre-check use it.
+    Then each is widened for knob values the profile never measured
+    (`TrainingRange.widening`): after the floor, so no bound narrows for them."""
     floor = closed_form_floor(model, configs)
     raised = bounds < floor
-    return np.where(raised, floor * ceiling_factor(model), bounds), raised
+    widening = np.array([model.training_range.widening(c) for c in configs], dtype=float)
+    return np.where(raised, floor * ceiling_factor(model), bounds) * widening, raised
 
 
 def _scan(
@@ -229,6 +232,9 @@ def _basis(model: SizingModel, config: WorkloadConfig, raised: bool) -> Basis:
     name = bound.name + (
         f"; replaced by the closed form x{ceiling_factor(model):.2f}" if raised else ""
     )
+    widening = model.training_range.widening(config)
+    why = model.training_range.widened_for(config)
+    name += f"; widened x{widening:.2f} for {why}" if widening > 1 else ""
     return Basis(model.name, name, bound.coverage, bool(reasons), " ".join(sentences), raised)
 
 

@@ -20,6 +20,9 @@ profiles:
   or from every pair when none does (and it says so). The profile asked about is
   never part of its own evidence: `benchmarks/transfer.py` checks the factor
   leave-one-profile-out.
+* `transfer_for` — the `Transfer` of a profile answering for a machine without
+  models (`modeling.machines.choose_machine`'s fallback): its factor and, in
+  words, which profile answered, why, how the two differ and the evidence.
 """
 
 from __future__ import annotations
@@ -225,3 +228,46 @@ def widening_for(
             pooled = pd.concat([r for r in ratios if not r.empty]).sort_values()
             return Widening(widening_factor(pooled), tuple(pooled), tuple(used), is_matched)
     return None
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """An answer for a machine without models from another profile's: which, why, how widened."""
+
+    asked: MachineProfile  # the machine the question is about
+    nearest: Nearest  # the profile that answers, with the facts that set them apart
+    widening: Widening | None  # None: no configuration measured on two other profiles
+    chosen_as: str  # why that profile answers, e.g. "the bundled reference"
+
+    @property
+    def factor(self) -> float:
+        return self.widening.factor if self.widening is not None else 1.0
+
+    def sentence(self) -> str:
+        """In words: who answered, that it is another machine, why, and how widened."""
+        widened = (
+            self.widening.sentence()
+            if self.widening is not None
+            else "bound not widened: no configuration was measured on two other profiles"
+        )
+        answering = self.nearest
+        return (
+            f"answered by another machine: profile {answering.key} ({answering.profile.label}), "
+            f"{self.chosen_as}, for this machine ({self.asked.label}, profile {self.asked.key}), "
+            f"which has no models; against it: {'; '.join(answering.reasons)}; {widened}"
+        )
+
+
+def transfer_for(
+    runs: pd.DataFrame,
+    known: Mapping[str, MachineProfile],
+    asked: MachineProfile,
+    chosen: str,
+    chosen_as: str,
+) -> Transfer:
+    """The `Transfer` of profile ``chosen`` (in ``known``, picked as ``chosen_as``) answering
+    for ``asked``; the widening leaves ``asked`` out of its own evidence."""
+    scores, reasons = distance(asked, known[chosen])
+    nearest = Nearest(chosen, known[chosen], scores, tuple(reasons))
+    widening = widening_for(runs, known, nearest, excluded=(asked.key,))
+    return Transfer(asked, nearest, widening, chosen_as)

@@ -28,6 +28,7 @@ from modeling.features import (
     config_frame,
     equivalent_side,
 )
+from modeling.unmeasured import KnobEvidence, Widening
 
 # Predictions `Predictor.remember` keeps per model at most (the Sizing page asks ~1,200 at once).
 MAX_REMEMBERED = 20_000
@@ -76,6 +77,13 @@ class TrainingRange:
     # The machine's L3 cache as TensorFlow reads it, which sizes the convolution-gradient
     # workspace of the configurations predicted (None: the runs did not record it).
     l3_cache_bytes: int | None = None
+    # The model's stored knob-split results on every profile (`modeling.unmeasured`), which
+    # widen its bound for a knob value never measured here; None: not attached (no widening).
+    # Not stored with the model: `application.sizing.models_of` attaches it at answer time.
+    knob_evidence: KnobEvidence | None = None
+    # Where this profile answers for another machine (`modeling.transfer.Transfer`): how far
+    # its bounds widen (1: it answers for itself). Not stored either.
+    machine_widening: float = 1.0
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> TrainingRange:
@@ -112,6 +120,34 @@ class TrainingRange:
         knobs = {knob: tuple(seen) for knob, seen in values["knobs"].items()}
         return cls(**(values | {"knobs": knobs}))
 
+    def unmeasured(self, config: WorkloadConfig) -> list[tuple[str, Any]]:
+        """The (knob, value) settings of ``config`` that no run of this range measured."""
+        return [
+            (knob, getattr(config, knob))
+            for knob in workloads.of(config).NETWORK_KNOBS
+            if getattr(config, knob) not in self.knobs.get(knob, ())
+        ]
+
+    def widenings(self, config: WorkloadConfig) -> list[Widening]:
+        """How the bound widens for each of `unmeasured`'s values (none without evidence)."""
+        if self.knob_evidence is None:
+            return []
+        return [self.knob_evidence.widening(knob, value) for knob, value in self.unmeasured(config)]
+
+    def widening(self, config: WorkloadConfig) -> float:
+        """The factor the bound of ``config`` is widened by (>= 1): the product of `widenings`
+        and `machine_widening`."""
+        return float(np.prod([w.factor for w in self.widenings(config)])) * self.machine_widening
+
+    def widened_for(self, config: WorkloadConfig) -> str:
+        """Why `widening` is above 1, in a few words ("" where it is not)."""
+        causes = []
+        if any(w.factor > 1 for w in self.widenings(config)):
+            causes.append("knob values never measured")
+        if self.machine_widening > 1:
+            causes.append("another machine")
+        return " and ".join(causes)
+
     def beyond(self, config: WorkloadConfig) -> list[str]:
         """In plain words, each way ``config`` lies outside this range (empty when inside)."""
         reasons = []
@@ -139,12 +175,13 @@ class TrainingRange:
                 f"image x batch ({sample_megavoxels:.1f} megavoxels) is more than "
                 f"any measured run ({self.max_sample_megavoxels:.1f})"
             )
-        for knob in workloads.of(config).NETWORK_KNOBS:
-            value = getattr(config, knob)
-            seen = self.knobs.get(knob, ())
-            if value not in seen:
-                listed = ", ".join(str(v) for v in seen)
-                reasons.append(f"{knob} {value} was never measured (measured: {listed})")
+        widenings = self.widenings(config)
+        for i, (knob, value) in enumerate(self.unmeasured(config)):
+            listed = ", ".join(str(v) for v in self.knobs.get(knob, ()))
+            widened = f"; {widenings[i].words}" if widenings else ""
+            reasons.append(
+                f"{knob} {value} was never measured on this profile (measured: {listed}){widened}"
+            )
         return reasons
 
 

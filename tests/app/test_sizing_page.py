@@ -243,7 +243,7 @@ def test_a_knob_the_models_never_saw_shows_the_extrapolation_warning(reference_d
     at = sizing_page(filters="32", precision="mixed_float16")
 
     warnings = " ".join(shown(w.value) for w in at.warning)
-    assert "base_filters 32 was never measured (measured: 16)" in warnings
+    assert "base_filters 32 was never measured on this profile (measured: 16)" in warnings
     assert "precision mixed_float16 was never measured" in warnings
 
 

@@ -1,0 +1,41 @@
+"""Stored models whose bounds widen for what their profile never measured.
+
+Two things a profile's runs cannot speak for, each widening every bound after the
+closed-form floor (`modeling.stored.predictor.TrainingRange.widening`), and each
+said in the answer's words:
+
+* a knob value no run of the profile measured: by the stored knob splits of the
+  profiles that did (`with_knob_evidence`, `modeling.unmeasured`);
+* another machine: the profile answers for one without models of its own, by the
+  spread between other profiles (`with_transfer`, `modeling.transfer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from modeling.stored.predictor import Predictor
+from modeling.transfer import Transfer
+from modeling.unmeasured import KnobEvidence
+
+
+def with_knob_evidence(predictors: Sequence[Predictor], evidence: KnobEvidence) -> list[Predictor]:
+    """``predictors``, each carrying its own knob-split results (`TrainingRange.knob_evidence`)."""
+    return [
+        replace(
+            p, training_range=replace(p.training_range, knob_evidence=evidence.of_model(p.name))
+        )
+        for p in predictors
+    ]
+
+
+def with_transfer(predictors: Sequence[Predictor], transfer: Transfer | None) -> list[Predictor]:
+    """``predictors`` answering for the machine of ``transfer`` (None: for their own profile):
+    every bound widened by its factor (the answer says why: `Transfer.sentence`)."""
+    if transfer is None:
+        return list(predictors)
+    return [
+        replace(p, training_range=replace(p.training_range, machine_widening=transfer.factor))
+        for p in predictors
+    ]

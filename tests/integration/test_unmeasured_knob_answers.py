@@ -1,0 +1,100 @@
+"""A precision the answering profile never measured: BEYOND the measured range on every path,
+the value named, the bound widened by the knob splits of the profiles that measured it
+(issue 28, point 3).
+
+Profile cac47eeb1b (AVX2 AMD, oneDNN on) has float32 runs only; profile 259d139078
+(the same CPU, oneDNN off) measured mixed_bfloat16 and its stored knob split left it out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from html import unescape
+from pathlib import Path
+
+import pytest
+
+from application import sizing, widening
+from application.sizing import SizingQuestion
+from core import store
+from core.units import GIB
+from modeling.decision import Confidence
+from modeling.unmeasured import KnobEvidence
+from presentation import sizing_report, sizing_report_html
+
+FLOAT32_ONLY = "cac47eeb1b"
+BF16 = {"precision": "mixed_bfloat16"}
+NAMED = "precision mixed_bfloat16 was never measured on this profile (measured: float32)"
+WIDENED = "mixed_bfloat16: 1.23 over 10 runs"  # 259d139078's knob split of least_squares_workspace
+
+
+@pytest.fixture
+def db(every_bundled_run: Path) -> Path:
+    return every_bundled_run
+
+
+def _question(models: sizing.Models) -> SizingQuestion:
+    return SizingQuestion(
+        kind=sizing.BUY,
+        workload="unet3d",
+        machine=models.machine,
+        knobs=tuple(BF16.items()),
+        budget_bytes=64 * GIB,
+        model=models.default_model,
+        image_shape=(96, 96, 96),
+        batch_size=1,
+    )
+
+
+def test_the_decision_and_the_answer_read_beyond_and_widen_the_bound(db: Path) -> None:
+    models, _ = sizing.load_models(db, "unet3d", FLOAT32_ONLY, BF16)
+    question = _question(models)
+    runs = store.load_runs(db, workload="unet3d", machine=FLOAT32_ONLY)
+    # The same models with no knob split stored anywhere: the bound before widening.
+    nothing = widening.with_knob_evidence(models.predictors, KnobEvidence())
+    plain = dataclasses.replace(models, predictors=tuple(nothing))
+
+    decided = sizing.decide(question, models, runs)
+    said = sizing.answer(question, models)
+    unwidened = sizing.answer(question, plain)
+
+    assert decided.confidence is Confidence.BEYOND
+    assert decided.estimate is not None and NAMED in decided.estimate.beyond
+    assert WIDENED in decided.estimate.beyond
+    assert NAMED in said.found.basis.warning and "widened x1.23" in said.bound
+    assert said.found.bound_bytes >= unwidened.found.bound_bytes * 1.2
+
+
+def test_the_report_names_the_unmeasured_value(db: Path) -> None:
+    models, _ = sizing.load_models(db, "unet3d", FLOAT32_ONLY, BF16)
+    runs = store.load_runs(db, workload="unet3d", machine=FLOAT32_ONLY)
+    source = sizing_report.ReportSource("profile cac47eeb1b", version="memplan test")
+
+    built = sizing_report.build_report(_question(models), models, runs, source)
+    html = sizing_report_html.render_html(built)
+    shown = " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+    assert NAMED in shown and WIDENED in shown
+
+
+def test_memplan_size_buy_says_why_and_carries_the_widened_bound(db: Path) -> None:
+    asked = ["size", "buy", "--image-size", "96", "--batch-size", "1", "--db", str(db)]
+    asked += ["--machine", FLOAT32_ONLY, "--precision", "mixed_bfloat16"]
+
+    said = subprocess.run(
+        [sys.executable, "-m", "memplan", *asked], capture_output=True, text=True, check=True
+    )
+    as_json = subprocess.run(
+        [sys.executable, "-m", "memplan", *asked, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    assert NAMED in said.stdout and WIDENED in said.stdout
+    assert "widened x1.23 for knob values never measured" in said.stdout
+    assert NAMED in json.loads(as_json.stdout)["answer"]["basis"]["warning"]
