@@ -39,7 +39,7 @@ from modeling.decision import Decision
 from modeling.errors import ModelingError
 from modeling.machines import MachineFacts
 from modeling.sizing import BatchAnswer, ImageSizeAnswer, MemoryAnswer
-from modeling.stored import bundle, knob_splits
+from modeling.stored import bundle
 from modeling.stored import tables as results
 from modeling.stored.predictor import Predictor
 
@@ -162,14 +162,10 @@ def models_of(
 ) -> Models:
     """`Models` from loaded predictors and their evaluation's ``scores`` (for the default).
 
-    With ``source`` a database, each model's bound widens for knob values its profile
-    never measured, by the stored knob splits of every profile (`with_knob_evidence`).
+    A bound widens for knob values its profile never measured only where the predictors
+    carry the stored knob splits (`widening.with_stored_knob_evidence`).
     """
     default = results.best_model_name(scores) if not scores.empty else None
-    if isinstance(source, Path):
-        predictors = widening.with_knob_evidence(
-            predictors, knob_splits.load_knob_evidence(source, workload)
-        )
     return Models(workload, machine, tuple(predictors), default, facts, str(source))
 
 
@@ -197,6 +193,10 @@ def load_models(
     else:
         predictors = [bundle.load_predictor(db_path, only, workload, choice.key)]
     predictors = widening.with_transfer(predictors, choice.transfer)
+    # Reading the knob-split evidence costs ~2 s (loaded VM): only a question with a knob
+    # value some model never measured has a use for it.
+    if widening.asks_unmeasured(predictors, workload, knobs):
+        predictors = widening.with_stored_knob_evidence(predictors, db_path, workload)
     return models_of(workload, choice.key, predictors, scores, choice.facts, db_path), choice
 
 

@@ -12,9 +12,13 @@ said in the answer's words:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
+from core import workloads
+from modeling.stored import knob_splits
 from modeling.stored.predictor import Predictor
 from modeling.transfer import Transfer
 from modeling.unmeasured import KnobEvidence
@@ -39,3 +43,23 @@ def with_transfer(predictors: Sequence[Predictor], transfer: Transfer | None) ->
         replace(p, training_range=replace(p.training_range, machine_widening=transfer.factor))
         for p in predictors
     ]
+
+
+def with_stored_knob_evidence(
+    predictors: Sequence[Predictor], db_path: Path, workload: str
+) -> list[Predictor]:
+    """``predictors`` carrying the knob splits stored in ``db_path`` (`with_knob_evidence`)."""
+    return with_knob_evidence(predictors, knob_splits.load_knob_evidence(db_path, workload))
+
+
+def asks_unmeasured(
+    predictors: Sequence[Predictor], workload: str, knobs: Mapping[str, Any]
+) -> bool:
+    """Whether a knob value asked (or its default) is one some model never measured."""
+    declared = workloads.get(workload).KNOBS
+    asked = {knob.name: knobs.get(knob.name) or knob.default for knob in declared}
+    return any(
+        value not in p.training_range.knobs.get(name, ())
+        for p in predictors
+        for name, value in asked.items()
+    )

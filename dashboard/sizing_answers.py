@@ -31,7 +31,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from application import sizing, verify
+from application import sizing, verify, widening
 from application.sizing import Models, SizingAnswer, SizingError, SizingQuestion
 from application.verify import Claim, Verdict
 from core import workloads
@@ -96,7 +96,10 @@ def _models(db_path: Path, db_version: data.Version, workload: str, facts: Machi
     return sizing.models_of(
         workload,
         machine,
-        data.predictors(db_path, db_version, workload, machine),
+        # Every knob value the page offers may be one a model never measured.
+        widening.with_stored_knob_evidence(
+            data.predictors(db_path, db_version, workload, machine), db_path, workload
+        ),
         data.scores(db_path, db_version, workload, machine),
         facts,
         db_path,

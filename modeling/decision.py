@@ -8,7 +8,7 @@ evidence stands behind it. So:
 
 * `estimates_for` — every model's `ModelEstimate` for configurations: its point
   prediction and its upper bound, raised where it falls below the closed form
-  (`modeling.sizing.replace_below_floor`), so it agrees with the sizing answers;
+  (`modeling.closed_form_floor.replace_below_floor`), so it agrees with the sizing answers;
 * `credible_models` — sorts every model's estimate for one configuration into
   the credible ones (their bounds give the spread shown beside the answer) and
   those left out, each with the reason in words: no positive prediction or no
@@ -42,8 +42,8 @@ from core import workloads
 from core.units import GIB, approx_gib
 from core.workloads.base import WorkloadConfig
 from modeling import trainable
+from modeling.closed_form_floor import SizingModel, replace_below_floor
 from modeling.evaluation.bounds import upper_bound
-from modeling.sizing import SizingModel, replace_below_floor
 
 # A bound more than this factor above or below the median bound of the models
 # otherwise credible is "far outside the others" (the paper model's bound is
@@ -66,7 +66,7 @@ class ModelEstimate:
     name: str
     title: str
     predicted_bytes: float
-    upper_bytes: float  # as `modeling.sizing.replace_below_floor` leaves it
+    upper_bytes: float  # as `modeling.closed_form_floor.replace_below_floor` leaves it
     raised_to_closed_form: bool  # the model's own bound fell below the refined estimate
     beyond: str  # how the configuration lies outside the model's measured range; "" inside
     reach: float  # image x batch over the largest measured run's (> 1: beyond it)

@@ -8,7 +8,7 @@ has a fitted model, its upper bound is the better pre-check: the default model
 (`modeling.stored.tables.best_model_name`) of the machine profile's latest
 evaluation, with its conformal ratio; where that falls below the refined closed
 form, the closed form times the most a run exceeded it
-(`modeling.sizing.replace_below_floor`); and only for a network the model was
+(`modeling.closed_form_floor.replace_below_floor`); and only for a network the model was
 fitted on (every knob value among those it saw). Any other point keeps the
 closed form with margins.
 
@@ -26,8 +26,8 @@ import numpy as np
 from core import workloads
 from core.records import PeakBound
 from core.workloads.base import WorkloadConfig
+from modeling.closed_form_floor import ceiling_factor, replace_below_floor
 from modeling.errors import ModelingError
-from modeling.sizing import ceiling_factor, replace_below_floor
 from modeling.stored.bundle import load_predictor
 from modeling.stored.predictor import Predictor
 from modeling.stored.tables import BEST

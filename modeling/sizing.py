@@ -19,15 +19,7 @@ are binary, JEDEC-style: a "64 GB" DIMM holds 64 x 2^30 bytes, i.e. 64 GiB
 (68.7 x 10^9 bytes). `PURCHASABLE_MEMORY_GB` is in those units, so its sizes
 compare directly with GiB.
 
-The closed-form floor. Every measured run needed more than the refined
-analytical model (`core.analytical`) says, by 6-29% on the reference
-data; a fitted formula that predicts less, typically far outside the measured
-range, is extrapolating nonsense. So a bound below the refined closed-form
-estimate is replaced, and the answer says so: not by that estimate, which
-every run exceeded and which is therefore no bound, but by it times the most
-any run the model was fitted on exceeded it (`replace_below_floor`). With
-oneDNN on, an AVX2 EPYC's runs exceeded it by up to 1.33x; 176^3 at batch 2,
-six times their largest image x batch, measured 1.10x it (docs/data.md).
+The closed-form floor under every bound: `modeling.closed_form_floor`.
 
 "Fits" means the bound is at or under the budget. Sizes and batches are
 scanned upward and the answer is the last one before the first that does not
@@ -40,17 +32,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from core import workloads
-from core.analytical import refined_breakdown
 from core.units import format_gib
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import MAX_BATCH_SIZE, WorkloadConfig
+from modeling.closed_form_floor import SizingModel, ceiling_factor, replace_below_floor
 from modeling.errors import ModelingError
-from modeling.evaluation.bounds import ConformalBound
 
 # Server memory sizes one can buy, in (binary, JEDEC) GB; see the module docstring.
 PURCHASABLE_MEMORY_GB: tuple[int, ...] = (
@@ -74,21 +65,6 @@ DEFAULT_HEADROOM = 0.2
 FIRST_SCAN_CHUNK = 16
 # More than 10x headroom is a typo, not a safety margin.
 MAX_HEADROOM = 10.0
-
-
-class SizingModel(Protocol):
-    """What sizing needs from a model (`modeling.stored.predictor.Predictor` is one)."""
-
-    name: str
-
-    def point_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray: ...
-
-    def upper_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray: ...
-
-    def bound_for(self, config: WorkloadConfig) -> ConformalBound: ...
-
-    @property
-    def training_range(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -143,34 +119,6 @@ class MemoryAnswer:
     required_bytes: int
     memory_gb: int  # one of PURCHASABLE_MEMORY_GB (binary GB, = GiB)
     basis: Basis
-
-
-def closed_form_floor(model: SizingModel, configs: Sequence[WorkloadConfig]) -> np.ndarray:
-    """The refined closed-form estimate, bytes, with the model's measured framework baseline."""
-    framework = int(model.training_range.framework_bytes)
-    return np.array([refined_breakdown(c, framework).total_bytes for c in configs], dtype=float)
-
-
-def ceiling_factor(model: SizingModel) -> float:
-    """The most a run the model was fitted on peaked above the refined closed form, as a
-    factor (`TrainingRange.closed_form_excess`); 1 where that is unknown or below 1."""
-    excess = model.training_range.closed_form_excess
-    return max(1.0, float(excess)) if excess is not None else 1.0
-
-
-def replace_below_floor(
-    model: SizingModel, configs: Sequence[WorkloadConfig], bounds: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(bounds, raised): the model's upper ``bounds`` for ``configs``, each one below
-    `closed_form_floor` replaced by that floor times `ceiling_factor`. The floor alone
-    would be a bound that every measured run exceeded; this is as far above it as any
-    of them went. Every answer, the pages' bounds and the sweep's pre-check use it.
-    Then each is widened for knob values the profile never measured
-    (`TrainingRange.widening`): after the floor, so no bound narrows for them."""
-    floor = closed_form_floor(model, configs)
-    raised = bounds < floor
-    widening = np.array([model.training_range.widening(c) for c in configs], dtype=float)
-    return np.where(raised, floor * ceiling_factor(model), bounds) * widening, raised
 
 
 def _scan(

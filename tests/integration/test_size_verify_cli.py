@@ -24,7 +24,8 @@ from core import database, profiles, store
 from core.machine import machine_info, onednn_enabled, software_info
 from core.workloads.unet3d import UNetConfig
 from memplan import cli as memplan_cli
-from modeling.sizing import largest_image_side, replace_below_floor
+from modeling.closed_form_floor import replace_below_floor
+from modeling.sizing import largest_image_side
 from modeling.stored.bundle import load_predictor
 from tests.conftest import build_record, build_runs
 

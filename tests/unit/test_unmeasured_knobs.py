@@ -2,7 +2,7 @@
 
 The evidence is `modeling.unmeasured`'s: each knob split's largest measured / predicted
 peak of a model fitted without the value; the bound is multiplied by it after the
-closed-form floor (`modeling.sizing.replace_below_floor`), never by less than 1.
+closed-form floor (`modeling.closed_form_floor.replace_below_floor`), never by less than 1.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import dataclasses
 import pandas as pd
 import pytest
 
+from application import widening
 from core.workloads.unet3d import UNetConfig
 from modeling import decision
 from modeling.sizing import memory_to_buy
@@ -111,3 +112,12 @@ def test_knob_splits_are_read_from_stored_held_out_predictions() -> None:
         HeldOut("amd", "exact", "levels", 4, pytest.approx(1 / 1.1), 1),
         HeldOut("amd", "exact", "precision", "mixed_bfloat16", pytest.approx(1.2), 2),
     ]
+
+
+def test_only_a_question_with_an_unmeasured_value_needs_the_knob_evidence() -> None:
+    # The CLI reads the stored knob splits (~2 s) only for such a question.
+    measured = _model()
+
+    assert not widening.asks_unmeasured([measured], "unet3d", {})
+    assert not widening.asks_unmeasured([measured], "unet3d", {"precision": "float32"})
+    assert widening.asks_unmeasured([measured], "unet3d", {"precision": "mixed_bfloat16"})
