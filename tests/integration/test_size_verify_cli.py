@@ -35,6 +35,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Added to every synthetic peak: the fitted bound of 16^3 must stay above its real peak.
 PESSIMISM_BYTES = 3 * 2**29
 SIDE, NEXT_SIDE = 16, 32
+# A 4-filter network: the two verifying runs are the smallest TensorFlow children there are.
+TINY_NETWORK = {"base_filters": 4}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +47,8 @@ def this_machines_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     database.ensure_database(db)
     here = {**machine_info(), **software_info(), "onednn_enabled": onednn_enabled()}
     # Neither 16^3 nor 32^3 among them: only the verification measures those.
-    for row in build_runs(sides=(48, 64, 80, 96, 112, 128)).to_dict("records"):
+    sides = (48, 64, 80, 96, 112, 128)
+    for row in build_runs(sides=sides, network=TINY_NETWORK).to_dict("records"):
         row.pop("run_id")
         row.update(here, peak_hwm_bytes=row["peak_hwm_bytes"] + PESSIMISM_BYTES)
         store.insert_run(db, build_record(**row))
@@ -53,10 +56,10 @@ def this_machines_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     assert memplan_cli.main([*fit, "--extrapolation-seeds", "1"]) == 0
     key = profiles.profile_of(build_record(**here).row()).key
     model = load_predictor(db, "least_squares", "unet3d", machine=key)
-    configs = [UNetConfig((side,) * 3, 1) for side in (SIDE, NEXT_SIDE)]
+    configs = [UNetConfig((side,) * 3, 1, **TINY_NETWORK) for side in (SIDE, NEXT_SIDE)]
     (low, high), _ = replace_below_floor(model, configs, model.upper_bytes(configs))
     budget = int((low + high) / 2)
-    assert largest_image_side(model, budget, 1).side == SIDE
+    assert largest_image_side(model, budget, 1, knobs=TINY_NETWORK).side == SIDE
     return db, budget
 
 
@@ -69,7 +72,8 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
 
     result = subprocess.run(
         [sys.executable, "-m", "memplan", "size", "image", "--budget", str(budget)]
-        + ["--headroom", "0", "--batch-size", "1", "--db", str(db), "--verify"],
+        + ["--headroom", "0", "--batch-size", "1", "--base-filters", "4"]
+        + ["--db", str(db), "--verify"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -87,7 +91,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
 
     again = subprocess.run(
         [sys.executable, "-m", "memplan", "size", "image", "--budget", str(budget)]
-        + ["--headroom", "0", "--batch-size", "1", "--db", str(db)],
+        + ["--headroom", "0", "--batch-size", "1", "--base-filters", "4", "--db", str(db)],
         cwd=REPO,
         capture_output=True,
         text=True,
