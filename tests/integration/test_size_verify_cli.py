@@ -5,7 +5,7 @@ fit needs ten measured configurations: minutes of TensorFlow), made pessimistic
 by `PESSIMISM_BYTES`, so the answer at batch 1 is the smallest cube, 16^3, which
 then really runs (one TensorFlow child, well under a minute) under the budget as
 its memory limit (``--headroom 0``: all of the budget for training). The next size
-up, 32^3, is over the budget by the same model's bound, but the sweep launches it
+up, 18^3, is over the budget by the same model's bound, but the sweep launches it
 anyway (``--run-over-bound``) and lets the budget, as its memory limit, stop it;
 being far smaller than the pessimistic model says, it fits, and the answer reads as
 on the safe side.
@@ -34,19 +34,20 @@ pytestmark = pytest.mark.tensorflow  # the verification runs a real TensorFlow c
 REPO = Path(__file__).resolve().parents[2]
 # Added to every synthetic peak: the fitted bound of 16^3 must stay above its real peak.
 PESSIMISM_BYTES = 3 * 2**29
-SIDE, NEXT_SIDE = 16, 32
-# A 4-filter network: the two verifying runs are the smallest TensorFlow children there are.
-TINY_NETWORK = {"base_filters": 4}
+SIDE, NEXT_SIDE = 16, 18  # a 2-level network takes every even side
+# A 4-filter, 2-level network: the verifying runs are the smallest TensorFlow children there are.
+TINY_NETWORK = {"base_filters": 4, "levels": 2}
+TINY_FLAGS = ["--base-filters", "4", "--levels", "2"]
 
 
 @pytest.fixture(scope="module")
 def this_machines_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     """A database whose synthetic runs are this machine's, with a fitted model; and a budget
-    between the model's bounds of 16^3 and 32^3 at batch 1."""
+    between the model's bounds of 16^3 and 18^3 at batch 1."""
     db = tmp_path_factory.mktemp("verify") / "runs.duckdb"
     database.ensure_database(db)
     here = {**machine_info(), **software_info(), "onednn_enabled": onednn_enabled()}
-    # Neither 16^3 nor 32^3 among them: only the verification measures those.
+    # Neither 16^3 nor 18^3 among them: only the verification measures those.
     sides = (48, 64, 80, 96, 112, 128)
     for row in build_runs(sides=sides, network=TINY_NETWORK).to_dict("records"):
         row.pop("run_id")
@@ -72,8 +73,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
 
     result = subprocess.run(
         [sys.executable, "-m", "memplan", "size", "image", "--budget", str(budget)]
-        + ["--headroom", "0", "--batch-size", "1", "--base-filters", "4"]
-        + ["--db", str(db), "--verify"],
+        + ["--headroom", "0", "--batch-size", "1", *TINY_FLAGS, "--db", str(db), "--verify"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -91,7 +91,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
 
     again = subprocess.run(
         [sys.executable, "-m", "memplan", "size", "image", "--budget", str(budget)]
-        + ["--headroom", "0", "--batch-size", "1", "--base-filters", "4", "--db", str(db)],
+        + ["--headroom", "0", "--batch-size", "1", *TINY_FLAGS, "--db", str(db)],
         cwd=REPO,
         capture_output=True,
         text=True,
