@@ -1,5 +1,11 @@
 """Fixtures for the dashboard tests: a real DuckDB file with the bundled runs and models.
 
+Each database comes two ways: a private copy per test (``reference_db``, ...), for a test
+that writes to it or changes what the page's caches depend on (this machine's profile, say);
+and a copy per test process shared by the tests that only read it (``shared_reference_db``,
+...), whose pages then find their cached runs and models warm (a cold Sizing page costs
+about 4 CPU s here, a warm one 0.5). A test that writes to a shared copy fails.
+
 The AlexNet databases add synthetic AlexNet runs (`tests.app.helpers.add_alexnet_runs`)
 to the bundled U-Net runs, with or without an AlexNet evaluation of their own; the
 two-machine one measures them on a second machine profile too (`OTHER_MACHINE`, its
@@ -8,11 +14,13 @@ peaks `OTHER_MACHINE_SCALE` times higher), each profile with its own evaluation.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from core import database
+from core.database import file_stamp
 from modeling.stored import bundle
 from profiling import exchange
 from tests.app.helpers import (
@@ -130,3 +138,87 @@ def every_bundle_db(
 ) -> Path:
     """A private copy of every bundled run and evaluation, made the dashboard's."""
     return _private_copy(every_bundle_template, tmp_path, monkeypatch)
+
+
+# --- shared copies, for the tests that only read ---------------------------------------
+
+
+@pytest.fixture(scope="session")
+def _shared_copies() -> dict[Path, Path]:
+    """Template -> this test process's shared copy of it (made on first use)."""
+    return {}
+
+
+def _shared_copy(
+    template: Path,
+    copies: dict[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Path]:
+    """This process's copy of ``template``, made the dashboard's; fails a test that wrote to it
+    (the next test would read what it left, and the pages' caches would be stale)."""
+    path = copies.get(template)
+    if path is None:
+        path = copies[template] = tmp_path_factory.mktemp("shared") / "memplan.duckdb"
+        path.write_bytes(template.read_bytes())
+    monkeypatch.setenv(database.DB_ENV_VAR, str(path))
+    before = file_stamp(path)
+    yield path
+    assert file_stamp(path) == before, (
+        "this test wrote to a shared database: ask for the private copy (reference_db, ...)"
+    )
+
+
+@pytest.fixture
+def shared_reference_db(
+    reference_db_template: Path,
+    _shared_copies: dict[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Path]:
+    """The reference database, shared with the other tests that only read it."""
+    yield from _shared_copy(reference_db_template, _shared_copies, tmp_path_factory, monkeypatch)
+
+
+@pytest.fixture
+def shared_alexnet_runs_db(
+    alexnet_runs_template: Path,
+    _shared_copies: dict[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Path]:
+    """The AlexNet runs (no AlexNet models), shared with the other tests that only read them."""
+    yield from _shared_copy(alexnet_runs_template, _shared_copies, tmp_path_factory, monkeypatch)
+
+
+@pytest.fixture
+def shared_alexnet_db(
+    alexnet_template: Path,
+    _shared_copies: dict[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Path]:
+    """The AlexNet runs and their evaluation, shared with the other tests that only read them."""
+    yield from _shared_copy(alexnet_template, _shared_copies, tmp_path_factory, monkeypatch)
+
+
+@pytest.fixture
+def shared_two_machines_db(
+    two_machines_template: Path,
+    _shared_copies: dict[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Path]:
+    """The two machines' AlexNet runs and models, shared with the tests that only read them."""
+    yield from _shared_copy(two_machines_template, _shared_copies, tmp_path_factory, monkeypatch)
+
+
+@pytest.fixture
+def shared_every_bundle_db(
+    every_bundle_template: Path,
+    _shared_copies: dict[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Path]:
+    """Every bundled run and evaluation, shared with the other tests that only read them."""
+    yield from _shared_copy(every_bundle_template, _shared_copies, tmp_path_factory, monkeypatch)

@@ -93,21 +93,21 @@ def raw_names(at: AppTest, db: Path) -> dict[str, str]:
     return found
 
 
-def test_the_models_page_shows_no_internal_name(reference_db: Path) -> None:
+def test_the_models_page_shows_no_internal_name(shared_reference_db: Path) -> None:
     at = open_page("dashboard/models_page.py", workload="unet3d")
     # Every model of the evaluation, so each one's title, curve and formula is on the page.
-    every = [model.name for model in bundle.load_predictors(reference_db, workload="unet3d")]
+    every = [model.name for model in bundle.load_predictors(shared_reference_db, workload="unet3d")]
     widget(at.multiselect, "Models").set_value(every).run()
     assert not at.exception
 
-    assert raw_names(at, reference_db) == {}
+    assert raw_names(at, shared_reference_db) == {}
     # The walk reaches each kind of text: a chart's axis title and legend, a table's header.
     words = set(shown_words(at))
     assert {"peak memory (GiB)", "hybrid: SR given analytical terms", "MAPE %"} <= words
 
 
-def test_the_sweeps_page_shows_no_internal_name(reference_db: Path) -> None:
+def test_the_sweeps_page_shows_no_internal_name(shared_reference_db: Path) -> None:
     at = open_page("dashboard/sweeps_page.py")
 
-    assert raw_names(at, reference_db) == {}
+    assert raw_names(at, shared_reference_db) == {}
     assert {"resident memory (GiB)", "kernel high-water mark", "HWM (GiB)"} <= set(shown_words(at))

@@ -18,7 +18,7 @@ def _last_in_main(at: AppTest):
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_every_page_ends_with_the_version(reference_db: Path, page: str) -> None:
+def test_every_page_ends_with_the_version(shared_reference_db: Path, page: str) -> None:
     at = open_page(page)
 
     footer = _last_in_main(at)

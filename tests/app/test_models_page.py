@@ -72,23 +72,27 @@ def other_infos(at: AppTest) -> list[str]:
     return [shown(info.value) for info in at.info if shown(info.value) not in notes]
 
 
-def test_the_page_offers_the_models_and_the_axes(reference_db: Path) -> None:
+def test_the_page_offers_the_models_and_the_axes(shared_reference_db: Path) -> None:
     at = models_page()
 
     models = widget(at.multiselect, "Models")
-    assert models.options == [results.load_predictors(reference_db)[i].title for i in range(10)]
+    assert models.options == [
+        results.load_predictors(shared_reference_db)[i].title for i in range(10)
+    ]
     assert models.value == ["paper", "refined", "symbolic"]
     axes = widget(at.radio, "Axes")
     assert (axes.options, axes.value) == (["Linear", "Log"], "Linear")
     assert not other_infos(at)  # an evaluation is stored: no hint
 
 
-def test_measured_points_sit_over_one_curve_per_model_and_batch_size(reference_db: Path) -> None:
+def test_measured_points_sit_over_one_curve_per_model_and_batch_size(
+    shared_reference_db: Path,
+) -> None:
     at = models_page()
     chart = peak_chart(at)
 
     measured = chart["measured"]["rows"]
-    ok = store.load_runs(reference_db, status="ok")
+    ok = store.load_runs(shared_reference_db, status="ok")
     assert len(measured) == len(ok)
     curves = chart["predicted"]["rows"]
     lines = curves.groupby(["model", "batch_size"]).size()
@@ -99,7 +103,7 @@ def test_measured_points_sit_over_one_curve_per_model_and_batch_size(reference_d
     assert sorted(curves["side"].unique()) == list(range(16, 145, 16))
 
 
-def test_choosing_more_models_and_log_axes_changes_the_curves(reference_db: Path) -> None:
+def test_choosing_more_models_and_log_axes_changes_the_curves(shared_reference_db: Path) -> None:
     at = models_page()
     widget(at.multiselect, "Models").set_value(["symbolic", "xgboost"])
     widget(at.radio, "Axes").set_value("Log")
@@ -111,7 +115,7 @@ def test_choosing_more_models_and_log_axes_changes_the_curves(reference_db: Path
     assert predicted["encoding"]["y"]["scale"]["type"] == "log"
 
 
-def test_drawing_past_the_measurements_extends_the_curves(reference_db: Path) -> None:
+def test_drawing_past_the_measurements_extends_the_curves(shared_reference_db: Path) -> None:
     at = models_page()
     widget(at.select_slider, "Curves up to image side").set_value(256).run()
 
@@ -119,13 +123,13 @@ def test_drawing_past_the_measurements_extends_the_curves(reference_db: Path) ->
 
 
 def test_parity_and_residuals_show_the_random_splits_held_out_predictions(
-    reference_db: Path,
+    shared_reference_db: Path,
 ) -> None:
     at = models_page()
     _, parity, residuals, _ = charts(at)  # the last: beside the published study
 
     held_out = layers(parity)["held_out"]["rows"]
-    stored = results.load_predictions(reference_db)
+    stored = results.load_predictions(shared_reference_db)
     shown = stored[
         (stored["split"] == "random") & stored["model"].isin(["paper", "refined", "symbolic"])
     ]
@@ -138,7 +142,7 @@ def test_parity_and_residuals_show_the_random_splits_held_out_predictions(
 
 
 def test_measured_against_predicted_says_the_measured_peak_is_the_high_water_mark(
-    reference_db: Path,
+    shared_reference_db: Path,
 ) -> None:
     at = models_page()
 
@@ -148,20 +152,20 @@ def test_measured_against_predicted_says_the_measured_peak_is_the_high_water_mar
     assert "the out-of-memory killer acts on resident memory, not on samples" in said
 
 
-def test_the_error_table_formula_and_measurement_floor_are_shown(reference_db: Path) -> None:
+def test_the_error_table_formula_and_measurement_floor_are_shown(shared_reference_db: Path) -> None:
     at = models_page()
 
     (table,) = at.dataframe[:1]
     errors = table.value
     assert len(errors) == len(ALL_MODELS)
-    scores = results.load_scores(reference_db)
+    scores = results.load_scores(shared_reference_db)
     symbolic = scores[(scores["model"] == "symbolic") & (scores["split"] == "random")]
     row = errors.set_index("model").loc["symbolic regression (gplearn)"]
     assert row["MAPE %"] == pytest.approx(symbolic["mape_pct"].mean())
     assert row["worst %"] == pytest.approx(symbolic["max_ape_pct"].max())
     assert r"\text{megavoxels}" in at.latex[0].value
 
-    runs = store.load_runs(reference_db)
+    runs = store.load_runs(shared_reference_db)
     gap = floor.sampling_gap(runs)
     metrics = {metric.label: metric.value for metric in at.metric}
     assert metrics["Sampling gap, median"] == f"{gap.median_pct:.2f}%"
@@ -233,7 +237,7 @@ def ok_alexnet_runs(db: Path):
 
 
 def test_alexnet_runs_without_an_evaluation_get_the_command_and_the_analytical_curves(
-    alexnet_runs_db: Path,
+    shared_alexnet_runs_db: Path,
 ) -> None:
     at = models_page()
     # The U-Net first: its bundled evaluation, its 46 runs' measured points only.
@@ -242,7 +246,7 @@ def test_alexnet_runs_without_an_evaluation_get_the_command_and_the_analytical_c
     widget(at.main.selectbox, "Workload").set_value("alexnet").run()
 
     (info,) = at.info
-    ok = ok_alexnet_runs(alexnet_runs_db)
+    ok = ok_alexnet_runs(shared_alexnet_runs_db)
     assert shown(info.value).startswith(
         f"Only the analytical models are shown: this database has {len(ok)} measured run(s) "
         f"of the AlexNet-style 2D CNN (Torres et al. 2021) for {profile_label()} — the most runs,"
@@ -269,19 +273,19 @@ def test_alexnet_runs_without_an_evaluation_get_the_command_and_the_analytical_c
 
 
 def test_alexnet_with_its_own_evaluation_shows_its_models_scores_and_held_out_points(
-    alexnet_db: Path,
+    shared_alexnet_db: Path,
 ) -> None:
     at = alexnet_page()
 
     assert not other_infos(at)
-    stored = results.load_predictors(alexnet_db, workload="alexnet")
+    stored = results.load_predictors(shared_alexnet_db, workload="alexnet")
     assert widget(at.multiselect, "Models").options == [p.title for p in stored]
     assert widget(at.multiselect, "Models").value == ["paper", "refined", "symbolic"]
     chart = peak_chart(at)
-    assert len(chart["measured"]["rows"]) == len(ok_alexnet_runs(alexnet_db))
+    assert len(chart["measured"]["rows"]) == len(ok_alexnet_runs(shared_alexnet_db))
     assert set(chart["predicted"]["rows"]["model"]) == {"paper", "refined", "symbolic"}
     held_out = layers(charts(at)[1])["held_out"]["rows"]
-    predictions = results.load_predictions(alexnet_db, workload="alexnet")
+    predictions = results.load_predictions(shared_alexnet_db, workload="alexnet")
     shown_models = predictions["model"].isin(["paper", "refined", "symbolic"])
     assert len(held_out) == len(predictions[(predictions["split"] == "random") & shown_models])
     errors = at.dataframe[0].value
@@ -294,24 +298,24 @@ def test_alexnet_with_its_own_evaluation_shows_its_models_scores_and_held_out_po
     assert "AlexNet-style 2D CNN (Torres et al. 2021), float32" in captions
 
 
-def test_the_u_net_view_is_unchanged_by_alexnet_runs_beside_it(alexnet_db: Path) -> None:
+def test_the_u_net_view_is_unchanged_by_alexnet_runs_beside_it(shared_alexnet_db: Path) -> None:
     at = models_page()
     assert widget(at.main.selectbox, "Workload").value == "unet3d"
     assert len(peak_chart(at)["measured"]["rows"]) == REFERENCE_OK_RUNS
     assert widget(at.multiselect, "Models").options == [
-        p.title for p in results.load_predictors(alexnet_db)
+        p.title for p in results.load_predictors(shared_alexnet_db)
     ]
 
 
 # --- machine profiles ---------------------------------------------------------------------
 
 
-def test_the_page_opens_on_the_bundled_machine_and_says_why_not_this_one(reference_db: Path):
+def test_the_page_opens_on_the_bundled_machine_and_says_why_not_this_one(shared_reference_db: Path):
     at = models_page()
 
     machine = widget(at.main.selectbox, "Machine")
     here = this_profile()
-    bundled = choose_machine(reference_db, "unet3d")
+    bundled = choose_machine(shared_reference_db, "unet3d")
     assert machine.value == bundled.key
     assert machine.options == [
         f"{bundled.label} · {bundled.key}",
@@ -388,7 +392,7 @@ def test_another_machines_runs_are_drawn_alone_and_must_be_measured_there(alexne
     assert "symbolic" in widget(at.multiselect, "Models").value
 
 
-def test_a_link_opens_the_machine_it_names(alexnet_db: Path):
+def test_a_link_opens_the_machine_it_names(shared_alexnet_db: Path):
     key = profile_key()
     at = open_page(PAGE, workload="alexnet", machine=key[:4])
 

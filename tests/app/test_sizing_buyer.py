@@ -33,7 +33,7 @@ def what_reads(element: Any) -> str:
     return f"{element.type}: {shown(str(value))}"
 
 
-def test_the_memory_to_buy_comes_first_under_the_question(reference_db: Path) -> None:
+def test_the_memory_to_buy_comes_first_under_the_question(shared_reference_db: Path) -> None:
     at: AppTest = open_page(PAGE, workload="unet3d", image="128", batch="4", budget="256")
     shown_in_order = [what_reads(element) for element in in_page_order(at.main)]
     answers = shown_in_order[shown_in_order.index("subheader: 128^3 at batch 4") + 1 :]

@@ -29,7 +29,7 @@ def figures(at: AppTest) -> dict[str, str]:
 
 
 def test_switching_machine_answers_as_a_fresh_link_to_that_machine(
-    every_bundle_db: Path,
+    shared_every_bundle_db: Path,
 ) -> None:
     # A model picked on the Intel profile that is not the knob profile's default.
     at = open_page(PAGE, **QUESTION, machine=INTEL)
@@ -51,7 +51,7 @@ def fresh_model(at: AppTest) -> str:
     return widget(at.selectbox, "Model").value
 
 
-def test_a_model_picked_on_a_machine_is_kept_for_that_machine(every_bundle_db: Path) -> None:
+def test_a_model_picked_on_a_machine_is_kept_for_that_machine(shared_every_bundle_db: Path) -> None:
     at = open_page(PAGE, **QUESTION, machine=INTEL)
     picked = "symbolic"
     widget(at.selectbox, "Model").set_value(picked).run()
@@ -63,7 +63,7 @@ def test_a_model_picked_on_a_machine_is_kept_for_that_machine(every_bundle_db: P
 
 
 def test_a_precision_that_never_trained_here_gets_the_reason_not_a_prediction(
-    every_bundle_db: Path,
+    shared_every_bundle_db: Path,
 ) -> None:
     at = open_page(PAGE, **QUESTION, machine=KNOBS, precision="mixed_float16")
 
@@ -81,7 +81,7 @@ def test_a_precision_that_never_trained_here_gets_the_reason_not_a_prediction(
     assert precision.format_func("mixed_bfloat16") == "mixed_bfloat16"
 
 
-def test_a_precision_that_trains_here_is_predicted(every_bundle_db: Path) -> None:
+def test_a_precision_that_trains_here_is_predicted(shared_every_bundle_db: Path) -> None:
     at = open_page(PAGE, **QUESTION, machine=KNOBS, precision="mixed_bfloat16")
 
     assert not [e for e in at.error if "does not train" in e.value]

@@ -96,7 +96,9 @@ def machine_note(at: AppTest) -> str:
     return note
 
 
-def test_the_inputs_carry_the_contract_labels_and_only_valid_sizes(reference_db: Path) -> None:
+def test_the_inputs_carry_the_contract_labels_and_only_valid_sizes(
+    shared_reference_db: Path,
+) -> None:
     at = sizing_page()
 
     workload = widget(at.main.selectbox, "Workload")
@@ -115,13 +117,15 @@ def test_the_inputs_carry_the_contract_labels_and_only_valid_sizes(reference_db:
     assert widget(at.selectbox, "Precision").value == "float32"
     assert widget(at.number_input, "Memory budget (GiB)").value == 256.0
     assert widget(at.number_input, "Headroom (%)").value == 20.0
-    best = results.best_model_name(results.load_scores(reference_db))
+    best = results.best_model_name(results.load_scores(shared_reference_db))
     assert widget(at.selectbox, "Model").value == best
-    title = next(p.title for p in results.load_predictors(reference_db) if p.name == best)
+    title = next(p.title for p in results.load_predictors(shared_reference_db) if p.name == best)
     assert point_prediction(at, title) < gib(metric(at, "Upper bound"))
 
 
-def test_moving_the_batch_or_the_image_changes_the_predicted_peak(reference_db: Path) -> None:
+def test_moving_the_batch_or_the_image_changes_the_predicted_peak(
+    shared_reference_db: Path,
+) -> None:
     at = sizing_page()
     at_batch_4 = gib(metric(at, "Upper bound"))
 
@@ -135,7 +139,7 @@ def test_moving_the_batch_or_the_image_changes_the_predicted_peak(reference_db: 
     assert at.query_params["batch"] == "8" and at.query_params["image"] == "64"
 
 
-def test_the_verdict_says_whether_the_bound_fits_the_budget(reference_db: Path) -> None:
+def test_the_verdict_says_whether_the_bound_fits_the_budget(shared_reference_db: Path) -> None:
     at = sizing_page()  # 128^3 at batch 4: measured on the bundled machine
     (headline,) = at.success
     assert headline.value.startswith("**Fits, verified by a run (measured 10.6 GiB).** 128^3 at")
@@ -151,7 +155,7 @@ def test_the_verdict_says_whether_the_bound_fits_the_budget(reference_db: Path) 
 
 
 def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
-    reference_db: Path,
+    shared_reference_db: Path,
 ) -> None:
     # The Dell–Intel study's question: 12x the image x batch of the largest bundled run.
     at = sizing_page(image="240x240x144", batch="16")
@@ -196,7 +200,7 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
 
 
 def test_a_model_absurd_here_is_replaced_by_the_highest_credible_bound(
-    reference_db: Path,
+    shared_reference_db: Path,
 ) -> None:
     # The neural network predicts 119,304 GiB at 1024^3, batch 128: below the closed form.
     at = sizing_page(image="1024", batch="128", model="mlp", budget="65536")
@@ -208,7 +212,7 @@ def test_a_model_absurd_here_is_replaced_by_the_highest_credible_bound(
     assert headline(at).startswith("**Predicted not to fit, 12,228x beyond")
 
 
-def test_the_sizing_answers_name_their_model_and_bound(reference_db: Path) -> None:
+def test_the_sizing_answers_name_their_model_and_bound(shared_reference_db: Path) -> None:
     at = sizing_page(model="refined")
 
     assert metric(at, "Largest cube at batch 4").endswith("^3")
@@ -230,7 +234,9 @@ def test_the_sizing_answers_name_their_model_and_bound(reference_db: Path) -> No
     assert any("extrapolates beyond the measured runs" in w.value for w in at.warning)
 
 
-def test_a_budget_nothing_fits_shows_the_sizing_error_not_a_crash(reference_db: Path) -> None:
+def test_a_budget_nothing_fits_shows_the_sizing_error_not_a_crash(
+    shared_reference_db: Path,
+) -> None:
     at = sizing_page(budget="0.5")
 
     errors = [shown(error.value) for error in at.error]
@@ -239,7 +245,9 @@ def test_a_budget_nothing_fits_shows_the_sizing_error_not_a_crash(reference_db: 
     assert headline(at).startswith("**Does not fit, measured")
 
 
-def test_a_knob_the_models_never_saw_shows_the_extrapolation_warning(reference_db: Path) -> None:
+def test_a_knob_the_models_never_saw_shows_the_extrapolation_warning(
+    shared_reference_db: Path,
+) -> None:
     at = sizing_page(filters="32", precision="mixed_float16")
 
     warnings = " ".join(shown(w.value) for w in at.warning)
@@ -247,7 +255,7 @@ def test_a_knob_the_models_never_saw_shows_the_extrapolation_warning(reference_d
     assert "precision mixed_float16 was never measured" in warnings
 
 
-def test_the_url_holds_the_view_and_a_link_reproduces_it(reference_db: Path) -> None:
+def test_the_url_holds_the_view_and_a_link_reproduces_it(shared_reference_db: Path) -> None:
     at = sizing_page()
     assert at.query_params == DEFAULT_PARAMS
 
@@ -264,7 +272,7 @@ def test_the_url_holds_the_view_and_a_link_reproduces_it(reference_db: Path) -> 
         assert metric(opened, label) == metric(at, label)
 
 
-def test_the_question_survives_a_visit_to_another_page(reference_db: Path) -> None:
+def test_the_question_survives_a_visit_to_another_page(shared_reference_db: Path) -> None:
     at = sizing_page()
     widget(at.select_slider, "Batch size").set_value(16).run()
     at.switch_page("dashboard/models_page.py").run()
@@ -275,7 +283,7 @@ def test_the_question_survives_a_visit_to_another_page(reference_db: Path) -> No
     assert at.query_params["batch"] == "16"
 
 
-def test_a_link_with_three_sides_opens_the_d_h_w_inputs(reference_db: Path) -> None:
+def test_a_link_with_three_sides_opens_the_d_h_w_inputs(shared_reference_db: Path) -> None:
     at = sizing_page(image="240x240x144", batch="16", budget="1024")
 
     assert widget(at.radio, "Image shape").value == "D × H × W"
@@ -294,7 +302,7 @@ def test_a_link_with_three_sides_opens_the_d_h_w_inputs(reference_db: Path) -> N
     ],
 )
 def test_a_tampered_link_falls_back_to_the_default_with_a_warning(
-    reference_db: Path, name: str, value: str, reason: str
+    shared_reference_db: Path, name: str, value: str, reason: str
 ) -> None:
     at = sizing_page(**{name: value})
 
@@ -304,7 +312,7 @@ def test_a_tampered_link_falls_back_to_the_default_with_a_warning(
     assert at.query_params[name] == DEFAULT_PARAMS[name]  # the URL is valid again
 
 
-def test_the_refined_breakdown_is_drawn_term_by_term(reference_db: Path) -> None:
+def test_the_refined_breakdown_is_drawn_term_by_term(shared_reference_db: Path) -> None:
     at = sizing_page()
 
     (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
@@ -342,7 +350,7 @@ def test_without_stored_models_the_page_says_how_to_get_them(
 
 
 def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
-    alexnet_db: Path,
+    shared_alexnet_db: Path,
 ) -> None:
     at = sizing_page(**ALEXNET_LINK)
 
@@ -355,9 +363,9 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
     assert widget(at.select_slider, "Batch size").value == 32
     assert labels(at.main.selectbox) == ["Workload", "Machine", "Classes", "Precision", "Model"]
     assert widget(at.selectbox, "Classes").value == 1000
-    stored = {p.name for p in results.load_predictors(alexnet_db, workload="alexnet")}
+    stored = {p.name for p in results.load_predictors(shared_alexnet_db, workload="alexnet")}
     assert set(widget(at.selectbox, "Model").options) == {
-        p.title for p in results.load_predictors(alexnet_db, workload="alexnet")
+        p.title for p in results.load_predictors(shared_alexnet_db, workload="alexnet")
     }
     assert widget(at.selectbox, "Model").value in stored
     assert 0 < gib(metric(at, "Upper bound")) <= gib(metric(at, "Upper bound"))
@@ -377,7 +385,7 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
     }
 
 
-def test_the_alexnet_prediction_follows_its_image_and_classes(alexnet_db: Path) -> None:
+def test_the_alexnet_prediction_follows_its_image_and_classes(shared_alexnet_db: Path) -> None:
     at = sizing_page(**ALEXNET_LINK)
     at_224 = gib(metric(at, "Upper bound"))
     widget(at.select_slider, "Image side").set_value(ALEXNET_SIDES[0]).run()
@@ -390,7 +398,7 @@ def test_the_alexnet_prediction_follows_its_image_and_classes(alexnet_db: Path) 
     assert at.query_params["image"] == f"{ALEXNET_SIDES[0]}x{ALEXNET_SIDES[0]}"
 
 
-def test_switching_the_workload_swaps_the_inputs_and_the_link(alexnet_db: Path) -> None:
+def test_switching_the_workload_swaps_the_inputs_and_the_link(shared_alexnet_db: Path) -> None:
     at = sizing_page()
     widget(at.select_slider, "Batch size").set_value(16).run()
     widget(at.main.selectbox, "Workload").set_value("alexnet").run()
@@ -409,7 +417,7 @@ def test_switching_the_workload_swaps_the_inputs_and_the_link(alexnet_db: Path) 
 
 
 def test_a_tampered_workload_falls_back_to_the_default_with_an_escaped_warning(
-    reference_db: Path,
+    shared_reference_db: Path,
 ) -> None:
     at = sizing_page(workload="<b>x</b>", batch="8")
 
@@ -424,7 +432,9 @@ def test_a_tampered_workload_falls_back_to_the_default_with_an_escaped_warning(
     assert at.query_params["workload"] == "unet3d"
 
 
-def test_a_knob_the_alexnet_does_not_have_is_ignored_with_a_warning(alexnet_db: Path) -> None:
+def test_a_knob_the_alexnet_does_not_have_is_ignored_with_a_warning(
+    shared_alexnet_db: Path,
+) -> None:
     at = sizing_page(**ALEXNET_LINK, filters="16", classes="10")
 
     (warning,) = link_warnings(at)
@@ -435,7 +445,7 @@ def test_a_knob_the_alexnet_does_not_have_is_ignored_with_a_warning(alexnet_db: 
 
 
 def test_alexnet_runs_without_an_evaluation_get_the_command_that_makes_one(
-    alexnet_runs_db: Path,
+    shared_alexnet_runs_db: Path,
 ) -> None:
     at = sizing_page(**ALEXNET_LINK)
 
@@ -457,11 +467,11 @@ def test_alexnet_runs_without_an_evaluation_get_the_command_that_makes_one(
 
 
 def test_the_page_answers_for_the_bundled_machine_and_says_why_not_this_one(
-    reference_db: Path,
+    shared_reference_db: Path,
 ) -> None:
     at = sizing_page()
 
-    bundled = choose_machine(reference_db, "unet3d")
+    bundled = choose_machine(shared_reference_db, "unet3d")
     assert (bundled.key, bundled.label) == (BUNDLED_MACHINE, BUNDLED_LABEL)
     machine = widget(at.main.selectbox, "Machine")
     assert machine.value == BUNDLED_MACHINE
@@ -471,7 +481,7 @@ def test_the_page_answers_for_the_bundled_machine_and_says_why_not_this_one(
 
 
 def test_a_link_names_its_machine_by_a_prefix_and_an_unknown_one_falls_back(
-    reference_db: Path,
+    shared_reference_db: Path,
 ) -> None:
     at = sizing_page(machine=BUNDLED_MACHINE[:4], batch="8")
     assert widget(at.main.selectbox, "Machine").value == BUNDLED_MACHINE
@@ -514,7 +524,7 @@ def test_this_machine_without_models_gets_the_sweep_that_gives_it_some(
     assert refit == fit_command("unet3d", here.key, reference_db)
 
 
-def test_each_machine_answers_with_its_own_models(two_machines_db: Path) -> None:
+def test_each_machine_answers_with_its_own_models(shared_two_machines_db: Path) -> None:
     # The same AlexNet runs, measured on a second kind of machine that peaks 2.5x higher.
     peaks = {}
     for machine in ({}, OTHER_MACHINE):
@@ -573,7 +583,9 @@ def waiting(at: AppTest) -> list[str]:
     return [shown(i.value) for i in at.info if shown(i.value).startswith("Waiting for a valid")]
 
 
-def test_a_budget_of_nothing_says_why_under_it_and_the_answers_wait(reference_db: Path) -> None:
+def test_a_budget_of_nothing_says_why_under_it_and_the_answers_wait(
+    shared_reference_db: Path,
+) -> None:
     at = sizing_page()
     widget(at.number_input, "Memory budget (GiB)").set_value(0.0).run()
 
@@ -612,7 +624,9 @@ def test_a_budget_of_nothing_says_why_under_it_and_the_answers_wait(reference_db
     )
 
 
-def test_a_negative_headroom_says_why_under_it_and_the_answers_wait(reference_db: Path) -> None:
+def test_a_negative_headroom_says_why_under_it_and_the_answers_wait(
+    shared_reference_db: Path,
+) -> None:
     at = sizing_page()
     widget(at.number_input, "Headroom (%)").set_value(-5.0).run()
 

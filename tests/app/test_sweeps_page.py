@@ -55,11 +55,11 @@ def table_with(at: AppTest, column: str):
 
 
 @pytest.fixture
-def runs(reference_db: Path):
-    return store.load_runs(reference_db)
+def runs(shared_reference_db: Path):
+    return store.load_runs(shared_reference_db)
 
 
-def test_the_page_offers_filters_a_table_a_download_and_a_run_picker(reference_db, runs):
+def test_the_page_offers_filters_a_table_a_download_and_a_run_picker(shared_reference_db, runs):
     at = sweeps_page()
     assert not at.exception
     assert [m.label for m in at.main.multiselect] == [
@@ -86,7 +86,9 @@ def test_the_page_offers_filters_a_table_a_download_and_a_run_picker(reference_d
     assert at.main.selectbox(key="sweeps_run").label == "Run"
 
 
-def test_the_runs_table_shows_both_peaks_of_a_run_among_its_first_columns(reference_db, runs):
+def test_the_runs_table_shows_both_peaks_of_a_run_among_its_first_columns(
+    shared_reference_db, runs
+):
     at = sweeps_page()
 
     first = at.main.dataframe[0]
@@ -111,7 +113,7 @@ def test_the_runs_table_shows_both_peaks_of_a_run_among_its_first_columns(refere
         assert first.value[heading][0] == pytest.approx(newest[column] / GIB, abs=1e-3)
 
 
-def test_filtering_by_status_narrows_the_table(reference_db, runs):
+def test_filtering_by_status_narrows_the_table(shared_reference_db, runs):
     at = sweeps_page()
     at.main.multiselect(key="sweeps_status").set_value(["skipped"]).run()
     table = at.main.dataframe[0].value
@@ -122,7 +124,7 @@ def test_filtering_by_status_narrows_the_table(reference_db, runs):
     assert "None of the runs shown has a timeline" in at.main.info[0].value
 
 
-def test_knob_filters_combine_with_the_others(reference_db, runs):
+def test_knob_filters_combine_with_the_others(shared_reference_db, runs):
     at = sweeps_page()
     at.main.multiselect(key="sweeps_image").set_value(["64×64×64"])
     at.main.multiselect(key="sweeps_batch_size").set_value([2]).run()
@@ -132,14 +134,14 @@ def test_knob_filters_combine_with_the_others(reference_db, runs):
     assert set(table["image (D×H×W or H×W)"]) == {"64×64×64"} and set(table["batch"]) == {2}
 
 
-def test_a_runs_timeline_is_drawn_with_its_peaks_and_steps_marked(reference_db, runs):
+def test_a_runs_timeline_is_drawn_with_its_peaks_and_steps_marked(shared_reference_db, runs):
     at = sweeps_page()
     # Not the newest run (the default): picking another redraws the chart.
     [run] = runs[(runs["depth"] == 64) & (runs["batch_size"] == 4)].head(1).to_dict("records")
     at = at.main.selectbox(key="sweeps_run").set_value(run["run_id"]).run()
     timeline = charts(at)[0]
     assert set(layers(timeline)) == {"steps", "timeline", "peaks"}
-    samples = store.load_samples(reference_db, [run["run_id"]])
+    samples = store.load_samples(shared_reference_db, [run["run_id"]])
     curve = rows_of(timeline, "timeline")
     assert len(curve) == len(samples)
     peak_gib = max(point["rss_gib"] for point in curve)
@@ -151,7 +153,7 @@ def test_a_runs_timeline_is_drawn_with_its_peaks_and_steps_marked(reference_db, 
     assert len(rows_of(timeline, "steps")) == run["steps"]
 
 
-def test_machines_are_listed_by_profile_and_compared_at_a_chosen_batch(reference_db, runs):
+def test_machines_are_listed_by_profile_and_compared_at_a_chosen_batch(shared_reference_db, runs):
     at = sweeps_page()
     machines = table_with(at, "this machine")
     [key] = profiles.profiles_in(runs)
@@ -223,8 +225,8 @@ def test_an_empty_database_says_how_to_get_runs(tmp_path, monkeypatch):
 # --- AlexNet runs beside the U-Net's ------------------------------------------------------
 
 
-def test_the_workload_filter_shows_alexnet_runs_with_their_2d_images(alexnet_runs_db):
-    runs = store.load_runs(alexnet_runs_db)
+def test_the_workload_filter_shows_alexnet_runs_with_their_2d_images(shared_alexnet_runs_db):
+    runs = store.load_runs(shared_alexnet_runs_db)
     alexnet = runs[runs["workload"] == "alexnet"]
     at = sweeps_page()
     workload = at.main.multiselect(key="sweeps_workload")
@@ -243,11 +245,11 @@ def test_the_workload_filter_shows_alexnet_runs_with_their_2d_images(alexnet_run
     assert f"{len(alexnet)} of {len(runs)} runs" in at.main.caption[1].value
 
 
-def test_an_alexnet_runs_timeline_is_picked_and_drawn(alexnet_runs_db):
+def test_an_alexnet_runs_timeline_is_picked_and_drawn(shared_alexnet_runs_db):
     at = sweeps_page()
     at = at.main.multiselect(key="sweeps_workload").set_value(["alexnet"]).run()
     picker = at.main.selectbox(key="sweeps_run")
-    runs = store.load_runs(alexnet_runs_db, hostname=ALEXNET_HOST)
+    runs = store.load_runs(shared_alexnet_runs_db, hostname=ALEXNET_HOST)
     [run] = runs[(runs["height"] == 227) & (runs["width"] == 200)].to_dict("records")
     assert any(
         option.startswith("227x200 batch 4, 1000 classes, float32 · ok · alexnet-host")
@@ -263,7 +265,7 @@ def test_an_alexnet_runs_timeline_is_picked_and_drawn(alexnet_runs_db):
     assert peaks["kernel high-water mark"] == pytest.approx(run["peak_hwm_bytes"] / GIB)
 
 
-def test_machines_compare_alexnet_peaks_at_the_side_of_their_square(alexnet_runs_db):
+def test_machines_compare_alexnet_peaks_at_the_side_of_their_square(shared_alexnet_runs_db):
     at = sweeps_page()
     at = at.main.multiselect(key="sweeps_workload").set_value(["alexnet"]).run()
     at = at.main.selectbox(key="sweeps_compare_batch").set_value(4).run()
@@ -276,9 +278,9 @@ def test_machines_compare_alexnet_peaks_at_the_side_of_their_square(alexnet_runs
     assert max(p["side"] for p in points) == 224.0
 
 
-def test_machines_compare_each_workload_on_its_own_side_axis(alexnet_runs_db):
+def test_machines_compare_each_workload_on_its_own_side_axis(shared_alexnet_runs_db):
     # Issue 26: U-Net cubes and AlexNet squares shared one "image side" axis.
-    runs = store.load_runs(alexnet_runs_db)
+    runs = store.load_runs(shared_alexnet_runs_db)
     ok = runs[runs["status"] == "ok"]
     shared = sorted(
         set(ok.loc[ok["workload"] == "alexnet", "batch_size"])
@@ -298,7 +300,9 @@ def test_machines_compare_each_workload_on_its_own_side_axis(alexnet_runs_db):
 # --- machines compared --------------------------------------------------------------------
 
 
-def test_one_machine_has_nothing_to_compare_and_the_page_says_how_to_get_another(reference_db):
+def test_one_machine_has_nothing_to_compare_and_the_page_says_how_to_get_another(
+    shared_reference_db,
+):
     at = sweeps_page()
     [info] = [shown(i.value) for i in at.main.info if "two machine profiles" in i.value]
     assert info.startswith(
@@ -307,7 +311,7 @@ def test_one_machine_has_nothing_to_compare_and_the_page_says_how_to_get_another
     assert "memplan calibrate --workload unet3d" in info
 
 
-def test_the_same_configurations_on_two_machines_are_compared_side_by_side(two_machines_db):
+def test_the_same_configurations_on_two_machines_are_compared_side_by_side(shared_two_machines_db):
     first, other = profile_label(), profile_label(**OTHER_MACHINE)
     other_key = profile_key(**OTHER_MACHINE)
     at = sweeps_page()
@@ -341,7 +345,7 @@ def test_the_same_configurations_on_two_machines_are_compared_side_by_side(two_m
     )
 
 
-def test_a_value_never_measured_reads_as_a_dash_not_none(reference_db, runs):
+def test_a_value_never_measured_reads_as_a_dash_not_none(shared_reference_db, runs):
     # Seen on the page before: a skipped run's peaks and an older run's usable cores
     # read "None". Every table on the page shows missing values as MISSING_CELL.
     at = sweeps_page()
