@@ -90,6 +90,9 @@ def test_a_real_run_is_profiled_end_to_end_into_the_database(db):
     generation = machine.cpu_generation(Path("/proc/cpuinfo").read_text())
     assert {name: run[name] for name in generation} == generation
     assert profiles.profile_of(run).cpu_family == generation["cpu_family"]
+    # Whether it ran on oneDNN is TensorFlow's own answer, as the rule read without it says
+    # (the other settings: `test_onednn_state`).
+    assert run["onednn_enabled"] is machine.onednn_enabled("float32")
 
     samples = store.load_samples(db, [run["run_id"]])
     assert len(samples) >= 5 and samples["t_s"].is_monotonic_increasing
