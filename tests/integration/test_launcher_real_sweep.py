@@ -1,6 +1,6 @@
 """The sweep launcher end to end: a real tiny TensorFlow sweep, detached, watched, cancelled.
 
-Each sweep profiles 16^3 volumes through a 4-filter U-Net (a few seconds of
+Each sweep profiles 16^3 volumes through a 4-filter, 2-level U-Net (a few seconds of
 TensorFlow per point) into a temporary DuckDB file, launched exactly as the
 dashboard's sidebar launches it.
 """
@@ -40,7 +40,9 @@ SMALL_REFIT = (
 
 
 def tiny_request(batch_sizes: str = "1") -> requests.SweepRequest:
-    return requests.parse_request("16", batch_sizes, {"base_filters": "4"}, 2, "4GiB")
+    return requests.parse_request(
+        "16", batch_sizes, {"base_filters": "4", "levels": "2"}, 2, "4GiB"
+    )
 
 
 def profiled_children(job_pid: int) -> list[psutil.Process]:
