@@ -76,7 +76,9 @@ def _no_job_left_behind(reference_db: Path):
 # --- the launcher form -----------------------------------------------------------------
 
 
-def test_the_form_offers_grid_steps_memory_limit_and_refit_with_sensible_defaults(reference_db):
+def test_the_form_offers_grid_steps_memory_limit_and_refit_with_sensible_defaults(
+    shared_reference_db,
+):
     at = app()
     assert not at.exception
     assert [h.value for h in at.sidebar.subheader] == ["Launch a sweep", "Import runs"]
@@ -121,22 +123,22 @@ def test_the_default_refit_is_the_quick_one_and_waits_for_new_runs(reference_db,
     assert options == {"refit_needs_new_runs": True, "target": None}  # on this machine
 
 
-def test_a_grid_the_network_cannot_take_is_refused_before_anything_starts(reference_db):
+def test_a_grid_the_network_cannot_take_is_refused_before_anything_starts(shared_reference_db):
     at = launch_from_form(app(), "32 200")
     [error] = at.sidebar.error
     assert "Nearest valid sizes: 192 or 208" in shown(error.value)
-    assert launcher.status(reference_db).phase == jobstatus.PHASE_IDLE
-    assert not jobstatus.state_dir(reference_db).exists()
+    assert launcher.status(shared_reference_db).phase == jobstatus.PHASE_IDLE
+    assert not jobstatus.state_dir(shared_reference_db).exists()
 
 
-def test_a_memory_limit_that_is_not_a_size_is_refused(reference_db):
+def test_a_memory_limit_that_is_not_a_size_is_refused(shared_reference_db):
     at = launch_from_form(app(), "32", limit="plenty")
     [error] = at.sidebar.error
     assert shown(error.value).startswith("Memory limit: 'plenty' is not a memory size")
-    assert launcher.status(reference_db).phase == jobstatus.PHASE_IDLE
+    assert launcher.status(shared_reference_db).phase == jobstatus.PHASE_IDLE
 
 
-def test_choosing_alexnet_hides_base_filters_and_suggests_its_own_sizes(reference_db):
+def test_choosing_alexnet_hides_base_filters_and_suggests_its_own_sizes(shared_reference_db):
     at = app()
     workload = at.sidebar.selectbox(key="launch_workload")
     assert (workload.label, workload.value) == ("Workload", "unet3d")
@@ -161,13 +163,13 @@ def test_choosing_alexnet_hides_base_filters_and_suggests_its_own_sizes(referenc
     assert (boxes["Image sizes"], boxes["Base filters"]) == ("32 64", "16")
 
 
-def test_an_alexnet_grid_is_checked_as_an_alexnet_before_anything_starts(reference_db):
+def test_an_alexnet_grid_is_checked_as_an_alexnet_before_anything_starts(shared_reference_db):
     at = app()
     at = at.sidebar.selectbox(key="launch_workload").set_value("alexnet").run()
     at = launch_from_form(at, "224 32")
     [error] = at.sidebar.error
     assert "too small for AlexNet" in error.value and "smallest valid side is 67" in error.value
-    assert launcher.status(reference_db).phase == jobstatus.PHASE_IDLE
+    assert launcher.status(shared_reference_db).phase == jobstatus.PHASE_IDLE
 
 
 def test_the_refit_after_a_sweep_evaluates_only_what_changed_of_the_swept_workload(
@@ -291,7 +293,7 @@ def upload(at: AppTest, runs: bytes, samples: bytes | None = None) -> AppTest:
     return at.sidebar.button[button_labels(at).index("Import")].click().run()
 
 
-def test_the_import_button_waits_for_a_runs_file(reference_db):
+def test_the_import_button_waits_for_a_runs_file(shared_reference_db):
     at = app()
     [runs_box, timelines_box] = at.sidebar.file_uploader
     assert runs_box.label == "Runs file (CSV or Parquet)"
