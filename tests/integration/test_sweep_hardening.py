@@ -25,9 +25,7 @@ from profiling.launcher import LauncherError
 pytestmark = pytest.mark.tensorflow
 
 REPO = database.REPO_ROOT
-# A 2-level network (the least a child trains), two steps: long enough for a signal to land.
-TINY = ["--image-sizes", "16", "--base-filters", "4", "--levels", "2", "--steps", "2", "--quiet"]
-TINY_KNOBS = {"base_filters": "4", "levels": "2"}  # the same network, as the dashboard asks
+TINY = ["--image-sizes", "16", "--base-filters", "4", "--steps", "2", "--quiet"]
 WAIT_S = 120
 # How soon a sweep waiting on a held database must end on SIGTERM: before the fix it
 # ignored the signal for 61 s; it ends in well under a second, and CI once took 2.06 s
@@ -176,7 +174,7 @@ def test_probe3_the_dashboard_sees_and_cancels_a_cli_sweep_and_cannot_launch_bes
     current = launcher.status(db)
     assert current.running and current.external and current.pid == cli.pid
     assert current.command.startswith("memplan sweep --image-sizes 16")
-    request = requests.parse_request("16", "1 2", TINY_KNOBS, 2, "3GiB")
+    request = requests.parse_request("16", "1 2", {"base_filters": "4"}, 2, "3GiB")
     with pytest.raises(LauncherError, match=rf"already running for runs.duckdb \(pid {cli.pid}"):
         launcher.launch(db, request)
 
@@ -188,7 +186,7 @@ def test_probe3_the_dashboard_sees_and_cancels_a_cli_sweep_and_cannot_launch_bes
 
 
 def test_probe3_a_dead_job_process_whose_sweep_runs_on_is_not_crashed(db: Path):
-    request = requests.parse_request("16", "1 2", TINY_KNOBS, 2, "3GiB")
+    request = requests.parse_request("16", "1 2", {"base_filters": "4"}, 2, "3GiB")
     started = launcher.launch(db, request)
     [child] = wait_for(lambda: profiled_children(started.pid), "the launched sweep's child")
     job_process = psutil.Process(started.pid)
