@@ -23,7 +23,7 @@ from core import machine, profiles, store
 pytestmark = pytest.mark.tensorflow
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["--image-size", "16", "--base-filters", "4", "--steps", "2"]
+TINY = ["--image-size", "16", "--base-filters", "4", "--levels", "2", "--steps", "2"]
 # The least a real child can train (a 2-level U-Net, one step): for the tests whose claim
 # is the lifecycle (resume, limits, errors, recorded state), not the figure. A child costs about
 # 15 CPU s here instead of 21, most of it importing TensorFlow (scripts/cpu_time.py).
