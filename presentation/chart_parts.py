@@ -36,11 +36,18 @@ def positive(chart: alt.Chart, *columns: str, log: bool) -> alt.Chart:
     return chart
 
 
-def model_colour() -> alt.Color:
-    """One colour per model (its title), the legend below the plot so two plots fit abreast."""
+def model_colour(legend: bool = True) -> alt.Color:
+    """One colour per model (its title), the legend below the plot so two plots fit abreast.
+
+    legend : False for a chart drawn beside another that carries the same legend.
+    """
     return alt.Color(
         "title:N",
         title=MODEL_LEGEND,
         scale=alt.Scale(scheme=MODEL_COLOURS),
-        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=LABEL_LIMIT_PX),
+        legend=(
+            alt.Legend(orient="bottom", direction="vertical", labelLimit=LABEL_LIMIT_PX)
+            if legend
+            else None
+        ),
     )

@@ -183,7 +183,8 @@ def parity(points: pd.DataFrame, log: bool = False) -> alt.LayerChart:
 def residuals(
     points: pd.DataFrame, against: str = "side", side_title: str = SIDE_TITLE
 ) -> alt.LayerChart:
-    """Percentage error of each held-out prediction against image side or measured peak.
+    """Percentage error of each held-out prediction against image side or measured peak,
+    coloured by model; the models' legend is the parity chart's, drawn beside it.
 
     side_title : the side axis's title (`presentation.workload_labels.side_title`).
     """
@@ -204,7 +205,10 @@ def residuals(
         .encode(
             x=alt.X(f"{against}:Q", title=_two_lines(titles[against]), scale=alt.Scale(zero=False)),
             y=alt.Y("error_pct:Q", title=ERROR_TITLE),
-            color=model_colour(),
+            # The parity chart beside it names the models: a second copy of that legend,
+            # under a half-width chart whose axis titles take more room, ran past the
+            # page's edge at 1024 px ("refined analytical (closed fo").
+            color=model_colour(legend=False),
             tooltip=_point_tooltip(points),
         )
         .properties(name="residuals")

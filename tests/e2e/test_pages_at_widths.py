@@ -98,6 +98,7 @@ def models_page_reads_whole(page: Page) -> None:
     expect(main.get_by_text("the published figures are context", exact=False)).to_be_visible()
     parity = chart_with(page, "predicted = measured")
     assert_inside(parity, ["predicted = measured", "symbolic regression (gplearn)"])
+    assert_inside(chart_with(page, "no error"), ["no error", "image side"])
     assert_table_fits(main.locator(TABLE).filter(has_text="MAPE").first, ERROR_HEADERS)
 
 

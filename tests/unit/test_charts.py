@@ -90,6 +90,8 @@ def test_residuals_are_drawn_against_side_or_measured_peak(runs) -> None:
     assert by_side["encoding"]["x"]["field"] == "side"
     assert by_peak["encoding"]["x"]["field"] == "measured_gib"
     assert by_side["encoding"]["y"]["field"] == "error_pct"
+    # Drawn beside the parity chart, which names the models: no second copy of its legend.
+    assert by_side["encoding"]["color"]["legend"] is None
     with pytest.raises(ValueError, match="residuals are drawn against side, measured_gib"):
         charts.residuals(points, "batch_size")
 
