@@ -22,6 +22,7 @@ from typing import Any
 
 from core import datafiles, profiles, store, workloads
 from core.errors import ConfigError, DataFileError
+from core.frameworks import DEFAULT_FRAMEWORK
 from core.records import PeakBound, RunRecord
 from core.units import MIN_MEMORY_LIMIT_BYTES, format_bytes
 from core.workloads.base import WorkloadConfig, format_image_shape
@@ -139,6 +140,8 @@ def point_id(config: WorkloadConfig, settings: RunSettings, repeat: int) -> str:
         "seed": settings.seed,
         "repeat": repeat,
     }
+    if settings.framework != DEFAULT_FRAMEWORK:  # a TensorFlow point keeps the id it had
+        key["framework"] = settings.framework
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
