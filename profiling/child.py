@@ -94,8 +94,12 @@ class _Progress:
         _write_result(self.path, self.result)
         self.step_started = time.monotonic()
 
-    def stepped(self, step: int = 0) -> None:
-        """One training step ended: its time since `built` or the previous step, and VmHWM."""
+    def stepped(self, step: int | None = None) -> None:
+        """One training step ended: its time since `built` or the previous step, and VmHWM.
+
+        ``step`` is what `core.workloads.torch_training.train_steps` passes; the lists'
+        order already says which step each figure is.
+        """
         self.result["step_times_s"].append(time.monotonic() - self.step_started)
         self.result["step_hwm_bytes"].append(read_proc_status_bytes(os.getpid(), "VmHWM"))
         _write_result(self.path, self.result)
