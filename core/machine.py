@@ -8,7 +8,6 @@ the machine asking by default.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import platform
 import socket
@@ -19,12 +18,10 @@ from pathlib import Path
 
 import psutil
 
-from core import profiles
+from core import cpu_names, frameworks, profiles
 from core.workloads.base import COMPUTE_DTYPE
 
 _KIB = 1024
-# Distribution names TensorFlow is published under; the first one installed wins.
-_TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tf-nightly")
 # TensorFlow turns oneDNN on by default only on CPUs with one of these
 # neural-network features (/proc/cpuinfo names; tensorflow/core/util/util.cc,
 # IsMklEnabled). An AVX2-only AMD EPYC has none, so TensorFlow runs it on its own
@@ -112,6 +109,24 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def torch_intra_op_threads() -> int:
+    """The intra-op threads torch will use in a child started from here (`torch.get_num_threads`).
+
+    torch's own rule, read without importing it (ATen ``intraop_default_num_threads``):
+    one thread per physical core of the machine (cpuinfo's count, which ignores the
+    affinity mask; logical CPUs where the physical count is unknown), or fewer where
+    MKL_NUM_THREADS, else OMP_NUM_THREADS, asks for fewer: torch 2.13 on a 2-core VM
+    gave 2 threads with OMP_NUM_THREADS=3 or MKL_NUM_THREADS=3, 1 with either at 1,
+    and MKL_NUM_THREADS=1 won over OMP_NUM_THREADS=2. The child records torch's own answer.
+    """
+    cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    for variable in ("MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        configured = os.environ.get(variable, "")
+        if configured.isdigit() and int(configured) > 0:
+            return min(int(configured), cores)
+    return cores
+
+
 def intra_op_threads() -> int:
     """The intra-op threads TensorFlow will use in a child started from here.
 
@@ -161,9 +176,9 @@ def machine_info() -> dict[str, object]:
     flags = _cpuinfo_field("flags")
     return {
         "hostname": socket.gethostname(),
-        "cpu_vendor": profiles.VENDOR_IDS.get(vendor_id, vendor_id) if vendor_id else None,
-        "cpu_model": _cpuinfo_field("model name") or platform.processor() or profiles.UNKNOWN,
-        "cpu_isa": profiles.isa_level(flags.split()) if flags is not None else None,
+        "cpu_vendor": cpu_names.VENDOR_IDS.get(vendor_id, vendor_id) if vendor_id else None,
+        "cpu_model": _cpuinfo_field("model name") or platform.processor() or cpu_names.UNKNOWN,
+        "cpu_isa": cpu_names.isa_level(flags.split()) if flags is not None else None,
         "cpu_cores": os.cpu_count() or 1,
         "usable_cores": usable_cores(),
         "intra_op_threads": intra_op_threads(),
@@ -174,23 +189,14 @@ def machine_info() -> dict[str, object]:
     }
 
 
-def _version(*distributions: str) -> str:
-    for name in distributions:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return "not installed"
-
-
 @cache
 def software_info() -> dict[str, str]:
     """The versions that make two runs comparable (the resume key's software part)."""
     return {
         "python_version": platform.python_version(),
-        "tensorflow_version": _version(*_TENSORFLOW_DISTRIBUTIONS),
-        "keras_version": _version("keras"),
-        "numpy_version": _version("numpy"),
+        "tensorflow_version": frameworks.version(frameworks.TENSORFLOW),
+        "keras_version": frameworks.installed_version("keras"),
+        "numpy_version": frameworks.installed_version("numpy"),
     }
 
 
@@ -233,9 +239,32 @@ def onednn_enabled(precision: str = "float32") -> bool:
     return on and (dtype == "float32" or (flags is not None and onednn_takes(dtype, flags)))
 
 
-def this_profile(precision: str = "float32") -> profiles.MachineProfile:
-    """The profile of a run at ``precision`` measured from this process now (what sizing
-    defaults to): the precision matters where oneDNN is on but cannot take its dtype."""
+def framework_facts(framework: str) -> dict[str, object]:
+    """The framework columns of a ``framework`` run started from here (schema 8).
+
+    Each framework's intra-op threads are its own: TensorFlow's column is None for a
+    torch run, torch's for a TensorFlow run.
+    """
+    torch = framework == frameworks.TORCH
+    return {
+        "framework": framework,
+        "framework_version": frameworks.version(framework),
+        "intra_op_threads": None if torch else intra_op_threads(),
+        "torch_intra_op_threads": torch_intra_op_threads() if torch else None,
+    }
+
+
+def this_profile(
+    precision: str = "float32", framework: str = frameworks.DEFAULT_FRAMEWORK
+) -> profiles.MachineProfile:
+    """The profile of a ``framework`` run at ``precision`` measured from this process now
+    (what sizing defaults to): the precision matters where oneDNN is on but cannot take
+    its dtype."""
     return profiles.profile_of(
-        {**machine_info(), **software_info(), "onednn_enabled": onednn_enabled(precision)}
+        {
+            **machine_info(),
+            **software_info(),
+            **framework_facts(framework),
+            "onednn_enabled": onednn_enabled(precision),
+        }
     )

@@ -246,6 +246,19 @@ def _v6_to_v7(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"ALTER TABLE runs ADD COLUMN {name} BIGINT")
 
 
+def _v7_to_v8(con: duckdb.DuckDBPyConnection) -> None:
+    # Appended at the end of the table, where a new memplan's DDL has them: no rebuild. A
+    # NOT NULL column is added with a default that fills the older rows, which is then
+    # dropped (a new table has none); DuckDB refuses SET NOT NULL after an UPDATE in one
+    # transaction, so the version is copied in last, into the column already NOT NULL.
+    for name, filled in (("framework", schema.LEGACY_FRAMEWORK), ("framework_version", "")):
+        con.execute(f"ALTER TABLE runs ADD COLUMN {name} VARCHAR DEFAULT '{filled}'")
+        con.execute(f"ALTER TABLE runs ALTER COLUMN {name} SET NOT NULL")
+        con.execute(f"ALTER TABLE runs ALTER COLUMN {name} DROP DEFAULT")
+    con.execute("UPDATE runs SET framework_version = tensorflow_version")
+    con.execute("ALTER TABLE runs ADD COLUMN torch_intra_op_threads BIGINT")
+
+
 # In order: MIGRATIONS[i] goes from version i + 1 to i + 2.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -283,6 +296,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         "runs record the CPU family, model and stepping (/proc/cpuinfo), which tell two "
         "generations of one CPU name apart (unknown for older runs)",
         _v6_to_v7,
+    ),
+    Migration(
+        7,
+        "runs record the framework that trained them and its version ('tensorflow' and its "
+        "tensorflow_version for every older run) and torch's intra-op threads (NULL: "
+        "TensorFlow runs)",
+        _v7_to_v8,
     ),
 )
 

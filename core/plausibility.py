@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 from core import workloads
 from core.errors import ConfigError, DataFileError
 from core.filecolumns import first_true
+from core.frameworks import FRAMEWORKS
 from core.records import ADDED_KNOB_COLUMNS, STATUSES
 from core.units import GIB, MIB, TIB, format_bytes
 
@@ -206,6 +207,16 @@ def _check_created_at(path: Path, columns: dict[str, list[Any]]) -> None:
             )
 
 
+def _check_framework(path: Path, columns: dict[str, list[Any]]) -> None:
+    """Each run trained with a framework memplan knows (its profile names it)."""
+    for row, framework in enumerate(columns["framework"], start=1):
+        if framework not in FRAMEWORKS:
+            raise DataFileError(
+                f"{path}: column framework, row {row}: {framework!r} is not one of "
+                f"{', '.join(FRAMEWORKS)}"
+            )
+
+
 def _check_status(path: Path, columns: dict[str, list[Any]]) -> None:
     for row, status in enumerate(columns["status"], start=1):
         if status not in STATUSES:
@@ -238,6 +249,7 @@ def check_runs(path: Path, columns: dict[str, list[Any]]) -> None:
     _check_ranges(path, columns, RUN_RANGES)
     _check_created_at(path, columns)
     _check_status(path, columns)
+    _check_framework(path, columns)
     _check_json_lists(path, columns)
     _check_configs(path, columns)
 

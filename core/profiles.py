@@ -7,9 +7,12 @@ lowered that point's peak from 3.16 to 2.36 GiB on that EPYC (docs/machines.md
 has each figure's command and machine). So runs are grouped, and models
 fitted, per *profile*: CPU vendor and model (its name, and the family and model
 numbers that tell two generations behind one name apart), the instruction-set level the
-kernels choose from, the CPUs and the cores the process may use, TensorFlow's
-intra-op threads, total RAM, the framework versions and oneDNN on/off — never
-by hostname (two different VMs are both called ``vm``).
+kernels choose from, the CPUs and the cores the process may use, the framework's
+intra-op threads, total RAM, the framework (TensorFlow or torch, schema 8) and its
+versions, and TensorFlow's oneDNN on/off — never by hostname (two different VMs are
+both called ``vm``). The framework moves a peak as much as the machine does (the same
+3D U-Net peaked 15.2 GB on JAX and 37.5 GB on torch on one H100, Keras 3; issue 29),
+so a torch run never joins a TensorFlow profile.
 
 A profile is computed from a run's stored columns (`profile_of`), never stored
 itself, so it cannot drift from the facts. A fact a run did not record (runs
@@ -25,13 +28,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import astuple, dataclass, replace
 from typing import Any
 
 import pandas as pd
 
+from core import frameworks
+from core.cpu_names import ISA_TITLES, UNKNOWN, short_model, vendor_from_model
 from core.errors import StoreError
 from core.units import GIB
 
@@ -51,22 +55,11 @@ PROFILE_COLUMNS: tuple[str, ...] = (
     "tensorflow_version",
     "keras_version",
     "onednn_enabled",
+    "framework",
+    "framework_version",
+    "torch_intra_op_threads",
 )
 
-# Instruction-set levels, best first, with the /proc/cpuinfo flag that marks each.
-# oneDNN dispatches on exactly these tiers (AMX tiles, AVX-512 with BF16, AVX-512, AVX2).
-ISA_LEVELS: tuple[tuple[str, str, str], ...] = (
-    ("amx", "amx_tile", "AMX"),
-    ("avx512_bf16", "avx512_bf16", "AVX-512 BF16"),
-    ("avx512", "avx512f", "AVX-512"),
-    ("avx2", "avx2", "AVX2"),
-)
-BELOW_AVX2 = "below_avx2"
-ISA_TITLES: dict[str, str] = {level: title for level, _, title in ISA_LEVELS} | {
-    BELOW_AVX2: "below AVX2"
-}
-# /proc/cpuinfo vendor_id values and the names shown for them.
-VENDOR_IDS: dict[str, str] = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
 # How many hex digits of the fact hash make a profile key (collisions among a few
 # hundred profiles are then vanishingly unlikely; a prefix of it selects one).
 KEY_LENGTH = 10
@@ -81,7 +74,7 @@ ONEDNN_OFF_NOTE = (
     "the 36 float32 configurations measured both ways, by a median 1.72x and up to 2.50x "
     "(data/REFERENCE.md). Size for the setting the job will run with."
 )
-# Instruction-set levels (`ISA_LEVELS`) whose CPUs all have AVX-512F, with which
+# Instruction-set levels (`core.cpu_names.ISA_LEVELS`) whose CPUs all have AVX-512F, with which
 # TensorFlow's oneDNN runs bfloat16 (`core.machine.onednn_takes`). Below them only
 # AVX-NE-CONVERT lets it, a flag the levels do not record; float16 needs AVX-512 FP16.
 _HALF_ONEDNN_LEVELS = frozenset({"amx", "avx512_bf16", "avx512"})
@@ -99,44 +92,17 @@ HALF_ON_ONEDNN_PROFILE = (
     " This profile's runs had oneDNN, so its models describe float32 on oneDNN: for "
     "{precision} on this machine ask profile {off_key}, the same machine without oneDNN."
 )
-UNKNOWN = "unknown"
 # The MachineProfile fields a run records since schema 7, last in the dataclass
 # (`MachineProfile.key` leaves them out where both are unknown).
 GENERATION_FIELDS: tuple[str, ...] = ("cpu_family", "cpu_model_number")
-# Trademark marks and filler words that make a CPU model name long without telling anything.
-_MODEL_NOISE = re.compile(r"\((?:R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|\d+-Core\b|@.*$")
+# The MachineProfile fields a run records since schema 8, after them (`MachineProfile.key`
+# leaves them out for TensorFlow, so a TensorFlow profile keeps the key it had).
+FRAMEWORK_FIELDS: tuple[str, ...] = ("framework", "framework_version")
 
 
-def isa_level(flags: Iterable[str]) -> str:
-    """The best instruction-set level among ``flags`` (the ``flags`` line of /proc/cpuinfo)."""
-    present = set(flags)
-    for level, flag, _ in ISA_LEVELS:
-        if flag in present:
-            return level
-    return BELOW_AVX2
-
-
-def vendor_from_model(cpu_model: str | None) -> str | None:
-    """The vendor a CPU model name states ("Intel(R) Xeon(R) ..." -> "Intel"), or None."""
-    if not cpu_model:
-        return None
-    for vendor in VENDOR_IDS.values():
-        if re.search(rf"\b{vendor}\b", cpu_model, flags=re.IGNORECASE):
-            return vendor
-    return None
-
-
-def short_model(cpu_model: str | None) -> str | None:
-    """A CPU model name without trademark marks, core counts and clock ("Intel Xeon")."""
-    if not cpu_model or cpu_model == UNKNOWN:
-        return None
-    return " ".join(_MODEL_NOISE.sub(" ", cpu_model).split()) or None
-
-
-def _minor_version(version: str | None) -> str | None:
-    if not version:
-        return None
-    return ".".join(version.split(".")[:2])
+def _hashed(facts: tuple) -> str:
+    text = json.dumps(facts, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
 
 
 @dataclass(frozen=True)
@@ -157,19 +123,35 @@ class MachineProfile:
     # covers ("AMD EPYC" on a VM) are two profiles
     cpu_family: int | None = None
     cpu_model_number: int | None = None
+    # schema 8: the framework, and the version of one other than TensorFlow (whose version
+    # is tensorflow_version, beside Keras'); a torch profile has no TensorFlow, Keras or
+    # oneDNN fact (oneDNN on/off is TensorFlow's setting), and its intra_op_threads are torch's
+    framework: str = frameworks.TENSORFLOW
+    framework_version: str | None = None
 
     @property
     def key(self) -> str:
         """A short stable id of these facts (hex), what ``--machine`` takes.
 
-        A profile that does not know its CPU generation hashes the facts it had before
-        schema 7 only, so its key is the one stored evaluations and the docs name.
+        A TensorFlow profile hashes the facts it had before schema 8, and one that does
+        not know its CPU generation those it had before schema 7 only, so its key is the
+        one stored evaluations and the docs name.
         """
         facts = astuple(self)
+        if self.framework == frameworks.TENSORFLOW:
+            facts = facts[: -len(FRAMEWORK_FIELDS)]
+        else:
+            return _hashed(facts)
         if self.cpu_family is None and self.cpu_model_number is None:
             facts = facts[: -len(GENERATION_FIELDS)]
-        text = json.dumps(facts, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
+        return _hashed(facts)
+
+    @property
+    def framework_title(self) -> str:
+        """The framework and its minor version: "TensorFlow 2.21", "PyTorch 2.13"."""
+        tensorflow = self.framework == frameworks.TENSORFLOW
+        version = self.tensorflow_version if tensorflow else self.framework_version
+        return frameworks.title(self.framework, version)
 
     @property
     def generation(self) -> str | None:
@@ -214,8 +196,7 @@ class MachineProfile:
             model = f"{model} ({self.generation})"
         isa = ISA_TITLES.get(self.cpu_isa or "", "instruction set unknown")
         cores = f"{self.cores} cores" if self.cores is not None else "cores unknown"
-        framework = f"TensorFlow {_minor_version(self.tensorflow_version) or UNKNOWN}"
-        parts = [model, isa, cores, framework]
+        parts = [model, isa, cores, self.framework_title]
         if self.onednn_enabled is False:
             parts.append("oneDNN off")
         return ", ".join(parts)
@@ -260,6 +241,7 @@ class MachineProfile:
             "usable cores": shown(self.usable_cores),
             "intra-op threads": shown(self.intra_op_threads),
             "RAM (GiB)": shown(self.ram_gib),
+            "framework": self.framework_title,
             "TensorFlow": shown(self.tensorflow_version),
             "Keras": shown(self.keras_version),
             "oneDNN": shown(onednn),
@@ -303,20 +285,25 @@ def profile_of(row: Mapping[str, Any]) -> MachineProfile:
         found = _value(row, name)
         return None if found is None or found in ("", "not installed") else str(found)
 
-    onednn = _value(row, "onednn_enabled")
+    # A torch run's TensorFlow columns say what was installed beside it, not what trained it.
+    framework = text("framework") or frameworks.TENSORFLOW
+    tensorflow = framework == frameworks.TENSORFLOW
+    onednn = _value(row, "onednn_enabled") if tensorflow else None
     return MachineProfile(
         cpu_vendor=vendor,
         cpu_model=model,
         cpu_isa=text("cpu_isa"),
         cpu_cores=whole("cpu_cores"),
         usable_cores=whole("usable_cores"),
-        intra_op_threads=whole("intra_op_threads"),
+        intra_op_threads=whole("intra_op_threads" if tensorflow else "torch_intra_op_threads"),
         ram_gib=None if ram is None else whole_gib(int(ram)),
-        tensorflow_version=text("tensorflow_version"),
-        keras_version=text("keras_version"),
+        tensorflow_version=text("tensorflow_version") if tensorflow else None,
+        keras_version=text("keras_version") if tensorflow else None,
         onednn_enabled=None if onednn is None else bool(onednn),
         cpu_family=whole("cpu_family"),
         cpu_model_number=whole("cpu_model_number"),
+        framework=framework,
+        framework_version=None if tensorflow else text("framework_version"),
     )
 
 

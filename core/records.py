@@ -5,7 +5,7 @@ column order of the table and of CSV/Parquet exports, and its annotations are th
 column types (``X | None``: the column may be NULL; `core.schema` reads them).
 Memory is in bytes, times in seconds.
 
-The knob columns up to schema 7 are spelled out where the table has them; a knob
+The knob columns up to schema 8 are spelled out where the table has them; a knob
 a workload declares later (`core.workloads.KNOBS`) gets a nullable column of its
 type appended after the last field (`with_knob_columns`), where the migration
 that adds it (`core.schema`) puts it too.
@@ -75,10 +75,10 @@ class _RunRecordFields:
     hostname: str
     cpu_vendor: str | None  # "Intel", "AMD", or the raw vendor_id
     cpu_model: str
-    cpu_isa: str | None  # the best level oneDNN can use (`core.profiles.ISA_LEVELS`)
+    cpu_isa: str | None  # the best level oneDNN can use (`core.cpu_names.ISA_LEVELS`)
     cpu_cores: int  # CPUs in the machine
     usable_cores: int | None  # CPUs this process may run on (affinity)
-    intra_op_threads: int | None  # TensorFlow's intra-op thread pool size
+    intra_op_threads: int | None  # TensorFlow's intra-op thread pool size (None: torch)
     total_ram_bytes: int
     os: str
     # software
@@ -98,6 +98,12 @@ class _RunRecordFields:
     cpu_family: int | None = None
     cpu_model_number: int | None = None
     cpu_stepping: int | None = None
+    # schema 8: the framework that trained the run (`core.frameworks`; "tensorflow" for every
+    # older run) and its version (that of tensorflow_version for a TensorFlow run); torch's
+    # intra-op threads, None for a TensorFlow run as intra_op_threads is None for a torch run
+    framework: str = field(kw_only=True)
+    framework_version: str = field(kw_only=True)
+    torch_intra_op_threads: int | None = None
     samples: tuple[Sample, ...] = field(default=(), compare=False, repr=False)
 
     def row(self) -> dict[str, Any]:
@@ -120,7 +126,7 @@ def with_knob_columns(record: type, columns: tuple[str, ...]) -> type:
     return extended
 
 
-# The knob columns declared after schema 7, appended in declaration order; NULL in every
+# The knob columns declared after schema 8, appended in declaration order; NULL in every
 # run stored before its migration, which reads as the knob's default.
 ADDED_KNOB_COLUMNS: tuple[str, ...] = tuple(
     name

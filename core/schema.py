@@ -43,13 +43,20 @@ Versions
    ``cpu_model_number`` and ``cpu_stepping`` (/proc/cpuinfo; `core.machine.cpu_generation`)
    at the end of the table, NULL for every older run: memplan did not read them, and
    nothing guesses them. Family and model are part of the machine profile.
+8. The framework that trained a run (`core.frameworks`): ``runs`` gains ``framework``
+   (``'tensorflow'`` or ``'torch'``), ``framework_version`` and ``torch_intra_op_threads``
+   (torch's intra-op threads, NULL for a TensorFlow run) at the end of the table. Every
+   older run trained with TensorFlow: it gets ``'tensorflow'`` and its own
+   ``tensorflow_version``. The framework is part of the machine profile; a TensorFlow
+   run's profile key is what it was.
 
 Changing the schema
 -------------------
 Raise SCHEMA_VERSION; change the DDL below (and `RunRecord` for ``runs``);
 append to `core.migrations.MIGRATIONS` a function from the previous version to the
 new one; add the columns the new version adds to ADDED_COLUMNS, with the value an
-older row gets (None: NULL), so that older *exports* still import (`upgrade_export`). A
+older row gets (None: NULL; `SameAs`: another column of the row), so that older *exports*
+still import (`upgrade_export`). A
 migration runs inside the caller's transaction, must not commit, and spells
 out every table it creates: never the current DDL, which will change again.
 Keep a database and an export written by the release before the change in
@@ -67,6 +74,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -75,7 +83,7 @@ import pyarrow as pa
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # Where a database keeps its version: the ``meta`` row with this key.
 VERSION_KEY = "schema_version"
 # What every run and evaluation before schema 2 measured.
@@ -91,6 +99,18 @@ CACHE_COLUMNS: tuple[str, ...] = ("l3_cache_bytes",)
 STEPS_COLUMNS: tuple[str, ...] = ("steps", "other_steps_json")
 # The CPU generation facts runs record since schema 7 (`core.machine.GENERATION_LINES`).
 GENERATION_COLUMNS: tuple[str, ...] = ("cpu_family", "cpu_model_number", "cpu_stepping")
+# The framework facts runs record since schema 8 (`core.frameworks`).
+FRAMEWORK_COLUMNS: tuple[str, ...] = ("framework", "framework_version", "torch_intra_op_threads")
+# What every run before schema 8 trained with.
+LEGACY_FRAMEWORK = "tensorflow"
+
+
+@dataclass(frozen=True)
+class SameAs:
+    """The fill value of an added column that an older row has in another column."""
+
+    column: str
+
 
 _SQL_TYPES: dict[type, str] = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
 _ARROW_TYPES: dict[type, pa.DataType] = {
@@ -182,6 +202,13 @@ ADDED_COLUMNS: Mapping[int, Mapping[str, Mapping[str, Any]]] = types.MappingProx
         5: {"runs": {name: None for name in CACHE_COLUMNS}},
         6: {"evaluations": {name: None for name in STEPS_COLUMNS}},
         7: {"runs": {name: None for name in GENERATION_COLUMNS}},
+        8: {
+            "runs": {
+                "framework": LEGACY_FRAMEWORK,
+                "framework_version": SameAs("tensorflow_version"),
+                "torch_intra_op_threads": None,
+            }
+        },
     }
 )
 
@@ -265,6 +292,10 @@ def infer_version(table: str, columns: list[str]) -> int:
 def upgrade_export(table: str, rows: pa.Table, version: int) -> pa.Table:
     """Rows of a version-``version`` export of ``table`` with the columns newer versions added."""
     for name, value in added_since(table, version).items():
-        if name not in rows.column_names:
+        if name in rows.column_names:
+            continue
+        if isinstance(value, SameAs):
+            rows = rows.append_column(name, rows.column(value.column))
+        else:
             rows = rows.append_column(name, pa.array([value] * rows.num_rows))
     return rows

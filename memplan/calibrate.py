@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         raise _no_calibration(args.workload, args.calibration_file)
     settings = options.settings(args)
     db_path = open_db(args)
-    here = this_profile()
+    here = this_profile(framework=settings.framework)
     started = time.perf_counter()
     print(f"This machine: {here.label} (profile {here.key})")
     print(f"Calibration grid of {args.workload}: {_describe(calibration)}")

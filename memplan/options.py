@@ -12,7 +12,7 @@ import argparse
 
 import pandas as pd
 
-from core import profiles, workloads
+from core import frameworks, profiles, workloads
 from core.commands import (
     SIZE_HELP,
     add_db_option,
@@ -43,6 +43,14 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_measure_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--framework",
+        choices=frameworks.FRAMEWORKS,
+        default=frameworks.DEFAULT_FRAMEWORK,
+        help="what trains each point: the workload's Keras model on TensorFlow, or its "
+        f"native PyTorch model on torch ({frameworks.INSTALL_HINTS[frameworks.TORCH]}); "
+        f"default {frameworks.DEFAULT_FRAMEWORK}",
+    )
     parser.add_argument(
         "--steps",
         type=positive_int,
@@ -75,7 +83,9 @@ def add_measure_options(parser: argparse.ArgumentParser) -> None:
 
 
 def settings(args: argparse.Namespace) -> RunSettings:
-    """The measuring flags; `ConfigError` for a memory limit above this machine's RAM."""
+    """The measuring flags; `ConfigError` for a memory limit above this machine's RAM, or
+    a framework this Python does not have (saying how to install it)."""
+    frameworks.check_installed(args.framework)
     if args.memory_limit is not None:
         check_memory_limit(args.memory_limit)
     return RunSettings(
@@ -84,6 +94,7 @@ def settings(args: argparse.Namespace) -> RunSettings:
         seed=args.seed,
         sample_interval_s=args.interval,
         timeout_s=args.timeout,
+        framework=args.framework,
     )
 
 

@@ -257,7 +257,8 @@ def sweep_here(plan: SweepPlan, run_over_bound: bool = False) -> int:
     exits `INTERRUPTED_EXIT_CODE`.
     """
     if plan.precheck is None:
-        plan = dataclasses.replace(plan, precheck=fitted_precheck(plan.db_path))
+        precheck = fitted_precheck(plan.db_path, framework=plan.settings.framework)
+        plan = dataclasses.replace(plan, precheck=precheck)
     try:
         summary = run_sweep(plan, run_over_bound=run_over_bound)
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from core.frameworks import DEFAULT_FRAMEWORK
 from core.machine import this_profile
 from core.records import PeakBound
 from core.workloads.base import WorkloadConfig
@@ -17,21 +18,23 @@ from modeling.guard import fitted_bounds
 
 
 def fitted_precheck(
-    db_path: Path, profile_key: str | None = None
+    db_path: Path, profile_key: str | None = None, framework: str = DEFAULT_FRAMEWORK
 ) -> Callable[[Sequence[WorkloadConfig]], dict[WorkloadConfig, PeakBound]]:
-    """The bounds the fitted models of ``profile_key`` (default: this machine's) give the
-    points they cover (a `profiling.lifecycle.Precheck`)."""
+    """The bounds the fitted models of ``profile_key`` (default: this machine's, training
+    with ``framework``) give the points they cover (a `profiling.lifecycle.Precheck`)."""
     if profile_key:
         return functools.partial(fitted_bounds, db_path, profile_key=profile_key)
-    return functools.partial(_bounds_here, db_path)
+    return functools.partial(_bounds_here, db_path, framework)
 
 
 def _bounds_here(
-    db_path: Path, configs: Sequence[WorkloadConfig]
+    db_path: Path, framework: str, configs: Sequence[WorkloadConfig]
 ) -> dict[WorkloadConfig, PeakBound]:
-    """Each point's bound from this machine's profile for its precision (`this_profile`)."""
+    """Each point's bound from this machine's profile for its precision and ``framework``
+    (`this_profile`)."""
     bounds: dict[WorkloadConfig, PeakBound] = {}
     for precision in sorted({config.precision for config in configs}):
         group = [config for config in configs if config.precision == precision]
-        bounds |= fitted_bounds(db_path, group, profile_key=this_profile(precision).key)
+        key = this_profile(precision, framework).key
+        bounds |= fitted_bounds(db_path, group, profile_key=key)
     return bounds

@@ -1,11 +1,12 @@
 """The profiled process: one fresh interpreter trains one configuration.
 
-Run as ``python -m profiling.child --workload NAME --config JSON --steps N --seed S
---result PATH [--parent-pid PID]``
-by `profiling.runner`, never by hand. It imports the framework, records its own
-resident memory right after (the framework's baseline), builds the model,
-trains on seeded synthetic data and, after every phase, rewrites the result
-file atomically, so a run that is killed part-way still leaves what it reached.
+Run as ``python -m profiling.child --workload NAME --config JSON [--framework NAME]
+--steps N --seed S --result PATH [--parent-pid PID]``
+by `profiling.runner`, never by hand. It imports the framework (TensorFlow, or torch
+for ``--framework torch``, never both), records its own resident memory right after
+(the framework's baseline), builds the model (Keras', or the workload's native
+PyTorch model), trains on seeded synthetic data and, after every phase, rewrites the
+result file atomically, so a run that is killed part-way still leaves what it reached.
 
 It never outlives the sweep that started it: the runner asks the kernel to kill
 it when its parent dies (`profiling.processes.die_with_parent`), and, where that
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, TENSORFLOW, TORCH
 from core.machine import onednn_enabled, read_proc_status_bytes
 from core.workloads.base import COMPUTE_DTYPE
 
@@ -67,10 +69,101 @@ def _exit_when_orphaned(parent_pid: int) -> None:
     os._exit(ORPHANED_EXIT_CODE)
 
 
+class _Progress:
+    """The result file, rewritten after every phase: what a killed child still leaves."""
+
+    def __init__(self, path: Path, started: float):
+        self.path, self.started = path, started
+        self.result: dict[str, Any] = {}
+        self.step_started = started
+
+    def imported(self, **facts: Any) -> None:
+        """The framework is imported: its baseline (resident memory now) and ``facts``."""
+        self.result = {
+            "phase": "imported",
+            "baseline_bytes": read_proc_status_bytes(os.getpid(), "VmRSS"),
+            "import_s": time.monotonic() - self.started,
+            **facts,
+            "step_times_s": [],
+            "step_hwm_bytes": [],
+        }
+        _write_result(self.path, self.result)
+
+    def built(self) -> None:
+        self.result["phase"] = "built"
+        _write_result(self.path, self.result)
+        self.step_started = time.monotonic()
+
+    def stepped(self, step: int | None = None) -> None:
+        """One training step ended: its time since `built` or the previous step, and VmHWM.
+
+        ``step`` is what `core.workloads.torch_training.train_steps` passes; the lists'
+        order already says which step each figure is.
+        """
+        self.result["step_times_s"].append(time.monotonic() - self.step_started)
+        self.result["step_hwm_bytes"].append(read_proc_status_bytes(os.getpid(), "VmHWM"))
+        _write_result(self.path, self.result)
+        self.step_started = time.monotonic()  # the write is not part of the next step
+
+    def done(self) -> None:
+        self.result["phase"] = "done"
+        self.result["peak_hwm_bytes"] = read_proc_status_bytes(os.getpid(), "VmHWM")
+        _write_result(self.path, self.result)
+
+
+def _train_keras(args: argparse.Namespace, progress: _Progress) -> None:
+    """Train the workload's Keras model (imports TensorFlow, never torch)."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from core import workloads
+
+    workload = workloads.get(args.workload)
+    config = workload.Config.from_dict(json.loads(args.config))
+    progress.imported(
+        tensorflow_version=tf.__version__,
+        keras_version=keras.__version__,
+        numpy_version=np.__version__,
+        onednn_enabled=_tensorflow_uses_onednn(config.precision),
+    )
+    keras.utils.set_random_seed(args.seed)
+    inputs, targets = workload.synthetic_batch(config, np.random.default_rng(args.seed))
+    model = workload.build_model(config)
+    progress.built()
+    for _ in range(args.steps):
+        model.train_on_batch(inputs, targets)
+        progress.stepped()
+
+
+def _train_torch(args: argparse.Namespace, progress: _Progress) -> None:
+    """Train the workload's native PyTorch model on the same seeded synthetic batch
+    (`core.workloads.torch_training`; imports torch, never TensorFlow)."""
+    import numpy as np
+    import torch
+
+    from core import workloads
+    from core.workloads import torch_training
+
+    config = workloads.get(args.workload).Config.from_dict(json.loads(args.config))
+    progress.imported(
+        framework_version=torch.__version__,
+        numpy_version=np.__version__,
+        torch_intra_op_threads=torch.get_num_threads(),
+    )
+    torch_training.train_steps(
+        config, args.steps, args.seed, after_step=progress.stepped, after_build=progress.built
+    )
+
+
+_TRAINERS = {TENSORFLOW: _train_keras, TORCH: _train_torch}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m profiling.child")
     parser.add_argument("--workload", required=True, help="a name from core.workloads")
     parser.add_argument("--config", required=True, help="the workload's config as JSON")
+    parser.add_argument("--framework", choices=FRAMEWORKS, default=DEFAULT_FRAMEWORK)
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--result", type=Path, required=True)
@@ -80,44 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         watcher = threading.Thread(target=_exit_when_orphaned, args=(args.parent_pid,), daemon=True)
         watcher.start()
 
-    started = time.monotonic()
-    import keras
-    import numpy as np
-    import tensorflow as tf
-
-    from core import workloads
-
-    workload = workloads.get(args.workload)
-    config = workload.Config.from_dict(json.loads(args.config))
-    result: dict[str, Any] = {
-        "phase": "imported",
-        "baseline_bytes": read_proc_status_bytes(os.getpid(), "VmRSS"),
-        "import_s": time.monotonic() - started,
-        "tensorflow_version": tf.__version__,
-        "keras_version": keras.__version__,
-        "numpy_version": np.__version__,
-        "onednn_enabled": _tensorflow_uses_onednn(config.precision),
-        "step_times_s": [],
-        "step_hwm_bytes": [],
-    }
-    _write_result(args.result, result)
-
-    keras.utils.set_random_seed(args.seed)
-    inputs, targets = workload.synthetic_batch(config, np.random.default_rng(args.seed))
-    model = workload.build_model(config)
-    result["phase"] = "built"
-    _write_result(args.result, result)
-
-    for _ in range(args.steps):
-        step_started = time.monotonic()
-        model.train_on_batch(inputs, targets)
-        result["step_times_s"].append(time.monotonic() - step_started)
-        result["step_hwm_bytes"].append(read_proc_status_bytes(os.getpid(), "VmHWM"))
-        _write_result(args.result, result)
-
-    result["phase"] = "done"
-    result["peak_hwm_bytes"] = read_proc_status_bytes(os.getpid(), "VmHWM")
-    _write_result(args.result, result)
+    progress = _Progress(args.result, time.monotonic())
+    _TRAINERS[args.framework](args, progress)
+    progress.done()
     return 0
 
 

@@ -100,9 +100,10 @@ class _Resume:
     @classmethod
     def read(cls, sweep: Sweep) -> _Resume:
         # Points count as done per machine profile, not hostname: two VMs may share a name.
-        # The profile depends on the precision where oneDNN is on but cannot take its dtype.
-        db_path = sweep.plan.db_path
-        keys = {c.precision: this_profile(c.precision).key for c in sweep.bounds}
+        # The profile depends on the precision where oneDNN is on but cannot take its dtype,
+        # and on the framework: a torch point is never done by a TensorFlow run.
+        db_path, framework = sweep.plan.db_path, sweep.plan.settings.framework
+        keys = {c.precision: this_profile(c.precision, framework).key for c in sweep.bounds}
         return cls(
             measured={
                 p: store.completed_points(db_path, k, statuses=DONE_STATUSES)

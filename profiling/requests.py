@@ -15,6 +15,7 @@ from pathlib import Path
 
 from core import workloads
 from core.errors import ConfigError
+from core.frameworks import DEFAULT_FRAMEWORK
 from core.units import check_memory_limit, parse_bytes
 from core.workloads import DEFAULT_WORKLOAD
 from profiling.sweep import Grid, expand_grid, grid_from_mapping
@@ -22,7 +23,8 @@ from profiling.sweep import Grid, expand_grid, grid_from_mapping
 
 @dataclass(frozen=True)
 class SweepRequest:
-    """A validated sweep to launch: its grid, steps per point and per-child memory limit."""
+    """A validated sweep to launch: its grid, steps per point, per-child memory limit and
+    the framework that trains its points."""
 
     grid: Grid
     steps: int
@@ -31,6 +33,7 @@ class SweepRequest:
     # Launch points whose bound exceeds the limit and let the limit stop them (verifying a
     # sizing answer's next size up: `application.verify`).
     run_over_bound: bool = False
+    framework: str = DEFAULT_FRAMEWORK  # `core.frameworks`
 
     def sweep_args(self, db_path: Path) -> list[str]:
         """The arguments after ``memplan``: every knob of the grid, as its flag."""
@@ -40,6 +43,8 @@ class SweepRequest:
             args += [f"--{knob.replace('_', '-')}", *map(str, listed)]
         over = ["--run-over-bound"] if self.run_over_bound else []
         return args + [
+            "--framework",
+            self.framework,
             "--steps",
             str(self.steps),
             "--memory-limit",

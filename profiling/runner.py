@@ -1,6 +1,6 @@
 """Profile one sweep point: a fresh child process, sampled by memory_profiler.
 
-The parent never imports TensorFlow. It starts `profiling.child` in its own
+The parent never imports TensorFlow or torch. It starts `profiling.child` in its own
 session, lets memory_profiler sample the child's resident memory (children
 included) at a fixed interval, and on every sample enforces the memory limit
 and the wall-clock timeout by killing the child's whole process group. Every
@@ -34,7 +34,14 @@ import psutil
 from memory_profiler import memory_usage
 
 from core import store, workloads
-from core.machine import machine_info, onednn_enabled, read_proc_status_bytes, software_info
+from core.frameworks import DEFAULT_FRAMEWORK
+from core.machine import (
+    framework_facts,
+    machine_info,
+    onednn_enabled,
+    read_proc_status_bytes,
+    software_info,
+)
 from core.records import RunRecord, Sample
 from core.units import format_gib
 from core.workloads.base import WorkloadConfig
@@ -49,6 +56,8 @@ DEFAULT_SAMPLE_INTERVAL_S = 0.1
 # its 12-step value (docs/steps.md has the evidence and the command).
 DEFAULT_STEPS = 6
 DEFAULT_TIMEOUT_S = 1800.0
+# The framework columns the child reports itself (`profiling.child`).
+_CHILD_FRAMEWORK_FACTS = ("torch_intra_op_threads",)
 # How much of a failing child's stderr is kept in the run's message.
 STDERR_TAIL_LINES = 15
 
@@ -62,6 +71,7 @@ class RunSettings:
     seed: int = 0
     sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
     timeout_s: float = DEFAULT_TIMEOUT_S
+    framework: str = DEFAULT_FRAMEWORK  # what trains the points (`core.frameworks`)
 
 
 class _Watchdog:
@@ -157,6 +167,8 @@ def child_command(
         config.workload,
         "--config",
         json.dumps(config.to_dict()),
+        "--framework",
+        settings.framework,
         "--steps",
         str(settings.steps),
         "--seed",
@@ -216,6 +228,8 @@ def run_point(
         step_times_s=json.dumps([round(t, 4) for t in result.get("step_times_s", [])]),
         step_hwm_bytes=json.dumps(result.get("step_hwm_bytes", [])),
         onednn_enabled=result.get("onednn_enabled", onednn_enabled(config.precision)),
+        # torch's own answer where the child got that far (`core.machine` reads its rule)
+        **{key: result[key] for key in _CHILD_FRAMEWORK_FACTS if key in result},
         samples=samples,
     )
 
@@ -374,7 +388,6 @@ def _record(
         timeout_s=settings.timeout_s,
         memory_limit_bytes=settings.memory_limit_bytes,
         estimate_bytes=estimate_bytes,
-        **measured,
-        **machine_info(),
-        **software_info(),
+        # what the child reported of its framework wins over this process's reading
+        **(machine_info() | software_info() | framework_facts(settings.framework) | measured),
     )

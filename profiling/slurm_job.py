@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from core import workloads
-from core.machine import machine_info, software_info
+from core.frameworks import DEFAULT_FRAMEWORK, TORCH
+from core.machine import framework_facts, machine_info, software_info
 from profiling import pending
 from profiling.runner import RunSettings, run_point
 
@@ -36,6 +37,9 @@ _CPUS_PER_TASK = "SLURM_CPUS_PER_TASK"
 # TensorFlow sizes its intra-op pool from this (`core.machine` records it): without
 # it the child would start one thread per CPU of the node, not of the allocation.
 _INTRA_OP_THREADS = "TF_NUM_INTRAOP_THREADS"
+# torch sizes its pool from this, one thread per physical core of the node without it
+# (`core.machine.torch_intra_op_threads`); set for a torch run only.
+_TORCH_THREADS = "OMP_NUM_THREADS"
 
 
 @dataclass(frozen=True)
@@ -87,9 +91,9 @@ def cpus_per_task(environ: dict[str, str] | None = None) -> int | None:
     return int(value) if value and value.isdigit() else None
 
 
-def node_facts() -> dict[str, Any]:
-    """The machine and software columns of a run measured on this node."""
-    return {**machine_info(), **software_info()}
+def node_facts(framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
+    """The machine, software and framework columns of a ``framework`` run measured here."""
+    return {**machine_info(), **software_info(), **framework_facts(framework)}
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
@@ -100,13 +104,17 @@ def measure(point_file: str) -> str:
     """Measure the point in ``point_file``; the path of the record written. Runs on the node."""
     path = Path(point_file)
     spec = PointSpec.read(path)
+    settings = RunSettings(**spec.settings)
     cpus = cpus_per_task()
     if cpus:
         os.environ.setdefault(_INTRA_OP_THREADS, str(cpus))
+        if settings.framework == TORCH:
+            os.environ.setdefault(_TORCH_THREADS, str(cpus))
     job_id = slurm_job_id()
+    facts = node_facts(settings.framework)
     pending.write_atomically(
         node_path(path.parent, spec.point_id),
-        json.dumps({**node_facts(), "slurm_job_id": job_id, "slurm_cpus_per_task": cpus}),
+        json.dumps({**facts, "slurm_job_id": job_id, "slurm_cpus_per_task": cpus}),
     )
     # scancel and the time limit send SIGTERM: kill the child and write nothing; the
     # submitter reads the job's end (CANCELLED, TIMEOUT, ...) from Slurm instead.
@@ -115,7 +123,7 @@ def measure(point_file: str) -> str:
     config = workload.Config.from_dict(spec.config)
     record = run_point(
         config,
-        RunSettings(**spec.settings),
+        settings,
         repeat=spec.repeat,
         estimate_bytes=spec.estimate_bytes,
     )

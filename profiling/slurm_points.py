@@ -22,6 +22,7 @@ from typing import Any
 
 from core import datafiles, profiles, store, workloads
 from core.errors import ConfigError, DataFileError
+from core.frameworks import DEFAULT_FRAMEWORK
 from core.records import PeakBound, RunRecord
 from core.units import MIN_MEMORY_LIMIT_BYTES, format_bytes
 from core.workloads.base import WorkloadConfig, format_image_shape
@@ -139,6 +140,8 @@ def point_id(config: WorkloadConfig, settings: RunSettings, repeat: int) -> str:
         "seed": settings.seed,
         "repeat": repeat,
     }
+    if settings.framework != DEFAULT_FRAMEWORK:  # a TensorFlow point keeps the id it had
+        key["framework"] = settings.framework
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -197,8 +200,8 @@ def plan_points(inputs: PlanInputs) -> tuple[list[ClusterPoint], int]:
 
 
 # What a job's node.json may fill in a run: the node's machine and software facts and the
-# job's Slurm figures (`profiling.slurm_job.measure` writes exactly these), never a
-# measurement, the configuration or how the run ended.
+# job's Slurm figures (`profiling.slurm_job.measure` writes these, and the framework, which
+# the point's settings decide), never a measurement, the configuration or how the run ended.
 NODE_COLUMNS = (
     "hostname",
     "cpu_vendor",
@@ -214,6 +217,8 @@ NODE_COLUMNS = (
     "tensorflow_version",
     "keras_version",
     "numpy_version",
+    "framework_version",
+    "torch_intra_op_threads",
     "slurm_job_id",
     "slurm_cpus_per_task",
 )
@@ -229,6 +234,7 @@ def _partition_facts(point: ClusterPoint, partition: slurm.Partition) -> dict[st
         "cpu_cores": partition.max_cpus,
         "usable_cores": None,
         "intra_op_threads": None,
+        "torch_intra_op_threads": None,
         "total_ram_bytes": partition.max_memory_bytes,
         "l3_cache_bytes": None,
         "slurm_job_id": point.job_id,

@@ -74,6 +74,8 @@ _DEFAULTS: dict[str, Any] = {
     "keras_version": "3.3.3",
     "numpy_version": "1.26.4",
     "onednn_enabled": True,
+    "framework": "tensorflow",
+    "framework_version": "2.16.1",
 }
 
 

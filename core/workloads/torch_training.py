@@ -70,17 +70,21 @@ def train_steps(
     steps: int,
     seed: int,
     after_step: Callable[[int], None] | None = None,
+    after_build: Callable[[], None] | None = None,
 ) -> list[float]:
     """Train ``config`` in PyTorch for ``steps`` steps on its seeded synthetic batch.
 
     Seeds torch's initialisers and dropout and NumPy's batch with ``seed``; calls
-    ``after_step(step)`` after each step (0-based: where a caller records its time and
-    memory). Returns each step's loss.
+    ``after_build()`` once the model and the batch exist, and ``after_step(step)`` after
+    each step (0-based): where the profiled child records its phases, step times and
+    memory. Returns each step's loss.
     """
     torch.manual_seed(seed)
     training = build(config)
     images, targets = workloads.of(config).synthetic_batch(config, np.random.default_rng(seed))
     inputs, target_tensor = channels_first(images), training.targets(targets)
+    if after_build is not None:
+        after_build()
     losses = []
     for step in range(steps):
         losses.append(training.step(inputs, target_tensor))

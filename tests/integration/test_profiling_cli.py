@@ -85,6 +85,8 @@ def test_a_real_run_is_profiled_end_to_end_into_the_database(db):
     assert run["peak_hwm_bytes"] >= 0.99 * run["peak_sampled_bytes"]
     assert len(json.loads(run["step_times_s"])) == 2
     assert run["tensorflow_version"] and run["cpu_cores"] >= 1 and run["total_ram_bytes"] > 0
+    # The framework by default, with the version that trained it.
+    assert (run["framework"], run["framework_version"]) == ("tensorflow", run["tensorflow_version"])
     # The CPU generation this machine's /proc/cpuinfo states (None off x86), as the profile has it.
     generation = machine.cpu_generation(Path("/proc/cpuinfo").read_text())
     assert {name: run[name] for name in generation} == generation

@@ -1,11 +1,12 @@
-"""What earlier releases left on disk still opens: schema-1 to -6 databases and exports.
+"""What earlier releases left on disk still opens: schema-1 to -7 databases and exports.
 
 The fixtures in tests/fixtures/schema1/ were written by memplan 256831b (schema 1),
 those in tests/fixtures/schema2/ by memplan 99b704d (schema 2), those in
 tests/fixtures/schema3/ by memplan 82bb04d (schema 3) and those in
 tests/fixtures/schema4/ by memplan fabaf94 (schema 4), those in
 tests/fixtures/schema5/ by memplan 9c1906c (schema 5) and those in
-tests/fixtures/schema6/ by memplan 8c5ac2b (schema 6), each with its own code
+tests/fixtures/schema6/ by memplan 8c5ac2b (schema 6) and those in
+tests/fixtures/schema7/ by memplan 0bc34a1 (schema 7), each with its own code
 (see the README in each). Every test copies what it changes to tmp_path
 first, so the fixtures themselves are never written to.
 """
@@ -46,6 +47,8 @@ CACHE_COLUMNS = ("l3_cache_bytes",)
 STEPS_COLUMNS = ("steps", "other_steps_json")
 # The CPU generation schema 7 added to runs, at the end of the table; no older run recorded it.
 GENERATION_COLUMNS = ("cpu_family", "cpu_model_number", "cpu_stepping")
+# The framework schema 8 added to runs, after them: every older run trained with TensorFlow.
+FRAMEWORK_COLUMNS = ("framework", "framework_version", "torch_intra_op_threads")
 # Every fixture's runs trained for 3 steps (the test helper's default at each release).
 FIXTURE_STEPS = 3
 
@@ -152,10 +155,25 @@ SCHEMA6 = Generation(
     rows=SCHEMA3.rows,
     run_ids=tuple(run_id.replace("v3-", "v6-") for run_id in SCHEMA3.run_ids),
 )
+# 0bc34a1 wrote the schema-6 fixtures' runs again, renamed, the Intel VM's with its CPU generation.
+SCHEMA7 = Generation(
+    version=7,
+    rows=SCHEMA3.rows,
+    run_ids=tuple(run_id.replace("v3-", "v7-") for run_id in SCHEMA3.run_ids),
+)
+# The profile key 0bc34a1 stored for the schema-7 evaluation (its README): the Intel VM with
+# its CPU generation.
+SCHEMA7_PROFILE = "a152bafe0b"
 # The profile key 82bb04d stored for the schema-3 evaluation (its README); fabaf94
 # stored the same for the same Intel VM's schema-4 evaluation.
 SCHEMA3_PROFILE = "e347700dc4"
 GENERATIONS = pytest.mark.parametrize(
+    "generation",
+    [SCHEMA1, SCHEMA2, SCHEMA3, SCHEMA4, SCHEMA5, SCHEMA6, SCHEMA7],
+    ids=["schema1", "schema2", "schema3", "schema4", "schema5", "schema6", "schema7"],
+)
+# The generations from before schema 7, whose runs recorded no CPU generation.
+BEFORE_CPU_GENERATION = pytest.mark.parametrize(
     "generation",
     [SCHEMA1, SCHEMA2, SCHEMA3, SCHEMA4, SCHEMA5, SCHEMA6],
     ids=["schema1", "schema2", "schema3", "schema4", "schema5", "schema6"],
@@ -246,12 +264,13 @@ def _file_state(db: Path) -> tuple[bytes, int, list[str]]:
 
 def test_there_is_one_migration_per_version_step_up_to_the_current_one() -> None:
     assert [m.from_version for m in migrations.MIGRATIONS] == list(range(1, schema.SCHEMA_VERSION))
-    assert [m.to_version for m in migrations.migrations_from(1)] == [2, 3, 4, 5, 6, 7]
-    assert [m.to_version for m in migrations.migrations_from(2)] == [3, 4, 5, 6, 7]
-    assert [m.to_version for m in migrations.migrations_from(3)] == [4, 5, 6, 7]
-    assert [m.to_version for m in migrations.migrations_from(4)] == [5, 6, 7]
-    assert [m.to_version for m in migrations.migrations_from(5)] == [6, 7]
-    assert [m.to_version for m in migrations.migrations_from(6)] == [7]
+    assert [m.to_version for m in migrations.migrations_from(1)] == [2, 3, 4, 5, 6, 7, 8]
+    assert [m.to_version for m in migrations.migrations_from(2)] == [3, 4, 5, 6, 7, 8]
+    assert [m.to_version for m in migrations.migrations_from(3)] == [4, 5, 6, 7, 8]
+    assert [m.to_version for m in migrations.migrations_from(4)] == [5, 6, 7, 8]
+    assert [m.to_version for m in migrations.migrations_from(5)] == [6, 7, 8]
+    assert [m.to_version for m in migrations.migrations_from(6)] == [7, 8]
+    assert [m.to_version for m in migrations.migrations_from(7)] == [8]
     assert migrations.migrations_from(schema.SCHEMA_VERSION) == ()
 
 
@@ -273,7 +292,7 @@ def test_an_older_database_is_migrated_keeping_every_row_and_value(
     database.ensure_database(db)
 
     after = _tables(db)
-    assert _version(db) == str(schema.SCHEMA_VERSION) == "7"
+    assert _version(db) == str(schema.SCHEMA_VERSION) == "8"
     for name in schema.TABLES:
         if name == "meta":
             continue  # only the version changed (checked above)
@@ -283,6 +302,8 @@ def test_an_older_database_is_migrated_keeping_every_row_and_value(
                 continue  # read from the evaluation's runs (tests below), not a fixed value
             if value is None:  # unknown, not guessed
                 assert migrated[column].isna().all(), column
+            elif isinstance(value, schema.SameAs):  # the framework version: TensorFlow's
+                assert migrated[column].equals(migrated[value.column].rename(column)), column
             else:
                 assert set(migrated[column]) == {value}, column
         migrated = migrated.drop(columns=[c for c in migrated.columns if c not in before[name]])
@@ -307,6 +328,7 @@ def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(
         *SLURM_COLUMNS,
         *CACHE_COLUMNS,
         *GENERATION_COLUMNS,
+        *FRAMEWORK_COLUMNS,
     ]
 
 
@@ -364,7 +386,7 @@ def test_migrated_schema_5_runs_keep_the_l3_cache_they_recorded(tmp_path: Path) 
     assert cache[[r for r in SCHEMA5.run_ids if r.startswith("v5-alex")]].isna().all()
 
 
-@GENERATIONS
+@BEFORE_CPU_GENERATION
 def test_migrated_runs_record_no_cpu_generation_and_keep_their_profiles(
     generation: Generation, tmp_path: Path
 ) -> None:
@@ -377,6 +399,26 @@ def test_migrated_runs_record_no_cpu_generation_and_keep_their_profiles(
     for profile in before.values():
         assert profile.generation is None and "family" not in profile.label
     assert all(store.get_run(db, run_id)["cpu_family"] is None for run_id in generation.run_ids)
+
+
+def test_migrated_schema_7_runs_trained_with_tensorflow_and_keep_their_profiles(
+    tmp_path: Path,
+) -> None:
+    before = profiles.profiles_in(_tables(SCHEMA7.db)["runs"])  # as schema 7 stored them
+    db, runs = _migrated_runs(SCHEMA7, tmp_path)
+
+    assert set(runs["framework"]) == {"tensorflow"}
+    assert list(runs["framework_version"]) == list(runs["tensorflow_version"])
+    assert runs["torch_intra_op_threads"].isna().all()
+    # The framework is explicit now, and a TensorFlow profile keeps its key, so the stored
+    # evaluation still answers for the runs it fit.
+    assert profiles.profiles_in(runs) == before and SCHEMA7_PROFILE in before
+    assert before[SCHEMA7_PROFILE].label.endswith("TensorFlow 2.21")
+    assert [p.name for p in results.load_predictors(db, machine=SCHEMA7_PROFILE)] == [
+        "paper",
+        "refined",
+        "least_squares",
+    ]
 
 
 def test_a_migrated_schema_6_evaluation_still_answers_for_its_profile(tmp_path: Path) -> None:
@@ -715,7 +757,7 @@ def test_a_failed_migration_leaves_the_database_as_it_was(
 
     assert _version(db) == str(generation.version)
     after = _tables(db)
-    assert not set(GENERATION_COLUMNS) & set(after["runs"].columns)
+    assert not set(FRAMEWORK_COLUMNS) & set(after["runs"].columns)
     assert _columns(db) == _columns(generation.db)
     for name in schema.TABLES:
         pd.testing.assert_frame_equal(after[name], before[name])
@@ -789,7 +831,11 @@ def test_an_older_export_imports_as_the_migrated_database_holds_it(
 
     assert stored == len(generation.run_ids)
     imported = store.load_runs(target)
-    assert imported[list(GENERATION_COLUMNS)].isna().all().all()
+    # Every older export trained with TensorFlow, at the version it recorded.
+    assert set(imported["framework"]) == {"tensorflow"}
+    assert list(imported["framework_version"]) == list(imported["tensorflow_version"])
+    if generation.version < 7:
+        assert imported[list(GENERATION_COLUMNS)].isna().all().all()
     if generation.version < 5:
         assert imported[list(CACHE_COLUMNS)].isna().all().all()
     if generation.version < 4:
@@ -825,33 +871,46 @@ def test_an_export_claiming_a_newer_version_is_refused(tmp_path: Path, suffix: s
 
 
 def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> None:
-    runs = pa.table({"run_id": ["a", "b"]})
+    runs = pa.table({"run_id": ["a", "b"], "tensorflow_version": ["2.16.1", "2.21.0"]})
     from_1 = schema.upgrade_export("runs", runs, 1)
     assert from_1.column("workload").to_pylist() == ["unet3d", "unet3d"]
     for name in MACHINE_COLUMNS:
         assert from_1.column(name).to_pylist() == [None, None]
     for name in (*SLURM_COLUMNS, *CACHE_COLUMNS, *GENERATION_COLUMNS):
         assert from_1.column(name).to_pylist() == [None, None]
+    # Every run before schema 8 trained with TensorFlow, the version it recorded.
+    assert from_1.column("framework").to_pylist() == ["tensorflow", "tensorflow"]
+    assert from_1.column("framework_version").to_pylist() == ["2.16.1", "2.21.0"]
+    assert from_1.column("torch_intra_op_threads").to_pylist() == [None, None]
+    own = ["run_id", "tensorflow_version"]
     assert schema.upgrade_export("runs", runs, 2).column_names == [
-        "run_id",
+        *own,
         *MACHINE_COLUMNS,
         *SLURM_COLUMNS,
         *CACHE_COLUMNS,
         *GENERATION_COLUMNS,
+        *FRAMEWORK_COLUMNS,
     ]
     assert schema.upgrade_export("runs", runs, 3).column_names == [
-        "run_id",
+        *own,
         *SLURM_COLUMNS,
         *CACHE_COLUMNS,
         *GENERATION_COLUMNS,
+        *FRAMEWORK_COLUMNS,
     ]
     assert schema.upgrade_export("runs", runs, 4).column_names == [
-        "run_id",
+        *own,
         *CACHE_COLUMNS,
         *GENERATION_COLUMNS,
+        *FRAMEWORK_COLUMNS,
     ]
-    assert schema.upgrade_export("runs", runs, 6).column_names == ["run_id", *GENERATION_COLUMNS]
-    assert schema.upgrade_export("runs", runs, schema.SCHEMA_VERSION).column_names == ["run_id"]
+    assert schema.upgrade_export("runs", runs, 6).column_names == [
+        *own,
+        *GENERATION_COLUMNS,
+        *FRAMEWORK_COLUMNS,
+    ]
+    assert schema.upgrade_export("runs", runs, 7).column_names == [*own, *FRAMEWORK_COLUMNS]
+    assert schema.upgrade_export("runs", runs, schema.SCHEMA_VERSION).column_names == own
     evaluations = schema.upgrade_export("evaluations", pa.table({"evaluation_id": ["e"]}), 2)
     assert evaluations.column("machine_profile").to_pylist() == [None]
     # An export says its version by the columns it has when it does not say it otherwise.
@@ -862,12 +921,13 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
     assert schema.infer_version("runs", slurm) == 4
     # Schema 6 added nothing to runs: a schema-5 runs export reads as schema 6.
     assert schema.infer_version("runs", [*slurm, *CACHE_COLUMNS]) == 6
-    current = [*slurm, *CACHE_COLUMNS, *GENERATION_COLUMNS]
+    assert schema.infer_version("runs", [*slurm, *CACHE_COLUMNS, *GENERATION_COLUMNS]) == 7
+    current = [*slurm, *CACHE_COLUMNS, *GENERATION_COLUMNS, *FRAMEWORK_COLUMNS]
     assert schema.infer_version("runs", current) == schema.SCHEMA_VERSION
     profiled = ["evaluation_id", "workload", "machine_profile"]
     assert schema.infer_version("evaluations", profiled) == 5
-    # Schema 7 added nothing to evaluations: a schema-6 one reads as the current version.
-    assert schema.infer_version("evaluations", [*profiled, *STEPS_COLUMNS]) == 7
+    # Schemas 7 and 8 added nothing to evaluations: a schema-6 one reads as the current one.
+    assert schema.infer_version("evaluations", [*profiled, *STEPS_COLUMNS]) == 8
     assert schema.upgrade_export("evaluations", pa.table({"evaluation_id": ["e"]}), 5).column(
         "steps"
     ).to_pylist() == [None]
@@ -879,7 +939,7 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
         None,
     ]
     no_gpu = ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS, *CACHE_COLUMNS]
-    no_gpu.extend(GENERATION_COLUMNS)
+    no_gpu.extend([*GENERATION_COLUMNS, *FRAMEWORK_COLUMNS])
     assert schema.infer_version("runs", no_gpu) == latest - 1  # no gpu: older
 
 

@@ -103,11 +103,17 @@ def test_this_machines_precheck_bounds_each_point_by_its_precisions_profile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With oneDNN on below AVX-512, bfloat16 trains as without it: another profile's models."""
-    keys = {"float32": "aaaaaaaaaa", "mixed_bfloat16": "bbbbbbbbbb"}
+    keys = {
+        ("float32", "tensorflow"): "aaaaaaaaaa",
+        ("mixed_bfloat16", "tensorflow"): "bbbbbbbbbb",
+        ("float32", "torch"): "dddddddddd",
+    }
     monkeypatch.setattr(
         sweep_guard,
         "this_profile",
-        lambda precision="float32": SimpleNamespace(key=keys[precision]),
+        lambda precision="float32", framework="tensorflow": SimpleNamespace(
+            key=keys[precision, framework]
+        ),
     )
     asked: dict[str, list[UNetConfig]] = {}
 
@@ -126,3 +132,6 @@ def test_this_machines_precheck_bounds_each_point_by_its_precisions_profile(
     # A node's profile, given, bounds every point alike (the Slurm sweep's case).
     sweep_guard.fitted_precheck(tmp_path / "runs.duckdb", "cccccccccc")([single, half])
     assert asked["cccccccccc"] == [single, half]
+    # A torch sweep is bounded by this machine's torch profile, never TensorFlow's.
+    sweep_guard.fitted_precheck(tmp_path / "runs.duckdb", framework="torch")([single])
+    assert asked["dddddddddd"] == [single]

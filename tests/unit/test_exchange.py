@@ -235,6 +235,11 @@ BAD_CSV_CASES = {
         "column status, row 1: 'crashed' is not one of ok, oom, timeout, error, skipped, "
         "interrupted, killed",
     ),
+    "unknown_framework": (
+        "runs",
+        _set(0, "framework", "jax"),
+        "column framework, row 1: 'jax' is not one of tensorflow, torch",
+    ),
     "negative_memory": (
         "runs",
         _set(1, "peak_hwm_bytes", "-5"),

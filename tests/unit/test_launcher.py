@@ -90,6 +90,8 @@ def test_a_valid_form_becomes_a_request_with_its_points_counted():
         "2",
         "--base-filters",
         "16",
+        "--framework",
+        "tensorflow",
         "--steps",
         "3",
         "--memory-limit",

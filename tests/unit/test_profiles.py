@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import profiles
+from core import cpu_names, profiles
 from core.errors import StoreError
 from core.units import GIB
 
@@ -40,6 +40,15 @@ EPYC = XEON | {
 OLDER = XEON | {"cpu_vendor": None, "cpu_isa": None, "usable_cores": None, "intra_op_threads": None}
 
 
+# A torch run on the Xeon: its own version and intra-op threads (schema 8).
+TORCH_FACTS: dict[str, Any] = {
+    "framework": "torch",
+    "framework_version": "2.13.0+cpu",
+    "torch_intra_op_threads": 2,
+}
+TORCH_ON_XEON = XEON | TORCH_FACTS | {"intra_op_threads": None}
+
+
 # --- facts read from /proc/cpuinfo and model names ---------------------------------------
 
 
@@ -55,8 +64,8 @@ OLDER = XEON | {"cpu_vendor": None, "cpu_isa": None, "usable_cores": None, "intr
     ],
 )
 def test_the_isa_level_is_the_best_tier_onednn_dispatches_on(flags: list[str], level: str) -> None:
-    assert profiles.isa_level(flags) == level
-    assert profiles.isa_level(iter(flags)) == level  # any iterable, e.g. a split flags line
+    assert cpu_names.isa_level(flags) == level
+    assert cpu_names.isa_level(iter(flags)) == level  # any iterable, e.g. a split flags line
 
 
 @pytest.mark.parametrize(
@@ -73,7 +82,7 @@ def test_the_isa_level_is_the_best_tier_onednn_dispatches_on(flags: list[str], l
     ],
 )
 def test_the_vendor_is_what_the_model_name_states(model: str | None, vendor: str | None) -> None:
-    assert profiles.vendor_from_model(model) == vendor
+    assert cpu_names.vendor_from_model(model) == vendor
 
 
 @pytest.mark.parametrize(
@@ -91,7 +100,7 @@ def test_the_vendor_is_what_the_model_name_states(model: str | None, vendor: str
 def test_a_short_model_drops_trademarks_core_counts_and_clock(
     model: str | None, short: str | None
 ) -> None:
-    assert profiles.short_model(model) == short
+    assert cpu_names.short_model(model) == short
 
 
 # --- a run's profile --------------------------------------------------------------------
@@ -188,13 +197,42 @@ def test_the_key_is_stable_and_differs_when_any_fact_differs() -> None:
         "onednn_enabled": False,
         "cpu_family": 6,
         "cpu_model_number": 143,
+        "framework": "torch",
     }
-    assert set(changed) == set(profiles.PROFILE_COLUMNS)
+    # A TensorFlow run's version is tensorflow_version; torch's threads are not its own.
+    assert set(changed) | set(TORCH_FACTS) == set(profiles.PROFILE_COLUMNS)
     keys = {name: profiles.profile_of(XEON | {name: value}).key for name, value in changed.items()}
     assert key not in keys.values()
     assert len(set(keys.values())) == len(changed)
     # Facts that are not part of a profile change nothing.
     assert profiles.profile_of(XEON | {"hostname": "other", "numpy_version": "1.0"}).key == key
+
+
+def test_a_tensorflow_run_keeps_its_key_when_the_framework_is_explicit() -> None:
+    # The keys stored evaluations and the docs name (before schema 8) stay what they were.
+    implicit = profiles.profile_of(XEON)
+    explicit = profiles.profile_of(
+        XEON | {"framework": "tensorflow", "framework_version": "2.21.0"}
+    )
+
+    assert explicit == implicit and explicit.key == implicit.key
+    assert implicit.label == "Intel Xeon, AVX-512, 2 cores, TensorFlow 2.21"
+
+
+def test_a_torch_run_is_its_own_profile_named_by_its_framework() -> None:
+    torch = profiles.profile_of(TORCH_ON_XEON)
+
+    assert torch.key != profiles.profile_of(XEON).key
+    assert torch.label == "Intel Xeon, AVX-512, 2 cores, PyTorch 2.13"
+    assert torch.intra_op_threads == 2  # torch's own, not TensorFlow's (None here)
+    # What TensorFlow would be here is no fact of a torch run: it never splits one.
+    assert (torch.tensorflow_version, torch.keras_version, torch.onednn_enabled) == (None,) * 3
+    installed_beside = TORCH_ON_XEON | {"tensorflow_version": "2.20.0", "onednn_enabled": False}
+    assert profiles.profile_of(installed_beside).key == torch.key
+    assert torch.onednn_note_for("mixed_bfloat16") is None
+    for name, value in {"framework_version": "2.12.0", "torch_intra_op_threads": 1}.items():
+        assert profiles.profile_of(TORCH_ON_XEON | {name: value}).key != torch.key, name
+    assert torch.facts()["framework"] == "PyTorch 2.13"
 
 
 def test_a_fact_a_run_did_not_record_never_matches_a_recorded_one() -> None:

@@ -40,7 +40,9 @@ def _key(facts: dict) -> str:
 def on_amd(monkeypatch: pytest.MonkeyPatch) -> str:
     profile = profiles.profile_of(build_record(**AMD).row())
     for module in (calibrate, machines):
-        monkeypatch.setattr(module, "this_profile", lambda precision="float32": profile)
+        monkeypatch.setattr(
+            module, "this_profile", lambda precision="float32", framework="tensorflow": profile
+        )
     return profile.key
 
 

@@ -411,6 +411,8 @@ def test_the_sweep_measures_the_answer_and_the_next_size_under_the_budget() -> N
         "float32",
         "--upsamplings",
         "transpose",
+        "--framework",
+        "tensorflow",
         "--steps",
         str(request.steps),
         "--memory-limit",
