@@ -20,7 +20,7 @@ from core import database, store
 from core.errors import ConfigError
 from memplan import cli
 from memplan import sweep as sweep_command
-from profiling import job, jobstatus, launch_target, launcher, requests, slurm, sweeplock
+from profiling import job, jobstatus, launch_target, launcher, requests, slurm
 from profiling.cluster_progress import PointState, cluster_progress, point_states, point_table
 from profiling.launcher import JobCommand
 from profiling.slurm_points import SlurmOptions
@@ -48,10 +48,12 @@ def stop(signum, frame):
 
 signal.signal(signal.SIGTERM, stop)
 with sweeplock.hold(db, "onslurm", command, 4) as lock:
-    store.create_sweep(db, "onslurm", command, {{}}, 4)
-    lock.update(executor={EXECUTOR!r}, points_done=1, point_states={POINT_STATES!r})
-    print("holding", flush=True)
+    # Everything after taking the lock inside the try: a SIGTERM as soon as the lock or
+    # "holding" is seen lands in the handler, never as an unhandled interrupt (exit -2).
     try:
+        store.create_sweep(db, "onslurm", command, {{}}, 4)
+        lock.update(executor={EXECUTOR!r}, points_done=1, point_states={POINT_STATES!r})
+        print("holding", flush=True)
         time.sleep(120)
     except KeyboardInterrupt:
         time.sleep(cancel_s)  # scancel, then each point recorded interrupted
@@ -280,7 +282,8 @@ def test_cancel_waits_for_a_slurm_sweep_to_cancel_its_jobs(db: Path, monkeypatch
 def test_a_launched_slurm_sweep_being_cancelled_reads_as_cancelling(db: Path):
     sweep = JobCommand(jobstatus.PHASE_SWEEPING, (PY, "-c", SUBMITTER, str(db), COMMAND, "0"))
     launcher.start_job(db, [sweep], COMMAND, points_total=4, executor=EXECUTOR)
-    wait_for(lambda: sweeplock.holder(db) is not None, what="the submitter")
+    # Until it has said which points it holds, the lock alone is not yet a Slurm sweep.
+    wait_for(lambda: launcher.status(db).on_slurm, what="the submitter's Slurm sweep")
     assert not launcher.status(db).cancelling
     # What `cancel` writes first, before its SIGTERM: another tab then reads this.
     (jobstatus.state_dir(db) / jobstatus.CANCEL_FILE).write_text(job.now_iso())
