@@ -283,7 +283,7 @@ def test_a_launched_slurm_sweep_being_cancelled_reads_as_cancelling(db: Path):
     sweep = JobCommand(jobstatus.PHASE_SWEEPING, (PY, "-c", SUBMITTER, str(db), COMMAND, "0"))
     launcher.start_job(db, [sweep], COMMAND, points_total=4, executor=EXECUTOR)
     # Until it has said which points it holds, the lock alone is not yet a Slurm sweep.
-    wait_for(lambda: launcher.status(db).on_slurm, what="the submitter's Slurm sweep")
+    wait_for(lambda: launcher.status(db).point_states, what="the submitter's points")
     assert not launcher.status(db).cancelling
     # What `cancel` writes first, before its SIGTERM: another tab then reads this.
     (jobstatus.state_dir(db) / jobstatus.CANCEL_FILE).write_text(job.now_iso())
