@@ -121,19 +121,10 @@ def test_the_in_memory_bundle_is_the_installed_one(runs_only: Path) -> None:
     "question", [SIZE_BUY, ["size", "image", "--budget", "12GiB", "--batch-size", "4"]]
 )
 def test_size_opens_the_database_twice_for_one_answer(
-    runs_only: Path, question: list[str], monkeypatch, capsys
+    runs_only: Path, question: list[str], database_opens: list[bool], capsys
 ) -> None:
     # Once to check (or migrate) it, once for every read of the answer (`database.reading`):
     # it was 16 opens, ~40 ms CPU each on the 2-core VM.
-    opened: list[bool] = []
-    real = database.open_file
-
-    def counting(path: Path, read_only: bool):  # type: ignore[no-untyped-def]
-        opened.append(read_only)
-        return real(path, read_only)
-
-    monkeypatch.setattr(database, "open_file", counting)
-
     assert cli.main([*question, "--db", str(runs_only)]) == 0
     assert "rests on" in capsys.readouterr().out.lower()
-    assert opened == [True, True]
+    assert database_opens == [True, True]

@@ -17,23 +17,11 @@ from core import database, store
 from core.errors import StoreError
 
 
-@pytest.fixture
-def opens(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """The ``read_only`` flag of every file `core.database.connect` opens from now on."""
-    opened: list[bool] = []
-    real = database.open_file
-
-    def counting(path: Path, read_only: bool):  # type: ignore[no-untyped-def]
-        opened.append(read_only)
-        return real(path, read_only)
-
-    monkeypatch.setattr(database, "open_file", counting)
-    return opened
-
-
-def test_reads_inside_reading_open_the_file_once(tmp_path: Path, opens: list[bool]) -> None:
+def test_reads_inside_reading_open_the_file_once(
+    tmp_path: Path, database_opens: list[bool]
+) -> None:
     db = database.ensure_database(tmp_path / "memplan.duckdb")
-    opens.clear()
+    database_opens.clear()
 
     with database.reading(db):
         runs = store.load_runs(db)
@@ -41,9 +29,9 @@ def test_reads_inside_reading_open_the_file_once(tmp_path: Path, opens: list[boo
         again = store.load_runs(db, status="ok")
 
     assert (runs.empty, sweeps.empty, again.empty) == (True, True, True)
-    assert opens == [True]
+    assert database_opens == [True]
     store.load_runs(db)  # after the block: a connection of its own again
-    assert opens == [True, True]
+    assert database_opens == [True, True]
 
 
 def test_a_write_inside_reading_is_refused_and_works_after_it(tmp_path: Path, make_record) -> None:
@@ -56,10 +44,12 @@ def test_a_write_inside_reading_is_refused_and_works_after_it(tmp_path: Path, ma
     assert len(store.load_runs(db)) == 1
 
 
-def test_another_thread_does_not_share_the_connection(tmp_path: Path, opens: list[bool]) -> None:
+def test_another_thread_does_not_share_the_connection(
+    tmp_path: Path, database_opens: list[bool]
+) -> None:
     # The dashboard serves each session in a thread of its own.
     db = database.ensure_database(tmp_path / "memplan.duckdb")
-    opens.clear()
+    database_opens.clear()
 
     with database.reading(db):
         reader = threading.Thread(target=store.load_runs, args=(db,))
@@ -67,4 +57,4 @@ def test_another_thread_does_not_share_the_connection(tmp_path: Path, opens: lis
         reader.join()
         store.load_runs(db)
 
-    assert opens == [True, True]
+    assert database_opens == [True, True]
