@@ -177,7 +177,7 @@ def predictors(
     The database's, or the bundled ones of its runs; empty too when they were
     refused (`refused_models` says why). decoded : each read back now, so a malformed
     one is refused here; False: when it first predicts (`Predictor.read_back`), for a
-    page that draws a few of them (the trees took ~3.5 s CPU to read back).
+    page that draws a few of them (the trees took ~3.7 s CPU to read back).
     """
     return _stored_models(db_path, db_version, workload, machine, decoded)[0]
 

@@ -56,7 +56,7 @@ def runs_of(view: View) -> pd.DataFrame:
 
 def stored(view: View) -> list[Predictor]:
     """The profile's stored models, each read back when first drawn (`Predictor.read_back`):
-    the page draws three by default, and the trees took ~3.5 s CPU to read back."""
+    the page draws three by default, and the trees took ~3.7 s CPU to read back."""
     return data.predictors(view.db, view.version, view.workload, view.machine, decoded=False)
 
 

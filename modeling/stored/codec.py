@@ -28,7 +28,7 @@ tampered one would crash the process on predict.
 `Stored` reads one back only when it is first asked to predict (`decode`, once):
 its archive and manifest are checked when it is made, the rest on that first use.
 A page that draws three models of ten then never reads the trees (scikit-learn,
-skops and XGBoost: ~3.5 s CPU on the 2-core VM).
+skops and XGBoost: ~3.7 s CPU on the 2-core VM).
 """
 
 from __future__ import annotations

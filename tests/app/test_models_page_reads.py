@@ -1,7 +1,7 @@
 """The Models page reads back only the stored models it draws (issue 26, finding 10).
 
 It draws three models by default; reading every stored model back (the trees through
-scikit-learn, skops and XGBoost) took ~3.5 s CPU of its cold first render on the
+scikit-learn, skops and XGBoost) took ~3.7 s CPU of its cold first render on the
 2-core VM. A model is decoded when first drawn (`modeling.stored.codec.Stored`); a
 malformed one is refused then, with the same message, and the others are drawn.
 """
