@@ -9,9 +9,9 @@ own lock messages (LOCK_SIGNS) are. `core.database` decides what to open, when
 to create and migrate.
 
 A command that reads one file many times and writes nothing meanwhile (``memplan
-size`` opened it 16 times for one answer, ~40 ms CPU each on the 2-core VM) shares
-one read-only connection (`sharing`): every read-only open of that file inside
-gets a cursor of it (`shared_cursor`). Only the thread (or task) that shares it
+size`` opened it 16 times for one answer, ~40 ms each under cProfile on the 2-core
+VM) shares one read-only connection (`sharing`): every read-only open of that file
+inside gets a cursor of it (`shared_cursor`). Only the thread (or task) that shares it
 sees it, and only until the block ends, so the lock a sweep needs is held no
 longer than the command's reads.
 """

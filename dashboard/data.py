@@ -157,8 +157,7 @@ def _stored_models(
     """The models (`modeling.stored.bundle.load_predictors`, each decoded now or, if not
     ``decoded``, when it first predicts) and why they were refused, if so."""
     try:
-        lazy = not decoded
-        return bundle.load_predictors(db_path, workload, machine, lazy=lazy), None
+        return bundle.load_predictors(db_path, workload, machine, lazy=not decoded), None
     except NoModelsError:
         return [], None
     except ModelingError as error:  # a row not stored as data: refused, nothing of it ran

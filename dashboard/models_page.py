@@ -291,7 +291,7 @@ def render() -> None:
     view, picked = choose_view()
     scores = data.scores(view.db, view.version, view.workload, view.machine)
     evaluated = bool(stored(view))
-    refused = data.refused_models(view.db, view.version, view.workload, view.machine, False)
+    refused = data.refused_models(view.db, view.version, view.workload, view.machine, decoded=False)
     if refused:
         st.error(plain(refused))
     models, points = models_of(view), measured(view)

@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 
 # gplearn and SymPy are imported where a model is fitted or its formula written, not with
 # this module: reading a stored model back and predicting needs neither, and importing
-# them (gplearn's fitness imports SciPy's statistics) took ~2.3 s CPU of the Sizing page's
-# cold first render and of `memplan size` for a symbolic default model (2-core VM).
+# them (gplearn's fitness imports SciPy's statistics) was ~2.3 s CPU of reading a stored
+# symbolic model back on the 2-core VM, all of it paid by `memplan size` for a profile
+# whose default model is a symbolic or hybrid one.
 
 FUNCTION_SET: tuple[str, ...] = ("add", "sub", "mul", "div")
 ALLOWED_FUNCTIONS: tuple[str, ...] = ("add", "sub", "mul", "div", "sqrt", "log", "neg", "inv")

@@ -272,7 +272,6 @@ class Stored:
         type_name = _read_members(self.blob)[0].get("type")
         if type_name not in JSON_TYPES and type_name not in READERS:
             raise UnreadableModel(f"its type {type_name!r} is not one this memplan stores")
-        self.type_name = str(type_name)
         self._refused = refused
         self._lock = threading.Lock()  # a server's sessions share the cached models
         self._estimator: Any = None

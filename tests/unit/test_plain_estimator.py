@@ -107,8 +107,8 @@ def test_a_stored_formula_model_predicts_without_gplearns_fitness_sympy_or_scipy
     tmp_path: Path,
 ) -> None:
     # It predicts from its tokens alone; gplearn's fitness (SciPy's statistics) and SymPy
-    # cost ~2.3 s CPU of the Sizing page's cold render, which reads every stored model
-    # (the hybrids read back through the same module).
+    # cost ~2.3 s CPU of `memplan size` for a profile whose default is a symbolic or
+    # hybrid model (the hybrids read back through the same module).
     X, y = _terms()
     fitted = SymbolicRegression(population_size=50, generations=2).fit(X, y)
 
