@@ -4,7 +4,8 @@ DuckDB lets one process open a file read-write *or* many open it read-only,
 never both, so every operation opens its own short-lived connection
 (`connect`) and retries while another process holds the lock. Nothing keeps a
 connection between calls: a cached one in the dashboard would lock the sweep
-that writes out for as long as it lived. `core.store` reads and writes the
+that writes out for as long as it lived. Only a command's reads of one question
+share one (`reading`), for the seconds they take. `core.store` reads and writes the
 rows through these connections.
 
 Schema versions (`core.schema` has the tables, `core.migrations` the migrations):
@@ -49,8 +50,11 @@ from core.dbopen import (
     is_damage_error,
     lock_timeout_s,
     open_file,
+    shared_cursor,
+    sharing,
 )
 from core.dbopen import LOCK_TIMEOUT_ENV_VAR as LOCK_TIMEOUT_ENV_VAR
+from core.dbopen import file_stamp as file_stamp
 from core.errors import StoreError
 from core.schema import SCHEMA_VERSION
 
@@ -123,23 +127,6 @@ def default_db_path() -> Path:
     if configured:
         return Path(configured).expanduser()
     return REPOSITORY_DB
-
-
-def file_stamp(path: Path) -> tuple[int, ...]:
-    """Size and modification time of the database file and of its write-ahead log (0s if none).
-
-    A cheap fingerprint of the contents, read with ``os.stat`` and no connection,
-    so a cache keyed by it never waits on a lock a sweep holds; any write changes it.
-    """
-    stamp: list[int] = []
-    for candidate in (path, path.with_name(path.name + ".wal")):
-        try:
-            info = candidate.stat()
-        except FileNotFoundError:
-            stamp += [0, 0]
-        else:
-            stamp += [info.st_size, info.st_mtime_ns]
-    return tuple(stamp)
 
 
 class _NeedsMigration(StoreError):
@@ -371,7 +358,9 @@ def connect(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConn
         check_writable(path, "a write")  # MEMPLAN_READ_ONLY: no write reaches DuckDB at all
     if not read_only_mode():
         _create(path)
-    con = open_file(existing(path) if read_only_mode() else path, read_only)
+    con = shared_cursor(path, read_only)  # inside `reading`: the file is open already
+    if con is None:
+        con = open_file(existing(path) if read_only_mode() else path, read_only)
     try:
         check_length(con, path)
         _check_schema(con, path, read_only)
@@ -383,6 +372,14 @@ def connect(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConn
     finally:
         with contextlib.suppress(duckdb.Error):
             con.close()
+
+
+@contextlib.contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Every read-only `connect` to ``path`` inside the block shares one connection, opened
+    and checked once (`core.dbopen.sharing`); a read-write one raises StoreError."""
+    with connect(path, read_only=True) as con, sharing(path, con):
+        yield
 
 
 @contextlib.contextmanager

@@ -152,11 +152,12 @@ def samples(db_path: Path, run_ids: tuple[str, ...], db_version: Version) -> pd.
 @_stops_on_store_error
 @st.cache_resource(show_spinner=False, max_entries=MAX_VERSIONS * 8)
 def _stored_models(
-    db_path: Path, db_version: Version, workload: str, machine: str | None
+    db_path: Path, db_version: Version, workload: str, machine: str | None, decoded: bool
 ) -> tuple[list[Predictor], str | None]:
-    """The models (`modeling.stored.bundle.load_predictors`) and why they were refused, if so."""
+    """The models (`modeling.stored.bundle.load_predictors`, each decoded now or, if not
+    ``decoded``, when it first predicts) and why they were refused, if so."""
     try:
-        return bundle.load_predictors(db_path, workload=workload, machine=machine), None
+        return bundle.load_predictors(db_path, workload, machine, lazy=not decoded), None
     except NoModelsError:
         return [], None
     except ModelingError as error:  # a row not stored as data: refused, nothing of it ran
@@ -164,21 +165,34 @@ def _stored_models(
 
 
 def predictors(
-    db_path: Path, db_version: Version, workload: str, machine: str | None = None
+    db_path: Path,
+    db_version: Version,
+    workload: str,
+    machine: str | None = None,
+    decoded: bool = True,
 ) -> list[Predictor]:
     """The latest fitted models of ``workload`` on ``machine``; empty when none was stored yet.
 
     The database's, or the bundled ones of its runs; empty too when they were
-    refused (`refused_models` says why).
+    refused (`refused_models` says why). decoded : each read back now, so a malformed
+    one is refused here; False: when it first predicts (`Predictor.read_back`), for a
+    page that draws a few of them (the trees took ~3.7 s CPU to read back).
     """
-    return _stored_models(db_path, db_version, workload, machine)[0]
+    return _stored_models(db_path, db_version, workload, machine, decoded)[0]
 
 
 def refused_models(
-    db_path: Path, db_version: Version, workload: str, machine: str | None = None
+    db_path: Path,
+    db_version: Version,
+    workload: str,
+    machine: str | None = None,
+    decoded: bool = True,
 ) -> str | None:
-    """Why the models of ``workload`` on ``machine`` could not be loaded; None if they could."""
-    return _stored_models(db_path, db_version, workload, machine)[1]
+    """Why the models of ``workload`` on ``machine`` could not be loaded; None if they could.
+
+    decoded : as `predictors`; False: only what is checked before a model's first use.
+    """
+    return _stored_models(db_path, db_version, workload, machine, decoded)[1]
 
 
 @_stops_on_store_error

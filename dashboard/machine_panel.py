@@ -159,7 +159,7 @@ def _reference_points(
 def shortfall(db: Path, version: data.Version, workload: str, picked: Picked) -> bool:
     """When the chosen profile has no models: what it lacks and how to fix it. True if drawn."""
     key = picked.machine
-    if key is None or data.predictors(db, version, workload, key):
+    if key is None or data.predictors(db, version, workload, key, decoded=False):
         return False
     runs = workload_labels.runs_of(data.runs(db, version), workload)
     here = key == picked.here.key

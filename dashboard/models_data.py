@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data
+from modeling.errors import ModelingError
 from modeling.stored.predictor import Predictor
 from presentation import curves, machines, workload_labels
 from profiling import floor
@@ -53,11 +54,32 @@ def runs_of(view: View) -> pd.DataFrame:
     return machines.runs_on(runs, view.option)
 
 
+def stored(view: View) -> list[Predictor]:
+    """The profile's stored models, each read back when first drawn (`Predictor.read_back`):
+    the page draws three by default, and the trees took ~3.7 s CPU to read back."""
+    return data.predictors(view.db, view.version, view.workload, view.machine, decoded=False)
+
+
 def models_of(view: View) -> Models:
     """The profile's stored models, or the two analytical ones when none is stored."""
-    return data.predictors(view.db, view.version, view.workload, view.machine) or (
-        curves.closed_form_models(runs_of(view))
-    )
+    return stored(view) or curves.closed_form_models(runs_of(view))
+
+
+def drawable(models: Models, names: list[str]) -> tuple[list[str], list[str]]:
+    """Of the models called ``names``, those that read back (each decoded now), and why
+    each other one was refused (`modeling.errors.ModelingError`'s words)."""
+    kept, refused = [], []
+    for model in models:
+        if model.name not in names:
+            continue
+        try:
+            if isinstance(model, Predictor):
+                model.read_back()
+        except ModelingError as error:
+            refused.append(str(error))
+            continue
+        kept.append(model.name)
+    return kept, refused
 
 
 @st.cache_data(show_spinner=False, max_entries=data.MAX_VERSIONS * 8)

@@ -37,9 +37,11 @@ from dashboard.models_data import (
     Models,
     View,
     curve_frame,
+    drawable,
     held_out,
     measured,
     models_of,
+    stored,
 )
 from modeling.stored.predictor import Predictor
 from presentation import charts, curves, formulas, model_errors, workload_labels
@@ -288,8 +290,8 @@ def render() -> None:
     )
     view, picked = choose_view()
     scores = data.scores(view.db, view.version, view.workload, view.machine)
-    evaluated = bool(data.predictors(view.db, view.version, view.workload, view.machine))
-    refused = data.refused_models(view.db, view.version, view.workload, view.machine)
+    evaluated = bool(stored(view))
+    refused = data.refused_models(view.db, view.version, view.workload, view.machine, decoded=False)
     if refused:
         st.error(plain(refused))
     models, points = models_of(view), measured(view)
@@ -297,6 +299,9 @@ def render() -> None:
         no_evaluation(view, picked, len(points))
 
     chosen, log, towering = choose_models(view, models)
+    chosen, unreadable = drawable(models, chosen)  # a malformed tree is refused when chosen
+    for reason in unreadable:
+        st.error(plain(reason))
     st.subheader("Peak memory against image size")
     if towering:
         st.caption(

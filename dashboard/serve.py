@@ -23,6 +23,7 @@ APP = Path(__file__).resolve().parent.parent / "app.py"
 PAGE_MODULES = (
     "altair",
     "presentation.curves",
+    "presentation.formulas",  # SymPy, which reading a stored formula model no longer imports
     "presentation.charts",
     "presentation.charts_sweeps",
     "presentation.browse",

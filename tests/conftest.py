@@ -101,6 +101,20 @@ def _no_inherited_database(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMPLAN_LOCK_TIMEOUT_S", raising=False)
 
 
+@pytest.fixture
+def database_opens(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The ``read_only`` flag of every file `core.database.connect` opens from now on."""
+    opened: list[bool] = []
+    real = database.open_file
+
+    def counting(path: Path, read_only: bool) -> Any:
+        opened.append(read_only)
+        return real(path, read_only)
+
+    monkeypatch.setattr(database, "open_file", counting)
+    return opened
+
+
 # --- synthetic measured runs for the modeling tests --------------------------------------
 
 # A made-up but realistic law: the refined analytical model plus a constant

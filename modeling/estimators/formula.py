@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import ast
 import math
+import types
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 from gplearn.functions import _function_map
 
 from modeling.features import ARCHITECTURE_INPUTS, KNOB_CODES, KNOB_COLUMNS, SHAPE_INPUTS
+
+if TYPE_CHECKING:
+    import sympy
 
 # The hybrid models' extra inputs and the name its ratio formula multiplies.
 REFINED_INPUT = "refined_gib"
@@ -47,6 +50,15 @@ KNOWN_NAMES: frozenset[str] = frozenset(
     )
 )
 
+
+def _sympy() -> types.ModuleType:
+    """SymPy, imported when formula text is first read: a stored model predicts from its
+    tokens, which need none of it (importing it took ~0.6 s CPU on the 2-core VM)."""
+    import sympy
+
+    return sympy
+
+
 # gplearn's function set, shown to sympy as the plain operations. The protected
 # versions (division by |x| < 0.001 gives 1, sqrt and log of |x|) are shown as
 # the plain ones: on the inputs this package feeds in, the guards never trigger.
@@ -55,8 +67,8 @@ FUNCTIONS: dict[str, Callable[..., sympy.Expr]] = {
     "sub": lambda a, b: a - b,
     "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b,
-    "sqrt": lambda a: sympy.sqrt(a),
-    "log": lambda a: sympy.log(a),
+    "sqrt": lambda a: _sympy().sqrt(a),
+    "log": lambda a: _sympy().log(a),
     "neg": lambda a: -a,
     "inv": lambda a: 1 / a,
 }
@@ -177,6 +189,7 @@ def _power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
 
 
 def _number(value: Any) -> sympy.Expr:
+    sympy = _sympy()
     if type(value) is int:
         return sympy.Integer(value)
     if type(value) is float and math.isfinite(value):
@@ -215,14 +228,15 @@ def _convert(node: ast.expr, names: dict[str, sympy.Symbol]) -> sympy.Expr:
 def parse_formula(
     text: str,
     names: Collection[str] = KNOWN_NAMES,
-    symbol: Callable[[str], sympy.Symbol] = sympy.Symbol,
+    symbol: Callable[[str], sympy.Symbol] | None = None,
 ) -> sympy.Expr:
     """``text`` as a sympy expression, built from a whitelist of syntax (see module docstring).
 
-    names : the variables it may use; each becomes ``symbol(name)``.
-    Raises `FormulaError` for anything else.
+    names : the variables it may use; each becomes ``symbol(name)`` (default: a plain
+    ``sympy.Symbol``). Raises `FormulaError` for anything else.
     """
     tree = _checked_tree(text)
+    symbol = symbol or _sympy().Symbol
     symbols = {name: symbol(name) for name in names if name not in FUNCTIONS}
     try:
         return _convert(tree, symbols)

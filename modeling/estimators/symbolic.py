@@ -24,17 +24,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import sympy
-from gplearn.fitness import make_fitness
-from gplearn.genetic import SymbolicRegressor
 
 from core.units import GIB
 from modeling.estimators import formula
 from modeling.estimators.plain import PlainRegressor
+
+if TYPE_CHECKING:
+    import sympy
+
+# gplearn and SymPy are imported where a model is fitted or its formula written, not with
+# this module: reading a stored model back and predicting needs neither, and importing
+# them (gplearn's fitness imports SciPy's statistics) was ~2.3 s CPU of reading a stored
+# symbolic model back on the 2-core VM, all of it paid by `memplan size` for a profile
+# whose default model is a symbolic or hybrid one.
 
 FUNCTION_SET: tuple[str, ...] = ("add", "sub", "mul", "div")
 ALLOWED_FUNCTIONS: tuple[str, ...] = ("add", "sub", "mul", "div", "sqrt", "log", "neg", "inv")
@@ -90,11 +96,13 @@ def _scaled_relative_error(y: np.ndarray, y_pred: np.ndarray, w: np.ndarray) -> 
     return value if np.isfinite(value) else WORST_FITNESS
 
 
-# wrap=False: a module-level function needs no cloudpickle wrapper (only lambdas
-# do); the fitted model keeps its program as tokens anyway, not the gplearn objects.
-SCALED_RELATIVE_ERROR = make_fitness(
-    function=_scaled_relative_error, greater_is_better=False, wrap=False
-)
+def scaled_relative_error() -> Any:
+    """`_scaled_relative_error` as gplearn's fitness object (`fit` passes it as its metric)."""
+    from gplearn.fitness import make_fitness
+
+    # wrap=False: a module-level function needs no cloudpickle wrapper (only lambdas
+    # do); the fitted model keeps its program as tokens anyway, not the gplearn objects.
+    return make_fitness(function=_scaled_relative_error, greater_is_better=False, wrap=False)
 
 
 def readable_formula(
@@ -105,6 +113,8 @@ def readable_formula(
     ``program`` is gplearn's text of a program (``add(mul(x, b), 0.5)``), read by
     `modeling.estimators.formula.parse_formula`: never evaluated.
     """
+    import sympy
+
     expression = formula.parse_formula(
         program, feature_names, lambda name: sympy.Symbol(name, positive=True)
     )
@@ -122,6 +132,8 @@ def readable_formula(
 
 def expression_size(expression: sympy.Expr) -> int:
     """Nodes in the expression tree (symbols, numbers and operations)."""
+    import sympy
+
     return sum(1 for _ in sympy.preorder_traversal(expression))
 
 
@@ -170,6 +182,8 @@ class SymbolicRegression(PlainRegressor):
             raise ValueError(f"target_unit must be positive, got {self.target_unit!r}")
 
     def fit(self, X: pd.DataFrame, y: Any) -> SymbolicRegression:
+        from gplearn.genetic import SymbolicRegressor
+
         self._validate_settings()
         inputs, target = _validated_xy(X, y)
         started = time.perf_counter()
@@ -181,7 +195,7 @@ class SymbolicRegression(PlainRegressor):
             function_set=self.function_set,
             init_depth=self.init_depth,
             max_samples=self.max_samples,
-            metric=SCALED_RELATIVE_ERROR,
+            metric=scaled_relative_error(),
             feature_names=list(inputs.columns),
             random_state=self.random_state,
             n_jobs=1,

@@ -316,10 +316,12 @@ def load_predictors(
     workload: str = DEFAULT_WORKLOAD,
     machine: str | None = None,
     names: Collection[str] | None = None,
+    lazy: bool = False,
 ) -> list[Predictor]:
     """The latest fitted models of ``workload`` and ``machine``: the database's, else bundled.
 
     names : only these models (None: every one); the others are never decoded.
+    lazy : decode each when it first predicts (`modeling.stored.codec.Stored`), not now.
 
     Raises `NoModelsError` when neither has any, and `ModelingError` for a model
     row not stored as data (`modeling.stored.tables.predictor_from_row`).
@@ -327,7 +329,7 @@ def load_predictors(
     applied = None
     try:
         predictors = tables.load_predictors(
-            db_path, workload=workload, machine=machine, names=names
+            db_path, workload=workload, machine=machine, names=names, lazy=lazy
         )
     except NoModelsError:
         applied = applied_bundle(db_path, workload, machine)
@@ -338,7 +340,7 @@ def load_predictors(
         refit = f"memplan evaluate {flags} --db {db_path}"
         source = f"the bundled results of {workload}"
         records = tables.named(rows.to_dict("records"), names)
-        predictors = [tables.predictor_from_row(row, source, refit) for row in records]
+        predictors = [tables.predictor_from_row(row, source, refit, lazy) for row in records]
     return _with_closed_form_excess(predictors, db_path, workload, machine, applied)
 
 

@@ -28,6 +28,7 @@ from modeling.features import (
     config_frame,
     equivalent_side,
 )
+from modeling.stored import codec
 from modeling.unmeasured import KnobEvidence, Widening
 
 # Predictions `Predictor.remember` keeps per model at most (the Sizing page asks ~1,200 at once).
@@ -206,6 +207,12 @@ class Predictor:
     _known: dict[WorkloadConfig, float] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+
+    def read_back(self) -> None:
+        """Decode the stored estimator now if it waits for its first use (`codec.Stored`):
+        raises its refusal (`ModelingError`) here rather than at a prediction."""
+        if isinstance(self.estimator, codec.Stored):
+            self.estimator.decoded()
 
     def point_bytes(self, configs: Sequence[WorkloadConfig]) -> np.ndarray:
         """Point predictions, bytes, one per configuration."""

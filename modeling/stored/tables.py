@@ -147,29 +147,37 @@ def load_predictions(
     return _load_table(path, "predictions", evaluation_id, workload, machine)
 
 
-def _estimator(row: dict[str, Any], source: str, refit: str) -> Any:
-    """The stored estimator of ``row``, rebuilt from data; refused with a message if it is not."""
-    try:
-        return codec.decode(row["estimator"])
-    except codec.UnreadableModel as error:
-        raise ModelingError(
+def _estimator(row: dict[str, Any], source: str, refit: str, lazy: bool = False) -> Any:
+    """The stored estimator of ``row``, rebuilt from data (``lazy``: when first used,
+    `codec.Stored`); refused with a message if it is not."""
+
+    def refused(error: codec.UnreadableModel) -> ModelingError:
+        return ModelingError(
             f"stored model {row['name']!r} in {source} is refused, nothing of it was run: "
             f"{error}. Re-run `{refit}` to refit the models and store them as data "
             f"(this one was written with {row['versions_json']})"
-        ) from None
+        )
+
+    try:
+        return codec.Stored(row["estimator"], refused) if lazy else codec.decode(row["estimator"])
+    except codec.UnreadableModel as error:
+        raise refused(error) from None
 
 
-def predictor_from_row(row: dict[str, Any], source: str, refit: str) -> Predictor:
+def predictor_from_row(
+    row: dict[str, Any], source: str, refit: str, lazy: bool = False
+) -> Predictor:
     """A ``models`` row (column -> value) as a `Predictor`.
 
     ``source`` names where the row came from and ``refit`` the command that
-    replaces it, for the message that refuses a row not stored as data.
+    replaces it, for the message that refuses a row not stored as data. lazy :
+    decode the estimator when it first predicts (`codec.Stored`), not now.
     """
     return Predictor(
         name=row["name"],
         title=row["title"],
         kind=row["kind"],
-        estimator=_estimator(row, source, refit),
+        estimator=_estimator(row, source, refit, lazy),
         columns=tuple(json.loads(row["columns_json"])),
         bound=_bound_from(row["bound_json"]),
         extrapolation_bound=_bound_from(row["extrapolation_bound_json"]),
@@ -188,10 +196,12 @@ def load_predictors(
     workload: str = DEFAULT_WORKLOAD,
     machine: str | None = None,
     names: Collection[str] | None = None,
+    lazy: bool = False,
 ) -> list[Predictor]:
     """The models fit by one evaluation (default: the latest of ``workload``, ``machine``).
 
     names : only these models (None: every one); the others are not decoded at all.
+    lazy : decode each when it first predicts (`codec.Stored`), not now.
     """
     with database.connect(path, read_only=True) as con:
         chosen = evaluation_id or _latest_id(con, path, workload, machine)
@@ -203,7 +213,7 @@ def load_predictors(
     if not rows:
         raise no_models_error(path, workload, machine)
     refit = f"memplan evaluate --db {path}"
-    return [predictor_from_row(row, str(path), refit) for row in named(rows, names)]
+    return [predictor_from_row(row, str(path), refit, lazy) for row in named(rows, names)]
 
 
 def named(rows: list[dict[str, Any]], names: Collection[str] | None) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from tests.app.helpers import open_page
 REFERENCE_MACHINE = "9b59349f74"
 
 
-def _tamper_random_forest(db: Path) -> None:
+def tamper_random_forest(db: Path) -> None:
     """Point one tree's first child at node 10^7 in the stored random forest, as an attacker
     with write access to the database file could."""
     with duckdb.connect(str(db)) as con:
@@ -35,7 +35,7 @@ def _tamper_random_forest(db: Path) -> None:
 
 
 def test_the_sizing_page_survives_a_tampered_tree_and_says_what_to_do(reference_db: Path) -> None:
-    _tamper_random_forest(reference_db)
+    tamper_random_forest(reference_db)
 
     at = open_page("dashboard/sizing_page.py", machine=REFERENCE_MACHINE)
 

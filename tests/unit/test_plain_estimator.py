@@ -19,6 +19,7 @@ from sklearn.exceptions import NotFittedError
 from modeling.estimators.analytical import PaperModel
 from modeling.estimators.baselines import AnalyticalLeastSquares
 from modeling.estimators.hybrid import HybridSymbolicRegression
+from modeling.estimators.symbolic import SymbolicRegression
 from modeling.stored import codec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,3 +101,19 @@ def test_a_stored_forest_reads_back_without_importing_pytorch(tmp_path: Path) ->
     said = _decoded_in_a_fresh_process(tmp_path, forest, ["skops", "torch"])
 
     assert said == [str(round(float(forest.predict(X)[0]))), "['skops']"]
+
+
+def test_a_stored_formula_model_predicts_without_gplearns_fitness_sympy_or_scipy(
+    tmp_path: Path,
+) -> None:
+    # It predicts from its tokens alone; gplearn's fitness (SciPy's statistics) and SymPy
+    # cost ~2.3 s CPU of `memplan size` for a profile whose default is a symbolic or
+    # hybrid model (the hybrids read back through the same module).
+    X, y = _terms()
+    fitted = SymbolicRegression(population_size=50, generations=2).fit(X, y)
+
+    said = _decoded_in_a_fresh_process(
+        tmp_path, fitted, ["gplearn.fitness", "gplearn.genetic", "scipy", "sklearn", "sympy"]
+    )
+
+    assert said == [str(round(float(fitted.predict(X)[0]))), "[]"]

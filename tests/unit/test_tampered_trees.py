@@ -169,3 +169,24 @@ def test_a_process_handed_a_tampered_model_exits_cleanly(tmp_path: Path, kind: s
     )
     assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
     assert "malformed" in done.stdout
+
+
+def test_a_tampered_tree_read_lazily_is_refused_at_its_first_use_every_time() -> None:
+    # The Models page reads a model back when it first draws it (`codec.Stored`).
+    row = {
+        "name": "random_forest",
+        "estimator": _tampered_forest(_set("left_child", 0, 10**7)),
+        "versions_json": "{}",
+    }
+    stored = tables._estimator(row, "runs.duckdb", "memplan evaluate", lazy=True)
+
+    for _ in range(2):
+        with pytest.raises(ModelingError, match="random_forest.*scikit-learn trees are malformed"):
+            stored.predict(None)
+
+
+def test_a_pickle_is_refused_before_any_use_even_lazily() -> None:
+    row = {"name": "paper", "estimator": b"\x80\x04N.", "versions_json": "{}"}
+
+    with pytest.raises(ModelingError, match="it is a pickle"):
+        tables._estimator(row, "runs.duckdb", "memplan evaluate", lazy=True)
