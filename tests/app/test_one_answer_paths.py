@@ -25,12 +25,10 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import machine_panel
 from memplan import cli as memplan_cli
-from modeling import machines
 from presentation.sizing_text import gib
 from presentation.text import sentence
-from tests.app.helpers import open_page, shown, widget
+from tests.app.helpers import open_page, shown, this_machine_is, widget
 from tests.conftest import UNMEASURED_MACHINE
 
 PAGE = "dashboard/sizing_page.py"
@@ -51,8 +49,7 @@ ANOTHER_MACHINES = "Predicted to fit, beyond this machine's measured range"
 @pytest.fixture(autouse=True)
 def here_no_run_measured(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine is one no bundled run measured, whatever CPU runs the test."""
-    for module in (machines, machine_panel):
-        monkeypatch.setattr(module, "this_profile", lambda precision="float32": UNMEASURED_MACHINE)
+    this_machine_is(monkeypatch, UNMEASURED_MACHINE)
 
 
 def page_figures(at: AppTest) -> dict[str, Any]:
