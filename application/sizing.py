@@ -5,8 +5,9 @@
   image at a batch; ``batch``: the largest batch at an image; ``buy``: the memory
   to buy for an image and batch), the workload, the machine profile, the knobs,
   the steps, the budget and its headroom, the model;
-* `Models` — the stored models of one machine profile the question is put to
-  (`load_models` reads them; the page builds one from its cached loaders);
+* `Models` — the stored models of one machine profile the question is put to, widened
+  where that profile answers for another machine (`models_of`, which `load_models` and
+  the page's cached loaders both go through: one answer on every path);
 * `answer` — the `SizingAnswer`: the figures, the model and its bound, the
   machine's facts, the verdict of the runs where there are any, the warnings.
 * `decide` — whether the question's image and batch fit its budget, the verdict
@@ -42,6 +43,7 @@ from modeling.sizing import BatchAnswer, ImageSizeAnswer, MemoryAnswer
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from modeling.stored.predictor import Predictor
+from modeling.transfer import Transfer
 
 IMAGE, BATCH, BUY = "image", "batch", "buy"
 KINDS = (IMAGE, BATCH, BUY)
@@ -135,6 +137,9 @@ class Models:
     default_model: str | None  # the profile's own default (`tables.best_model_name`)
     facts: MachineFacts
     source: str = "the stored models"  # where they were read, for an error: the database
+    # Where the profile answers for another machine (`modeling.transfer`): which, why, how
+    # widened, for the answer to say; None when it answers for its own machine.
+    transfer: Transfer | None = None
 
     def pick(self, name: str | None) -> Predictor:
         """The model ``name`` (None: the default) of this profile; `SizingError` if absent."""
@@ -154,19 +159,26 @@ class Models:
 
 def models_of(
     workload: str,
-    machine: str | None,
+    choice: machines.MachineChoice,
     predictors: Sequence[Predictor],
     scores: pd.DataFrame,
-    facts: MachineFacts,
     source: Path | str = "the stored models",
 ) -> Models:
-    """`Models` from loaded predictors and their evaluation's ``scores`` (for the default).
+    """`Models` of the profile ``choice`` names, from its loaded predictors and their
+    evaluation's ``scores`` (for the default).
 
-    A bound widens for knob values its profile never measured only where the predictors
-    carry the stored knob splits (`widening.with_stored_knob_evidence`).
+    Where ``choice`` answers for another machine (`MachineChoice.transfer`: this machine's
+    default without models of its own), every bound is widened by its factor and every
+    answer lies beyond this machine's measured range (`widening.with_transfer`); a profile
+    asked for by name answers for itself. A bound widens for knob values its profile never
+    measured only where the predictors carry the stored knob splits
+    (`widening.with_stored_knob_evidence`).
     """
     default = results.best_model_name(scores) if not scores.empty else None
-    return Models(workload, machine, tuple(predictors), default, facts, str(source))
+    widened = tuple(widening.with_transfer(predictors, choice.transfer))
+    return Models(
+        workload, choice.key, widened, default, choice.facts, str(source), choice.transfer
+    )
 
 
 def load_models(
@@ -192,12 +204,11 @@ def load_models(
         predictors = bundle.load_predictors(db_path, workload, choice.key)
     else:
         predictors = [bundle.load_predictor(db_path, only, workload, choice.key)]
-    predictors = widening.with_transfer(predictors, choice.transfer)
     # Reading the knob-split evidence costs ~2 s (loaded VM): only a question with a knob
     # value some model never measured has a use for it.
     if widening.asks_unmeasured(predictors, workload, knobs):
         predictors = widening.with_stored_knob_evidence(predictors, db_path, workload)
-    return models_of(workload, choice.key, predictors, scores, choice.facts, db_path), choice
+    return models_of(workload, choice, predictors, scores, db_path), choice
 
 
 def _default_precision(workload: str) -> str:

@@ -36,13 +36,13 @@ def with_knob_evidence(predictors: Sequence[Predictor], evidence: KnobEvidence) 
 
 def with_transfer(predictors: Sequence[Predictor], transfer: Transfer | None) -> list[Predictor]:
     """``predictors`` answering for the machine of ``transfer`` (None: for their own profile):
-    every bound widened by its factor (the answer says why: `Transfer.sentence`)."""
+    every bound widened by its factor (the answer says why: `Transfer.sentence`), and every
+    answer beyond that machine's measured range, whose runs these are not
+    (`Transfer.measured_elsewhere`)."""
     if transfer is None:
         return list(predictors)
-    return [
-        replace(p, training_range=replace(p.training_range, machine_widening=transfer.factor))
-        for p in predictors
-    ]
+    moved = {"machine_widening": transfer.factor, "other_machine": transfer.measured_elsewhere()}
+    return [replace(p, training_range=replace(p.training_range, **moved)) for p in predictors]
 
 
 def with_stored_knob_evidence(

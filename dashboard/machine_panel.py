@@ -34,7 +34,7 @@ from core.profiles import MachineProfile
 from dashboard import data, query_state, sidebar
 from modeling.machines import MachineChoice
 from presentation import machine_shortfall, machines, workload_labels
-from presentation.text import code, plain
+from presentation.text import code, plain, sentence
 from profiling import calibration
 
 MACHINE_HELP = (
@@ -117,6 +117,16 @@ def note(picked: Picked) -> None:
     """Why the default is not this machine (`MachineChoice.note`), while the default is shown."""
     if picked.is_default and picked.default.note:
         st.info(machines.markdown(picked.default.note), icon=":material/computer:")
+
+
+def transfer_note(picked: Picked) -> None:
+    """Where the answers for this machine come from another machine's profile (the default
+    without models of its own; `MachineChoice.transfer`, which `application.sizing.models_of`
+    widens by): which profile answered and why, that it is another machine, how much every
+    bound was widened and from what evidence (`Transfer.sentence`)."""
+    transfer = picked.choice.transfer
+    if transfer is not None:
+        st.warning(plain(sentence(transfer.sentence())), icon=":material/swap_horiz:")
 
 
 def onednn_note(picked: Picked, precision: str = "float32") -> None:

@@ -1,14 +1,15 @@
 """The Sizing page's answers: the verdict, the memory to buy, the largest image and batch.
 
-Each is `application.sizing.answer` to the page's question (`SizingState.question`),
-the same function `memplan size` and `memplan report` answer through, cached on
-the question and the database version: moving the batch slider does not rescan
-every batch size for the largest batch. The decision the verdict shows is
-`application.sizing.decide`, cached the same way (`decision`). Each answer is shown
-with its caption, the model, bound and machine it rests on, and its warning in
-words; a question without an answer shows why (`application.sizing.SizingError`).
-Stored text (a model's name, a bound's source, a CPU's name) is shown as text
-(`presentation.text.plain`).
+Each is `application.sizing.answer` to the page's question (`SizingState.question`)
+from `application.sizing.models_of`, the same functions `memplan size` and `memplan
+report` answer through (on this machine's default without models, another machine's
+profile, widened), cached on the question, the machine and the database version:
+moving the batch slider does not rescan every batch size for the largest batch. The
+decision the verdict shows is `application.sizing.decide`, cached the same way
+(`decision`). Each answer is shown with its caption, the model, bound and machine it
+rests on, and its warning in words; a question without an answer shows why
+(`application.sizing.SizingError`). Stored text (a model's name, a bound's source, a
+CPU's name) is shown as text (`presentation.text.plain`).
 
 The verdict (`verdict`) and every model's estimate (`every_model`) word that
 decision (`presentation.sizing_text`). The memory to buy comes first on the page,
@@ -41,10 +42,10 @@ from core.units import GIB, approx_gib
 from dashboard import data, published_panel, sidebar
 from dashboard.machine_panel import Picked
 from modeling.decision import Decision
-from modeling.machines import MachineFacts
+from modeling.machines import MachineChoice
 from presentation import charts, charts_study, curves, sizing_text, verification, workload_labels
 from presentation.sizing_view import SizingChoices, SizingState
-from presentation.text import MISSING_CELL, plain
+from presentation.text import MISSING_CELL, plain, sentence
 from profiling import launcher
 
 VERIFY_LABEL = "Verify by measuring"
@@ -78,49 +79,53 @@ class Asked:
     runs: pd.DataFrame = field(compare=False)
 
     @property
-    def facts(self) -> MachineFacts:
-        """The machine the page answers for, by its facts."""
-        picked = self.picked
-        return MachineFacts.of(picked.machine, picked.choice.profile, picked.choice.label)
+    def choice(self) -> MachineChoice:
+        """The machine profile the page answers for, as `memplan size` would choose it: on
+        this machine's default without models, another machine's, widened (its transfer)."""
+        return self.picked.choice
 
     def question(self, kind: str) -> SizingQuestion:
         return self.state.question(kind, self.picked.machine)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _models(db_path: Path, db_version: data.Version, workload: str, facts: MachineFacts) -> Models:
-    """The stored models of ``workload`` on the profile ``facts`` are of, from the page's
-    cached loaders: kept per database version, as the loaders are (choosing the default
-    model reads the scores, ~30 ms a call, and every answer asks for them)."""
-    machine = facts.profile
+def _models(
+    db_path: Path, db_version: data.Version, workload: str, choice: MachineChoice
+) -> Models:
+    """The stored models of ``workload`` on the profile ``choice`` names, from the page's
+    cached loaders, as `application.sizing.models_of` makes them for `memplan size` too
+    (widened where ``choice`` answers for another machine): kept per database version and
+    choice, as the loaders are (choosing the default model reads the scores, ~30 ms a call,
+    and every answer asks for them)."""
+    machine = choice.key
     return sizing.models_of(
         workload,
-        machine,
+        choice,
         # Every knob value the page offers may be one a model never measured.
         widening.with_stored_knob_evidence(
             data.predictors(db_path, db_version, workload, machine), db_path, workload
         ),
         data.scores(db_path, db_version, workload, machine),
-        facts,
         db_path,
     )
 
 
 def models_for(asked: Asked) -> Models:
     """The stored models the page's questions are put to."""
-    return _models(asked.db, asked.version, asked.state.workload, asked.facts)
+    return _models(asked.db, asked.version, asked.state.workload, asked.choice)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def answer(
-    db_path: Path, db_version: data.Version, question: SizingQuestion, facts: MachineFacts
+    db_path: Path, db_version: data.Version, question: SizingQuestion, choice: MachineChoice
 ) -> SizingAnswer:
     """`application.sizing.answer` to ``question`` from its profile's stored models.
 
-    Cached on exactly what the answer depends on: the question and the database's
-    version. Raises `SizingError` (not cached: it fails at the first sizes scanned).
+    Cached on exactly what the answer depends on: the question, the machine choice (the
+    same profile answers wider for another machine) and the database's version. Raises
+    `SizingError` (not cached: it fails at the first sizes scanned).
     """
-    return sizing.answer(question, _models(db_path, db_version, question.workload, facts))
+    return sizing.answer(question, _models(db_path, db_version, question.workload, choice))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -128,12 +133,12 @@ def decision(
     db_path: Path,
     db_version: data.Version,
     question: SizingQuestion,
-    facts: MachineFacts,
+    choice: MachineChoice,
     _runs: pd.DataFrame,
 ) -> Decision:
     """`application.sizing.decide` on ``question``: cached on the question and the database's
     version, which fix ``_runs`` (the profile's runs, so not hashed)."""
-    models = _models(db_path, db_version, question.workload, facts)
+    models = _models(db_path, db_version, question.workload, choice)
     return sizing.decide(question, models, _runs)
 
 
@@ -142,7 +147,7 @@ def study_panel(
     db_path: Path,
     db_version: data.Version,
     workload: str,
-    facts: MachineFacts,
+    choice: MachineChoice,
     _runs: pd.DataFrame,
 ) -> tuple[pd.DataFrame, alt.LayerChart]:
     """The models credible for the published study's configuration, each one's prediction
@@ -150,7 +155,7 @@ def study_panel(
     beside ``_runs`` (`published_panel.chart_of`): cached on the machine and the
     database's version, which fix ``_runs``, as no input of the page changes them (they
     were made at every rerun, ~0.5 s)."""
-    models = _models(db_path, db_version, workload, facts)
+    models = _models(db_path, db_version, workload, choice)
     study = workloads.get(workload).Config(STUDY_IMAGE_SHAPE, STUDY_BATCH_SIZE)
     credible = sizing.credible_at(models, study)
     knobs = workload_labels.knob_defaults(workload)
@@ -184,7 +189,7 @@ def predict_ahead(asked: Asked, choices: SizingChoices) -> None:
 
 def decision_of(asked: Asked) -> Decision:
     """The decision for the page's question (its budget, image and batch)."""
-    return decision(asked.db, asked.version, asked.question(sizing.BUY), asked.facts, asked.runs)
+    return decision(asked.db, asked.version, asked.question(sizing.BUY), asked.choice, asked.runs)
 
 
 def verdict(decision: Decision, asked: Asked) -> None:
@@ -208,8 +213,8 @@ def verdict(decision: Decision, asked: Asked) -> None:
     # Beside the bound as a line, not a second metric: at 1024 px a metric's large
     # figures in half of the answers column were cut to "159–190…".
     st.markdown(f"Credible models' bounds: **{plain(sizing_text.spread(decision))}**")
-    sentence = sizing_text.decision_sentence(decision, asked.state.image_label, asked.picked.words)
-    getattr(st, sizing_text.headline_tone(decision))(f"**{headline}.** " + plain(sentence))
+    said = sizing_text.decision_sentence(decision, asked.state.image_label, asked.picked.words)
+    getattr(st, sizing_text.headline_tone(decision))(f"**{headline}.** " + plain(said))
     substituted = sizing_text.substituted(decision)
     if substituted:
         st.info(plain(substituted))
@@ -265,7 +270,7 @@ def every_model(decision: Decision, asked: Asked) -> None:
 def ask(asked: Asked, kind: str) -> SizingAnswer | None:
     """The answer to the page's question of ``kind``, or None with why shown on the page."""
     try:
-        return answer(asked.db, asked.version, asked.question(kind), asked.facts)
+        return answer(asked.db, asked.version, asked.question(kind), asked.choice)
     except SizingError as error:
         st.error(plain(error))
         return None
@@ -333,7 +338,7 @@ def verified(asked: Asked, claim: Claim) -> None:
     """What the runs say of the answer, and the button that measures it."""
     said = verify.verify(claim, asked.runs, asked.db)
     text = verification.markdown(said)
-    VERDICT_TONES[said.verdict](text[:1].upper() + text[1:] + ".")
+    VERDICT_TONES[said.verdict](sentence(text))
     reason = why_not_verify(asked.db, claim, said, asked.picked)
     if st.button(
         VERIFY_LABEL,

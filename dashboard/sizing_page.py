@@ -143,6 +143,7 @@ def answers(asked: Asked) -> Decision:
     decision = sizing_answers.decision_of(asked)
     if not decision.untrainable:  # what a buyer asks first, needing no budget
         sizing_answers.buy(asked)
+    machine_panel.transfer_note(asked.picked)  # another machine's answer: before the verdict
     sizing_answers.verdict(decision, asked)
     state = asked.state
     fitted = data.fit_evidence(asked.db, asked.version, state.workload, asked.picked.machine)
@@ -171,7 +172,7 @@ def below(asked: Asked, decision: Decision | None, problems: dict[str, str]) -> 
     workload = asked.state.workload
     if workload == published_panel.STUDY_WORKLOAD:
         panel = sizing_answers.study_panel(
-            asked.db, asked.version, workload, asked.facts, asked.runs
+            asked.db, asked.version, workload, asked.choice, asked.runs
         )
         published_panel.show(*panel)
 

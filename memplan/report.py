@@ -52,7 +52,9 @@ def _report_target(output: Path, force: bool) -> Path:
 
 
 def _report_command(args: argparse.Namespace, model: str, machine: str | None) -> str:
-    """The command that asks the same question again, the model and profile pinned."""
+    """The command that asks the same question again, the model and profile pinned (None:
+    not pinned, as for an answer from another machine's profile, which ``--machine`` would
+    make that profile's own, not widened)."""
     words = ["memplan", "report", "--workload", args.workload]
     words += ["--image-size", args.image_size, "--batch-size", str(args.batch_size)]
     words += ["--budget", f"{args.budget / GIB:g}GiB", "--headroom", f"{args.headroom:g}"]
@@ -76,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             machine_words=machine.sentence(),
             machine_note=machine.note,
             profile=machine.profile,
-            command=_report_command(args, asked.name, machine.key),
+            command=_report_command(args, asked.name, None if machine.transfer else machine.key),
         )
         built = sizing_report.build_report(
             replace(question, model=asked.name), models, runs, source

@@ -20,7 +20,9 @@ evidence stands behind it. So:
   is that reason, not a prediction);
 * `decide` — the verdict with its `Confidence`: verified by a run, a prediction
   inside the measured range, or a prediction so many times beyond the largest
-  measured run that it should be verified first.
+  measured run that it should be verified first; every answer from another
+  machine's runs (`modeling.transfer`) is beyond the measured range of the machine
+  asked about, whatever those runs measured.
 
 The verdict uses the upper bound, never the point prediction: a point
 prediction is low half the time. The verdict is data (`Decision`, its `Confidence`);
@@ -77,6 +79,9 @@ class ModelEstimate:
     own_upper_bytes: float = math.nan
     bound_ratio: float = math.nan  # the own bound is the prediction times this
     config: WorkloadConfig | None = None  # the configuration estimated
+    # The model's runs are another machine's than the one asked about (`modeling.transfer`):
+    # no run of theirs measured this machine, so none verifies its answer.
+    another_machine: bool = False
 
     @property
     def shown_upper_bytes(self) -> float:
@@ -184,6 +189,7 @@ def estimates_for(model: BoundedModel, configs: Sequence[WorkloadConfig]) -> lis
             own_upper_bytes=float(own[i]),
             bound_ratio=float(ratios[i]),
             config=config,
+            another_machine=bool(model.training_range.other_machine),
         )
         for i, config in enumerate(configs)
     ]
@@ -355,7 +361,9 @@ def decide(
     The asked model answers when it is credible here; otherwise the credible
     model with the highest bound does (the cautious choice; `presentation.sizing_text`
     says why). A configuration whose setting never trained on the profile
-    (`Evidence.untrainable`) gets no model at all: it does not fit.
+    (`Evidence.untrainable`) gets no model at all: it does not fit. Where the models
+    answer for another machine than their runs', a run of exactly the configuration
+    measured that other machine: the bound decides, and the verdict is BEYOND.
     """
     if evidence.untrainable:  # the reason answers, not a prediction
         estimates = ()
@@ -364,7 +372,8 @@ def decide(
     estimate = asked or max(credibility.credible, key=lambda e: e.upper_bytes, default=None)
     usable = budget_bytes / (1 + headroom)
     fits = estimate is not None and estimate.upper_bytes <= usable
-    if evidence.measured_peak_bytes is not None:
+    elsewhere = estimate is not None and estimate.another_machine
+    if evidence.measured_peak_bytes is not None and not elsewhere:
         if evidence.measured_peak_bytes > usable:
             fits = False
         confidence = Confidence.VERIFIED

@@ -257,6 +257,17 @@ class Transfer:
             f"which has no models; against it: {'; '.join(answering.reasons)}; {widened}"
         )
 
+    def measured_elsewhere(self) -> str:
+        """Why an answer from it lies beyond this machine's measured range, naming who answers:
+        "the runs are another machine's: profile 9b59349f74 (Intel Xeon, ...), not this
+        machine's (AMD EPYC, ..., profile fa41f7e95d)"."""
+        answering = self.nearest
+        return (
+            f"the runs are another machine's: profile {answering.key} "
+            f"({answering.profile.label}), not this machine's ({self.asked.label}, "
+            f"profile {self.asked.key})"
+        )
+
 
 def transfer_for(
     runs: pd.DataFrame,

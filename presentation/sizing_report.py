@@ -41,6 +41,7 @@ from presentation.sizing_report_parts import (
     published_for,
     run_lines,
 )
+from presentation.text import sentence
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class SizingReport:
     # The memory to buy, the largest image and the largest batch (`application.sizing`).
     outcomes: tuple[Outcome, ...] = ()
     facts: MachineFacts | None = None  # the machine by its facts, never "this machine"
+    # Where that profile answers for another machine, which has no models: which, why, how
+    # much every bound was widened and from what evidence (`Transfer.sentence`); "" if not.
+    transfer: str = ""
 
     @property
     def buy(self) -> Outcome | None:
@@ -144,11 +148,17 @@ class SizingReport:
             runs = ", ".join(run_id[:RUN_ID_CHARS] for run_id in evidence.run_ids)
             peak = evidence.measured_peak_bytes
             aside = sampled_aside(peak, evidence.measured_sampled_bytes, evidence.sample_interval_s)
-            return (
-                f"Verified: {len(evidence.run_ids)} run(s) of exactly this configuration on this "
-                f"machine profile peaked at up to {approx_gib(peak)}"
-                f"{f' ({aside})' if aside else ''} (run {runs})."
+            where = f"profile {self.machine_key}" if self.transfer else "this machine profile"
+            measured = (
+                f"{len(evidence.run_ids)} run(s) of exactly this configuration on {where} "
+                f"peaked at up to {approx_gib(peak)}{f' ({aside})' if aside else ''} (run {runs})"
             )
+            if not self.verified:  # the runs of the profile answering for another machine
+                return (
+                    f"Not verified on the machine asked about: {measured}, another machine. "
+                    "Measure it on a machine of the kind asked about before buying:"
+                )
+            return f"Verified: {measured}."
         largest = (
             f"; the largest run measured peaked at {approx_gib(evidence.largest_measured_bytes)}"
             if evidence.largest_measured_bytes is not None
@@ -285,4 +295,5 @@ def build_report(
         command=source.command,
         outcomes=answer_each(replace(question, kind=BUY), models),
         facts=facts,
+        transfer=sentence(models.transfer.sentence()) if models.transfer else "",
     )

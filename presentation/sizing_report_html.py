@@ -206,6 +206,7 @@ only: the same configuration can peak much higher on another kind of CPU.</p>
   <dt>Profile id</dt><dd><code>{{ r.facts.profile or "mixed" }}</code></dd>
 </dl>
 {% endif %}
+{% if r.transfer %}<p id="transfer">{{ r.transfer }}</p>{% endif %}
 {% if r.machine_note %}<p>Note: {{ r.machine_note }}</p>{% endif %}
 {% if r.onednn_note %}<p>Note: {{ r.onednn_note }}</p>{% endif %}
 

@@ -280,9 +280,16 @@ def substituted(decision: Decision) -> str:
 
 
 def reach_words(decision: Decision) -> str:
-    """``12x beyond the largest measured run`` or ``beyond the measured range``."""
-    reach = decision.estimate.reach if decision.estimate else math.nan
-    if math.isfinite(reach) and reach >= STATED_REACH:
+    """``12x beyond the largest measured run`` or ``beyond the measured range``; for an answer
+    from another machine's runs, ``beyond this machine's measured range (another machine's
+    runs answer, 12x beyond their largest)``."""
+    estimate = decision.estimate
+    reach = estimate.reach if estimate else math.nan
+    far = math.isfinite(reach) and reach >= STATED_REACH
+    if estimate is not None and estimate.another_machine:
+        beyond = f", {reach:,.0f}x beyond their largest" if far else ""
+        return f"beyond this machine's measured range (another machine's runs answer{beyond})"
+    if far:
         return f"{reach:,.0f}x beyond the largest measured run"
     return "beyond the measured range"
 

@@ -49,3 +49,9 @@ def code(text: object) -> str:
     fence = "`" * (longest + 1)
     padding = " " if shown.startswith("`") or shown.endswith("`") else ""
     return f"{fence}{padding}{shown}{padding}{fence}"
+
+
+def sentence(words: str) -> str:
+    """``words`` as a sentence: the first letter capitalised, a full stop at the end (a
+    clause such as `modeling.transfer.Transfer.sentence` shown on its own). Not escaped."""
+    return words[:1].upper() + words[1:] + "."

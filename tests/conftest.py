@@ -24,6 +24,7 @@ import pytest
 
 from core import database, workloads
 from core.analytical import refined_breakdown
+from core.profiles import MachineProfile
 from core.records import RunRecord, Sample
 from core.workloads.base import WorkloadConfig
 from modeling.stored import bundle
@@ -77,6 +78,25 @@ _DEFAULTS: dict[str, Any] = {
     "framework": "tensorflow",
     "framework_version": "2.16.1",
 }
+
+
+# A machine no bundled run measured, for tests that make it this one: another vendor's CPU
+# generation, AMX, 16 cores. Its sizing default is the bundled reference, widened
+# (`modeling.transfer`).
+UNMEASURED_MACHINE = MachineProfile(
+    cpu_vendor="Intel",
+    cpu_model="Intel Xeon Platinum 8480+",
+    cpu_isa="amx",
+    cpu_cores=16,
+    usable_cores=16,
+    intra_op_threads=16,
+    ram_gib=128,
+    tensorflow_version="2.21.0",
+    keras_version="3.12.0",
+    onednn_enabled=True,
+    cpu_family=6,
+    cpu_model_number=143,
+)
 
 
 def build_record(*, timeline: int = 0, **overrides: Any) -> RunRecord:

@@ -83,8 +83,11 @@ class TrainingRange:
     # Not stored with the model: `application.sizing.models_of` attaches it at answer time.
     knob_evidence: KnobEvidence | None = None
     # Where this profile answers for another machine (`modeling.transfer.Transfer`): how far
-    # its bounds widen (1: it answers for itself). Not stored either.
+    # its bounds widen (1: it answers for itself), and why its runs are not that machine's
+    # measured range, naming the profile (`Transfer.measured_elsewhere`; "": its own). Not
+    # stored either.
     machine_widening: float = 1.0
+    other_machine: str = ""
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> TrainingRange:
@@ -150,6 +153,11 @@ class TrainingRange:
         return " and ".join(causes)
 
     def beyond(self, config: WorkloadConfig) -> list[str]:
+        """In plain words, each way ``config`` lies beyond the measured range of the machine
+        asked about (empty when inside): `outside` this range, and runs of another machine."""
+        return [*self.outside(config), *([self.other_machine] if self.other_machine else [])]
+
+    def outside(self, config: WorkloadConfig) -> list[str]:
         """In plain words, each way ``config`` lies outside this range (empty when inside)."""
         reasons = []
         side = equivalent_side(config)
@@ -247,8 +255,12 @@ class Predictor:
         self._known.update(zip(new, self._predict(new).tolist(), strict=True))
 
     def bound_for(self, config: WorkloadConfig) -> ConformalBound:
-        """The bound that applies: the larger one when ``config`` is beyond the measured range."""
-        if self.extrapolation_bound is not None and self.training_range.beyond(config):
+        """The bound that applies: the larger one when ``config`` is outside the measured range.
+
+        For another machine the profile's own bound applies, widened by `machine_widening`:
+        the factor `benchmarks/transfer.py` checks leave-one-profile-out widens that bound.
+        """
+        if self.extrapolation_bound is not None and self.training_range.outside(config):
             return max(self.bound, self.extrapolation_bound, key=lambda bound: bound.ratio)
         return self.bound
 

@@ -12,13 +12,16 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import database, store
 from core.analytical import refined_breakdown
-from core.profiles import profile_of
+from core.profiles import MachineProfile, profile_of
 from core.workloads.alexnet import AlexNetConfig
+from dashboard import machine_panel
 from memplan import cli as memplan_cli
+from modeling import machines
 from presentation.text import WORD_JOINER
 from profiling import exchange
 from tests.conftest import build_record
@@ -176,6 +179,13 @@ def add_alexnet_runs(path: Path, seed: int = 0, scale: float = 1.0, **machine: A
     for record in records:
         store.insert_run(path, record)
     return len(records)
+
+
+def this_machine_is(monkeypatch: pytest.MonkeyPatch, profile: MachineProfile) -> None:
+    """Make ``profile`` this machine's, whatever CPU runs the test, for the sizing default
+    (`modeling.machines.choose_machine`) and the pages' machine selector."""
+    for module in (machines, machine_panel):
+        monkeypatch.setattr(module, "this_profile", lambda precision="float32": profile)
 
 
 def profile_key(**machine: Any) -> str:

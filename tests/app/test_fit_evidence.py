@@ -26,14 +26,14 @@ RESTS_ON = (
 
 
 def test_the_answer_names_the_models_runs_steps_and_date_it_rests_on(
-    shared_reference_db: Path, capsys: pytest.CaptureFixture[str]
+    reference_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    add_copies(shared_reference_db, BUNDLED_UNET_MACHINE, SMOKE_STEPS, 2)
+    add_copies(reference_db, BUNDLED_UNET_MACHINE, SMOKE_STEPS, 2)
 
     at = open_page(PAGE, workload="unet3d", machine=BUNDLED_UNET_MACHINE, model="least_squares")
 
     captions = [shown(c.value) for c in at.caption]
     assert RESTS_ON in captions
     question = ["--image-size", "128", "--batch-size", "4", "--model", "least_squares"]
-    assert cli.main(["size", "buy", "--db", str(shared_reference_db), *question]) == 0
+    assert cli.main(["size", "buy", "--db", str(reference_db), *question]) == 0
     assert RESTS_ON in capsys.readouterr().out.splitlines()

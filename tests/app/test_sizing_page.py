@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from core import database
 from core.machine import this_profile
-from modeling.machines import choose_machine
+from core.profiles import profile_of
+from modeling.machines import choose_machine, run_profiles
 from modeling.stored import tables as results
 from profiling import launcher
 from profiling.calibration import calibration_for, fit_command
@@ -25,11 +26,15 @@ from tests.app.helpers import (
     profile_key,
     profile_label,
     shown,
+    this_machine_is,
     widget,
 )
+from tests.conftest import build_record
 
 PAGE = "dashboard/sizing_page.py"
-# The bundled U-Net runs' machine profile: the page opens on it here (this machine has none).
+# The bundled U-Net runs' machine profile: the page opens on it here. This machine has none
+# of its own (unless a test makes it this one: `here_is_the_reference`), so it answers for
+# this machine from another machine's runs: beyond this machine's measured range.
 BUNDLED_MACHINE = "9b59349f74"
 BUNDLED_LABEL = "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
 DEFAULT_PARAMS = {
@@ -44,6 +49,14 @@ DEFAULT_PARAMS = {
     "model": "least_squares",  # the bundled reference's default (`best_model_name`)
 }
 ALEXNET_LINK = {"workload": "alexnet", "image": "224", "batch": "32"}
+
+
+@pytest.fixture
+def here_is_the_reference(reference_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The reference database, this machine being the one its runs measured: the page's
+    default answers for its own runs (inside their range, verified by them)."""
+    this_machine_is(monkeypatch, run_profiles(reference_db, "unet3d")[BUNDLED_MACHINE])
+    return reference_db
 
 
 def sizing_page(**params: str) -> AppTest:
@@ -139,13 +152,11 @@ def test_moving_the_batch_or_the_image_changes_the_predicted_peak(
     assert at.query_params["batch"] == "8" and at.query_params["image"] == "64"
 
 
-def test_the_verdict_says_whether_the_bound_fits_the_budget(shared_reference_db: Path) -> None:
+def test_the_verdict_says_whether_the_bound_fits_the_budget(here_is_the_reference: Path) -> None:
     at = sizing_page()  # 128^3 at batch 4: measured on the bundled machine
     (headline,) = at.success
     assert headline.value.startswith("**Fits, verified by a run (measured 10.6 GiB).** 128^3 at")
-    assert f"for {BUNDLED_LABEL} — the bundled reference. Its bound rests on " in shown(
-        headline.value
-    )
+    assert f"for {BUNDLED_LABEL} — this machine. Its bound rests on " in shown(headline.value)
 
     widget(at.number_input, "Memory budget (GiB)").set_value(8.0).run()
     assert at.error[0].value.startswith("**Does not fit, measured: a run peaked at 10.6 GiB.**")
@@ -155,7 +166,7 @@ def test_the_verdict_says_whether_the_bound_fits_the_budget(shared_reference_db:
 
 
 def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
-    shared_reference_db: Path,
+    here_is_the_reference: Path,
 ) -> None:
     # The Dell–Intel study's question: 12x the image x batch of the largest bundled run.
     at = sizing_page(image="240x240x144", batch="16")
@@ -200,7 +211,7 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
 
 
 def test_a_model_absurd_here_is_replaced_by_the_highest_credible_bound(
-    shared_reference_db: Path,
+    here_is_the_reference: Path,
 ) -> None:
     # The neural network predicts 119,304 GiB at 1024^3, batch 128: below the closed form.
     at = sizing_page(image="1024", batch="128", model="mlp", budget="65536")
@@ -235,7 +246,7 @@ def test_the_sizing_answers_name_their_model_and_bound(shared_reference_db: Path
 
 
 def test_a_budget_nothing_fits_shows_the_sizing_error_not_a_crash(
-    shared_reference_db: Path,
+    here_is_the_reference: Path,
 ) -> None:
     at = sizing_page(budget="0.5")
 
@@ -524,8 +535,12 @@ def test_this_machine_without_models_gets_the_sweep_that_gives_it_some(
     assert refit == fit_command("unet3d", here.key, reference_db)
 
 
-def test_each_machine_answers_with_its_own_models(shared_two_machines_db: Path) -> None:
-    # The same AlexNet runs, measured on a second kind of machine that peaks 2.5x higher.
+def test_each_machine_answers_with_its_own_models(
+    two_machines_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same AlexNet runs, measured on a second kind of machine that peaks 2.5x higher;
+    # the first is this machine's, so its default answers for its own runs.
+    this_machine_is(monkeypatch, profile_of(build_record().row()))
     peaks = {}
     for machine in ({}, OTHER_MACHINE):
         key = profile_key(**machine)
@@ -584,7 +599,7 @@ def waiting(at: AppTest) -> list[str]:
 
 
 def test_a_budget_of_nothing_says_why_under_it_and_the_answers_wait(
-    shared_reference_db: Path,
+    here_is_the_reference: Path,
 ) -> None:
     at = sizing_page()
     widget(at.number_input, "Memory budget (GiB)").set_value(0.0).run()

@@ -9,25 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core.profiles import MachineProfile
 from memplan import cli
 from modeling import machines
+from tests.conftest import UNMEASURED_MACHINE as ELSEWHERE
 
-# A machine no bundled run measured: another vendor's CPU generation, AMX, 16 cores.
-ELSEWHERE = MachineProfile(
-    cpu_vendor="Intel",
-    cpu_model="Intel Xeon Platinum 8480+",
-    cpu_isa="amx",
-    cpu_cores=16,
-    usable_cores=16,
-    intra_op_threads=16,
-    ram_gib=128,
-    tensorflow_version="2.21.0",
-    keras_version="3.12.0",
-    onednn_enabled=True,
-    cpu_family=6,
-    cpu_model_number=143,
-)
 BUY = ["size", "buy", "--image-size", "96", "--batch-size", "1", "--json"]
 
 
@@ -76,3 +61,6 @@ def test_the_printed_answer_names_the_machine_that_answered(db: Path, monkeypatc
     assert "answered by another machine: profile 9b59349f74" in out
     assert "which has no models; against it: oneDNN on in both" in out
     assert "for another machine" in out  # the bound's words: widened x… for another machine
+    # Another machine's runs are not this machine's measured range: the verdict says so.
+    assert "beyond the measured runs: the runs are another machine's: profile 9b59349f74 (" in out
+    assert "inside the measured range" not in out

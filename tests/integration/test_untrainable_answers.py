@@ -15,7 +15,7 @@ from application.sizing import SizingQuestion
 from core import database, store
 from core.units import GIB
 from memplan import cli
-from modeling.machines import MachineFacts
+from modeling.machines import MachineChoice
 from modeling.stored import bundle
 from presentation import sizing_report, sizing_report_html
 from profiling import exchange
@@ -87,9 +87,7 @@ def test_the_report_says_the_reason_instead_of_a_prediction(db: Path) -> None:
         batch_size=2,
     )
     words = "for AMD EPYC (profile 259d139078)"
-    stored = sizing.models_of(
-        "unet3d", KNOBS, models, pd.DataFrame(), MachineFacts.of(KNOBS, None, words)
-    )
+    stored = sizing.models_of("unet3d", MachineChoice(KNOBS, None, words), models, pd.DataFrame())
     source = sizing_report.ReportSource(words, version="memplan test")
 
     built = sizing_report.build_report(question, stored, runs, source)

@@ -8,13 +8,19 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
+from application import widening
+from core import profiles
 from core.analytical import refined_breakdown
 from core.errors import ConfigError
 from core.workloads.unet3d import UNetConfig
+from modeling.decision import Confidence, Evidence, decide, estimates_at
 from modeling.errors import ModelingError
 from modeling.evaluation.bounds import ConformalBound
 from modeling.sizing import largest_batch, largest_image_side, memory_to_buy
 from modeling.stored.predictor import Predictor, TrainingRange
+from modeling.transfer import Nearest, Transfer, Widening
+from presentation import sizing_text
+from tests.conftest import UNMEASURED_MACHINE, build_record
 
 GIB = 2**30
 INSIDE_RATIO = 1.25  # the bound inside the measured range
@@ -305,3 +311,38 @@ def test_remembered_predictions_answer_without_predicting_again() -> None:
     assert model.estimator.calls_ == 1
     assert model.point_bytes([UNetConfig((32, 32, 32), 1)]).tolist() == [GIB + 1000 * 32**3]
     assert model.estimator.calls_ == 2  # a configuration never remembered is predicted
+
+
+def _from_another_machine(model: Predictor, factor: float) -> tuple[Predictor, str]:
+    """``model``, its runs measured on build_record's machine, answering for
+    `UNMEASURED_MACHINE` with every bound widened by ``factor``; and its profile's key."""
+    measured_on = profiles.profile_of(build_record().row())
+    nearest = Nearest(measured_on.key, measured_on, (0, 2), ("oneDNN on in both", "AMX, not"))
+    spread = Widening(factor, (factor,), (("a", "b"),), matched=True)
+    moved = Transfer(UNMEASURED_MACHINE, nearest, spread, "the bundled reference")
+    [widened] = widening.with_transfer([model], moved)
+    return widened, measured_on.key
+
+
+def test_an_answer_from_another_machines_runs_is_beyond_this_machines_measured_range() -> None:
+    # 64^3 at batch 2 is inside the runs' range, and a run of exactly it measured 1 GiB:
+    # on their own machine, a verified fit. For another machine the widened bound decides.
+    model, key = _from_another_machine(_model(), factor=1.25)
+    config = UNetConfig((64, 64, 64), 2)
+    measured = Evidence(GIB, ("r1",), 20 * GIB)
+
+    answer = memory_to_buy(model, config.image_shape, config.batch_size)
+    decision = decide(estimates_at([model], config), "exact", config, measured, 64 * GIB, 0.2)
+
+    assert answer.bound_bytes == _bound(64, 2) * 1.25  # the own inside bound, widened
+    assert answer.basis.extrapolates
+    assert f"the runs are another machine's: profile {key} (" in answer.basis.warning
+    assert f"not this machine's ({UNMEASURED_MACHINE.label}, profile " in answer.basis.warning
+    assert decision.confidence is Confidence.BEYOND and decision.fits
+    assert sizing_text.headline(decision) == (
+        "Predicted to fit, beyond this machine's measured range (another machine's runs "
+        "answer): verify first"
+    )
+    assert f"Beyond the measured runs: the runs are another machine's: profile {key}" in (
+        sizing_text.decision_sentence(decision, "64^3", "for Test CPU")
+    )

@@ -78,8 +78,8 @@ def question_of(
 
 
 def models_of(db: Path, models: list[Predictor]) -> sizing.Models:
-    facts = machines.choose_machine(db, "unet3d", INTEL).facts
-    return sizing.models_of("unet3d", INTEL, models, pd.DataFrame(), facts)
+    choice = machines.choose_machine(db, "unet3d", INTEL)
+    return sizing.models_of("unet3d", choice, models, pd.DataFrame())
 
 
 def report_for(
