@@ -37,10 +37,10 @@ from core.errors import MemplanError
 from core.workloads.base import WorkloadConfig
 from modeling import decision, machines, sizing, trainable
 from modeling.decision import Decision
-from modeling.errors import ModelingError
+from modeling.errors import ModelingError, NoModelsError
 from modeling.machines import MachineFacts
 from modeling.sizing import BatchAnswer, ImageSizeAnswer, MemoryAnswer
-from modeling.stored import bundle
+from modeling.stored import bundle, evidence
 from modeling.stored import tables as results
 from modeling.stored.predictor import Predictor
 from modeling.transfer import Transfer
@@ -140,6 +140,9 @@ class Models:
     # Where the profile answers for another machine (`modeling.transfer`): which, why, how
     # widened, for the answer to say; None when it answers for its own machine.
     transfer: Transfer | None = None
+    # The training steps every run its evaluation fit had (None: an older one did not say):
+    # the steps a verifying sweep trains and the runs that verify an answer were run at.
+    fit_steps: int | None = None
 
     def pick(self, name: str | None) -> Predictor:
         """The model ``name`` (None: the default) of this profile; `SizingError` if absent."""
@@ -163,6 +166,7 @@ def models_of(
     predictors: Sequence[Predictor],
     scores: pd.DataFrame,
     source: Path | str = "the stored models",
+    fit_steps: int | None = None,
 ) -> Models:
     """`Models` of the profile ``choice`` names, from its loaded predictors and their
     evaluation's ``scores`` (for the default).
@@ -172,12 +176,20 @@ def models_of(
     answer lies beyond this machine's measured range (`widening.with_transfer`); a profile
     asked for by name answers for itself. A bound widens for knob values its profile never
     measured only where the predictors carry the stored knob splits
-    (`widening.with_stored_knob_evidence`).
+    (`widening.with_stored_knob_evidence`). fit_steps : the training steps of the runs the
+    evaluation fit (`modeling.stored.evidence.FitEvidence.steps`).
     """
     default = results.best_model_name(scores) if not scores.empty else None
     widened = tuple(widening.with_transfer(predictors, choice.transfer))
     return Models(
-        workload, choice.key, widened, default, choice.facts, str(source), choice.transfer
+        workload,
+        choice.key,
+        widened,
+        default,
+        choice.facts,
+        str(source),
+        choice.transfer,
+        fit_steps,
     )
 
 
@@ -208,7 +220,16 @@ def load_models(
     # value some model never measured has a use for it.
     if widening.asks_unmeasured(predictors, workload, knobs):
         predictors = widening.with_stored_knob_evidence(predictors, db_path, workload)
-    return models_of(workload, choice, predictors, scores, db_path), choice
+    fit_steps = _fit_steps(db_path, workload, choice.key)
+    return models_of(workload, choice, predictors, scores, db_path, fit_steps), choice
+
+
+def _fit_steps(db_path: Path, workload: str, machine: str | None) -> int | None:
+    """The training steps of the runs the models of ``machine`` were fitted on; None if unsaid."""
+    try:
+        return evidence.load_evidence(db_path, workload, machine).steps
+    except NoModelsError:
+        return None
 
 
 def _default_precision(workload: str) -> str:
@@ -313,30 +334,6 @@ def answer(
     )
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One of `answer_each`'s questions: its answer, or why there is none."""
-
-    kind: str
-    answer: SizingAnswer | None
-    problem: str = ""  # the `SizingError`'s reason; "" when answered
-
-
-def answer_each(
-    question: SizingQuestion, models: Models, runs: pd.DataFrame | None = None
-) -> tuple[Outcome, ...]:
-    """The three questions about ``question``'s image, batch and budget, the memory to buy
-    first, then the largest image at its batch and the largest batch at its image: each
-    answered, or why not. The report shows all three."""
-    found = []
-    for kind in (BUY, IMAGE, BATCH):
-        try:
-            found.append(Outcome(kind, answer(replace(question, kind=kind), models, runs)))
-        except SizingError as error:
-            found.append(Outcome(kind, None, str(error)))
-    return tuple(found)
-
-
 def _found(question: SizingQuestion, model: Predictor, knobs: dict[str, Any]) -> Found:
     workload = question.workload
     if question.kind == IMAGE:
@@ -363,9 +360,10 @@ def _claim(
 ) -> Claim:
     """What a sweep verifying ``found`` measures, naming the question as it was asked."""
     asked = (question.budget_bytes, question.headroom_pct)
-    return verify.claim_for(
+    claim = verify.claim_for(
         found, question.workload, knobs, models.machine, models.facts.label, asked
     )
+    return claim if models.fit_steps is None else replace(claim, steps=models.fit_steps)
 
 
 def decide(question: SizingQuestion, models: Models, runs: pd.DataFrame) -> Decision:

@@ -13,8 +13,8 @@ button and `application.sizing.answer` use it; `presentation.verification` shows
   high-water mark, as the models' (docs/measurement.md);
 * `verify` — the answer in words by what the runs say (`Verdict`), a sampled peak
   beside the high-water mark where the sampler missed a spike (`measured_words`);
-* `refusal` — why it cannot be verified here (another machine's answer, a budget
-  above what this machine can safely give); `sweep_request` — the two-point sweep.
+* `sweep_request` — the two-point sweep; why it cannot run here (another machine's
+  answer, a budget above what this machine can safely give): `application.verify_here`.
 """
 
 from __future__ import annotations
@@ -67,6 +67,11 @@ class Claim:
     # headroom (``budget_bytes`` is what is left for training) and the headroom in percent.
     asked_budget_bytes: int | None = None
     headroom_pct: float = 0.0
+    # The training steps of the runs that verify it: those its models were fitted at (a
+    # peak moves with the steps, so a run at other steps neither verifies nor refutes it);
+    # None where the models' evaluation did not say: runs at any steps count, and a
+    # verifying sweep trains `DEFAULT_STEPS`.
+    steps: int | None = None
 
     @property
     def workload(self) -> str:
@@ -124,8 +129,11 @@ class Measured:
     interval_s: float | None = None  # how often the sampler read it, seconds
 
 
-def latest_run(config: WorkloadConfig, runs: pd.DataFrame, machine: str | None) -> Measured | None:
-    """The latest ok, oom or skipped run of exactly ``config`` on profile ``machine``; None if none.
+def latest_run(
+    config: WorkloadConfig, runs: pd.DataFrame, machine: str | None, steps: int | None = None
+) -> Measured | None:
+    """The latest ok, oom or skipped run of exactly ``config`` on profile ``machine``, at
+    ``steps`` training steps (None: any); None if none.
 
     runs : a runs table (`core.store.load_runs`), any statuses and machines. An
     ok run without a high-water mark measured nothing and does not count; an
@@ -134,6 +142,8 @@ def latest_run(config: WorkloadConfig, runs: pd.DataFrame, machine: str | None) 
     if machine is None or runs.empty:
         return None
     runs = profiles.runs_of(runs, machine)
+    if steps is not None:
+        runs = runs[runs["steps"] == steps]
     counted = runs[runs["status"].isin(COUNTED_STATUSES) & (runs["workload"] == config.workload)]
     counted = counted[(counted["status"] != "ok") | counted[PEAK_COLUMN].notna()]
     same = counted[[same_config(row, config) for row in counted.to_dict("records")]]
@@ -207,7 +217,7 @@ def _next_words(claim: Claim, runs: pd.DataFrame) -> str:
     if claim.next_up is None:
         return "nothing larger to try" if claim.question == IMAGE else "no larger batch to try"
     label = _next_label(claim, claim.next_up)
-    run = latest_run(claim.next_up, runs, claim.machine)
+    run = latest_run(claim.next_up, runs, claim.machine, claim.steps)
     if run is None:
         return f"{label} not measured"
     if run.status == "oom":
@@ -231,7 +241,7 @@ def verify(claim: Claim, runs: pd.DataFrame, db_path: Path | None = None) -> Ver
     """
     subject = _answered_words(claim)
     budget = gib_words(claim.budget_bytes)
-    run = latest_run(claim.answered, runs, claim.machine)
+    run = latest_run(claim.answered, runs, claim.machine, claim.steps)
     if run is None:
         command = verify_command(claim, db_path)
         return Verification(Verdict.PREDICTION, "a prediction, not verified by a run", command)
@@ -332,7 +342,7 @@ def sweep_request(claim: Claim) -> SweepRequest:
     # the budget, as the memory limit, stops it.
     return SweepRequest(
         grid=grid,
-        steps=DEFAULT_STEPS,
+        steps=DEFAULT_STEPS if claim.steps is None else claim.steps,
         memory_limit_bytes=claim.budget_bytes,
         points=points,
         run_over_bound=True,
@@ -355,45 +365,3 @@ def slurm_command(claim: Claim) -> str:
     mem_gib = math.ceil((claim.budget_bytes + JOB_PROCESS_ALLOWANCE_BYTES) / GIB)
     words += ["--executor", "slurm", "--partition", "P", "--mem", f"{mem_gib}GiB"]
     return shlex.join(words)
-
-
-# --- can it be verified here --------------------------------------------------------------
-
-
-def safe_limit_bytes() -> int:
-    """The most a run may use on this machine now (`profiling.sweep.default_memory_limit_bytes`)."""
-    return sweep.default_memory_limit_bytes()
-
-
-def refusal(claim: Claim, here: str, safe_bytes: int) -> str | None:
-    """Why ``claim`` cannot be verified on this machine (profile ``here``); None if it can.
-
-    safe_bytes : int, bytes; the most a run may use here (`safe_limit_bytes`).
-    Only an answer for this machine's profile can be verified here (another
-    kind of machine peaks differently), and only under a limit this machine can
-    give without swapping.
-    """
-    if claim.machine is None:
-        return (
-            "this answer rests on the runs of several machines: only an answer for one "
-            "machine profile can be verified, on a machine of that profile"
-        )
-    if claim.machine != here:
-        label = f"machine profile {claim.machine}"
-        if claim.machine_label:
-            label = f"{claim.machine_label} (profile {claim.machine})"
-        return (
-            f"this answer is for {label}, not this machine (profile {here}): verifying it "
-            "needs a run on a machine of that profile (the same command, run there)"
-        )
-    if claim.budget_bytes > safe_bytes:
-        fraction = f"{sweep.DEFAULT_MEMORY_FRACTION:.0%}"
-        reserve = gib_words(sweep.HOST_RESERVE_BYTES)
-        return (
-            f"the {gib_words(claim.budget_bytes)} budget is more than this machine can safely "
-            f"give a run now ({gib_words(max(safe_bytes, 0))}: at most {fraction} of its RAM, "
-            f"keeping {reserve} free for the host): measure it on a bigger machine (its runs "
-            "count for that machine's own profile), e.g. a Slurm node with that memory: "
-            f"`{slurm_command(claim)}` (docs/slurm.md)"
-        )
-    return None

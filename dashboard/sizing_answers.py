@@ -32,7 +32,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from application import sizing, verify, widening
+from application import sizing, verify, verify_here, widening
 from application.sizing import Models, SizingAnswer, SizingError, SizingQuestion
 from application.verify import Claim, Verdict
 from core import workloads
@@ -98,6 +98,7 @@ def _models(
     choice, as the loaders are (choosing the default model reads the scores, ~30 ms a call,
     and every answer asks for them)."""
     machine = choice.key
+    fitted = data.fit_evidence(db_path, db_version, workload, machine)
     return sizing.models_of(
         workload,
         choice,
@@ -107,6 +108,7 @@ def _models(
         ),
         data.scores(db_path, db_version, workload, machine),
         db_path,
+        None if fitted is None else fitted.steps,
     )
 
 
@@ -316,7 +318,7 @@ def why_not_verify(db: Path, claim: Claim, said: verify.Verification, picked: Pi
         return (
             f"This dashboard is read-only ({data.READ_ONLY_ENV_VAR} is set): it measures nothing."
         )
-    refused = verify.refusal(claim, picked.here.key, verify.safe_limit_bytes())
+    refused = verify_here.refusal(claim, picked.here.key, verify_here.safe_limit_bytes())
     if refused:
         return f"Cannot verify here: {refused}."
     if sidebar.sweep_running(db):

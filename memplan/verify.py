@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from application import verify as verification
+from application import verify_here
 from application.verify import Claim, Verdict, Verification
 from core import store
 from core.machine import this_profile
@@ -49,7 +50,7 @@ def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> Verifica
     when the sweep did not finish.
     """
     here = this_profile(claim.answered.precision).key
-    problem = verification.refusal(claim, here, verification.safe_limit_bytes())
+    problem = verify_here.refusal(claim, here, verify_here.safe_limit_bytes())
     if problem:
         raise ModelingError(f"cannot verify here: {problem}")
     if readonly.read_only():

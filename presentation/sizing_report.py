@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from application import sizing
-from application.sizing import BUY, Models, Outcome, SizingQuestion, answer_each
+from application.sizing import BUY, Models, SizingQuestion
+from application.sizing_each import Outcome, answer_each
 from core import published, workloads
 from core.profiles import MachineProfile
 from core.units import GIB, approx_gib

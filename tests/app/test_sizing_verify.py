@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from application import verify as verification
+from application import verify_here
 from core import profiles, store
 from core.units import GIB
 from dashboard import data, machine_panel
@@ -38,8 +38,8 @@ def here_is_the_test_machine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def can_give(monkeypatch: pytest.MonkeyPatch, limit_bytes: int) -> None:
-    """This machine can safely give a run ``limit_bytes`` (`verification.safe_limit_bytes`)."""
-    monkeypatch.setattr(verification, "safe_limit_bytes", lambda: limit_bytes)
+    """This machine can safely give a run ``limit_bytes`` (`verify_here.safe_limit_bytes`)."""
+    monkeypatch.setattr(verify_here, "safe_limit_bytes", lambda: limit_bytes)
 
 
 def verify_buttons(at: AppTest) -> list:

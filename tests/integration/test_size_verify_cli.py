@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from application import verify as verification
+from application import verify_here
 from core import database, profiles, store
 from core.machine import machine_info, onednn_enabled, software_info
 from core.workloads.unet3d import UNetConfig
@@ -68,7 +68,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
     this_machines_models: tuple[Path, int],
 ) -> None:
     db, budget = this_machines_models
-    if budget > verification.safe_limit_bytes():
+    if budget > verify_here.safe_limit_bytes():
         pytest.skip(f"this machine cannot give a run {budget} bytes now")
 
     result = subprocess.run(

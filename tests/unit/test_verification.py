@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from application import verify as verification
+from application import verify_here
 from application.verify import Claim, Verdict
 from core import database, profiles, store
 from core.errors import StoreError
@@ -143,6 +144,18 @@ def test_a_later_run_that_says_nothing_leaves_the_earlier_measurement() -> None:
     found = verification.latest_run(ANSWER, runs(measured, killed), HERE.key)
 
     assert found is not None and found.run_id == measured["run_id"]
+
+
+def test_only_a_run_at_the_steps_the_models_were_fitted_at_counts() -> None:
+    # build_record's runs train 3 steps; a 1-step smoke run of the answer says nothing of it.
+    smoke = run(ANSWER, steps=1, peak_hwm_bytes=int(70.0 * GIB))
+    fitted_at_3 = image(steps=3)
+
+    assert verification.latest_run(ANSWER, runs(smoke), HERE.key, steps=3) is None
+    assert said(fitted_at_3, smoke).verdict is Verdict.PREDICTION
+    assert said(fitted_at_3, smoke, run(ANSWER)).verdict is Verdict.VERIFIED
+    assert verification.sweep_request(fitted_at_3).steps == 3  # it verifies at those steps
+    assert verification.sweep_request(image()).steps == 6  # not said: the default steps
 
 
 def test_an_answer_for_several_machines_has_no_run_of_its_own() -> None:
@@ -351,11 +364,11 @@ def test_the_command_asks_the_question_as_a_person_types_it_budget_and_headroom(
 
 
 def test_this_machines_answer_within_what_it_can_give_can_be_verified() -> None:
-    assert verification.refusal(image(), HERE.key, BUDGET) is None
+    assert verify_here.refusal(image(), HERE.key, BUDGET) is None
 
 
 def test_another_machines_answer_needs_that_machine() -> None:
-    reason = verification.refusal(image(), "0123456789", 512 * GIB)
+    reason = verify_here.refusal(image(), "0123456789", 512 * GIB)
 
     assert reason == (
         f"this answer is for {HERE.label} (profile {HERE.key}), not this machine "
@@ -365,13 +378,13 @@ def test_another_machines_answer_needs_that_machine() -> None:
 
 
 def test_an_answer_for_several_machines_cannot_be_verified() -> None:
-    reason = verification.refusal(image(machine=None), HERE.key, 512 * GIB)
+    reason = verify_here.refusal(image(machine=None), HERE.key, 512 * GIB)
 
     assert reason is not None and reason.startswith("this answer rests on the runs of several")
 
 
 def test_a_budget_above_what_this_machine_can_give_names_both_and_the_slurm_sweep() -> None:
-    reason = verification.refusal(image(), HERE.key, int(15.2 * GIB))
+    reason = verify_here.refusal(image(), HERE.key, int(15.2 * GIB))
 
     assert reason == (
         "the 64 GiB budget is more than this machine can safely give a run now (15.2 GiB: at "
@@ -506,7 +519,7 @@ def measured(config: UNetConfig, **overrides: Any):
 def here(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine is the test runs' ("Test CPU"), and can give a run 16 GiB."""
     monkeypatch.setattr(memplan_verify, "this_profile", lambda precision="float32": HERE)
-    monkeypatch.setattr(verification, "safe_limit_bytes", lambda: 16 * GIB)
+    monkeypatch.setattr(verify_here, "safe_limit_bytes", lambda: 16 * GIB)
 
 
 def fake_sweep(monkeypatch: pytest.MonkeyPatch, sweep: FakeSweep) -> FakeSweep:
