@@ -93,7 +93,8 @@ def models_page_reads_whole(page: Page) -> None:
     assert_inside(
         published,
         [point.label for point in PUBLISHED_POINTS]
-        + ["our runs (measured)", "our model at the study's configuration", "published peak"],
+        + ["our runs (measured)", "our model at the study's configuration", "published peak"]
+        + ["published server sizes", "symbolic regression (gplearn)"],
     )
     expect(main.get_by_text("the published figures are context", exact=False)).to_be_visible()
     parity = chart_with(page, "predicted = measured")
