@@ -14,7 +14,7 @@ peaks `OTHER_MACHINE_SCALE` times higher), each profile with its own evaluation.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -169,56 +169,31 @@ def _shared_copy(
     )
 
 
-@pytest.fixture
-def shared_reference_db(
-    reference_db_template: Path,
-    _shared_copies: dict[Path, Path],
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Path]:
-    """The reference database, shared with the other tests that only read it."""
-    yield from _shared_copy(reference_db_template, _shared_copies, tmp_path_factory, monkeypatch)
+def _shared_fixture(template: str, what: str) -> Callable[..., Iterator[Path]]:
+    """A fixture yielding this process's shared copy of the template fixture ``template``."""
+
+    @pytest.fixture
+    def shared(
+        request: pytest.FixtureRequest,
+        _shared_copies: dict[Path, Path],
+        tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> Iterator[Path]:
+        built = request.getfixturevalue(template)
+        yield from _shared_copy(built, _shared_copies, tmp_path_factory, monkeypatch)
+
+    shared.__doc__ = f"{what}, shared with the other tests that only read it."
+    return shared
 
 
-@pytest.fixture
-def shared_alexnet_runs_db(
-    alexnet_runs_template: Path,
-    _shared_copies: dict[Path, Path],
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Path]:
-    """The AlexNet runs (no AlexNet models), shared with the other tests that only read them."""
-    yield from _shared_copy(alexnet_runs_template, _shared_copies, tmp_path_factory, monkeypatch)
-
-
-@pytest.fixture
-def shared_alexnet_db(
-    alexnet_template: Path,
-    _shared_copies: dict[Path, Path],
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Path]:
-    """The AlexNet runs and their evaluation, shared with the other tests that only read them."""
-    yield from _shared_copy(alexnet_template, _shared_copies, tmp_path_factory, monkeypatch)
-
-
-@pytest.fixture
-def shared_two_machines_db(
-    two_machines_template: Path,
-    _shared_copies: dict[Path, Path],
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Path]:
-    """The two machines' AlexNet runs and models, shared with the tests that only read them."""
-    yield from _shared_copy(two_machines_template, _shared_copies, tmp_path_factory, monkeypatch)
-
-
-@pytest.fixture
-def shared_every_bundle_db(
-    every_bundle_template: Path,
-    _shared_copies: dict[Path, Path],
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Path]:
-    """Every bundled run and evaluation, shared with the other tests that only read them."""
-    yield from _shared_copy(every_bundle_template, _shared_copies, tmp_path_factory, monkeypatch)
+shared_reference_db = _shared_fixture("reference_db_template", "The reference database")
+shared_alexnet_runs_db = _shared_fixture(
+    "alexnet_runs_template", "The AlexNet runs (no AlexNet models)"
+)
+shared_alexnet_db = _shared_fixture("alexnet_template", "The AlexNet runs and their evaluation")
+shared_two_machines_db = _shared_fixture(
+    "two_machines_template", "The two machines' AlexNet runs and models"
+)
+shared_every_bundle_db = _shared_fixture(
+    "every_bundle_template", "Every bundled run and evaluation"
+)
