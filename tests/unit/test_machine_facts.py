@@ -14,14 +14,20 @@ XEON_VNNI_FLAGS = "fpu sse sse2 avx avx2 fma avx512f avx512bw avx512_vnni"
 
 @pytest.fixture
 def cpu_flags(monkeypatch: pytest.MonkeyPatch):
-    """Pretend /proc/cpuinfo lists the given flags line (None: no such line)."""
+    """Pretend /proc/cpuinfo lists the given flags line (None: no such line).
+
+    `machine.machine_info` is cached for the process: what it read from the pretended
+    cpuinfo must not outlive the test (a later test would see no CPU vendor or model).
+    """
 
     def pretend(flags: str | None) -> None:
+        machine.machine_info.cache_clear()
         monkeypatch.setattr(
             machine, "_cpuinfo_field", lambda name: flags if name == "flags" else None
         )
 
-    return pretend
+    yield pretend
+    machine.machine_info.cache_clear()
 
 
 @pytest.mark.parametrize(
