@@ -32,10 +32,10 @@ import pandas as pd
 
 from application import verify, widening
 from application.verify import Claim, Verification
-from core import workloads
+from core import store, workloads
 from core.errors import MemplanError
 from core.workloads.base import WorkloadConfig
-from modeling import decision, machines, sizing, trainable
+from modeling import decision, host_spread, machines, sizing, trainable
 from modeling.decision import Decision
 from modeling.errors import ModelingError, NoModelsError
 from modeling.machines import MachineFacts
@@ -160,13 +160,14 @@ class Models:
         raise SizingError(f"no stored model {wanted!r} in {self.source}; known: {known}")
 
 
-def models_of(
+def models_of(  # seven: what the page's cached loaders and `load_models` each read
     workload: str,
     choice: machines.MachineChoice,
     predictors: Sequence[Predictor],
     scores: pd.DataFrame,
     source: Path | str = "the stored models",
     fit_steps: int | None = None,
+    runs: pd.DataFrame | None = None,
 ) -> Models:
     """`Models` of the profile ``choice`` names, from its loaded predictors and their
     evaluation's ``scores`` (for the default).
@@ -177,9 +178,15 @@ def models_of(
     asked for by name answers for itself. A bound widens for knob values its profile never
     measured only where the predictors carry the stored knob splits
     (`widening.with_stored_knob_evidence`). fit_steps : the training steps of the runs the
-    evaluation fit (`modeling.stored.evidence.FitEvidence.steps`).
+    evaluation fit (`modeling.stored.evidence.FitEvidence.steps`). runs : the database's runs
+    (any profile), which the kept runs of other hosts are compared with: every bound then
+    covers them or says the profile's host-to-host spread is unmeasured
+    (`widening.with_host_spread`); None: neither (models built by hand).
     """
     default = results.best_model_name(scores) if not scores.empty else None
+    if runs is not None:
+        spread = host_spread.spread_of(runs, choice.key, choice.profile, workload)
+        predictors = widening.with_host_spread(predictors, spread)
     widened = tuple(widening.with_transfer(predictors, choice.transfer))
     return Models(
         workload,
@@ -221,7 +228,8 @@ def load_models(
     if widening.asks_unmeasured(predictors, workload, knobs):
         predictors = widening.with_stored_knob_evidence(predictors, db_path, workload)
     fit_steps = _fit_steps(db_path, workload, choice.key)
-    return models_of(workload, choice, predictors, scores, db_path, fit_steps), choice
+    runs = store.load_runs(db_path, status="ok", workload=workload)
+    return models_of(workload, choice, predictors, scores, db_path, fit_steps, runs), choice
 
 
 def _fit_steps(db_path: Path, workload: str, machine: str | None) -> int | None:

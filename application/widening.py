@@ -7,7 +7,9 @@ said in the answer's words:
 * a knob value no run of the profile measured: by the stored knob splits of the
   profiles that did (`with_knob_evidence`, `modeling.unmeasured`);
 * another machine: the profile answers for one without models of its own, by the
-  spread between other profiles (`with_transfer`, `modeling.transfer`).
+  spread between other profiles (`with_transfer`, `modeling.transfer`);
+* another host of the profile: by as much as its kept runs need to be covered
+  (`with_host_spread`, `modeling.host_spread`), or said to be unmeasured.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from core import workloads
+from modeling import host_spread
+from modeling.host_spread import HostSpread
 from modeling.stored import knob_splits
 from modeling.stored.predictor import Predictor
 from modeling.transfer import Transfer
@@ -43,6 +47,23 @@ def with_transfer(predictors: Sequence[Predictor], transfer: Transfer | None) ->
         return list(predictors)
     moved = {"machine_widening": transfer.factor, "other_machine": transfer.measured_elsewhere()}
     return [replace(p, training_range=replace(p.training_range, **moved)) for p in predictors]
+
+
+def with_host_spread(predictors: Sequence[Predictor], spread: HostSpread | None) -> list[Predictor]:
+    """``predictors``, each bound widened by the factor that covers ``spread``'s kept runs of
+    their profile on other hosts (`HostSpread.factor`, computed on the bound before it: never
+    narrower), with that in words; None: their profile's host-to-host spread is unmeasured,
+    said so, not widened."""
+    widened = []
+    for predictor in predictors:
+        own = replace(predictor.training_range, host_widening=1.0)
+        if spread is None:
+            host = {"host_widening": 1.0, "host_spread": host_spread.UNMEASURED}
+        else:
+            factor = spread.factor(replace(predictor, training_range=own))
+            host = {"host_widening": factor, "host_spread": spread.sentence(factor)}
+        widened.append(replace(predictor, training_range=replace(own, **host)))
+    return widened
 
 
 def with_stored_knob_evidence(

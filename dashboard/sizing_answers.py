@@ -109,6 +109,7 @@ def _models(
         data.scores(db_path, db_version, workload, machine),
         db_path,
         None if fitted is None else fitted.steps,
+        data.runs(db_path, db_version),
     )
 
 

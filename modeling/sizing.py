@@ -180,9 +180,11 @@ def _basis(model: SizingModel, config: WorkloadConfig, raised: bool) -> Basis:
     name = bound.name + (
         f"; replaced by the closed form x{ceiling_factor(model):.2f}" if raised else ""
     )
-    widening = model.training_range.widening(config)
-    why = model.training_range.widened_for(config)
-    name += f"; widened x{widening:.2f} for {why}" if widening > 1 else ""
+    within = model.training_range
+    # The host-to-host factor is said by its own clause (`TrainingRange.host_spread`).
+    widening = within.widening(config) / within.host_widening
+    name += f"; widened x{widening:.2f} for {within.widened_for(config)}" if widening > 1 else ""
+    name += f"; {within.host_spread}" if within.host_spread else ""
     return Basis(model.name, name, bound.coverage, bool(reasons), " ".join(sentences), raised)
 
 

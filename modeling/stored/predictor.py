@@ -88,6 +88,11 @@ class TrainingRange:
     # stored either.
     machine_widening: float = 1.0
     other_machine: str = ""
+    # How far its bounds widen to cover the peaks its configurations reached on other hosts
+    # of the profile (`modeling.host_spread`; 1: covered, or unmeasured), and that in words
+    # for the bound's name ("": not attached). Not stored: `application.sizing.models_of`.
+    host_widening: float = 1.0
+    host_spread: str = ""
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> TrainingRange:
@@ -139,12 +144,14 @@ class TrainingRange:
         return [self.knob_evidence.widening(knob, value) for knob, value in self.unmeasured(config)]
 
     def widening(self, config: WorkloadConfig) -> float:
-        """The factor the bound of ``config`` is widened by (>= 1): the product of `widenings`
-        and `machine_widening`."""
-        return float(np.prod([w.factor for w in self.widenings(config)])) * self.machine_widening
+        """The factor the bound of ``config`` is widened by (>= 1): the product of `widenings`,
+        `machine_widening` and `host_widening`."""
+        knobs = float(np.prod([w.factor for w in self.widenings(config)]))
+        return knobs * self.machine_widening * self.host_widening
 
     def widened_for(self, config: WorkloadConfig) -> str:
-        """Why `widening` is above 1, in a few words ("" where it is not)."""
+        """Why `widening` is above 1, in a few words ("" where it is not), but for
+        `host_widening`, which `host_spread` says with its own factor."""
         causes = []
         if any(w.factor > 1 for w in self.widenings(config)):
             causes.append("knob values never measured")
