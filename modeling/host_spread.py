@@ -64,10 +64,12 @@ def _read_kept(files: tuple[tuple[Path, float, int], ...]) -> pd.DataFrame:
     return profiles.with_keys(measured_runs(pd.concat(frames, ignore_index=True)))
 
 
-def kept_runs(folder: Path = KEPT_HOSTS_DIR) -> pd.DataFrame:
-    """Every ok kept run with a kernel high-water mark in ``folder``: the runs columns, its
-    host (the file's name less ``_runs.parquet``: one file per host), its profile key and
-    its configuration (``point``, `modeling.transfer.point_texts`). Empty without files."""
+def kept_runs(folder: Path | None = None) -> pd.DataFrame:
+    """Every ok kept run with a kernel high-water mark in ``folder`` (None: KEPT_HOSTS_DIR):
+    the runs columns, its host (the file's name less ``_runs.parquet``: one file per host),
+    its profile key and its configuration (``point``, `modeling.transfer.point_texts`).
+    Empty without files."""
+    folder = KEPT_HOSTS_DIR if folder is None else folder
     files = sorted(folder.glob(f"*{RUNS_SUFFIX}")) if folder.is_dir() else []
     stamps = tuple((path, path.stat().st_mtime, path.stat().st_size) for path in files)
     return _read_kept(stamps).copy()
