@@ -20,9 +20,11 @@ so that spread is measured, not assumed.
   raised to the closed-form floor where below it: `replace_below_floor`). This, and
   not the ratio of a host's peak to the profile's measured peak, is what makes "the
   bound covers a peak measured on another host of this profile" true: the bound
-  already holds run-to-run noise (the profile's own two runs of a configuration
-  differed by up to 56%), so a host that lies within it needs no widening (1.0),
-  and one that does not is covered by exactly as much as it needs. Never below 1:
+  already holds the profile's run-to-run noise and its model's error, so a host
+  that lies within it needs no widening (1.0), and one that does not is covered by
+  exactly as much as it needs; a factor from the peaks alone would widen a bound
+  that covers them already (the development VM's peaks lay 0.954-1.145x the knob
+  profile's, all under its default model's bound: docs/host_spread.md). Never below 1:
   kept runs never narrow a bound. The ratio to the profile's own median peak
   (`HostSpread.measured_ratios`) is the spread itself, for the docs and the
   benchmark (`benchmarks/host_spread.py`).

@@ -7,7 +7,10 @@ figures, bounds and headroom everywhere. Asked twice, on a machine no bundled ru
 measured: on its default, where the bundled Intel reference answers for it from
 another machine's runs, every bound widened (`modeling.transfer`), and the verdict
 beyond this machine's measured range; and on a profile asked for by name, which
-answers for itself, at a headroom other than the default.
+answers for itself, at a headroom other than the default; and that profile's
+least_squares model, whose bound the runs kept of another host widen x1.041
+(`modeling.host_spread`, issue 28 point 4): every path says the same of the
+host-to-host spread, and the widened figures agree.
 On 9c1906c the page answered 272^3 and batch 20 at 64 GiB where the command line
 answered 288^3 and 24 (the page kept 20% headroom, the command line none, and
 had no ``--headroom`` for an image or batch); on 0bc34a1 the page's default answer
@@ -35,12 +38,27 @@ PAGE = "dashboard/sizing_page.py"
 INTEL = "9b59349f74"  # the bundled Intel reference profile: the default's answer here
 KNOBS = "259d139078"  # the AVX2 AMD knob profile: another default model
 IMAGE, BATCH, BUDGET_GIB = 128, 2, 64
-# (profile asked for, headroom %, the profile answering from another machine's runs): None,
-# this machine's default (the page's default headroom too), which the Intel reference answers
-# for; a profile by name at another headroom, which answers for itself.
-QUESTIONS = [(None, 20, INTEL), (KNOBS, 35, None)]
+# (profile asked for, headroom %, the profile answering from another machine's runs, model):
+# None, this machine's default (the page's default headroom too), which the Intel reference
+# answers for; a profile by name at another headroom, which answers for itself; and its model
+# whose bound the kept host runs widen (None: the profile's default model).
+QUESTIONS = [(None, 20, INTEL, None), (KNOBS, 35, None, None), (KNOBS, 20, None, "least_squares")]
 # What every path asks the same of.
-FIGURES = ("model", "memory_gb", "side", "batch_size", "bounds", "usable")
+FIGURES = ("model", "memory_gb", "side", "batch_size", "bounds", "usable", "hosts")
+# What a bound says of the host-to-host spread of its profile (`modeling.host_spread`).
+HOSTS = re.compile(
+    r"includes host-to-host spread measured on \d+ configurations? of \d+ other hosts? "
+    r"\(x[\d.]+(?:: already covered)?\)|host-to-host spread unmeasured for this profile"
+)
+# Each question's: the Intel reference has no kept host runs; the knob profile's default model
+# covers the kept ones already, its least_squares needs x1.041.
+SAID_OF_HOSTS = {
+    None: "host-to-host spread unmeasured for this profile",
+    KNOBS: "includes host-to-host spread measured on 6 configurations of 1 other host (x1.000: "
+    "already covered)",
+    "least_squares": "includes host-to-host spread measured on 6 configurations of 1 other host "
+    "(x1.041)",
+}
 # The verdict of 128^3 at batch 2 from the Intel reference: a run of it there measured
 # 5.68 GiB, which verifies nothing for another machine.
 ANOTHER_MACHINES = "Predicted to fit, beyond this machine's measured range"
@@ -69,6 +87,13 @@ def page_figures(at: AppTest) -> dict[str, Any]:
     usable = next(
         shown(c.value) for c in at.caption if shown(c.value).startswith("Answers use what")
     )
+    # Each answer's "Model ...; bound: ...; machine." caption, in page order.
+    hosts = [
+        found.group(0)
+        for caption in at.caption
+        if shown(caption.value).startswith("Model ")
+        and (found := HOSTS.search(shown(caption.value)))
+    ]
     told = [shown(e.value) for e in [*at.success, *at.warning, *at.error]]
     (verdict,) = [found.group(1) for said in told if (found := re.match(r"\*\*(.+)\.\*\*", said))]
     moved = [said for said in told if said.startswith("Answered by another machine")]
@@ -82,12 +107,20 @@ def page_figures(at: AppTest) -> dict[str, Any]:
         # Shown in the order of the page: the memory to buy, then the cube, then the batch.
         "bounds": bounds,
         "usable": re.search(r"leaves ([\d,.]+ GiB) for training", usable).group(1),
+        "hosts": hosts,
     }
 
 
-def cli(db: Path, profile: str | None, headroom: int, capsys, *question: str) -> dict[str, Any]:
+def _asked_of(profile: str | None, model: str | None) -> list[str]:
+    """The options naming ``profile`` and ``model`` (None: the default's)."""
+    return ["--machine", profile] * bool(profile) + ["--model", model] * bool(model)
+
+
+def cli(
+    db: Path, profile: str | None, headroom: int, model: str | None, capsys, *question: str
+) -> dict[str, Any]:
     """``memplan size QUESTION ... --json``, for ``profile`` (None: this machine's default)."""
-    machine = [] if profile is None else ["--machine", profile]
+    machine = _asked_of(profile, model)
     code = memplan_cli.main(
         ["size", *question, *machine, "--headroom", str(headroom), "--db", str(db), "--json"]
     )
@@ -95,8 +128,10 @@ def cli(db: Path, profile: str | None, headroom: int, capsys, *question: str) ->
     return json.loads(capsys.readouterr().out)
 
 
-def cli_figures(db: Path, profile: str | None, headroom: int, capsys) -> dict[str, Any]:
-    budget, asked = f"{BUDGET_GIB}GiB", (db, profile, headroom, capsys)
+def cli_figures(
+    db: Path, profile: str | None, headroom: int, model: str | None, capsys
+) -> dict[str, Any]:
+    budget, asked = f"{BUDGET_GIB}GiB", (db, profile, headroom, model, capsys)
     buy = cli(*asked, "buy", "--image-size", str(IMAGE), "--batch-size", str(BATCH))
     image = cli(*asked, "image", "--budget", budget, "--batch-size", str(BATCH))
     batch = cli(*asked, "batch", "--budget", budget, "--image-size", str(IMAGE))
@@ -112,15 +147,19 @@ def cli_figures(db: Path, profile: str | None, headroom: int, capsys) -> dict[st
         "batch_size": batch["answer"]["batch_size"],
         "bounds": [gib(said["answer"]["bound_bytes"]) for said in (buy, image, batch)],
         "usable": gib(image["usable_budget_bytes"]),
+        "hosts": [HOSTS.search(a["answer"]["basis"]["bound"])[0] for a in (buy, image, batch)],
         "transfer": buy["machine"]["transfer"],
         "warning": buy["answer"]["basis"]["warning"],
     }
 
 
-def report_figures(db: Path, profile: str | None, headroom: int, output: Path) -> dict[str, Any]:
+def report_figures(
+    db: Path, profile: str | None, headroom: int, model: str | None, output: Path
+) -> dict[str, Any]:
     """``memplan report`` for the same question: the figures of its "What fits" table, its
-    verdict's headline, and which other machine answered, if one did."""
-    machine = [] if profile is None else ["--machine", profile]
+    verdict's headline, which other machine answered, if one did, and what its memory to
+    buy's bound says of the host-to-host spread."""
+    machine = _asked_of(profile, model)
     code = memplan_cli.main(
         ["report", "--image-size", str(IMAGE), "--batch-size", str(BATCH)]
         + ["--budget", f"{BUDGET_GIB}GiB", "--headroom", str(headroom), *machine]
@@ -137,6 +176,7 @@ def report_figures(db: Path, profile: str | None, headroom: int, output: Path) -
     verified = re.search(r'id="verified">.*?</h2>\s*<p>(.*?)</p>', html, re.DOTALL)
     return {
         "verification": " ".join(unescape(verified.group(1)).split()),
+        "host": HOSTS.search(" ".join(unescape(html).split())).group(0),
         "verdict": unescape(re.search(r'id="decision">\s*<h2>(.*?)</h2>', html).group(1)),
         "transfer": " ".join(unescape(moved.group(1)).split()) if moved else None,
         "memory_gb": int(figure["memory_gb"]),
@@ -146,7 +186,7 @@ def report_figures(db: Path, profile: str | None, headroom: int, output: Path) -
     }
 
 
-@pytest.mark.parametrize(("profile", "headroom", "another"), QUESTIONS)
+@pytest.mark.parametrize(("profile", "headroom", "another", "model"), QUESTIONS)
 def test_the_page_the_command_line_and_the_report_give_the_same_answer(
     every_bundle_db: Path,
     tmp_path: Path,
@@ -154,15 +194,21 @@ def test_the_page_the_command_line_and_the_report_give_the_same_answer(
     profile: str | None,
     headroom: int,
     another: str | None,
+    model: str | None,
 ) -> None:
     link = {"image": str(IMAGE), "batch": str(BATCH), "budget": str(BUDGET_GIB)}
     link |= {"headroom": str(headroom)} | ({"machine": profile} if profile else {})
+    link |= {"model": model} if model else {}
     on_page = page_figures(open_page(PAGE, workload="unet3d", **link))
-    on_cli = cli_figures(every_bundle_db, profile, headroom, capsys)
-    in_report = report_figures(every_bundle_db, profile, headroom, tmp_path / "sizing.html")
+    on_cli = cli_figures(every_bundle_db, profile, headroom, model, capsys)
+    html = tmp_path / "sizing.html"
+    in_report = report_figures(every_bundle_db, profile, headroom, model, html)
 
     assert {key: on_page[key] for key in FIGURES} == {key: on_cli[key] for key in FIGURES}
-    figures = in_report.keys() - {"verdict", "transfer", "verification"}
+    # Every answer's bound says the same of the host-to-host spread, on every path.
+    assert on_cli["hosts"] == [SAID_OF_HOSTS[model or profile]] * 3
+    assert in_report["host"] == SAID_OF_HOSTS[model or profile]
+    figures = in_report.keys() - {"verdict", "transfer", "verification", "host"}
     assert {key: in_report[key] for key in figures} == {key: on_cli[key] for key in figures}
     assert on_page["verdict"] == in_report["verdict"]
     transfer = on_cli["transfer"]
