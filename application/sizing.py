@@ -6,8 +6,9 @@
   to buy for an image and batch), the workload, the machine profile, the knobs,
   the steps, the budget and its headroom, the model;
 * `Models` — the stored models of one machine profile the question is put to, widened
-  where that profile answers for another machine (`models_of`, which `load_models` and
-  the page's cached loaders both go through: one answer on every path);
+  where that profile answers for another machine and to cover its kept runs of other
+  hosts (`models_of`, which `load_models` and the page's cached loaders both go through:
+  one answer on every path);
 * `answer` — the `SizingAnswer`: the figures, the model and its bound, the
   machine's facts, the verdict of the runs where there are any, the warnings.
 * `decide` — whether the question's image and batch fit its budget, the verdict
