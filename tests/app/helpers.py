@@ -185,7 +185,9 @@ def this_machine_is(monkeypatch: pytest.MonkeyPatch, profile: MachineProfile) ->
     """Make ``profile`` this machine's, whatever CPU runs the test, for the sizing default
     (`modeling.machines.choose_machine`) and the pages' machine selector."""
     for module in (machines, machine_panel):
-        monkeypatch.setattr(module, "this_profile", lambda precision="float32": profile)
+        monkeypatch.setattr(
+            module, "this_profile", lambda precision="float32", framework="tensorflow": profile
+        )
 
 
 def profile_key(**machine: Any) -> str:
