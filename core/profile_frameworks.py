@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import pandas as pd
+
 from core import frameworks
 from core.errors import StoreError
 from core.profiles import MachineProfile
@@ -60,3 +62,21 @@ def other_frameworks_note(known: Mapping[str, MachineProfile], framework: str) -
                 f"add --framework {other} to ask about them."
             )
     return "".join(notes)
+
+
+def run_frameworks(runs: pd.DataFrame) -> pd.Series:
+    """Each run's framework (a run stored before schema 8, NULL there, trained TensorFlow)."""
+    if "framework" not in runs.columns:
+        return pd.Series(frameworks.TENSORFLOW, index=runs.index, dtype=object)
+    return runs["framework"].astype(object).where(runs["framework"].notna(), frameworks.TENSORFLOW)
+
+
+def frameworks_in(runs: pd.DataFrame) -> list[str]:
+    """The frameworks ``runs`` trained with, in `core.frameworks.FRAMEWORKS` order."""
+    present = set(run_frameworks(runs)) if len(runs) else set()
+    return [name for name in frameworks.FRAMEWORKS if name in present]
+
+
+def runs_of_framework(runs: pd.DataFrame, framework: str) -> pd.DataFrame:
+    """The rows of ``runs`` that trained with ``framework``."""
+    return runs[run_frameworks(runs) == framework]
