@@ -80,6 +80,8 @@ def _known(db: Path, version: data.Version, workload: str) -> dict[str, MachineP
     return profiles.profiles_in(workload_labels.runs_of(data.runs(db, version), workload))
 
 
+# Seven parameters: the database and its version (the cache key), what the selector is for
+# (workload, framework), and how it is drawn (widget key, link, persistence), each a page's.
 def choose(
     db: Path,
     version: data.Version,
