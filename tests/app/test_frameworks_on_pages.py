@@ -159,3 +159,16 @@ def test_evaluate_refuses_a_profile_of_another_framework(
     argv = ["evaluate", "--db", str(torch_db), "--machine", TORCH_PROFILE, "--no-store"]
     assert memplan_cli.main(argv) == 2
     assert "add --framework torch" in capsys.readouterr().err
+
+
+def test_a_workload_without_torch_runs_gets_the_torch_sweep_that_gives_it_models(
+    torch_db: Path,
+) -> None:
+    at = open_page("dashboard/sizing_page.py", workload="alexnet", framework=TORCH)
+    assert framework_box(at).value == TORCH
+    commands = [str(block.value) for block in at.code]
+    assert any(
+        c.startswith("memplan sweep --workload alexnet --framework torch ") for c in commands
+    )
+    # Nothing answered from the TensorFlow AlexNet models.
+    assert not [m for m in at.metric if m.label.startswith("Memory to buy")]
