@@ -33,7 +33,7 @@ import pandas as pd
 
 from application import verify, widening
 from application.verify import Claim, Verification
-from core import store, workloads
+from core import frameworks, store, workloads
 from core.errors import MemplanError
 from core.workloads.base import WorkloadConfig
 from modeling import decision, host_spread, machines, sizing, trainable
@@ -144,6 +144,9 @@ class Models:
     # The training steps every run its evaluation fit had (None: an older one did not say):
     # the steps a verifying sweep trains and the runs that verify an answer were run at.
     fit_steps: int | None = None
+    # The framework of the profile's runs (`core.profile_frameworks`): what the answer is
+    # for, and what a verifying sweep trains.
+    framework: str = frameworks.DEFAULT_FRAMEWORK
 
     def pick(self, name: str | None) -> Predictor:
         """The model ``name`` (None: the default) of this profile; `SizingError` if absent."""
@@ -189,6 +192,7 @@ def models_of(  # seven: what the page's cached loaders and `load_models` each r
         spread = host_spread.spread_of(runs, choice.key, choice.profile, workload)
         predictors = widening.with_host_spread(predictors, spread)
     widened = tuple(widening.with_transfer(predictors, choice.transfer))
+    framework = choice.profile.framework if choice.profile else frameworks.DEFAULT_FRAMEWORK
     return Models(
         workload,
         choice.key,
@@ -198,6 +202,7 @@ def models_of(  # seven: what the page's cached loaders and `load_models` each r
         str(source),
         choice.transfer,
         fit_steps,
+        framework,
     )
 
 
@@ -207,17 +212,19 @@ def load_models(
     machine: str | None,
     knobs: Mapping[str, Any],
     only: str | None = None,
+    framework: str = frameworks.DEFAULT_FRAMEWORK,
 ) -> tuple[Models, machines.MachineChoice]:
     """The models of the profile a CLI question is for, and how that profile was chosen.
 
     machine : a key, a unique prefix, or None (this machine's if it has models, else
-    the bundled reference's: `modeling.machines.choose_machine`). A precision or knob
+    the bundled reference's: `modeling.machines.choose_machine`), always a profile of
+    ``framework`` (another framework's is refused, never answered from). A precision or knob
     value that never trained on the profile is refused (`modeling.trainable.refuse`).
     only : decode just this model (a name, or ``"best"``: the profile's default), for
     a question that uses one; None: every model (the report's table).
     """
     precision = knobs.get("precision") or _default_precision(workload)
-    choice = machines.choose_machine(db_path, workload, machine, precision)
+    choice = machines.choose_machine(db_path, workload, machine, precision, framework)
     trainable.refuse(db_path, workload, choice.key, dict(knobs))
     scores = bundle.load_scores(db_path, workload, choice.key)
     if only is None:
@@ -372,6 +379,7 @@ def _claim(
     claim = verify.claim_for(
         found, question.workload, knobs, models.machine, models.facts.label, asked
     )
+    claim = replace(claim, framework=models.framework)
     return claim if models.fit_steps is None else replace(claim, steps=models.fit_steps)
 
 

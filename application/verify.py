@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from core import profiles, workloads
+from core import frameworks, profiles, workloads
 from core.units import GIB, budget_argument, gib_words
 from core.workloads.base import WorkloadConfig, format_image_shape
 from modeling.decision import PEAK_COLUMN, same_config, sampled_aside, stored_number
@@ -72,6 +72,7 @@ class Claim:
     # None where the models' evaluation did not say: runs at any steps count, and a
     # verifying sweep trains `DEFAULT_STEPS`.
     steps: int | None = None
+    framework: str = frameworks.DEFAULT_FRAMEWORK  # what the runs that verify it train with
 
     @property
     def workload(self) -> str:
@@ -304,7 +305,7 @@ def verify_command(claim: Claim, db_path: Path | None = None) -> str:
     else:
         words += ["--budget", budget_argument(claim.asked_budget_bytes)]
         words += ["--headroom", f"{claim.headroom_pct:g}"]
-    words += _knob_flags(answered)
+    words += _knob_flags(answered) + frameworks.flag(claim.framework)
     if claim.model:
         words += ["--model", claim.model]
     if claim.machine:
@@ -346,6 +347,7 @@ def sweep_request(claim: Claim) -> SweepRequest:
         memory_limit_bytes=claim.budget_bytes,
         points=points,
         run_over_bound=True,
+        framework=claim.framework,
     )
 
 
@@ -362,6 +364,7 @@ def slurm_command(claim: Claim) -> str:
     for name, values in _grid_values(claim).items():
         listed = [values] if isinstance(values, str) else values
         words += [f"--{name.replace('_', '-')}", *map(str, listed)]
+    words += frameworks.flag(claim.framework)
     mem_gib = math.ceil((claim.budget_bytes + JOB_PROCESS_ALLOWANCE_BYTES) / GIB)
     words += ["--executor", "slurm", "--partition", "P", "--mem", f"{mem_gib}GiB"]
     return shlex.join(words)

@@ -64,3 +64,16 @@ def title(framework: str, version_text: str | None) -> str:
     """The framework and its minor version in words: "PyTorch 2.13", "TensorFlow unknown"."""
     minor = ".".join(version_text.split(".")[:2]) if version_text else "unknown"
     return f"{TITLES.get(framework, framework)} {minor}"
+
+
+def checked(framework: str) -> str:
+    """``framework`` if it is one of FRAMEWORKS; `ConfigError` naming the known ones if not
+    (a framework from a link's query string, say)."""
+    if framework not in FRAMEWORKS:
+        raise ConfigError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
+    return framework
+
+
+def flag(framework: str) -> list[str]:
+    """The ``--framework`` words a command shown to the user needs: none for the default."""
+    return [] if framework == DEFAULT_FRAMEWORK else ["--framework", framework]

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core import profiles, store
+from core import frameworks, profiles, store
 from core.database import (
     created_seeded,
     default_db_path,
@@ -233,13 +233,19 @@ def held_out_predictions(
 
 @_stops_on_store_error
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
-def fitted_default(db_path: Path, db_version: Version, workload: str) -> MachineChoice | None:
-    """The profile `modeling.machines.choose_machine` answers for; None when none has models.
+def fitted_default(
+    db_path: Path,
+    db_version: Version,
+    workload: str,
+    framework: str = frameworks.DEFAULT_FRAMEWORK,
+) -> MachineChoice | None:
+    """The profile of ``framework`` `modeling.machines.choose_machine` answers for; None when
+    none has models.
 
     None too when the bundled evaluations cannot be read: the models' loaders say why.
     """
     try:
-        return machine_choices.choose_machine(db_path, workload)
+        return machine_choices.choose_machine(db_path, workload, framework=framework)
     except ModelingError:  # NoModelsError among them
         return None
 

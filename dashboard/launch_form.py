@@ -10,12 +10,13 @@ what the boxes say (`profiling.requests`) and starts the detached job
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 import streamlit as st
 
-from core import workloads
+from core import frameworks, workloads
 from core.errors import ConfigError, MemplanError
 from core.workloads import DEFAULT_WORKLOAD
 from presentation import text, workload_labels
@@ -46,6 +47,7 @@ FORM_KNOBS: tuple[str, ...] = tuple(
 )
 KEYS = {
     "workload": "launch_workload",
+    "framework": "launch_framework",
     "sizes": "launch_image_sizes",
     "batches": "launch_batch_sizes",
     # one list box per knob some workload's sweep form offers: "launch_base_filters", ...
@@ -64,6 +66,7 @@ KEYS = {
 }
 DEFAULTS = {
     "workload": DEFAULT_WORKLOAD,
+    "framework": frameworks.DEFAULT_FRAMEWORK,
     "sizes": workloads.labels(DEFAULT_WORKLOAD).sweep_sizes or "",
     "batches": "1 2",
     **{knob: str(workloads.KNOBS[knob].default) for knob in FORM_KNOBS},
@@ -84,6 +87,12 @@ SLURM_MEMORY_NOTE = (
     f"Memory: each job asks Slurm for its point's estimate plus {DEFAULT_MEM_MARGIN:.0%}; "
     "a point needing more than the partition's nodes have is skipped."
 )
+FRAMEWORK_HELP = (
+    "What trains each point: the workload's Keras model on TensorFlow, or its native "
+    f"torch.nn model on PyTorch (not in what scripts/start.sh installs: "
+    f"{frameworks.INSTALL_HINTS[frameworks.TORCH]}). Each framework's runs get models of "
+    "their own."
+)
 # What the image sizes box says each workload takes.
 SIZES_HELP = {
     3: "Cube sides or D x H x W, separated by spaces, e.g. 32 64 96x96x64.",
@@ -92,12 +101,17 @@ SIZES_HELP = {
 
 
 def refit_command(
-    choice: str, db: Path, workload: str | None = None, machine: str | None = None
+    choice: str,
+    db: Path,
+    workload: str | None = None,
+    machine: str | None = None,
+    framework: str = frameworks.DEFAULT_FRAMEWORK,
 ) -> list[str] | None:
     """The command that refits the models on ``db`` after the sweep, for a refit choice.
 
     workload : refit only that workload's models (the one swept); None: every workload's.
     machine : refit only that machine profile's models; None: every profile's.
+    framework : the framework swept, whose profiles are refit (`memplan evaluate --framework`).
     Only the profiles whose runs at their fitted step count changed are refit
     (``--only-changed``): a 1-step smoke sweep joins no 6-step fit and refits nothing.
     """
@@ -108,6 +122,7 @@ def refit_command(
         command += ["--workload", workload]
     if machine is not None:
         command += ["--machine", machine]
+    command += frameworks.flag(framework)
     return command + ["--quick"] if choice == REFIT_QUICK else command
 
 
@@ -130,6 +145,13 @@ def draw(db: Path) -> None:
     on_slurm = _run_on_box()
     can_launch = _slurm_fields(db) if on_slurm else True
     with st.form("launch_sweep", border=False):
+        st.selectbox(
+            "Framework",
+            frameworks.FRAMEWORKS,
+            key=KEYS["framework"],
+            format_func=_framework_title,
+            help=FRAMEWORK_HELP,
+        )
         _grid_boxes(workloads.get(workload))
         _run_boxes(on_slurm)
         clicked = st.form_submit_button(
@@ -137,6 +159,13 @@ def draw(db: Path) -> None:
         )
     if clicked:
         launch(db)
+
+
+def _framework_title(framework: str) -> str:
+    """``TensorFlow``, ``PyTorch (not installed here)``: what the selector offers."""
+    title = frameworks.TITLES[framework]
+    installed = frameworks.version(framework) != frameworks.NOT_INSTALLED
+    return title if installed else f"{title} (not installed here)"
 
 
 def _restore_boxes() -> None:
@@ -301,7 +330,10 @@ def launch(db: Path) -> None:
     # A workload gets only its own knob boxes, whatever a hidden one last said.
     form_knobs = workloads.labels(workload).form_knobs
     on_slurm = state.get(KEYS["run_on"]) == RUN_ON_SLURM
+    framework = state.get(KEYS["framework"], frameworks.DEFAULT_FRAMEWORK)
     try:
+        # Before anything else: without the framework nothing can train (says how to add it).
+        frameworks.check_installed(framework)
         target = _slurm_target(db) if on_slurm else None
         request = requests.parse_request(
             state.get(KEYS["sizes"], ""),
@@ -311,7 +343,8 @@ def launch(db: Path) -> None:
             launch_target.SLURM_FORM_MEMORY_LIMIT if on_slurm else state.get(KEYS["limit"], ""),
             workload=workload,
         )
-        refit = refit_command(state.get(KEYS["refit"], REFIT_NO), db, workload)
+        request = replace(request, framework=framework)
+        refit = refit_command(state.get(KEYS["refit"], REFIT_NO), db, workload, framework=framework)
         # No refit after a sweep that stored nothing new: it would change nothing.
         launcher.launch(db, request, refit, refit_needs_new_runs=True, target=target)
     except MemplanError as error:

@@ -27,9 +27,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core import profiles
+from core import frameworks, profiles
 from core.errors import MemplanError
 from core.machine import this_profile
+from core.profile_frameworks import of_framework, runs_of_framework
 from core.profiles import MachineProfile
 from dashboard import data, query_state, sidebar
 from modeling.machines import MachineChoice
@@ -79,6 +80,8 @@ def _known(db: Path, version: data.Version, workload: str) -> dict[str, MachineP
     return profiles.profiles_in(workload_labels.runs_of(data.runs(db, version), workload))
 
 
+# Seven parameters: the database and its version (the cache key), what the selector is for
+# (workload, framework), and how it is drawn (widget key, link, persistence), each a page's.
 def choose(
     db: Path,
     version: data.Version,
@@ -86,13 +89,16 @@ def choose(
     key: str,
     params: query_state.Params,
     persist: str | None = None,
+    framework: str = frameworks.DEFAULT_FRAMEWORK,
 ) -> tuple[Picked, list[str]]:
-    """The machine selector (started from the link's ``machine`` in ``params``, else the
-    default), its key and reason in small print; returns what it says and the link's problems.
+    """The machine selector among the profiles of ``framework`` (`dashboard.framework_panel`;
+    started from the link's ``machine`` in ``params``, else the default), its key and reason
+    in small print; returns what it says and the link's problems.
     """
-    here = this_profile()
-    known = _known(db, version, workload)
-    default = machines.default_choice(data.fitted_default(db, version, workload), known, here)
+    here = this_profile(framework=framework)
+    known = of_framework(_known(db, version, workload), framework)
+    fitted = data.fitted_default(db, version, workload, framework)
+    default = machines.default_choice(fitted, known, here)
     options = machines.offered(known, here, default)
     linked, problems = query_state.machine_from(params, list(options), machines.option_key(default))
     if key not in st.session_state or st.session_state[key] not in options:
@@ -171,7 +177,8 @@ def shortfall(db: Path, version: data.Version, workload: str, picked: Picked) ->
     key = picked.machine
     if key is None or data.predictors(db, version, workload, key, decoded=False):
         return False
-    runs = workload_labels.runs_of(data.runs(db, version), workload)
+    framework = picked.here.framework
+    runs = runs_of_framework(workload_labels.runs_of(data.runs(db, version), workload), framework)
     here = key == picked.here.key
     missing, minutes = _calibration_missing(db, version, workload, key)
     profile = machine_shortfall.ProfileRuns(
@@ -183,6 +190,7 @@ def shortfall(db: Path, version: data.Version, workload: str, picked: Picked) ->
         measured=frozenset(
             machine_shortfall.default_network_points(machines.runs_on(runs, key), workload)
         ),
+        framework=framework,
     )
     found = machine_shortfall.shortfall(
         profile,
@@ -219,4 +227,5 @@ def _launch_button(db: Path, workload: str, key: str, sweep: machine_shortfall.S
         disabled=running,
         help=help_text,
     ):
-        sidebar.launch_grid(db, workload, sweep.image_sizes, sweep.batch_sizes, key)
+        grid = (sweep.image_sizes, sweep.batch_sizes)
+        sidebar.launch_grid(db, workload, grid, key, sweep.framework)

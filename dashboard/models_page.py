@@ -1,9 +1,9 @@
 """The Models page: measured peaks against the analytical models, symbolic regression and baselines.
 
-One workload and one machine profile at a time (the selectors on top,
-`dashboard.machine_panel`; kept in the URL): that profile's runs, its latest
-evaluation's models — the same configuration can peak 2.7x higher on another
-kind of CPU, so nothing of another profile is drawn. From top to bottom: peak
+One workload, framework and machine profile at a time (the selectors on top,
+`dashboard.framework_panel` and `dashboard.machine_panel`; kept in the URL): that
+profile's runs, its latest evaluation's models — the same configuration can peak
+2.7x higher on another kind of CPU, so nothing of another profile is drawn. From top to bottom: peak
 memory against image size (measured dots over each chosen model's curves, one
 per batch size); predicted against measured and the
 residuals, from the held-out predictions of the latest evaluation; the error
@@ -31,7 +31,14 @@ import pandas as pd
 import streamlit as st
 
 from core import workloads
-from dashboard import data, floor_panel, machine_panel, published_panel, query_state
+from dashboard import (
+    data,
+    floor_panel,
+    framework_panel,
+    machine_panel,
+    published_panel,
+    query_state,
+)
 from dashboard.models_data import (
     CurveRequest,
     Models,
@@ -108,10 +115,12 @@ def choose_view() -> tuple[View, machine_panel.Picked]:
     # One above the other: abreast, at 1024 px both selects cut their value (issue 26).
     workload = choose_workload(linked)
     link = params if workload == linked else {}
+    framework = framework_panel.choose(db, version, link, f"models_{workload}_framework")
+    link = link if framework.as_linked else {}
     picked, machine_problems = machine_panel.choose(
-        db, version, workload, f"models_{workload}_machine", link
+        db, version, workload, f"models_{workload}_machine", link, framework=framework.framework
     )
-    for problem in problems + machine_problems:
+    for problem in problems + framework.problems + machine_problems:
         st.warning(query_state.plain(problem))
     query_state.write_view(workload, picked.option)
     machine_panel.note(picked)

@@ -16,7 +16,12 @@ precision  one of `core.workloads.base.PRECISIONS`         float32
 budget     memory budget, GiB                              256
 headroom   memory kept free, % of the bound                20
 model      a stored model's name (of that workload)        symbolic
+framework  one of `core.frameworks.FRAMEWORKS`             tensorflow, torch
 =========  ==============================================  ======================
+
+``framework`` is read and written apart from the rest (`framework_from`,
+`write_framework`), and only where the database has runs of more than one
+framework (`dashboard.framework_panel`): a link without it asks about TensorFlow.
 
 A link without ``workload`` is the default workload's (links from before there
 were several). `workload_from` reads the workload first, since it decides what
@@ -59,12 +64,14 @@ __all__ = [
     "SizingState",
     "from_params",
     "image_label",
+    "framework_from",
     "machine_from",
     "plain",
     "to_params",
     "workload_from",
     "read",
     "write",
+    "write_framework",
     "write_view",
 ]
 
@@ -88,6 +95,9 @@ PARAMETERS: tuple[str, ...] = (
     HEADROOM,
     MODEL,
 )
+# Which framework's runs and models the Sizing, Models and Sweeps pages show; apart from
+# PARAMETERS, so writing a question leaves it alone (`write_framework` writes it).
+FRAMEWORK = "framework"
 # What the Models page keeps in the URL.
 VIEW_PARAMETERS: tuple[str, ...] = (WORKLOAD, MACHINE)
 
@@ -140,6 +150,18 @@ def workload_from(params: Params) -> tuple[str, list[str]]:
         return text, []
     reason = f"the workloads are {_listed(list(workloads.WORKLOADS))}"
     return DEFAULT_WORKLOAD, [_ignored(WORKLOAD, text, reason, DEFAULT_WORKLOAD)]
+
+
+def framework_from(params: Params, offered: Sequence[str], default: str) -> tuple[str, list[str]]:
+    """The framework a link asks for, and a sentence if it is not among ``offered`` (the
+    frameworks the database has runs of); without the parameter: ``default``."""
+    if FRAMEWORK not in params:
+        return default, []
+    text = _one(params[FRAMEWORK])
+    if text in offered:
+        return text, []
+    reason = f"the frameworks with runs here are {_listed(list(offered))}"
+    return default, [_ignored(FRAMEWORK, text, reason, default)]
 
 
 def machine_from(params: Params, offered: Sequence[str], default: str) -> tuple[str, list[str]]:
@@ -293,6 +315,11 @@ def _replace(wanted: dict[str, str], owned: Sequence[str]) -> None:
 def write(state: SizingState) -> None:
     """Put ``state`` in this session's URL, replacing the page's parameters (others stay)."""
     _replace(to_params(state), PARAMETERS)
+
+
+def write_framework(framework: str) -> None:
+    """Put ``framework`` in this session's URL (others stay)."""
+    _replace({FRAMEWORK: framework}, (FRAMEWORK,))
 
 
 def write_view(workload: str, machine: str) -> None:

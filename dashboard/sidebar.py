@@ -21,11 +21,12 @@ the sweep that gives this machine's profile enough runs for models of its own.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import streamlit as st
 
-from core import workloads
+from core import frameworks, workloads
 from core.errors import MemplanError
 from dashboard import data, import_form, launch_form, sweep_panel
 from presentation import text, workload_labels
@@ -68,18 +69,21 @@ def sweep_running(db: Path) -> bool:
 def launch_grid(
     db: Path,
     workload: str,
-    image_sizes: tuple[int, ...],
-    batch_sizes: tuple[int, ...],
+    grid: tuple[tuple[int, ...], tuple[int, ...]],
     machine: str,
+    framework: str = frameworks.DEFAULT_FRAMEWORK,
 ) -> None:
-    """Launch a sweep of every side x batch of ``workload``'s default network, then fit it.
+    """Launch a sweep of every side x batch (``grid``: the sides, the batches) of
+    ``workload``'s default network on ``framework``, then fit profile ``machine``.
 
     What a page's "Launch" button starts: the sweep a machine profile lacks,
     then the fit a calibration runs (`profiling.calibration.fit_command`: minutes,
     with the bounds the answers need). A refused launch (a sweep
-    already runs, a grid over the memory limit) is an error on the page;
-    otherwise the page reruns and the sidebar shows the job.
+    already runs, a grid over the memory limit, a framework not installed here, with
+    how to install it) is an error on the page; otherwise the page reruns and the
+    sidebar shows the job.
     """
+    image_sizes, batch_sizes = grid
     defaults = workload_labels.knob_defaults(workload)
     form_knobs = workloads.labels(workload).form_knobs
     limit_bytes = default_memory_limit_bytes()
@@ -92,7 +96,10 @@ def launch_grid(
             requests.memory_limit_text(limit_bytes) if limit_bytes > 0 else "",
             workload=workload,
         )
-        launcher.launch(db, request, calibration.fit_command(workload, machine, db))
+        frameworks.check_installed(framework)
+        request = replace(request, framework=framework)
+        fit = calibration.fit_command(workload, machine, db, framework)
+        launcher.launch(db, request, fit)
     except MemplanError as error:
         st.error(text.plain(error))
         return

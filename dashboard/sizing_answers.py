@@ -35,7 +35,7 @@ import streamlit as st
 from application import sizing, verify, verify_here, widening
 from application.sizing import Models, SizingAnswer, SizingError, SizingQuestion
 from application.verify import Claim, Verdict
-from core import workloads
+from core import frameworks, workloads
 from core.errors import MemplanError
 from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
 from core.units import GIB, approx_gib
@@ -322,6 +322,10 @@ def why_not_verify(db: Path, claim: Claim, said: verify.Verification, picked: Pi
     refused = verify_here.refusal(claim, picked.here.key, verify_here.safe_limit_bytes())
     if refused:
         return f"Cannot verify here: {refused}."
+    if frameworks.version(claim.framework) == frameworks.NOT_INSTALLED:
+        title = frameworks.TITLES[claim.framework]
+        hint = frameworks.INSTALL_HINTS[claim.framework]
+        return f"{title} is not installed here: `{hint}` adds it."
     if sidebar.sweep_running(db):
         return "A sweep is running (see the sidebar): verify when it has finished."
     return ""

@@ -1,6 +1,7 @@
 """The Sizing page: will this configuration fit, and what is the largest that does?
 
-The workload first (the 3D U-Net or the AlexNet-style 2D CNN) and the machine
+The workload first (the 3D U-Net or the AlexNet-style 2D CNN), the framework where the
+database has runs of more than one (`dashboard.framework_panel`), and the machine
 whose models answer (`dashboard.machine_panel`: this machine by default when it
 has models; every answer names the machine in words), then the question on the
 left (`dashboard.sizing_inputs`: image shape, batch, that network's knobs, budget,
@@ -36,7 +37,14 @@ import streamlit as st
 from application import sizing
 from core.analytical import refined_breakdown
 from core.workloads.base import WorkloadConfig
-from dashboard import data, machine_panel, published_panel, query_state, sizing_answers
+from dashboard import (
+    data,
+    framework_panel,
+    machine_panel,
+    published_panel,
+    query_state,
+    sizing_answers,
+)
 from dashboard.sizing_answers import Asked
 from dashboard.sizing_inputs import PERSIST, choose_workload, inputs, key
 from modeling.decision import Decision
@@ -209,8 +217,11 @@ def start_of(
     workload = choose_workload(linked)
     # A link's other values are its workload's: after switching workloads they do not apply.
     link = params if workload == linked else {}
+    framework = framework_panel.choose(db, version, link, key(workload, "framework"))
+    # Nor, after switching frameworks, are they: its machine is another framework's.
+    link = link if framework.as_linked else {}
     picked, machine_problems = machine_panel.choose(
-        db, version, workload, key(workload, "machine"), link, persist=PERSIST
+        db, version, workload, key(workload, "machine"), link, PERSIST, framework.framework
     )
     refused = data.refused_models(db, version, workload, picked.machine)
     if refused:
@@ -221,7 +232,7 @@ def start_of(
     choices, default = offered(db, version, workload, picked.option, runs)
     # Nor are they another machine's: its models, its runs' knobs.
     start, more = query_state.from_params(link if picked.as_linked else {}, choices, default)
-    for problem in problems + machine_problems + more:
+    for problem in problems + framework.problems + machine_problems + more:
         st.warning(query_state.plain(problem))
     machine_panel.note(picked)
     return start, choices, picked, runs

@@ -1,7 +1,8 @@
 """The Sweeps page: what was measured, on which machine, and how memory moved during a run.
 
-Filters narrow every section below them (the workload first: the 3D U-Net, the
-AlexNet-style 2D CNN; then the machine profile): the runs table (and its CSV)
+Filters narrow every section below them (the framework first, where the database has
+runs of more than one: `dashboard.framework_panel`, kept in the URL; then the workload:
+the 3D U-Net, the AlexNet-style 2D CNN; then the machine profile): the runs table (and its CSV)
 with each run's two peaks side by side, one run's memory timeline, the machines
 (one row per profile, never per host name: `core.profiles`) and their peaks at
 one batch size, every configuration measured on two or more machines side by
@@ -20,8 +21,9 @@ import streamlit as st
 
 from core import profiles
 from core.machine import this_profile
+from core.profile_frameworks import runs_of_framework
 from core.workloads import DEFAULT_WORKLOAD
-from dashboard import data
+from dashboard import data, framework_panel, query_state
 from presentation import browse, charts_sweeps, machines, machines_compared, workload_labels
 from presentation.text import MISSING_CELL, code, plain
 
@@ -70,7 +72,12 @@ if runs.empty:
     )
     st.stop()
 
-here = this_profile()
+# One framework's runs at a time, where there are several (their peaks differ 2x and more).
+framework = framework_panel.choose(db, version, query_state.current(), "sweeps_framework")
+for problem in framework.problems:
+    st.warning(query_state.plain(problem))
+runs = runs_of_framework(runs, framework.framework)
+here = this_profile(framework=framework.framework)
 machine_names = machines.names(profiles.profiles_in(runs))
 
 

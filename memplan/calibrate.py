@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from core import frameworks
 from core.commands import add_workload_option, open_db
 from core.errors import ConfigError
 from core.machine import this_profile
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             return INTERRUPTED_EXIT_CODE
     print(f"measuring took {(time.perf_counter() - started) / 60:.1f} min", flush=True)
     if args.fit:
-        code = _fit(args.workload, here.key, db_path)
+        code = _fit(args.workload, here, db_path)
         if code != 0:
             return code
     _print_next_steps(args, here, db_path)
@@ -132,9 +133,9 @@ def _measure(
         )
 
 
-def _fit(workload: str, machine: str, db_path: Path) -> int:
-    """Fit profile ``machine``'s models with ``memplan evaluate``; its exit code."""
-    fitting = fit_command(workload, machine, db_path)
+def _fit(workload: str, here: MachineProfile, db_path: Path) -> int:
+    """Fit profile ``here``'s models with ``memplan evaluate``; its exit code."""
+    fitting = fit_command(workload, here.key, db_path, here.framework)
     print(f"fitting: {shlex.join(['python', *fitting[1:]])}", flush=True)
     fit_started = time.perf_counter()
     # A process of its own, as when the dashboard launches a calibration (`fit_command`).
@@ -153,8 +154,10 @@ def _print_next_steps(args: argparse.Namespace, here: MachineProfile, db_path: P
         f"memplan size image --workload {args.workload} --budget {EXAMPLE_BUDGET} "
         f"--batch-size {EXAMPLE_BATCH} --machine {here.key}{db_flag}"
     )
+    sizing = " ".join([sizing, *frameworks.flag(here.framework)])
     if args.fit:
         print(f"Size for this machine: {sizing}")
     else:
-        fit = shlex.join(["memplan", *fit_command(args.workload, here.key, db_path)[3:]])
+        fitting = fit_command(args.workload, here.key, db_path, here.framework)
+        fit = shlex.join(["memplan", *fitting[3:]])
         print(f"Fit its models with `{fit}`, then size with: {sizing}")

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import database, profiles, store, workloads
+from core import database, frameworks, profiles, store, workloads
 from core.commands import add_db_option, positive_int
+from core.profile_frameworks import check_framework, of_framework, other_frameworks_note
 from memplan import model_options
 from modeling.errors import ModelingError, NoModelsError
 from modeling.estimators.catalogue import catalogue, pick, spec_names
@@ -60,6 +61,7 @@ def _add_scope(parser: argparse.ArgumentParser) -> None:
         help="evaluate only this machine profile: a key or a unique prefix (default: every "
         "profile with enough runs, each on its own; `memplan machines` lists them)",
     )
+    model_options.add_framework_option(parser, "evaluate the profiles of this framework")
 
 
 def _add_scoring(parser: argparse.ArgumentParser) -> None:
@@ -144,10 +146,15 @@ def run(args: argparse.Namespace) -> int:
     specs = pick(catalogue(quick=args.quick), args.models)
     runs = store.load_runs(db_path, status="ok", workload=args.workload)
     runs = profiles.with_keys(runs)
-    groups = _evaluation_groups(runs, args.machine)
+    groups = _evaluation_groups(runs, args.machine, args.framework)
+    left_out = other_frameworks_note(profiles.profiles_in(runs), args.framework)
+    if left_out and args.machine is None:
+        _progress(f"left out:{left_out}")
     if not groups:
+        flag = " ".join(["", *frameworks.flag(args.framework)])
         raise ModelingError(
-            f"{db_path} has no ok runs to evaluate; measure some with `memplan sweep`"
+            f"{db_path} has no ok {frameworks.TITLES[args.framework]} runs to evaluate; "
+            f"measure some with `memplan sweep{flag}`"
         )
     frame = measured_frame(runs)
     steps_of = runs.set_index("run_id")["steps"]
@@ -195,13 +202,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _evaluation_groups(
-    runs: pd.DataFrame, requested: str | None
+    runs: pd.DataFrame, requested: str | None, framework: str
 ) -> list[tuple[str, profiles.MachineProfile]]:
-    """(workload, profile) pairs to evaluate, each on its own runs (keyed: `with_keys`)."""
-    known = profiles.profiles_in(runs)
+    """(workload, profile) pairs to evaluate, each on its own runs (keyed: `with_keys`), of
+    the profiles of ``framework`` (one of another framework asked by name is refused)."""
+    every = profiles.profiles_in(runs)
+    known = of_framework(every, framework)
     if requested is not None:
-        wanted = profiles.resolve(requested, known).key
-        known = {wanted: known[wanted]}
+        wanted = profiles.resolve(requested, every)
+        check_framework(wanted, framework)
+        known = {wanted.key: wanted}
     pairs = runs[["workload", profiles.KEY_COLUMN]].drop_duplicates()
     chosen = [(str(w), known[key]) for w, key in pairs.itertuples(index=False) if key in known]
     return sorted(chosen, key=lambda pair: (pair[0], pair[1].label, pair[1].key))

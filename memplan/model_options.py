@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from application.sizing import DEFAULT_HEADROOM_PCT
-from core import database, workloads
+from core import database, frameworks, workloads
 from core.commands import add_db_option, add_knob_options, add_workload_option, given_knobs, open_db
 from modeling.stored import readonly
 from modeling.stored import tables as results
@@ -27,8 +27,21 @@ def add_machine_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_framework_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--framework``: which framework's runs and models ``what`` (TensorFlow by default)."""
+    parser.add_argument(
+        "--framework",
+        choices=frameworks.FRAMEWORKS,
+        default=frameworks.DEFAULT_FRAMEWORK,
+        help=f"{what}: {' or '.join(frameworks.FRAMEWORKS)} (default "
+        f"{frameworks.DEFAULT_FRAMEWORK}); never another framework's, whose peaks differ 2x "
+        "and more",
+    )
+
+
 def add_model_options(parser: argparse.ArgumentParser) -> None:
     add_db_option(parser)
+    add_framework_option(parser, "answer from the runs and models of this framework")
     parser.add_argument(
         "--model",
         default=results.BEST,

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from application import sizing
-from core import database, store
+from core import database, frameworks, store
 from core.commands import config_from_args, positive_int
 from core.units import GIB, parse_bytes
 from memplan import model_options
@@ -55,7 +55,7 @@ def _report_command(args: argparse.Namespace, model: str, machine: str | None) -
     """The command that asks the same question again, the model and profile pinned (None:
     not pinned, as for an answer from another machine's profile, which ``--machine`` would
     make that profile's own, not widened)."""
-    words = ["memplan", "report", "--workload", args.workload]
+    words = ["memplan", "report", "--workload", args.workload, *frameworks.flag(args.framework)]
     words += ["--image-size", args.image_size, "--batch-size", str(args.batch_size)]
     words += ["--budget", f"{args.budget / GIB:g}GiB", "--headroom", f"{args.headroom:g}"]
     words += ["--model", model] + (["--machine", machine] if machine else [])

@@ -22,12 +22,15 @@ def prepare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", type=Path, help="folder for the four Parquet files")
     add_workload_option(parser)
     model_options.add_machine_option(parser)
+    model_options.add_framework_option(parser, "export the evaluation of this framework's profile")
     add_db_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     db_path = model_options.db_for_reading(args)
-    machine = machines.choose_machine(db_path, args.workload, args.machine)
+    machine = machines.choose_machine(
+        db_path, args.workload, args.machine, framework=args.framework
+    )
     directory = bundle.export_results(db_path, args.directory, args.workload, machine.key)
     tables = ", ".join(results.RESULT_TABLES)
     print(

@@ -96,14 +96,16 @@ def stored_models(args: argparse.Namespace, db_path: Path) -> tuple[Models, mach
     """
     # Only the model asked for is decoded: an answer uses one, and reading a forest back
     # takes ~0.3 s on the 2-core VM.
+    knobs = model_options.knobs(args)
     return sizing.load_models(
-        db_path, args.workload, args.machine, model_options.knobs(args), only=args.model
+        db_path, args.workload, args.machine, knobs, only=args.model, framework=args.framework
     )
 
 
 def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: str) -> None:
-    """The machine the answer is for, the answer, why it is not this machine if so, and
-    what oneDNN does to an answer at ``precision`` there."""
+    """The machine the answer is for (its label names the framework: "..., PyTorch 2.13"),
+    the answer, why it is not this machine if so, and what oneDNN does to an answer at
+    ``precision`` there."""
     print(f"Machine: {machine.sentence()}")
     print("\n".join(lines))
     if machine.transfer:
@@ -126,6 +128,7 @@ def answer_json(
     return {
         "question": question.kind,
         "workload": args.workload,
+        "framework": args.framework,
         "knobs": model_options.knobs(args),
         "budget_bytes": question.budget_bytes,
         "headroom_pct": question.headroom_pct,

@@ -49,7 +49,7 @@ def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> Verifica
     Raises `ModelingError` when the answer cannot be verified here, `SweepStopped`
     when the sweep did not finish.
     """
-    here = this_profile(claim.answered.precision).key
+    here = this_profile(claim.answered.precision, claim.framework).key
     problem = verify_here.refusal(claim, here, verify_here.safe_limit_bytes())
     if problem:
         raise ModelingError(f"cannot verify here: {problem}")
@@ -62,7 +62,11 @@ def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> Verifica
     command = stored_command(request.sweep_args(db_path.resolve()))
     out = sys.stderr if quiet_stdout else sys.stdout
     print(f"verifying: {command}", file=out, flush=True)
-    settings = RunSettings(memory_limit_bytes=request.memory_limit_bytes, steps=request.steps)
+    settings = RunSettings(
+        memory_limit_bytes=request.memory_limit_bytes,
+        steps=request.steps,
+        framework=request.framework,
+    )
     with contextlib.redirect_stdout(out):
         plan = SweepPlan(db_path, request.grid, settings, command=command)
         code = sweep_here(plan, run_over_bound=request.run_over_bound)

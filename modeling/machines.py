@@ -8,6 +8,14 @@ profile of the machine asking, when it has fitted models, else a fitted profile
 with all of its facts but the CPU generation, which those runs did not record
 (runs measured before schema 7), else the first bundled profile of the workload,
 else the profile evaluated last.
+
+Every choice is among the profiles of the framework asked about (``--framework``,
+TensorFlow by default; `core.profile_frameworks`): a torch question is never answered
+from TensorFlow's runs or models, nor the other way round, and no other framework's
+profile answers for this machine. Such a transfer is refused rather than widened: the
+same network peaked 2.5x apart between two frameworks on one GPU (issue 29), more than
+any machine-to-machine spread the widening has measured, and pairs of one framework's
+profiles say nothing of how far another framework's peak lies.
 """
 
 from __future__ import annotations
@@ -16,9 +24,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from core import database, profiles, store
+from core import database, frameworks, profiles, store
 from core.machine import this_profile
+from core.profile_frameworks import check_framework, keys_of_framework, of_framework
 from core.profiles import MachineProfile
+from modeling.errors import NoModelsError
 from modeling.evaluation.protocol import MIN_POINTS
 from modeling.evaluation.splits import point_ids
 from modeling.features import measured_frame
@@ -96,7 +106,9 @@ class MachineFacts:
         if cpu and profile.cpu_vendor and not cpu.lower().startswith(profile.cpu_vendor.lower()):
             cpu = f"{profile.cpu_vendor} {cpu}"
         framework = None
-        if profile.tensorflow_version:
+        if profile.framework != frameworks.TENSORFLOW:
+            framework = frameworks.title(profile.framework, profile.framework_version)
+        elif profile.tensorflow_version:
             framework = f"TensorFlow {profile.tensorflow_version}"
             if profile.onednn_enabled is not None:
                 framework += f", oneDNN {'on' if profile.onednn_enabled else 'off'}"
@@ -135,21 +147,27 @@ def fitted_machines(db_path: Path, workload: str) -> list[str | None]:
 
 
 def choose_machine(
-    db_path: Path, workload: str, requested: str | None = None, precision: str = "float32"
+    db_path: Path,
+    workload: str,
+    requested: str | None = None,
+    precision: str = "float32",
+    framework: str = frameworks.DEFAULT_FRAMEWORK,
 ) -> MachineChoice:
-    """The profile to answer for (see the module docstring).
+    """The profile of ``framework`` to answer for (see the module docstring).
 
     ``requested`` is a key or a unique prefix of one among the profiles with runs of
-    ``workload``; anything else is refused with every known profile listed.
-    ``precision`` is the question's: this machine's profile can depend on it
-    (`core.machine.this_profile`).
+    ``workload``; anything else is refused with every known profile listed, and so is a
+    profile of another framework (naming the flag that asks for it). ``precision`` is
+    the question's: this machine's profile can depend on it (`core.machine.this_profile`).
     """
-    known = run_profiles(db_path, workload)
-    fitted = fitted_machines(db_path, workload)
+    every = run_profiles(db_path, workload)
+    known = of_framework(every, framework)
+    fitted = keys_of_framework(fitted_machines(db_path, workload), every, framework)
     if requested is not None:
-        chosen = profiles.resolve(requested, known)
+        chosen = profiles.resolve(requested, every)
+        check_framework(chosen, framework)
         return MachineChoice(chosen.key, chosen, ASKED)
-    here = this_profile(precision)
+    here = this_profile(precision, framework)
     if here.key in fitted:
         return MachineChoice(here.key, known.get(here.key, here), THIS_MACHINE)
     note = _why_not_here(here, known, db_path, workload)
@@ -165,7 +183,30 @@ def choose_machine(
         key = fitted[0]
         moved = _transfer(db_path, workload, here, (key, LATEST), known) if key else None
         return MachineChoice(key, known.get(key) if key else None, LATEST, note, moved)
-    raise tables.no_models_error(db_path, workload)
+    if framework == frameworks.DEFAULT_FRAMEWORK:
+        raise tables.no_models_error(db_path, workload)
+    raise _no_framework_models(db_path, workload, framework, here, bool(known))
+
+
+def _no_framework_models(
+    db_path: Path, workload: str, framework: str, here: MachineProfile, has_runs: bool
+) -> NoModelsError:
+    """The error for a question about ``framework``, which no fitted profile of ``workload``
+    trained with: what to measure and fit (never another framework's answer)."""
+    title = frameworks.TITLES[framework]
+    fit = f"`memplan evaluate --workload {workload} --framework {framework} --db {db_path}`"
+    measure = (
+        f"its runs have too few configurations or no fit yet: {fit} fits them"
+        if has_runs
+        else f"measure some with `memplan sweep --workload {workload} --framework {framework} "
+        f"...` (or `memplan calibrate --workload {workload} --framework {framework}` for this "
+        f"machine, profile {here.key}), then {fit}"
+    )
+    return NoModelsError(
+        f"no fitted {title} models of {workload} in {db_path}, and an answer is never taken "
+        f"from another framework's runs ({title} and TensorFlow peaks differ 2x and more): "
+        f"{measure}"
+    )
 
 
 def _transfer(
@@ -192,14 +233,15 @@ def _has_calibration(workload: str) -> bool:
         return False
 
 
-def _measure_more(workload: str, key: str) -> str:
-    """The command that gives profile ``key`` (this machine's) enough runs of ``workload``."""
+def _measure_more(workload: str, here: MachineProfile) -> str:
+    """The command that gives profile ``here`` (this machine's) enough runs of ``workload``."""
+    flag = " ".join(["", *frameworks.flag(here.framework)])
     if _has_calibration(workload):
-        return f"`memplan calibrate --workload {workload}` measures them and fits its models"
+        return f"`memplan calibrate --workload {workload}{flag}` measures them and fits its models"
     return (
         f"measure at least {MIN_POINTS} configurations (`memplan sweep --workload "
-        f"{workload} ...`), then `memplan evaluate --workload {workload} "
-        f"--machine {key}` fits them"
+        f"{workload}{flag} ...`), then `memplan evaluate --workload {workload}{flag} "
+        f"--machine {here.key}` fits them"
     )
 
 
@@ -208,14 +250,15 @@ def _why_not_here(
 ) -> str:
     machine = f"This machine ({here.label}, profile {here.key})"
     if here.key not in known:
-        return f"{machine} has no {workload} runs: {_measure_more(workload, here.key)}."
+        return f"{machine} has no {workload} runs: {_measure_more(workload, here)}."
     count = run_counts(db_path, workload).get(here.key, 0)
     if count < MIN_POINTS:
         return (
             f"{machine} has {count} measured configuration(s) of {workload}, fewer than the "
-            f"{MIN_POINTS} a fit needs: {_measure_more(workload, here.key)}."
+            f"{MIN_POINTS} a fit needs: {_measure_more(workload, here)}."
         )
+    flag = " ".join(["", *frameworks.flag(here.framework)])
     return (
         f"{machine} has runs but no fitted models: "
-        f"`memplan evaluate --workload {workload} --machine {here.key}` fits them."
+        f"`memplan evaluate --workload {workload}{flag} --machine {here.key}` fits them."
     )

@@ -36,6 +36,7 @@ import pandas as pd
 from core import profiles, store
 from core.profiles import ISA_TITLES, UNKNOWN, MachineProfile
 from core.store import POINT_COLUMNS
+from modeling.errors import ModelingError
 
 # The share of configurations a widened bound must cover.
 TRANSFER_COVERAGE = 0.9
@@ -277,7 +278,20 @@ def transfer_for(
     chosen_as: str,
 ) -> Transfer:
     """The `Transfer` of profile ``chosen`` (in ``known``, picked as ``chosen_as``) answering
-    for ``asked``; the widening leaves ``asked`` out of its own evidence."""
+    for ``asked``; the widening leaves ``asked`` out of its own evidence, and pairs only
+    profiles of ``asked``'s framework.
+
+    Refused (`ModelingError`) where ``chosen`` is another framework's: the distance above
+    does not weigh the framework, and no widening measured between machines covers it
+    (the same 3D U-Net peaked 2.5x apart on JAX and torch on one H100, issue 29), so an
+    answer across frameworks would be silently wrong rather than merely wide.
+    """
+    if known[chosen].framework != asked.framework:
+        raise ModelingError(
+            f"profile {chosen} ({known[chosen].label}) cannot answer for {asked.label}: "
+            "an answer is never taken from another framework's runs"
+        )
+    known = {key: profile for key, profile in known.items() if profile.framework == asked.framework}
     scores, reasons = distance(asked, known[chosen])
     nearest = Nearest(chosen, known[chosen], scores, tuple(reasons))
     widening = widening_for(runs, known, nearest, excluded=(asked.key,))

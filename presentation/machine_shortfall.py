@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from core import workloads
+from core import frameworks, workloads
 from modeling.evaluation.protocol import MIN_POINTS
 from modeling.features import MEASURED_PEAK_COLUMN, OK_STATUS
 from presentation import workload_labels
@@ -43,6 +43,7 @@ class Sweep:
     new_points: int  # points of the grid the profile has not measured yet
     source: str  # where the points come from, in words
     minutes: float | None = None  # what the grid took elsewhere, when known
+    framework: str = frameworks.DEFAULT_FRAMEWORK  # what trains it (`core.frameworks`)
 
     @property
     def points(self) -> int:
@@ -57,9 +58,14 @@ class Sweep:
         batches = " ".join(map(str, self.batch_sizes))
         where = f" --db {db}" if db is not None else ""
         return (
-            f"memplan sweep --workload {self.workload} --image-sizes {sizes} "
-            f"--batch-sizes {batches}{where}"
+            f"memplan sweep --workload {self.workload}{_flag(self.framework)} --image-sizes "
+            f"{sizes} --batch-sizes {batches}{where}"
         )
+
+
+def _flag(framework: str) -> str:
+    """`` --framework torch`` for a framework other than the default, else nothing."""
+    return "".join(f" {word}" for word in frameworks.flag(framework))
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class ProfileRuns:
     configurations: int  # distinct measured configurations (what a fit counts)
     here: bool  # the machine running the dashboard: it can measure them
     measured: frozenset[Point] = frozenset()  # its default-network cube (square) runs
+    framework: str = frameworks.DEFAULT_FRAMEWORK  # the profile's (`core.profiles`)
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,10 @@ class Shortfall:
     def evaluate_command(self, db: object | None = None) -> str:
         where = f" --db {db}" if db is not None else ""
         profile = self.profile
-        return f"memplan evaluate --workload {profile.workload} --machine {profile.key}{where}"
+        return (
+            f"memplan evaluate --workload {profile.workload}{_flag(profile.framework)} "
+            f"--machine {profile.key}{where}"
+        )
 
     def message(self) -> str:
         """What the profile has and lacks, in words (not escaped: see `machines.markdown`)."""
@@ -130,7 +140,8 @@ class Shortfall:
         )
         if sweep.source == FROM_CALIBRATION:
             words += (
-                f" (`memplan calibrate --workload {self.profile.workload}` does both on "
+                f" (`memplan calibrate --workload {self.profile.workload}"
+                f"{_flag(self.profile.framework)}` does both on "
                 "the machine it runs on)"
             )
         words += "."
@@ -218,7 +229,15 @@ def shortfall(
         sides = tuple(sorted({side for side, _ in missing}))
         batches = tuple(sorted({batch for _, batch in missing}))
         new = len(set(itertools.product(sides, batches)) - measured)
-        sweep = Sweep(profile.workload, sides, batches, new, FROM_CALIBRATION, calibration_minutes)
+        sweep = Sweep(
+            profile.workload,
+            sides,
+            batches,
+            new,
+            FROM_CALIBRATION,
+            calibration_minutes,
+            profile.framework,
+        )
         return Shortfall(profile, needed, sweep)
     candidates = set(missing) | set(reference)
     source = FROM_REFERENCE if candidates else FROM_DEFAULTS
@@ -228,5 +247,9 @@ def shortfall(
         sides, batches = map(list, starting_grid(profile.workload))
     chosen_sides, chosen_batches, new = smallest_grid(sides, batches, measured, to_add)
     return Shortfall(
-        profile, needed, Sweep(profile.workload, chosen_sides, chosen_batches, new, source)
+        profile,
+        needed,
+        Sweep(
+            profile.workload, chosen_sides, chosen_batches, new, source, framework=profile.framework
+        ),
     )

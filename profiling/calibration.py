@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from core import database, profiles, store, workloads
+from core import database, frameworks, profiles, store, workloads
 from core.errors import ConfigError
 from core.units import GIB
 from core.workloads.base import format_image_shape
@@ -265,8 +265,11 @@ FIT_SEEDS = 3
 FIT_EXTRAPOLATION_SEEDS = 1
 
 
-def fit_command(workload: str, machine: str, db_path: Path) -> list[str]:
-    """The ``memplan evaluate`` that fits profile ``machine`` after calibrating."""
+def fit_command(
+    workload: str, machine: str, db_path: Path, framework: str = frameworks.DEFAULT_FRAMEWORK
+) -> list[str]:
+    """The ``memplan evaluate`` that fits profile ``machine`` (of ``framework``) after
+    calibrating."""
     return [
         sys.executable,
         "-m",
@@ -282,4 +285,5 @@ def fit_command(workload: str, machine: str, db_path: Path) -> list[str]:
         str(FIT_SEEDS),
         "--extrapolation-seeds",
         str(FIT_EXTRAPOLATION_SEEDS),
+        *frameworks.flag(framework),
     ]

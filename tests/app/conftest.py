@@ -29,6 +29,7 @@ from tests.app.helpers import (
     add_alexnet_runs,
     evaluate_alexnet,
 )
+from tests.app.torch_runs import add_torch_runs, evaluate_torch
 from tests.conftest import built_once, reference_database
 
 
@@ -138,6 +139,25 @@ def every_bundle_db(
 ) -> Path:
     """A private copy of every bundled run and evaluation, made the dashboard's."""
     return _private_copy(every_bundle_template, tmp_path, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def torch_template(every_bundle_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every bundled run and evaluation, plus synthetic PyTorch U-Net runs and their own
+    evaluation (`tests.app.torch_runs`): a database with two frameworks; built once."""
+
+    def build(path: Path) -> None:
+        path.write_bytes(every_bundle_template.read_bytes())
+        add_torch_runs(path)
+        evaluate_torch(path)
+
+    return built_once(tmp_path_factory, "torch.duckdb", build)
+
+
+@pytest.fixture
+def torch_db(torch_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private copy of the two frameworks' database, made the dashboard's."""
+    return _private_copy(torch_template, tmp_path, monkeypatch)
 
 
 # --- shared copies, for the tests that only read ---------------------------------------

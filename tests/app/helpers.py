@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -183,9 +184,29 @@ def add_alexnet_runs(path: Path, seed: int = 0, scale: float = 1.0, **machine: A
 
 def this_machine_is(monkeypatch: pytest.MonkeyPatch, profile: MachineProfile) -> None:
     """Make ``profile`` this machine's, whatever CPU runs the test, for the sizing default
-    (`modeling.machines.choose_machine`) and the pages' machine selector."""
+    (`modeling.machines.choose_machine`) and the pages' machine selector; asked about
+    another framework, this machine is the same CPU on that framework (`on_framework`)."""
+
+    def here(precision: str = "float32", framework: str = "tensorflow") -> MachineProfile:
+        return profile if framework == profile.framework else on_framework(profile, framework)
+
     for module in (machines, machine_panel):
-        monkeypatch.setattr(module, "this_profile", lambda precision="float32": profile)
+        monkeypatch.setattr(module, "this_profile", here)
+
+
+def on_framework(profile: MachineProfile, framework: str) -> MachineProfile:
+    """``profile``'s machine on ``framework``: a torch profile has no TensorFlow, Keras or
+    oneDNN fact (`core.profiles.profile_of`)."""
+    if framework == "tensorflow":
+        return replace(profile, framework=framework, framework_version=None)
+    return replace(
+        profile,
+        framework=framework,
+        framework_version="2.13.0+cpu",
+        tensorflow_version=None,
+        keras_version=None,
+        onednn_enabled=None,
+    )
 
 
 def profile_key(**machine: Any) -> str:

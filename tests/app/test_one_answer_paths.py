@@ -28,10 +28,13 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.frameworks import TENSORFLOW, TORCH
+from core.profiles import profile_of
 from memplan import cli as memplan_cli
 from presentation.sizing_text import gib
 from presentation.text import sentence
 from tests.app.helpers import open_page, shown, this_machine_is, widget
+from tests.app.torch_runs import torch_key, torch_record
 from tests.conftest import UNMEASURED_MACHINE
 
 PAGE = "dashboard/sizing_page.py"
@@ -117,26 +120,46 @@ def _asked_of(profile: str | None, model: str | None) -> list[str]:
 
 
 def cli(
-    db: Path, profile: str | None, headroom: int, model: str | None, capsys, *question: str
+    db: Path,
+    profile: str | None,
+    headroom: int,
+    model: str | None,
+    capsys,
+    *question: str,
+    framework: str,
 ) -> dict[str, Any]:
-    """``memplan size QUESTION ... --json``, for ``profile`` (None: this machine's default)."""
+    """``memplan size QUESTION ... --json``, for ``profile`` (None: this machine's default)
+    of ``framework``."""
     machine = _asked_of(profile, model)
     code = memplan_cli.main(
         ["size", *question, *machine, "--headroom", str(headroom), "--db", str(db), "--json"]
+        + ["--framework", framework]
     )
     assert code == 0
     return json.loads(capsys.readouterr().out)
 
 
 def cli_figures(
-    db: Path, profile: str | None, headroom: int, model: str | None, capsys
+    db: Path,
+    profile: str | None,
+    headroom: int,
+    model: str | None,
+    capsys,
+    framework: str = TENSORFLOW,
 ) -> dict[str, Any]:
     budget, asked = f"{BUDGET_GIB}GiB", (db, profile, headroom, model, capsys)
-    buy = cli(*asked, "buy", "--image-size", str(IMAGE), "--batch-size", str(BATCH))
-    image = cli(*asked, "image", "--budget", budget, "--batch-size", str(BATCH))
-    batch = cli(*asked, "batch", "--budget", budget, "--image-size", str(IMAGE))
+    buy = cli(
+        *asked, "buy", "--image-size", str(IMAGE), "--batch-size", str(BATCH), framework=framework
+    )
+    image = cli(
+        *asked, "image", "--budget", budget, "--batch-size", str(BATCH), framework=framework
+    )
+    batch = cli(
+        *asked, "batch", "--budget", budget, "--image-size", str(IMAGE), framework=framework
+    )
     for said in (buy, image, batch):
         assert said["headroom_pct"] == headroom
+        assert said["framework"] == framework
         assert said["machine"]["transfer"] == buy["machine"]["transfer"]
     assert image["usable_budget_bytes"] == batch["usable_budget_bytes"]
     assert image["usable_budget_bytes"] == int(BUDGET_GIB * 2**30 / (1 + headroom / 100))
@@ -150,11 +173,17 @@ def cli_figures(
         "hosts": [HOSTS.search(a["answer"]["basis"]["bound"])[0] for a in (buy, image, batch)],
         "transfer": buy["machine"]["transfer"],
         "warning": buy["answer"]["basis"]["warning"],
+        "label": buy["machine"]["label"],
     }
 
 
 def report_figures(
-    db: Path, profile: str | None, headroom: int, model: str | None, output: Path
+    db: Path,
+    profile: str | None,
+    headroom: int,
+    model: str | None,
+    output: Path,
+    framework: str = TENSORFLOW,
 ) -> dict[str, Any]:
     """``memplan report`` for the same question: the figures of its "What fits" table, its
     verdict's headline, which other machine answered, if one did, and what its memory to
@@ -163,7 +192,7 @@ def report_figures(
     code = memplan_cli.main(
         ["report", "--image-size", str(IMAGE), "--batch-size", str(BATCH)]
         + ["--budget", f"{BUDGET_GIB}GiB", "--headroom", str(headroom), *machine]
-        + ["--db", str(db), "--output", str(output)]
+        + ["--db", str(db), "--output", str(output), "--framework", framework]
     )
     assert code == 0
     html = output.read_text()
@@ -183,6 +212,7 @@ def report_figures(
         "side": int(figure["side"]),
         "batch_size": int(figure["batch_size"]),
         "bounds": [gib(bound) for bound in bounds],
+        "framework": unescape(re.search(r"<dt>Framework</dt><dd>(.*?)</dd>", html).group(1)),
     }
 
 
@@ -199,7 +229,13 @@ def test_the_page_the_command_line_and_the_report_give_the_same_answer(
     link = {"image": str(IMAGE), "batch": str(BATCH), "budget": str(BUDGET_GIB)}
     link |= {"headroom": str(headroom)} | ({"machine": profile} if profile else {})
     link |= {"model": model} if model else {}
-    on_page = page_figures(open_page(PAGE, workload="unet3d", **link))
+    at = open_page(PAGE, workload="unet3d", **link)
+    # Runs of one framework: no framework to choose, every label names TensorFlow.
+    assert "Framework" not in [box.label for box in at.main.selectbox]
+    assert "TensorFlow" in widget(at.selectbox, "Machine").format_func(
+        widget(at.selectbox, "Machine").value
+    )
+    on_page = page_figures(at)
     on_cli = cli_figures(every_bundle_db, profile, headroom, model, capsys)
     html = tmp_path / "sizing.html"
     in_report = report_figures(every_bundle_db, profile, headroom, model, html)
@@ -208,7 +244,7 @@ def test_the_page_the_command_line_and_the_report_give_the_same_answer(
     # Every answer's bound says the same of the host-to-host spread, on every path.
     assert on_cli["hosts"] == [SAID_OF_HOSTS[model or profile]] * 3
     assert in_report["host"] == SAID_OF_HOSTS[model or profile]
-    figures = in_report.keys() - {"verdict", "transfer", "verification", "host"}
+    figures = in_report.keys() - {"verdict", "transfer", "verification", "host", "framework"}
     assert {key: in_report[key] for key in figures} == {key: on_cli[key] for key in figures}
     assert on_page["verdict"] == in_report["verdict"]
     transfer = on_cli["transfer"]
@@ -225,3 +261,62 @@ def test_the_page_the_command_line_and_the_report_give_the_same_answer(
         f"profile {another} peaked at up to 5.68 GiB"
     )
     assert in_report["verification"].startswith(elsewhere) == bool(another)
+
+
+# The synthetic torch runs' profile (`tests.app.torch_runs`), which answers every torch question:
+# as the default of a machine no run measured (the same CPU on torch), from another machine's
+# runs within torch, never from the TensorFlow reference; asked for by name on its own machine,
+# for itself. (The page cannot tell a link naming its default's profile from the default, so
+# the profile asked by name is this machine's, as `KNOBS` above is not the default.)
+TORCH_PROFILE = torch_key()
+TORCH_QUESTIONS = [(None, 20, TORCH_PROFILE), (TORCH_PROFILE, 35, None)]
+
+
+@pytest.mark.parametrize(("profile", "headroom", "another"), TORCH_QUESTIONS)
+def test_a_torch_question_gets_one_answer_on_every_path_and_not_tensorflows(
+    torch_db: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    profile: str | None,
+    headroom: int,
+    another: str | None,
+) -> None:
+    if profile is not None:
+        this_machine_is(monkeypatch, profile_of(torch_record(32, 1).row()))
+    link = {"image": str(IMAGE), "batch": str(BATCH), "budget": str(BUDGET_GIB)}
+    link |= {"headroom": str(headroom), "framework": TORCH}
+    link |= {"machine": profile} if profile else {}
+    at = open_page(PAGE, workload="unet3d", **link)
+    assert widget(at.main.selectbox, "Framework").value == TORCH
+    on_page = page_figures(at)
+    on_cli = cli_figures(torch_db, profile, headroom, None, capsys, TORCH)
+    html = tmp_path / "sizing.html"
+    in_report = report_figures(torch_db, profile, headroom, None, html, TORCH)
+
+    assert {key: on_page[key] for key in FIGURES} == {key: on_cli[key] for key in FIGURES}
+    figures = in_report.keys() - {"verdict", "transfer", "verification", "host", "framework"}
+    assert {key: in_report[key] for key in figures} == {key: on_cli[key] for key in figures}
+    assert on_page["verdict"] == in_report["verdict"]
+    # Every path says the answer is PyTorch's, and it is taken from torch runs only.
+    assert on_cli["label"].endswith("PyTorch 2.13")
+    assert in_report["framework"] == "PyTorch 2.13"
+    assert widget(at.selectbox, "Machine").value == TORCH_PROFILE
+    transfer = on_cli["transfer"]
+    assert (transfer and transfer["answered_by"]) == another
+    said = sentence(transfer["evidence"]) if transfer else None
+    assert on_page["transfer"] == in_report["transfer"] == said
+    assert on_page["verdict"].startswith(ANOTHER_MACHINES) == bool(another)
+
+    # The TensorFlow question on the same database answers from TensorFlow's runs, and
+    # differently: the torch runs peak 2.3 times the synthetic law.
+    capsys.readouterr()  # what the report printed
+    tensorflow = cli_figures(torch_db, None, headroom, None, capsys)
+    assert "PyTorch" not in tensorflow["label"]
+    assert (tensorflow["transfer"] or {}).get("answered_by") != TORCH_PROFILE
+    # (Both round up to the same purchasable 64 GB; the bounds and what fits differ.)
+    assert all(
+        tf != torch for tf, torch in zip(tensorflow["bounds"], on_cli["bounds"], strict=True)
+    )
+    fits = ("side", "batch_size")
+    assert [tensorflow[key] for key in fits] != [on_cli[key] for key in fits]

@@ -34,7 +34,11 @@ VERIFY = "Verify by measuring"
 @pytest.fixture
 def here_is_the_test_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine is the AlexNet runs' one, whatever CPU runs the test."""
-    monkeypatch.setattr(machine_panel, "this_profile", lambda precision="float32": TEST_MACHINE)
+    monkeypatch.setattr(
+        machine_panel,
+        "this_profile",
+        lambda precision="float32", framework="tensorflow": TEST_MACHINE,
+    )
 
 
 def can_give(monkeypatch: pytest.MonkeyPatch, limit_bytes: int) -> None:

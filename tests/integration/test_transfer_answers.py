@@ -29,7 +29,9 @@ def _asked(db: Path, capsys, *more: str) -> dict:
 def test_another_machine_answers_says_so_and_widens_the_bound(
     db: Path, monkeypatch, capsys
 ) -> None:
-    monkeypatch.setattr(machines, "this_profile", lambda precision="float32": ELSEWHERE)
+    monkeypatch.setattr(
+        machines, "this_profile", lambda precision="float32", framework="tensorflow": ELSEWHERE
+    )
 
     moved = _asked(db, capsys)
     transfer = moved["machine"]["transfer"]
@@ -53,7 +55,9 @@ def test_another_machine_answers_says_so_and_widens_the_bound(
 
 
 def test_the_printed_answer_names_the_machine_that_answered(db: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(machines, "this_profile", lambda precision="float32": ELSEWHERE)
+    monkeypatch.setattr(
+        machines, "this_profile", lambda precision="float32", framework="tensorflow": ELSEWHERE
+    )
 
     assert cli.main([*BUY[:-1], "--db", str(db)]) == 0
 

@@ -42,7 +42,9 @@ def two_machines(tmp_path_factory) -> tuple[Path, str, str]:
 def this_machine(monkeypatch: pytest.MonkeyPatch):
     """Pretend the machine running the test is HERE (whatever CPU CI has)."""
     profile = profiles.profile_of(build_record(**HERE).row())
-    monkeypatch.setattr(machines, "this_profile", lambda precision="float32": profile)
+    monkeypatch.setattr(
+        machines, "this_profile", lambda precision="float32", framework="tensorflow": profile
+    )
     return profile
 
 
@@ -105,7 +107,9 @@ def test_the_bundled_reference_answers_on_a_new_machine(tmp_path: Path, monkeypa
     monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "memplan.duckdb")
     db = database.ensure_database(tmp_path / "memplan.duckdb")
     newcomer = profiles.profile_of(build_record(cpu_model="Brand New CPU").row())
-    monkeypatch.setattr(machines, "this_profile", lambda precision="float32": newcomer)
+    monkeypatch.setattr(
+        machines, "this_profile", lambda precision="float32", framework="tensorflow": newcomer
+    )
     reference = bundle.bundled_evaluations("unet3d")[0]
 
     choice = machines.choose_machine(db, "unet3d")
@@ -121,7 +125,9 @@ def test_runs_without_this_cpus_generation_answer_for_it_and_say_so(
     """A machine that records its CPU generation (schema 7) over runs that did not."""
     db, before_schema_7, _ = two_machines
     newer = profiles.profile_of(build_record(cpu_family=25, cpu_model_number=1, **HERE).row())
-    monkeypatch.setattr(machines, "this_profile", lambda precision="float32": newer)
+    monkeypatch.setattr(
+        machines, "this_profile", lambda precision="float32", framework="tensorflow": newer
+    )
 
     choice = machines.choose_machine(db, "unet3d")
 

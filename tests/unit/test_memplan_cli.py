@@ -218,6 +218,7 @@ def test_size_image_json_is_the_answer_and_what_runs_say(evaluated: Path, capsys
     assert list(said) == [
         "question",
         "workload",
+        "framework",
         "knobs",
         "budget_bytes",
         "headroom_pct",
@@ -228,6 +229,8 @@ def test_size_image_json_is_the_answer_and_what_runs_say(evaluated: Path, capsys
         "verification",
     ]
     assert said["question"] == "image" and said["workload"] == "unet3d"
+    assert said["framework"] == "tensorflow"
+    assert said["machine"]["facts"]["framework"].startswith("TensorFlow")
     # No headroom kept: all of the 6 GiB is for training.
     assert said["headroom_pct"] == 0 and said["usable_budget_bytes"] == 6 * GIB
     assert said["answer"]["side"] == 128 and said["answer"]["next_side"] == 144

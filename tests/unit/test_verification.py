@@ -518,7 +518,9 @@ def measured(config: UNetConfig, **overrides: Any):
 @pytest.fixture
 def here(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine is the test runs' ("Test CPU"), and can give a run 16 GiB."""
-    monkeypatch.setattr(memplan_verify, "this_profile", lambda precision="float32": HERE)
+    monkeypatch.setattr(
+        memplan_verify, "this_profile", lambda precision="float32", framework="tensorflow": HERE
+    )
     monkeypatch.setattr(verify_here, "safe_limit_bytes", lambda: 16 * GIB)
 
 
@@ -671,7 +673,9 @@ def test_verify_of_another_machines_answer_exits_2_without_measuring(
 ) -> None:
     sweep = fake_sweep(monkeypatch, FakeSweep(db, []))
     other = profiles.profile_of(build_record(**ELSEWHERE).row())
-    monkeypatch.setattr(memplan_verify, "this_profile", lambda precision="float32": other)
+    monkeypatch.setattr(
+        memplan_verify, "this_profile", lambda precision="float32", framework="tensorflow": other
+    )
 
     assert memplan_cli.main([*SIZE_IMAGE, "--db", str(db), "--verify"]) == 2
 
