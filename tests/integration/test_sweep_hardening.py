@@ -1,7 +1,8 @@
 """Sweeps under attack, with real processes: kills from outside, two sweeps at once, a held lock.
 
 Each probe profiles 16^3 volumes through a 4-filter U-Net (a few seconds of
-TensorFlow per point) into a temporary DuckDB file, and does to it what a
+torch per point from the command line, of TensorFlow from the dashboard's launcher)
+into a temporary DuckDB file, and does to it what a
 person or the machine might: ``kill -9`` the profiled child or the sweep,
 start the same sweep twice, launch from the dashboard while a CLI sweep runs,
 kill the dashboard's job process, hold the database while a point finishes.
@@ -22,10 +23,16 @@ from core import database, store
 from profiling import jobstatus, launcher, pending, requests, sweeplock
 from profiling.launcher import LauncherError
 
-pytestmark = pytest.mark.tensorflow
+pytestmark = [pytest.mark.tensorflow, pytest.mark.torch]
 
 REPO = database.REPO_ROOT
-TINY = ["--image-sizes", "16", "--base-filters", "4", "--steps", "2", "--quiet"]
+# What the probes attack is the sweep's, whichever framework its child trains: the command
+# line's sweeps train torch, whose child costs about half a TensorFlow one's CPU (mostly
+# TensorFlow's import); the launcher's, TensorFlow, its default.
+TINY = [
+    *("--framework", "torch", "--image-sizes", "16", "--base-filters", "4", "--levels", "2"),
+    *("--steps", "2", "--quiet"),
+]
 WAIT_S = 120
 # How soon a sweep waiting on a held database must end on SIGTERM: before the fix it
 # ignored the signal for 61 s; it ends in well under a second, and CI once took 2.06 s
@@ -173,7 +180,7 @@ def test_probe3_the_dashboard_sees_and_cancels_a_cli_sweep_and_cannot_launch_bes
     wait_for(lambda: profiled_children(cli.pid), "the CLI sweep's child")
     current = launcher.status(db)
     assert current.running and current.external and current.pid == cli.pid
-    assert current.command.startswith("memplan sweep --image-sizes 16")
+    assert current.command.startswith("memplan sweep --framework torch --image-sizes 16")
     request = requests.parse_request("16", "1 2", {"base_filters": "4"}, 2, "3GiB")
     with pytest.raises(LauncherError, match=rf"already running for runs.duckdb \(pid {cli.pid}"):
         launcher.launch(db, request)
