@@ -39,17 +39,8 @@ TINY_POINT_GRID = [
     *("--steps", "2"),
 ]
 TINY_GRID = [
-    *LIFECYCLE_FRAMEWORK,
-    "--image-sizes",
-    "16",
-    "--batch-sizes",
-    "1",
-    "--base-filters",
-    "4",
-    "--levels",
-    "2",
-    "--steps",
-    "1",
+    *("--image-sizes", "16", "--batch-sizes", "1", "--base-filters", "4", "--levels", "2"),
+    *("--steps", "1"),
 ]
 
 
@@ -178,15 +169,19 @@ def test_a_child_that_raises_is_recorded_as_error_with_its_stderr(db):
 
 
 def test_a_sweep_resumes_skipping_points_already_measured(db):
-    first = memplan("sweep", *TINY_GRID, "--quiet", "--db", str(db))
+    first = memplan("sweep", *LIFECYCLE_FRAMEWORK, *TINY_GRID, "--quiet", "--db", str(db))
     assert first.returncode == 0, first.stderr
     assert "1 ok" in first.stdout
 
-    again = memplan("sweep", *TINY_GRID, "--repeats", "2", "--quiet", "--db", str(db))
+    again = memplan(
+        "sweep", *LIFECYCLE_FRAMEWORK, *TINY_GRID, "--repeats", "2", "--quiet", "--db", str(db)
+    )
     assert "1 ok, 1 already measured" in again.stdout
     assert len(store.load_runs(db, status="ok")) == 2
 
-    forced = memplan("sweep", *TINY_GRID, "--no-resume", "--quiet", "--db", str(db))
+    forced = memplan(
+        "sweep", *LIFECYCLE_FRAMEWORK, *TINY_GRID, "--no-resume", "--quiet", "--db", str(db)
+    )
     assert "1 ok" in forced.stdout and "already" not in forced.stdout
     assert len(store.load_runs(db, status="ok")) == 3
 
