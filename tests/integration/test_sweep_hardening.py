@@ -10,10 +10,12 @@ kill the dashboard's job process, hold the database while a point finishes.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -99,6 +101,19 @@ def profiled_children(parent_pid: int) -> list[psutil.Process]:
     return found
 
 
+@contextlib.contextmanager
+def paused(child: psutil.Process) -> Iterator[None]:
+    """``child`` stopped (SIGSTOP) inside the block: a torch child may otherwise finish its
+    point before a loaded machine has started what the probe does beside it. Its sweep
+    still kills it with SIGKILL, which a stopped process obeys."""
+    child.suspend()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.resume()
+
+
 def gone(process: psutil.Process) -> bool:
     try:
         return process.status() == psutil.STATUS_ZOMBIE
@@ -164,7 +179,9 @@ def test_probe2_a_sweep_killed_with_sigkill_takes_its_child_and_reads_interrupte
 def test_probe3_the_same_sweep_started_twice_runs_once(db: Path, tmp_path: Path):
     first = start_sweep(db, "1", log=tmp_path / "first.log")
     holder = wait_for(lambda: sweeplock.holder(db), "the first sweep's lock")
-    second = run_sweep(db, "1")
+    [child] = wait_for(lambda: profiled_children(first.pid), "the first sweep's child")
+    with paused(child):  # the first sweep is mid-point while the second starts, whatever the load
+        second = run_sweep(db, "1")
     assert second.returncode == 2
     assert f"another sweep is already writing to runs.duckdb (pid {first.pid} on " in second.stderr
     assert holder.pid == first.pid
@@ -177,13 +194,16 @@ def test_probe3_the_dashboard_sees_and_cancels_a_cli_sweep_and_cannot_launch_bes
     db: Path, tmp_path: Path
 ):
     cli = start_sweep(db, "1", "2", log=tmp_path / "cli.log")
-    wait_for(lambda: profiled_children(cli.pid), "the CLI sweep's child")
-    current = launcher.status(db)
+    [child] = wait_for(lambda: profiled_children(cli.pid), "the CLI sweep's child")
+    with paused(child):  # still running when the dashboard looks, whatever the load
+        current = launcher.status(db)
+        request = requests.parse_request("16", "1 2", {"base_filters": "4"}, 2, "3GiB")
+        with pytest.raises(
+            LauncherError, match=rf"already running for runs.duckdb \(pid {cli.pid}"
+        ):
+            launcher.launch(db, request)
     assert current.running and current.external and current.pid == cli.pid
     assert current.command.startswith("memplan sweep --framework torch --image-sizes 16")
-    request = requests.parse_request("16", "1 2", {"base_filters": "4"}, 2, "3GiB")
-    with pytest.raises(LauncherError, match=rf"already running for runs.duckdb \(pid {cli.pid}"):
-        launcher.launch(db, request)
 
     stopped = launcher.cancel(db, grace_s=10)
     assert cli.wait(timeout=5) == 130  # the sweep's own clean interrupt
