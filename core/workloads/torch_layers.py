@@ -100,6 +100,35 @@ def keras_initialised(layer: nn.Module, initializer: str) -> nn.Module:
     return layer
 
 
+def _normalise_any_batch(self: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+    """torch's batch normalisation, also where a training batch has one value per channel.
+
+    torch refuses that (``F.batch_norm``'s batch-size check): the U-Net's deepest level is
+    1x1x1 at 16^3 with 5 levels, batch 1, a configuration Keras trains (variance 0, the
+    output is beta). The ATen op ``F.batch_norm`` calls does the same arithmetic on the same
+    buffers without the check. Its unbiased update of the running variance then divides by
+    zero, which only inference would read; memplan's runs never infer.
+    """
+    return torch.batch_norm(
+        inputs,
+        self.weight,
+        self.bias,
+        self.running_mean,
+        self.running_var,
+        self.training,
+        self.momentum,
+        self.eps,
+        torch.backends.cudnn.enabled,
+    )
+
+
+# Each torch batch norm, trained as Keras' trains (`_normalise_any_batch`), by image rank.
+_KERAS_BATCH_NORMS = {
+    dims: type(f"Keras{kind.__name__}", (kind,), {"forward": _normalise_any_batch})
+    for dims, kind in ((1, nn.BatchNorm1d), (2, nn.BatchNorm2d), (3, nn.BatchNorm3d))
+}
+
+
 def keras_batch_norm(channels: int, dims: int) -> nn.Module:
     """Keras' ``BatchNormalization`` over ``channels`` of a ``dims``-dimensional image.
 
@@ -107,7 +136,7 @@ def keras_batch_norm(channels: int, dims: int) -> nn.Module:
     ``num_batches_tracked`` only matters without a momentum, so it is dropped, and the
     module's parameters and buffers count what Keras' weights count.
     """
-    kind = {1: nn.BatchNorm1d, 2: nn.BatchNorm2d, 3: nn.BatchNorm3d}[dims]
+    kind = _KERAS_BATCH_NORMS[dims]
     norm = kind(channels, eps=KERAS_BATCHNORM_EPSILON, momentum=KERAS_BATCHNORM_MOMENTUM)
     norm.num_batches_tracked = None
     return norm

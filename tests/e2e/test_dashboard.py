@@ -191,8 +191,9 @@ def test_a_tiny_sweep_launched_from_the_sidebar_appears_in_the_runs(
     choose(page, refit, "no", re.compile(r"^no$", re.IGNORECASE))
     sidebar.get_by_role("button", name="Launch sweep").click()
 
-    # While it runs: "N / M points" over a progress bar, and a way to cancel.
-    expect(sidebar.get_by_text(re.compile(r"\d+\s*/\s*1 points?"))).to_be_visible(
+    # While it runs: "N / M points" over a progress bar, and a way to cancel. Whole text: the
+    # sweep's log shown beside it has lines like "0/1 points, now 16 batch 1".
+    expect(sidebar.get_by_text(re.compile(r"^\d+ / 1 points?$"))).to_be_visible(
         timeout=RENDER_TIMEOUT_MS
     )
     expect(sidebar.get_by_test_id("stProgress")).to_be_visible()

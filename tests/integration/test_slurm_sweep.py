@@ -1,7 +1,8 @@
 """Sweeps through a real Slurm: the tests' one-node cluster (tests/slurm_cluster.py).
 
-Every point is a real TensorFlow run in a real Slurm job; the submitter is the
-real CLI in its own process, so it can be killed as a user's would be.
+Every point is a real TensorFlow (or, where only the lifecycle is tested, torch) run in a
+real Slurm job; the submitter is the real CLI in its own process, so it can be killed as a
+user's would be.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ GRID = [
     *("--image-sizes", "16", "--batch-sizes", "1", "2", "--base-filters", "4"),
     *("--levels", "2", "--steps", "1"),
 ]
+# Cancelling a job and resuming after a killed submitter are the submitter's and Slurm's,
+# whichever framework the job's child trains: those tests train torch, whose child costs
+# about half a TensorFlow one's CPU (mostly TensorFlow's import).
+LIFECYCLE_FRAMEWORK = ("--framework", "torch")
 JOB_ID = re.compile(r"^\d+(_\d+)?$")
 WAIT_S = 240.0
 
@@ -128,7 +133,7 @@ def test_a_tiny_sweep_through_slurm_lands_in_duckdb_with_its_job_ids(
 def test_a_cancelled_job_is_recorded_as_interrupted(slurm_cluster, tmp_path: Path) -> None:
     db = tmp_path / "runs.duckdb"
     # One job at a time: the second point waits in the queue while the first runs.
-    submitter = _start(db, slurm_cluster, "--max-parallel", "1")
+    submitter = _start(db, slurm_cluster, "--max-parallel", "1", *LIFECYCLE_FRAMEWORK)
     running: list[str] = []
 
     def one_measuring() -> bool:
@@ -185,7 +190,7 @@ def test_a_point_past_its_timeout_is_recorded_timeout(slurm_cluster, tmp_path: P
 
 def test_a_killed_submitter_resumes_without_measuring_twice(slurm_cluster, tmp_path: Path) -> None:
     db = tmp_path / "runs.duckdb"
-    submitter = _start(db, slurm_cluster)
+    submitter = _start(db, slurm_cluster, *LIFECYCLE_FRAMEWORK)
 
     def both_submitted() -> bool:
         return len(_manifest_jobs(db)) == 2
@@ -200,7 +205,7 @@ def test_a_killed_submitter_resumes_without_measuring_twice(slurm_cluster, tmp_p
     )
 
     # Again at once, while the jobs still run: it waits for them instead of submitting anew.
-    code, stdout, stderr = _finish(_start(db, slurm_cluster))
+    code, stdout, stderr = _finish(_start(db, slurm_cluster, *LIFECYCLE_FRAMEWORK))
     assert code == 0, stderr + slurm_cluster.logs()
     assert _manifest_jobs(db) == submitted  # nothing submitted twice
     runs = _runs(db)

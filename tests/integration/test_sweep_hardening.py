@@ -1,7 +1,8 @@
 """Sweeps under attack, with real processes: kills from outside, two sweeps at once, a held lock.
 
 Each probe profiles 16^3 volumes through a 4-filter U-Net (a few seconds of
-TensorFlow per point) into a temporary DuckDB file, and does to it what a
+torch per point from the command line, of TensorFlow from the dashboard's launcher)
+into a temporary DuckDB file, and does to it what a
 person or the machine might: ``kill -9`` the profiled child or the sweep,
 start the same sweep twice, launch from the dashboard while a CLI sweep runs,
 kill the dashboard's job process, hold the database while a point finishes.
@@ -9,10 +10,12 @@ kill the dashboard's job process, hold the database while a point finishes.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -22,10 +25,16 @@ from core import database, store
 from profiling import jobstatus, launcher, pending, requests, sweeplock
 from profiling.launcher import LauncherError
 
-pytestmark = pytest.mark.tensorflow
+pytestmark = [pytest.mark.tensorflow, pytest.mark.torch]
 
 REPO = database.REPO_ROOT
-TINY = ["--image-sizes", "16", "--base-filters", "4", "--steps", "2", "--quiet"]
+# What the probes attack is the sweep's, whichever framework its child trains: the command
+# line's sweeps train torch, whose child costs about half a TensorFlow one's CPU (mostly
+# TensorFlow's import); the launcher's, TensorFlow, its default.
+TINY = [
+    *("--framework", "torch", "--image-sizes", "16", "--base-filters", "4", "--levels", "2"),
+    *("--steps", "2", "--quiet"),
+]
 WAIT_S = 120
 # How soon a sweep waiting on a held database must end on SIGTERM: before the fix it
 # ignored the signal for 61 s; it ends in well under a second, and CI once took 2.06 s
@@ -90,6 +99,19 @@ def profiled_children(parent_pid: int) -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             pass
     return found
+
+
+@contextlib.contextmanager
+def paused(child: psutil.Process) -> Iterator[None]:
+    """``child`` stopped (SIGSTOP) inside the block: a torch child may otherwise finish its
+    point before a loaded machine has started what the probe does beside it. Its sweep
+    still kills it with SIGKILL, which a stopped process obeys."""
+    child.suspend()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.resume()
 
 
 def gone(process: psutil.Process) -> bool:
@@ -157,7 +179,9 @@ def test_probe2_a_sweep_killed_with_sigkill_takes_its_child_and_reads_interrupte
 def test_probe3_the_same_sweep_started_twice_runs_once(db: Path, tmp_path: Path):
     first = start_sweep(db, "1", log=tmp_path / "first.log")
     holder = wait_for(lambda: sweeplock.holder(db), "the first sweep's lock")
-    second = run_sweep(db, "1")
+    [child] = wait_for(lambda: profiled_children(first.pid), "the first sweep's child")
+    with paused(child):  # the first sweep is mid-point while the second starts, whatever the load
+        second = run_sweep(db, "1")
     assert second.returncode == 2
     assert f"another sweep is already writing to runs.duckdb (pid {first.pid} on " in second.stderr
     assert holder.pid == first.pid
@@ -170,13 +194,16 @@ def test_probe3_the_dashboard_sees_and_cancels_a_cli_sweep_and_cannot_launch_bes
     db: Path, tmp_path: Path
 ):
     cli = start_sweep(db, "1", "2", log=tmp_path / "cli.log")
-    wait_for(lambda: profiled_children(cli.pid), "the CLI sweep's child")
-    current = launcher.status(db)
+    [child] = wait_for(lambda: profiled_children(cli.pid), "the CLI sweep's child")
+    with paused(child):  # still running when the dashboard looks, whatever the load
+        current = launcher.status(db)
+        request = requests.parse_request("16", "1 2", {"base_filters": "4"}, 2, "3GiB")
+        with pytest.raises(
+            LauncherError, match=rf"already running for runs.duckdb \(pid {cli.pid}"
+        ):
+            launcher.launch(db, request)
     assert current.running and current.external and current.pid == cli.pid
-    assert current.command.startswith("memplan sweep --image-sizes 16")
-    request = requests.parse_request("16", "1 2", {"base_filters": "4"}, 2, "3GiB")
-    with pytest.raises(LauncherError, match=rf"already running for runs.duckdb \(pid {cli.pid}"):
-        launcher.launch(db, request)
+    assert current.command.startswith("memplan sweep --framework torch --image-sizes 16")
 
     stopped = launcher.cancel(db, grace_s=10)
     assert cli.wait(timeout=5) == 130  # the sweep's own clean interrupt

@@ -133,6 +133,18 @@ def test_training_steps_on_the_synthetic_batch_change_the_loss(
     assert losses[1] != losses[0]  # the first step moved the weights the second one read
 
 
+def test_a_deepest_level_of_one_voxel_at_batch_1_trains_as_in_keras(
+    torch_training: ModuleType,
+) -> None:
+    # 16^3 through 5 levels is 1x1x1 at the bottom: one value per channel, which torch's
+    # own batch normalisation refuses in training and Keras' trains.
+    config = UNetConfig(image_shape=(16, 16, 16), base_filters=4, levels=5)
+
+    [loss] = torch_training.train_steps(config, steps=1, seed=0)
+
+    assert np.isfinite(loss)
+
+
 def test_a_seed_repeats_the_training(torch_training: ModuleType) -> None:
     config = UNetConfig(image_shape=(8, 8, 8), base_filters=2, levels=2)
 
