@@ -1,25 +1,22 @@
 """One sizing question in, one answer out: what the Sizing page, ``memplan size`` and
 ``memplan report`` all answer through.
 
-* `SizingQuestion` — the whole question: what is asked (``image``: the largest
-  image at a batch; ``batch``: the largest batch at an image; ``buy``: the memory
-  to buy for an image and batch), the workload, the machine profile, the knobs,
-  the steps, the budget and its headroom, the model;
-* `Models` — the stored models of one machine profile the question is put to, widened
-  where that profile answers for another machine and to cover its kept runs of other
-  hosts (`models_of`, which `load_models` and the page's cached loaders both go through:
-  one answer on every path);
-* `answer` — the `SizingAnswer`: the figures, the model and its bound, the
-  machine's facts, the verdict of the runs where there are any, the warnings.
-* `decide` — whether the question's image and batch fit its budget, the verdict
-  with its evidence (`modeling.decision.Decision`: every model's estimate, the
-  credible ones, what the runs measured), which the page and the report word.
+* `SizingQuestion` — the whole question: what is asked (``image``: the largest image
+  at a batch; ``batch``: the largest batch at an image; ``buy``: the memory to buy for
+  both), the workload, the machine profile, the knobs, the steps, the budget and its
+  headroom, the model;
+* `Models` — one profile's stored models, widened where it answers for another machine
+  and to cover its kept runs of other hosts (`models_of`: `load_models` and the page's
+  cached loaders both go through it, one answer on every path);
+* `answer` — the `SizingAnswer`: the figures, the model and its bound, the machine's
+  facts, the verdict of the runs where there are any, the warnings;
+* `decide` — whether the image and batch fit the budget, with its evidence
+  (`modeling.decision.Decision`), which the page and the report word.
 
 Headroom is memory kept free on top of the bound (`modeling.sizing.memory_to_buy`:
-bound x (1 + headroom) <= memory). The largest image and batch must fit what is
-left of the budget once it is kept free (`usable_budget_bytes`), so an image that
-"fits" a budget is one whose memory to buy is at most that budget, whichever path
-asked. A question that cannot be answered raises `SizingError` with the reason.
+bound x (1 + headroom) <= memory): the largest image and batch fit what the budget
+leaves once it is kept free (`usable_budget_bytes`), on every path. A question that
+cannot be answered raises `SizingError` with the reason.
 """
 
 from __future__ import annotations
@@ -164,7 +161,8 @@ class Models:
         raise SizingError(f"no stored model {wanted!r} in {self.source}; known: {known}")
 
 
-def models_of(  # seven: what the page's cached loaders and `load_models` each read
+# Seven parameters: what the page's cached loaders and `load_models` each read.
+def models_of(
     workload: str,
     choice: machines.MachineChoice,
     predictors: Sequence[Predictor],
@@ -176,16 +174,12 @@ def models_of(  # seven: what the page's cached loaders and `load_models` each r
     """`Models` of the profile ``choice`` names, from its loaded predictors and their
     evaluation's ``scores`` (for the default).
 
-    Where ``choice`` answers for another machine (`MachineChoice.transfer`: this machine's
-    default without models of its own), every bound is widened by its factor and every
-    answer lies beyond this machine's measured range (`widening.with_transfer`); a profile
-    asked for by name answers for itself. A bound widens for knob values its profile never
-    measured only where the predictors carry the stored knob splits
-    (`widening.with_stored_knob_evidence`). fit_steps : the training steps of the runs the
-    evaluation fit (`modeling.stored.evidence.FitEvidence.steps`). runs : the database's runs
-    (any profile), which the kept runs of other hosts are compared with: every bound then
-    covers them or says the profile's host-to-host spread is unmeasured
-    (`widening.with_host_spread`); None: neither (models built by hand).
+    Where ``choice`` answers for another machine (`MachineChoice.transfer`), every bound
+    widens by its factor and lies beyond this machine's range (`widening.with_transfer`); a
+    profile asked for by name answers for itself. Knob values never measured widen only
+    where the predictors carry the stored knob splits. fit_steps : the steps of the runs the
+    evaluation fit. runs : the database's runs, against which the kept runs of other hosts
+    widen every bound (`widening.with_host_spread`); None: not (models built by hand).
     """
     default = results.best_model_name(scores) if not scores.empty else None
     if runs is not None:
@@ -216,12 +210,10 @@ def load_models(
 ) -> tuple[Models, machines.MachineChoice]:
     """The models of the profile a CLI question is for, and how that profile was chosen.
 
-    machine : a key, a unique prefix, or None (this machine's if it has models, else
-    the bundled reference's: `modeling.machines.choose_machine`), always a profile of
-    ``framework`` (another framework's is refused, never answered from). A precision or knob
-    value that never trained on the profile is refused (`modeling.trainable.refuse`).
-    only : decode just this model (a name, or ``"best"``: the profile's default), for
-    a question that uses one; None: every model (the report's table).
+    machine : a key, a unique prefix, or None (`modeling.machines.choose_machine`), of
+    ``framework`` (another framework's is refused). A precision or knob value that never
+    trained on the profile is refused (`modeling.trainable.refuse`). only : decode just this
+    model (a name, or ``"best"``: the default); None: every model (the report's table).
     """
     precision = knobs.get("precision") or _default_precision(workload)
     choice = machines.choose_machine(db_path, workload, machine, precision, framework)

@@ -144,18 +144,7 @@ def run(args: argparse.Namespace) -> int:
         )
     db_path = model_options.db_for_reading(args)
     specs = pick(catalogue(quick=args.quick), args.models)
-    runs = store.load_runs(db_path, status="ok", workload=args.workload)
-    runs = profiles.with_keys(runs)
-    groups = _evaluation_groups(runs, args.machine, args.framework)
-    left_out = other_frameworks_note(profiles.profiles_in(runs), args.framework)
-    if left_out and args.machine is None:
-        _progress(f"left out:{left_out}")
-    if not groups:
-        flag = " ".join(["", *frameworks.flag(args.framework)])
-        raise ModelingError(
-            f"{db_path} has no ok {frameworks.TITLES[args.framework]} runs to evaluate; "
-            f"measure some with `memplan sweep{flag}`"
-        )
+    runs, groups = _runs_and_groups(args, db_path)
     frame = measured_frame(runs)
     steps_of = runs.set_index("run_id")["steps"]
     evaluated = unchanged = 0
@@ -199,6 +188,26 @@ def run(args: argparse.Namespace) -> int:
             "(memplan sweep, or memplan calibrate for this machine)"
         )
     return 0
+
+
+def _runs_and_groups(
+    args: argparse.Namespace, db_path: Path
+) -> tuple[pd.DataFrame, list[tuple[str, profiles.MachineProfile]]]:
+    """The ok runs of ``args.workload`` (keyed by profile) and the (workload, profile) pairs
+    to evaluate; says which profiles of another framework are left out, and refuses a
+    database without runs of ``args.framework``."""
+    runs = profiles.with_keys(store.load_runs(db_path, status="ok", workload=args.workload))
+    groups = _evaluation_groups(runs, args.machine, args.framework)
+    left_out = other_frameworks_note(profiles.profiles_in(runs), args.framework)
+    if left_out and args.machine is None:
+        _progress(f"left out:{left_out}")
+    if not groups:
+        flag = " ".join(["", *frameworks.flag(args.framework)])
+        raise ModelingError(
+            f"{db_path} has no ok {frameworks.TITLES[args.framework]} runs to evaluate; "
+            f"measure some with `memplan sweep{flag}`"
+        )
+    return runs, groups
 
 
 def _evaluation_groups(
