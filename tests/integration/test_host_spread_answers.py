@@ -91,7 +91,7 @@ def test_the_vm_its_profile_answers_for_gets_the_spread_of_its_kind(
     db: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     [vm] = profiles.profiles_in(host_spread.kept_runs()).values()  # family 25 model 1
-    monkeypatch.setattr(machines, "this_profile", lambda precision="float32": vm)
+    monkeypatch.setattr(machines, "this_profile", lambda precision="float32", framework=None: vm)
 
     assert cli.main([*BUY, "--db", str(db), "--model", "least_squares"]) == 0
     said = json.loads(capsys.readouterr().out)
