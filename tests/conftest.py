@@ -249,13 +249,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
+# The other browser tests: one worker runs them all, on one dashboard server (see below).
+BROWSER_MODULES = re.compile(r"tests/e2e/test_\w*\.py::")
+
+
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadgroup`` that also sends every test of `SLURM_MODULES` to one worker.
+    """``--dist loadgroup`` that also sends every test of `SLURM_MODULES` to one worker, and
+    every other browser test to one worker.
 
     xdist's own groups (``xdist_group``) rename node ids, which pytest 9.2 no longer
     lets it do (xdist 3.8): the scheduler here groups by module name instead, as
-    ``loadscope`` would, so only one Slurm cluster runs at a time.
+    ``loadscope`` would, so only one Slurm cluster runs at a time. The browser tests share
+    the session's dashboard server and chromium (`tests/e2e/conftest.py`): on one worker
+    they start one of each and render each page cold once, not once per worker (a server's
+    first Sizing page alone is 8-12 CPU s here).
     """
     if config.getvalue("dist") != "loadgroup":
         return None
@@ -265,6 +273,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             if SLURM_MODULES.match(nodeid):
                 return "slurm"
+            if BROWSER_MODULES.match(nodeid):
+                return "browser"
             return super()._split_scope(nodeid)
 
     return SlurmTogether(config, log)

@@ -219,14 +219,16 @@ def profile_label(**machine: Any) -> str:
     return profile_of(build_record(**machine).row()).label
 
 
-def evaluate_alexnet(path: Path) -> None:
+def evaluate_alexnet(path: Path, machine: str | None = None) -> None:
     """Fit and store AlexNet models on ``path``'s AlexNet runs, with smoke-test settings.
 
-    Each machine profile with enough runs gets its own evaluation.
+    Each machine profile with enough runs gets its own evaluation; machine: only that
+    profile's (a key).
     """
     code = memplan_cli.main(
         [
             "evaluate",
+            *(["--machine", machine] if machine else []),
             "--db",
             str(path),
             "--workload",
