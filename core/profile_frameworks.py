@@ -11,12 +11,26 @@ is read as TensorFlow's: every model stored before schema 8 was fitted on Tensor
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 import pandas as pd
 
 from core import frameworks
 from core.errors import StoreError
 from core.profiles import MachineProfile
+
+# A profile's facts that are its framework's, not its machine's, each as `machine_of` leaves
+# it: the framework and its versions, TensorFlow's oneDNN setting, and the intra-op threads
+# (each framework has its own default: TensorFlow one per usable core, torch one per
+# physical core; `core.machine`).
+FRAMEWORK_FACTS: dict[str, object] = {
+    "framework": frameworks.TENSORFLOW,
+    "framework_version": None,
+    "tensorflow_version": None,
+    "keras_version": None,
+    "onednn_enabled": None,
+    "intra_op_threads": None,
+}
 
 
 def framework_of(key: str | None, known: Mapping[str, MachineProfile]) -> str:
@@ -80,3 +94,10 @@ def frameworks_in(runs: pd.DataFrame) -> list[str]:
 def runs_of_framework(runs: pd.DataFrame, framework: str) -> pd.DataFrame:
     """The rows of ``runs`` that trained with ``framework``."""
     return runs[run_frameworks(runs) == framework]
+
+
+def machine_of(profile: MachineProfile) -> MachineProfile:
+    """``profile``'s machine alone, its framework's facts cleared (`FRAMEWORK_FACTS`): a
+    TensorFlow and a torch profile of one machine have the same (the CPU, its generation,
+    cores and RAM), which is how `presentation.frameworks_compared` pairs them."""
+    return replace(profile, **FRAMEWORK_FACTS)

@@ -185,8 +185,8 @@ class MachineProfile:
         return self.usable_cores if self.usable_cores is not None else self.cpu_cores
 
     @property
-    def label(self) -> str:
-        """The profile in plain words: "AMD EPYC (family 25, model 1), AVX2, 2 cores, ..."."""
+    def machine_label(self) -> str:
+        """The machine alone, no framework: "AMD EPYC (family 25, model 1), AVX2, 2 cores"."""
         if not self.determined:
             return "unknown machine (its runs did not record the CPU)"
         model = self.cpu_model or UNKNOWN
@@ -196,7 +196,14 @@ class MachineProfile:
             model = f"{model} ({self.generation})"
         isa = ISA_TITLES.get(self.cpu_isa or "", "instruction set unknown")
         cores = f"{self.cores} cores" if self.cores is not None else "cores unknown"
-        parts = [model, isa, cores, self.framework_title]
+        return f"{model}, {isa}, {cores}"
+
+    @property
+    def label(self) -> str:
+        """The profile in plain words: "AMD EPYC (family 25, model 1), AVX2, 2 cores, ..."."""
+        if not self.determined:
+            return self.machine_label
+        parts = [self.machine_label, self.framework_title]
         if self.onednn_enabled is False:
             parts.append("oneDNN off")
         return ", ".join(parts)

@@ -24,7 +24,14 @@ from core.machine import this_profile
 from core.profile_frameworks import runs_of_framework
 from core.workloads import DEFAULT_WORKLOAD
 from dashboard import data, framework_panel, query_state
-from presentation import browse, charts_sweeps, machines, machines_compared, workload_labels
+from presentation import (
+    browse,
+    charts_sweeps,
+    frameworks_compared,
+    machines,
+    machines_compared,
+    workload_labels,
+)
 from presentation.text import MISSING_CELL, code, plain
 
 FILTER_ROWS = (
@@ -76,6 +83,7 @@ if runs.empty:
 framework = framework_panel.choose(db, version, query_state.current(), "sweeps_framework")
 for problem in framework.problems:
     st.warning(query_state.plain(problem))
+both_frameworks = runs  # for the frameworks compared
 runs = runs_of_framework(runs, framework.framework)
 here = this_profile(framework=framework.framework)
 machine_names = machines.names(profiles.profiles_in(runs))
@@ -264,6 +272,58 @@ else:
         "median peak; x ref.: that peak over the reference's."
     )
     st.altair_chart(charts_sweeps.machines_compared(compared), width="stretch")
+
+st.subheader("Frameworks compared")
+both = browse.filter_runs(
+    both_frameworks,
+    {name: chosen[name] for name in frameworks_compared.CONFIGURATION_FILTERS if name in chosen},
+)
+paired = frameworks_compared.compared(both)
+if paired.empty:
+    workload = (chosen.get(browse.WORKLOAD) or [DEFAULT_WORKLOAD])[0]
+    st.info(
+        "No configuration among the runs shown was measured in both TensorFlow and PyTorch on "
+        "one machine yet. To compare them, run the same grid again with "
+        f"{code('--framework torch')}: "
+        f"{code(f'memplan sweep --workload {workload} --framework torch ...')} with the "
+        "TensorFlow sweep's image and batch sizes (the sidebar's launcher has a Framework too)."
+    )
+else:
+    pairs = frameworks_compared.pairs_of(paired)
+    where = (
+        f"on one machine ({plain(pairs[0])})"
+        if len(pairs) == 1
+        else f"on the same machine ({len(pairs)} pairs of profiles: see the machine column)"
+    )
+    st.caption(
+        f"{len(paired)} configuration(s) measured ok in TensorFlow and in PyTorch {where}: "
+        "the median kernel high-water mark of each framework's runs (GiB), and the PyTorch "
+        "peak over the TensorFlow one."
+    )
+    ratio = "PyTorch / TensorFlow"
+    st.dataframe(
+        frameworks_compared.table(paired),
+        hide_index=True,
+        placeholder=MISSING_CELL,
+        column_config={ratio: st.column_config.NumberColumn(ratio, format="%.2fx")},
+    )
+    points = frameworks_compared.by_batch(paired)
+    if points.empty:
+        st.caption(
+            "The peak against batch size per framework is AlexNet's (seed 004's figure): no "
+            "AlexNet configuration among the runs shown was measured in both frameworks."
+        )
+    else:
+        images = frameworks_compared.figure_images(points)
+        image = st.selectbox("AlexNet image", images, key="sweeps_frameworks_image")
+        st.altair_chart(
+            charts_sweeps.frameworks_by_batch(points[points[browse.IMAGE] == image]),
+            width="stretch",
+        )
+        st.caption(
+            f"AlexNet at {plain(image)}: the peak against the batch size in each framework, "
+            "seed 004's figure (Torres, Barrios, Denneulin 2021) measured on today's stacks."
+        )
 
 st.subheader("Sweeps")
 sweeps = data.sweeps(db, version)

@@ -1,4 +1,5 @@
-"""``memplan machines``: the machine profiles of the stored runs, or two compared."""
+"""``memplan machines``: the machine profiles of the stored runs, two compared (``--compare``),
+or one machine's two frameworks compared (``--frameworks``)."""
 
 from __future__ import annotations
 
@@ -12,24 +13,33 @@ from core.machine import this_profile
 from core.units import GIB
 from core.workloads.base import PRECISIONS
 from memplan import jsonout, options
-from presentation import machines_compared
+from presentation import frameworks_compared, machines_compared
 from presentation.report import markdown_table
 from profiling.calibration import calibration_for, profile_table
 
 
 def prepare(parser: argparse.ArgumentParser) -> None:
     options.add_workload_filter(parser)
-    parser.add_argument(
+    compare = parser.add_mutually_exclusive_group()
+    compare.add_argument(
         "--compare",
         action="store_true",
         help="instead, every configuration measured on two or more profiles, side by side",
+    )
+    compare.add_argument(
+        "--frameworks",
+        action="store_true",
+        help="instead, every configuration measured in both TensorFlow and PyTorch on one "
+        "machine: both peaks and the PyTorch/TensorFlow ratio",
     )
     parser.add_argument(
         "--reference",
         help="with --compare: the profile the ratios are against (default: most runs)",
     )
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--markdown", action="store_true", help="with --compare: Markdown")
+    group.add_argument(
+        "--markdown", action="store_true", help="with --compare or --frameworks: Markdown"
+    )
     options.add_json_option(group)
     add_db_option(parser)
 
@@ -67,6 +77,33 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _frameworks(args: argparse.Namespace) -> int:
+    """The configurations measured in both frameworks on one machine, and their ratios."""
+    runs = store.load_runs(open_db(args), workload=args.workload)
+    frame = frameworks_compared.compared(runs)
+    if args.json:
+        peaks = {
+            f"{name}_peak_bytes": (frame.pop(f"{name}_peak_gib") * GIB).round()
+            for name in ("tensorflow", "torch")
+        }
+        return jsonout.emit(jsonout.records(frame.assign(**peaks)))
+    if frame.empty:
+        print(
+            "no configuration was measured in both TensorFlow and PyTorch on one machine; "
+            "run a TensorFlow sweep's grid again with `memplan sweep ... --framework torch`"
+        )
+        return 0
+    table = frameworks_compared.table(frame)
+    print(markdown_table(table, decimals=3) if args.markdown else table.to_string(index=False))
+    print()
+    print("\n".join(frameworks_compared.summaries(frame)))
+    print(
+        "\nPeak: median kernel high-water mark (GiB) of the ok runs in each framework on "
+        "the machine; PyTorch / TensorFlow: the PyTorch peak over the TensorFlow one."
+    )
+    return 0
+
+
 def _as_json(table: pd.DataFrame, here: profiles.MachineProfile) -> int:
     rows = [
         {
@@ -91,6 +128,8 @@ def _as_json(table: pd.DataFrame, here: profiles.MachineProfile) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.compare:
         return _compare(args)
+    if args.frameworks:
+        return _frameworks(args)
     db_path = open_db(args)
     here = this_profile()
     table = profile_table(db_path, here.key, args.workload)

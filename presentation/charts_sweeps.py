@@ -248,3 +248,43 @@ def machines_compared(frame: pd.DataFrame) -> alt.LayerChart:
         .properties(name="peaks")
     )
     return alt.layer(spread, peaks).properties(height=alt.Step(CONFIGURATION_ROW_PX))
+
+
+def frameworks_by_batch(points: pd.DataFrame) -> alt.LayerChart:
+    """Peak against batch size, one line per framework: seed 004's figure on today's stacks.
+
+    points : `presentation.frameworks_compared.by_batch` at one image (``framework,
+    batch_size, peak_gib, network, machine, runs, ...``). Each framework is a colour and a
+    shape; a line joins its batches of one network on one machine.
+    """
+    shown = list(dict.fromkeys(points["framework"]))
+    framework = alt.Color("framework:N", title="framework", sort=shown, legend=LONG_LEGEND)
+    x = alt.X("batch_size:Q", title="batch size", scale=alt.Scale(zero=False))
+    y = alt.Y("peak_gib:Q", title=COMPARED_TITLE, scale=alt.Scale(zero=False))
+    lines = (
+        alt.Chart(points)
+        .mark_line()
+        .encode(x=x, y=y, color=framework, detail=["machine:N", "network:N"])
+        .properties(name="lines")
+    )
+    dots = (
+        alt.Chart(points)
+        .mark_point(filled=True, size=70)
+        .encode(
+            x=x,
+            y=y,
+            color=framework,
+            shape=alt.Shape("framework:N", title="framework", sort=shown, legend=LONG_LEGEND),
+            tooltip=[
+                "framework:N",
+                "machine:N",
+                "network:N",
+                "image:N",
+                alt.Tooltip("batch_size:Q", title="batch"),
+                alt.Tooltip("runs:Q", title="runs"),
+                alt.Tooltip("peak_gib:Q", title="median peak (GiB)", format=".3f"),
+            ],
+        )
+        .properties(name="peaks")
+    )
+    return alt.layer(lines, dots).properties(height=CHART_HEIGHT_PX)

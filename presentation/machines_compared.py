@@ -3,7 +3,10 @@
 * `profiles_table` — each machine profile's facts, hosts, workloads and runs;
 * `compared` and `side_by_side` — every configuration measured on two or more
   profiles, each profile's median peak and its ratio to the reference's
-  (`memplan machines --compare` prints the same table).
+  (`memplan machines --compare` prints the same table);
+* `ok_runs`, `per_profile` and `described` — the pieces of `compared` that
+  `presentation.frameworks_compared` shares: the runs compared, each configuration's
+  median peak per profile, and each configuration in words, in one order.
 
 Nothing here needs Streamlit. Machine labels come from data files: a page shows
 them in a table (text as text) or escaped (`presentation.text.plain`).
@@ -90,7 +93,7 @@ def _configuration_label(row: Mapping, several_workloads: bool) -> str:
     )
 
 
-def _per_profile(ok: pd.DataFrame) -> pd.DataFrame:
+def per_profile(ok: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration x profile of the ok runs: median peak, runs, ``config_id``.
 
     Only the configurations two profiles or more measured.
@@ -152,34 +155,45 @@ def compared(runs: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
     reference : the profile the ratios are against; default (or when it has no
         configuration here) the profile with the most compared runs.
     """
-    ok = runs[(runs["status"] == OK) & runs[MEASURED_PEAK_COLUMN].notna()] if len(runs) else runs
-    if ok.empty:
-        return pd.DataFrame(columns=COMPARED_COLUMNS)
-    ok = profiles.with_keys(browse.with_image(ok))
-    per = _per_profile(ok)
+    ok = ok_runs(runs)
+    per = per_profile(ok) if len(ok) else ok
     if per.empty:
         return pd.DataFrame(columns=COMPARED_COLUMNS)
     labels = _profile_labels(ok, per, reference)
     order = list(labels)
     reference_peaks = per[per[PROFILE_COLUMN] == order[0]].set_index("config_id")["peak"]
-    dims = np.where(per["depth"].isna(), 2, 3) if "depth" in per else 3
-    workload_order = {name: index for index, name in enumerate(workload_labels.names())}
     frame = per.assign(
-        network=[workload_labels.short_network(row) for row in per.to_dict("records")],
-        side=np.power(per["voxels"].astype(float), 1 / dims).round(1),
         machine=per[PROFILE_COLUMN].map(labels),
         reference=per[PROFILE_COLUMN] == order[0],
         peak_gib=per["peak"].astype(float) / GIB,
         ratio=per["peak"].astype(float) / per["config_id"].map(reference_peaks).astype(float),
-        _workload=per[browse.WORKLOAD].map(workload_order).fillna(len(workload_order)),
         _profile=per[PROFILE_COLUMN].map({key: index for index, key in enumerate(order)}),
     )
-    frame = _with_configurations(frame).sort_values(
+    return described(frame, ["_profile"])[COMPARED_COLUMNS].reset_index(drop=True)
+
+
+def ok_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs a comparison reads: ok, with a measured peak, their image and profile key."""
+    ok = runs[(runs["status"] == OK) & runs[MEASURED_PEAK_COLUMN].notna()] if len(runs) else runs
+    return profiles.with_keys(browse.with_image(ok)) if len(ok) else ok
+
+
+def described(frame: pd.DataFrame, then: list[str]) -> pd.DataFrame:
+    """``frame`` (rows of `per_profile`) with each configuration's ``network``, ``side`` and
+    ``configuration`` (in words), ordered by workload, image size, batch, network and steps,
+    then by the columns ``then``."""
+    dims = np.where(frame["depth"].isna(), 2, 3) if "depth" in frame else 3
+    workload_order = {name: index for index, name in enumerate(workload_labels.names())}
+    frame = frame.assign(
+        network=[workload_labels.short_network(row) for row in frame.to_dict("records")],
+        side=np.power(frame["voxels"].astype(float), 1 / dims).round(1),
+        _workload=frame[browse.WORKLOAD].map(workload_order).fillna(len(workload_order)),
+    )
+    return _with_configurations(frame).sort_values(
         ["_workload", browse.WORKLOAD, "voxels", browse.IMAGE, "batch_size", "network", "steps"]
-        + ["_profile"],
+        + then,
         kind="stable",
     )
-    return frame[COMPARED_COLUMNS].reset_index(drop=True)
 
 
 def side_by_side(frame: pd.DataFrame) -> pd.DataFrame:

@@ -9,7 +9,8 @@ about 4 CPU s here, a warm one 0.5). A test that writes to a shared copy fails.
 The AlexNet databases add synthetic AlexNet runs (`tests.app.helpers.add_alexnet_runs`)
 to the bundled U-Net runs, with or without an AlexNet evaluation of their own; the
 two-machine one measures them on a second machine profile too (`OTHER_MACHINE`, its
-peaks `OTHER_MACHINE_SCALE` times higher), each profile with its own evaluation.
+peaks `OTHER_MACHINE_SCALE` times higher), each profile with its own evaluation; the
+frameworks one in PyTorch on the same machine (`ALEXNET_TORCH_SCALE` times higher).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tests.app.helpers import (
     evaluate_alexnet,
     profile_key,
 )
-from tests.app.torch_runs import add_torch_runs, evaluate_torch
+from tests.app.torch_runs import ALEXNET_TORCH_SCALE, TORCH_COLUMNS, add_torch_runs, evaluate_torch
 from tests.conftest import built_once, reference_database
 
 
@@ -117,6 +118,20 @@ def two_machines_db(
 ) -> Path:
     """A private copy of the two machines' AlexNet runs and models, made the dashboard's."""
     return _private_copy(two_machines_template, tmp_path, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def frameworks_template(
+    alexnet_runs_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The AlexNet runs, and the same configurations in PyTorch on the same machine
+    (`ALEXNET_TORCH_SCALE` times their peaks): frameworks to compare; built once."""
+
+    def build(path: Path) -> None:
+        path.write_bytes(alexnet_runs_template.read_bytes())
+        add_alexnet_runs(path, scale=ALEXNET_TORCH_SCALE, **TORCH_COLUMNS)
+
+    return built_once(tmp_path_factory, "frameworks.duckdb", build)
 
 
 @pytest.fixture(scope="session")
@@ -213,6 +228,9 @@ shared_alexnet_runs_db = _shared_fixture(
 shared_alexnet_db = _shared_fixture("alexnet_template", "The AlexNet runs and their evaluation")
 shared_two_machines_db = _shared_fixture(
     "two_machines_template", "The two machines' AlexNet runs and models"
+)
+shared_frameworks_db = _shared_fixture(
+    "frameworks_template", "The AlexNet runs in TensorFlow and in PyTorch on one machine"
 )
 shared_every_bundle_db = _shared_fixture(
     "every_bundle_template", "Every bundled run and evaluation"

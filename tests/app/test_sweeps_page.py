@@ -1,5 +1,6 @@
 """The Sweeps page on the 46 bundled runs: filters, the runs table, timelines, machines, sweeps;
-and machines compared, on AlexNet runs measured on two machine profiles."""
+machines compared, on AlexNet runs measured on two machine profiles; and frameworks
+compared, on AlexNet runs measured in TensorFlow and in PyTorch on one machine."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.app.helpers import (
     profile_label,
     shown,
 )
+from tests.app.torch_runs import ALEXNET_TORCH_SCALE
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 GIB = 2**30
@@ -352,3 +354,69 @@ def test_a_value_never_measured_reads_as_a_dash_not_none(shared_reference_db, ru
     tables = list(at.main.dataframe)
     assert tables, "the page shows its runs and sweeps as tables"
     assert {table.proto.placeholder for table in tables} == {MISSING_CELL}
+
+
+# --- frameworks compared ------------------------------------------------------------------
+
+FRAMEWORKS_CAPTION = "measured ok in TensorFlow and in PyTorch"
+
+
+def test_without_both_frameworks_the_page_says_to_run_the_grid_with_torch(shared_reference_db):
+    at = sweeps_page()
+    [info] = [shown(i.value) for i in at.main.info if "TensorFlow and PyTorch" in i.value]
+    assert info.startswith(
+        "No configuration among the runs shown was measured in both TensorFlow and PyTorch"
+    )
+    assert "memplan sweep --workload unet3d --framework torch ..." in info
+
+
+def test_the_same_configurations_in_two_frameworks_are_compared_with_their_ratio(
+    shared_frameworks_db,
+):
+    at = sweeps_page()
+    assert not at.exception
+    table = table_with(at, "PyTorch / TensorFlow")
+    # Every square x batch and the oblong image, measured ok in both: not the oom point.
+    assert len(table) == 21
+    assert list(table.columns) == [
+        "configuration",
+        "TensorFlow peak (GiB)",
+        "PyTorch peak (GiB)",
+        "PyTorch / TensorFlow",
+    ]
+    assert table["PyTorch / TensorFlow"].tolist() == pytest.approx(
+        [ALEXNET_TORCH_SCALE] * 21, abs=0.01
+    )
+    [caption] = [shown(c.value) for c in at.main.caption if FRAMEWORKS_CAPTION in c.value]
+    assert caption.startswith(
+        f"21 configuration(s) {FRAMEWORKS_CAPTION} on one machine "
+        "(Intel Test, AVX-512, 8 cores: TensorFlow 2.16 and PyTorch 2.13)"
+    )
+
+    # Seed 004's figure: AlexNet's peak against the batch, one line per framework.
+    assert at.main.selectbox(key="sweeps_frameworks_image").value == "224"
+    [figure] = [chart for chart in charts(at) if set(layers(chart)) == {"lines", "peaks"}]
+    drawn = rows_of(figure, "peaks")
+    assert layers(figure)["peaks"]["encoding"]["x"]["title"] == "batch size"
+    peaks = {(row["framework"], row["batch_size"]): row["peak_gib"] for row in drawn}
+    assert sorted(peaks) == [
+        (framework, batch)
+        for framework in ("PyTorch 2.13", "TensorFlow 2.16")
+        for batch in (1, 2, 4, 8)
+    ]
+    for batch in (1, 2, 4, 8):
+        ratio = peaks["PyTorch 2.13", batch] / peaks["TensorFlow 2.16", batch]
+        assert ratio == pytest.approx(ALEXNET_TORCH_SCALE, abs=0.01)
+
+
+def test_frameworks_are_compared_whichever_framework_the_page_shows(shared_frameworks_db):
+    at = sweeps_page()
+    at = at.main.selectbox(key="sweeps_framework").set_value("torch").run()
+    assert not at.exception
+    assert len(table_with(at, "PyTorch / TensorFlow")) == 21
+    # The configuration filters narrow it, as they narrow every section.
+    at = at.main.multiselect(key="sweeps_batch_size").set_value([2]).run()
+    assert len(table_with(at, "PyTorch / TensorFlow")) == 5
+    # Batch 64 ran out of memory in both: nothing to pair, and the page says what to run.
+    at = at.main.multiselect(key="sweeps_batch_size").set_value([64]).run()
+    assert any("TensorFlow and PyTorch" in i.value for i in at.main.info)

@@ -19,6 +19,9 @@ from memplan import cli as memplan_cli
 from tests.conftest import SYNTHETIC_FRAMEWORK_BYTES, build_record, synthetic_peak_bytes
 
 TORCH_SCALE = 2.3
+# The synthetic AlexNet runs (`tests.app.helpers.add_alexnet_runs`) again in torch on the
+# same machine, this many times their TensorFlow peaks: the frameworks compared.
+ALEXNET_TORCH_SCALE = 1.8
 TORCH_SIDES = (32, 48, 64, 80, 96, 112, 128)
 TORCH_BATCHES = (1, 2, 4, 8)
 # The columns of a torch run (schema 8): its framework, version and intra-op threads;
