@@ -92,7 +92,9 @@ class LayerOutput:
 
     ``shape`` is channels last and excludes the batch, e.g. ``(32, 32, 32, 16)``.
     ``kind`` names the layer type (``input``, ``conv3d``, ``dense``, ``output``, ...);
-    ``input`` and ``output`` are float32 under every policy.
+    ``input`` and ``output`` are float32 under every policy. ``kernel`` is the side of a
+    convolution's window where the closed form gives it (None elsewhere): a builder reads
+    it here, so a knob that changes it lives in the workload module alone.
     """
 
     name: str
@@ -100,6 +102,7 @@ class LayerOutput:
     shape: tuple[int, ...]
     params: int
     trainable_params: int
+    kernel: int | None = None
 
     @property
     def elements(self) -> int:

@@ -60,7 +60,8 @@ BLOCK_KERNEL = 3
 BLOCK_KERNEL_VOLUME = BLOCK_KERNEL**DIMS
 # Each pooling halves every side; each upsampling (2x2x2, stride 2) doubles it.
 POOL_FACTOR = 2
-UP_KERNEL_VOLUME = POOL_FACTOR**DIMS
+UP_KERNEL = POOL_FACTOR  # its stride too: the windows tile the doubled image
+UP_KERNEL_VOLUME = UP_KERNEL**DIMS
 # The 1x1x1 sigmoid convolution that produces the mask.
 OUTPUT_KERNEL = 1
 OUTPUT_KERNEL_VOLUME = OUTPUT_KERNEL**DIMS
@@ -236,7 +237,7 @@ def _block(
         norm_trainable = BATCHNORM_TRAINABLE_PER_CHANNEL * filters
         norm_total = norm_trainable + BATCHNORM_FROZEN_PER_CHANNEL * filters
         layers += [
-            LayerOutput(f"{name}_conv{index}", "conv3d", shape, conv, conv),
+            LayerOutput(f"{name}_conv{index}", "conv3d", shape, conv, conv, BLOCK_KERNEL),
             LayerOutput(f"{name}_bn{index}", "batchnorm", shape, norm_total, norm_trainable),
             LayerOutput(f"{name}_relu{index}", "relu", shape, 0, 0),
         ]
@@ -276,8 +277,9 @@ def layer_outputs(config: UNetConfig) -> list[LayerOutput]:
         level_spatial = _scaled(spatial, level)
         if config.upsampling == "transpose":
             up = _conv_params(UP_KERNEL_VOLUME, channels, filters)
+            up_shape = (*level_spatial, filters)
             layers.append(
-                LayerOutput(f"up{level}", "conv3d_transpose", (*level_spatial, filters), up, up)
+                LayerOutput(f"up{level}", "conv3d_transpose", up_shape, up, up, UP_KERNEL)
             )
             channels = filters
         else:
@@ -287,7 +289,8 @@ def layer_outputs(config: UNetConfig) -> list[LayerOutput]:
         layers += _block(f"decode{level}", level_spatial, channels, filters)
         channels = filters
     mask = _conv_params(OUTPUT_KERNEL_VOLUME, channels, config.classes)
-    layers.append(LayerOutput("mask", "output", (*spatial, config.classes), mask, mask))
+    mask_shape = (*spatial, config.classes)
+    layers.append(LayerOutput("mask", "output", mask_shape, mask, mask, OUTPUT_KERNEL))
     return layers
 
 

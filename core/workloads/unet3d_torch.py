@@ -41,7 +41,7 @@ def _module(layer: LayerOutput, in_channels: int) -> nn.Module:
     if layer.kind == "input":
         return nn.Identity()
     if layer.kind == "conv3d":
-        conv = nn.Conv3d(in_channels, channels, unet3d.BLOCK_KERNEL, padding="same")
+        conv = nn.Conv3d(in_channels, channels, layer.kernel, padding="same")
         return keras_initialised(conv, "he_uniform")
     if layer.kind == "batchnorm":
         return keras_batch_norm(channels, unet3d.DIMS)
@@ -50,14 +50,14 @@ def _module(layer: LayerOutput, in_channels: int) -> nn.Module:
     if layer.kind == "maxpool":
         return nn.MaxPool3d(unet3d.POOL_FACTOR)
     if layer.kind == "conv3d_transpose":
-        factor = unet3d.POOL_FACTOR
-        up = nn.ConvTranspose3d(in_channels, channels, factor, stride=factor)
+        # Its stride is its window (`unet3d.UP_KERNEL`): the windows tile the doubled image.
+        up = nn.ConvTranspose3d(in_channels, channels, layer.kernel, stride=layer.kernel)
         return keras_initialised(up, "glorot_uniform")
     if layer.kind == "upsampling":
         return nn.Upsample(scale_factor=unet3d.POOL_FACTOR, mode="nearest")
     if layer.kind == "concat":
         return Concat()
-    mask = nn.Conv3d(in_channels, channels, unet3d.OUTPUT_KERNEL)
+    mask = nn.Conv3d(in_channels, channels, layer.kernel)
     return Float32(nn.Sequential(keras_initialised(mask, "glorot_uniform"), nn.Sigmoid()))
 
 

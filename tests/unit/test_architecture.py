@@ -38,31 +38,32 @@ def test_parameter_counts_do_not_depend_on_image_shape_or_batch() -> None:
 def test_two_level_network_matches_a_hand_count() -> None:
     config = UNetConfig(image_shape=(4, 4, 4), base_filters=2, levels=2)
     # conv params = 27 * in * out + out; batchnorm = 4 per channel, 2 of them trainable;
-    # transpose = 8 * in * out + out; mask = in * classes + classes.
+    # transpose = 8 * in * out + out; mask = in * classes + classes. Each convolution's
+    # window side is there for the builders: 3 in the blocks, 2 up, 1 for the mask.
     expected = [
         LayerOutput("images", "input", (4, 4, 4, 1), 0, 0),
-        LayerOutput("encode0_conv0", "conv3d", (4, 4, 4, 2), 27 * 1 * 2 + 2, 56),
+        LayerOutput("encode0_conv0", "conv3d", (4, 4, 4, 2), 27 * 1 * 2 + 2, 56, kernel=3),
         LayerOutput("encode0_bn0", "batchnorm", (4, 4, 4, 2), 8, 4),
         LayerOutput("encode0_relu0", "relu", (4, 4, 4, 2), 0, 0),
-        LayerOutput("encode0_conv1", "conv3d", (4, 4, 4, 2), 27 * 2 * 2 + 2, 110),
+        LayerOutput("encode0_conv1", "conv3d", (4, 4, 4, 2), 27 * 2 * 2 + 2, 110, kernel=3),
         LayerOutput("encode0_bn1", "batchnorm", (4, 4, 4, 2), 8, 4),
         LayerOutput("encode0_relu1", "relu", (4, 4, 4, 2), 0, 0),
         LayerOutput("pool0", "maxpool", (2, 2, 2, 2), 0, 0),
-        LayerOutput("bottom_conv0", "conv3d", (2, 2, 2, 4), 27 * 2 * 4 + 4, 220),
+        LayerOutput("bottom_conv0", "conv3d", (2, 2, 2, 4), 27 * 2 * 4 + 4, 220, kernel=3),
         LayerOutput("bottom_bn0", "batchnorm", (2, 2, 2, 4), 16, 8),
         LayerOutput("bottom_relu0", "relu", (2, 2, 2, 4), 0, 0),
-        LayerOutput("bottom_conv1", "conv3d", (2, 2, 2, 4), 27 * 4 * 4 + 4, 436),
+        LayerOutput("bottom_conv1", "conv3d", (2, 2, 2, 4), 27 * 4 * 4 + 4, 436, kernel=3),
         LayerOutput("bottom_bn1", "batchnorm", (2, 2, 2, 4), 16, 8),
         LayerOutput("bottom_relu1", "relu", (2, 2, 2, 4), 0, 0),
-        LayerOutput("up0", "conv3d_transpose", (4, 4, 4, 2), 8 * 4 * 2 + 2, 66),
+        LayerOutput("up0", "conv3d_transpose", (4, 4, 4, 2), 8 * 4 * 2 + 2, 66, kernel=2),
         LayerOutput("concat0", "concat", (4, 4, 4, 4), 0, 0),
-        LayerOutput("decode0_conv0", "conv3d", (4, 4, 4, 2), 27 * 4 * 2 + 2, 218),
+        LayerOutput("decode0_conv0", "conv3d", (4, 4, 4, 2), 27 * 4 * 2 + 2, 218, kernel=3),
         LayerOutput("decode0_bn0", "batchnorm", (4, 4, 4, 2), 8, 4),
         LayerOutput("decode0_relu0", "relu", (4, 4, 4, 2), 0, 0),
-        LayerOutput("decode0_conv1", "conv3d", (4, 4, 4, 2), 27 * 2 * 2 + 2, 110),
+        LayerOutput("decode0_conv1", "conv3d", (4, 4, 4, 2), 27 * 2 * 2 + 2, 110, kernel=3),
         LayerOutput("decode0_bn1", "batchnorm", (4, 4, 4, 2), 8, 4),
         LayerOutput("decode0_relu1", "relu", (4, 4, 4, 2), 0, 0),
-        LayerOutput("mask", "output", (4, 4, 4, 1), 2 * 1 + 1, 3),
+        LayerOutput("mask", "output", (4, 4, 4, 1), 2 * 1 + 1, 3, kernel=1),
     ]
 
     assert layer_outputs(config) == expected
