@@ -2,7 +2,8 @@
 
     python -m benchmarks.calibration_loop --oracle ORACLE.duckdb [--db-template FILE]
 
-A fresh database holding the bundled runs (and, read from the bundles, their models)
+A fresh database holding the bundled runs (less the oracle's own, where it is a bundled
+export: that profile is then held out) (and, read from the bundles, their models)
 calibrates the oracle's machine profile: wherever the loop would measure a point, the
 oracle's ok runs of that configuration are copied in instead of running one
 (`application.calibration_loop.run_loop` with that as its ``measure``). Prints each
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from application.calibration_loop import LoopPlan, run_loop
+from application.calibration_loop import LoopPlan, measured_points, run_loop
 from core import database, profiles, store, workloads
 from modeling.stored import bundle
 from profiling import exchange
@@ -41,32 +42,52 @@ def _copy_point(oracle: Path, db: Path, side: int, batch: int, steps: int) -> No
     with database.transaction(db) as con:
         con.execute(f"ATTACH '{oracle}' AS oracle (READ_ONLY)")
         try:
+            before = con.execute("SELECT count(*) FROM runs").fetchone()[0]
             con.execute(
                 "INSERT INTO runs SELECT * FROM oracle.runs WHERE status = 'ok' AND depth = ?"
                 " AND height = ? AND width = ? AND batch_size = ? AND steps = ?",
                 [side, side, side, batch, steps],
             )
+            if con.execute("SELECT count(*) FROM runs").fetchone()[0] == before:
+                print("    (the oracle has no ok run there: the loop moves on)")
         finally:
             con.execute("DETACH oracle")
 
 
 def _grid(oracle: Path, key: str) -> tuple[list, np.ndarray, np.ndarray]:
+    """Every configuration the oracle measured ok on profile ``key``, its median peak and
+    median wall seconds."""
     runs = profiles.with_keys(store.load_runs(oracle, status="ok", workload=WORKLOAD))
     runs = runs[runs[profiles.KEY_COLUMN] == key]
-    peaks = runs.groupby(["depth", "height", "width", "batch_size"])["peak_hwm_bytes"].median()
-    walls = runs.groupby(["depth", "height", "width", "batch_size"])["wall_s"].median()
-    config = workloads.get(WORKLOAD).Config
-    configs = [config((d, h, w), b) for d, h, w, b in peaks.index]
-    return configs, peaks.to_numpy(dtype=float), walls.to_numpy(dtype=float)
+    configs = [workloads.config_from_row(row) for row in runs.to_dict("records")]
+    runs = runs.assign(config=configs)
+    peaks = runs.groupby("config", sort=False)["peak_hwm_bytes"].median()
+    walls = runs.groupby("config", sort=False)["wall_s"].median()
+    return list(peaks.index), peaks.to_numpy(dtype=float), walls[peaks.index].to_numpy(float)
 
 
-def _own_fit(db: Path, key: str, configs: list, peaks: np.ndarray) -> None:
+def _oracle_db(oracle: Path, scratch: Path, db: Path) -> Path:
+    """The oracle as a database of its own (an export is imported); its runs leave ``db``."""
+    copy = scratch / "oracle.duckdb"
+    if oracle.suffix == ".parquet":
+        database.ensure_database(copy)
+        exchange.import_runs(copy, oracle)
+    else:
+        shutil.copy(oracle, copy)
+    ids = store.load_runs(copy)["run_id"].tolist()
+    with database.transaction(db) as con:
+        con.execute("DELETE FROM samples WHERE run_id IN (SELECT unnest(?))", [ids])
+        con.execute("DELETE FROM runs WHERE run_id IN (SELECT unnest(?))", [ids])
+    return copy
+
+
+def _own_fit(plan: LoopPlan, configs: list, peaks: np.ndarray) -> None:
     """The alternative: least squares on the analytical terms fitted on the same points
     alone (what `memplan evaluate` would fit, had it the 10 configurations it needs)."""
     from modeling.estimators.baselines import AnalyticalLeastSquares
-    from modeling.features import TARGET_COLUMN, config_frame, measured_frame
+    from modeling.features import TARGET_COLUMN, config_frame
 
-    frame = measured_frame(store.load_runs(db, status="ok", workload=WORKLOAD, machine=key))
+    frame = measured_points(plan)
     try:
         model = AnalyticalLeastSquares().fit(frame, frame[TARGET_COLUMN])
     except ValueError as error:
@@ -76,23 +97,61 @@ def _own_fit(db: Path, key: str, configs: list, peaks: np.ndarray) -> None:
     grid = config_frame(configs, int(cache.iloc[0]) if len(cache) else None)
     errors = np.abs(model.predict(grid) - peaks) / peaks * 100
     print(
-        f"least squares on the same {len(frame)} runs alone: MAPE {errors.mean():.2f}% "
+        f"least squares on the same {len(frame)} points alone: MAPE {errors.mean():.2f}% "
         f"(max {errors.max():.1f}%)"
     )
 
 
+def _scores(name: str, predicted: np.ndarray, peaks: np.ndarray, default: np.ndarray) -> str:
+    errors = np.abs(predicted - peaks) / peaks * 100
+    return (
+        f"{name}: MAPE {errors.mean():.2f}% (max {errors.max():.1f}%) over all "
+        f"{len(peaks)} configurations; {errors[default].mean():.2f}% over the "
+        f"{int(default.sum())} of the default network"
+    )
+
+
+def _report(plan: LoopPlan, outcome, oracle: Path) -> None:
+    """Points used, their minutes on the oracle's machine, and the MAPE over its grid."""
+    prior = outcome.prior
+    print(f"prior: {prior.key} ({prior.label}), model {prior.predictor.name}")
+    print(f"stopped: {outcome.stopped}")
+    configs, peaks, walls = _grid(oracle, plan.here.key)
+    chosen = {(s, b) for s, b, _ in outcome.points}
+    default = np.array([c == plan.config(c.image_shape[0], c.batch_size) for c in configs])
+    picked = [(c.image_shape[0], c.batch_size) in chosen for c in configs] & default
+    used = ", ".join(f"{s}^3 b{b}" for s, b, _ in outcome.points)
+    print(f"points used: {len(outcome.points)}: {used}")
+    print(
+        f"measured minutes of those points on the oracle's machine: {walls[picked].sum() / 60:.1f}"
+    )
+    print(f"held-out (leave-one-out) MAPE: {outcome.loo_mape_pct:.2f}%")
+    predictor = bundle.load_predictor(plan.db_path, workload=WORKLOAD, machine=plan.here.key)
+    upper = predictor.upper_bytes(configs)
+    print(
+        _scores("calibrated", predictor.point_bytes(configs), peaks, default)
+        + f"; bound covers {np.mean(peaks <= upper):.0%}"
+    )
+    print(_scores("the prior alone", prior.predictor.point_bytes(configs), peaks, default))
+    _own_fit(plan, configs, peaks)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--oracle", type=Path, required=True)
+    parser.add_argument(
+        "--oracle",
+        type=Path,
+        required=True,
+        help="a database or a runs export (.parquet) of one profile: a bundled one is held out",
+    )
     parser.add_argument("--db-template", type=Path, default=None)
     parser.add_argument("--memory-limit-gib", type=float, default=19.0)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
-        oracle = Path(scratch) / "oracle.duckdb"
-        shutil.copy(args.oracle, oracle)
         template = _template(args.db_template or Path(scratch) / "template.duckdb")
         db = Path(scratch) / "calib.duckdb"
         shutil.copy(template, db)
+        oracle = _oracle_db(args.oracle, Path(scratch), db)
         ok = profiles.with_keys(store.load_runs(oracle, status="ok", workload=WORKLOAD))
         here = profiles.profiles_in(ok)[str(ok[profiles.KEY_COLUMN].mode().iloc[0])]
         steps = int(ok["steps"].mode().iloc[0])
@@ -104,42 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda side, batch: _copy_point(oracle, db, side, batch, steps),
             lambda step: print("  " + step.sentence(), flush=True),
         )
-        print(
-            f"prior: {outcome.prior.key} ({outcome.prior.label}), model "
-            f"{outcome.prior.predictor.name}, widening x{outcome.prior.widening:.3f}"
-        )
-        print(f"stopped: {outcome.stopped}")
-        configs, peaks, walls = _grid(oracle, here.key)
-        chosen = {(s, b) for s, b, _ in outcome.points}
-        minutes = (
-            sum(
-                w
-                for c, w in zip(configs, walls, strict=True)
-                if (c.image_shape[0], c.batch_size) in chosen
-            )
-            / 60
-        )
-        predictor = bundle.load_predictor(db, workload=WORKLOAD, machine=here.key)
-        predicted = predictor.point_bytes(configs)
-        upper = predictor.upper_bytes(configs)
-        errors = np.abs(predicted - peaks) / peaks * 100
-        print(
-            f"points used: {len(outcome.points)}: "
-            + ", ".join(f"{s}^3 b{b}" for s, b, _ in outcome.points)
-        )
-        print(f"measured minutes of those points on the oracle's machine: {minutes:.1f}")
-        print(f"held-out (leave-one-out) MAPE: {outcome.loo_mape_pct}")
-        print(
-            f"MAPE over the oracle's {len(configs)} configurations: {errors.mean():.2f}% "
-            f"(max {errors.max():.1f}%); bound covers {np.mean(peaks <= upper):.0%}"
-        )
-        _own_fit(db, here.key, configs, peaks)
-        prior = outcome.prior.predictor.point_bytes(configs)
-        prior_errors = np.abs(prior - peaks) / peaks * 100
-        print(
-            f"the prior alone, uncalibrated: MAPE {prior_errors.mean():.2f}% "
-            f"(max {prior_errors.max():.1f}%)"
-        )
+        _report(plan, outcome, oracle)
     return 0
 
 
