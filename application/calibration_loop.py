@@ -245,7 +245,12 @@ def _finish(plan: LoopPlan, outcome: Outcome, frame: pd.DataFrame, x: np.ndarray
     ]
     outcome.loo_mape_pct = choice.loo_mape_pct(x, y)
     prior = outcome.prior
-    predictor = calibration_model.calibrated_predictor(prior.predictor, frame, x)
+    predictor = calibration_model.calibrated_predictor(
+        prior.predictor,
+        frame,
+        x,
+        [step.__dict__ | {"why": step.sentence()} for step in outcome.steps],
+    )
     facts = writer.EvaluationFacts(plan.command, plan.workload, plan.here.key, plan.steps)
     outcome.evaluation_id = calibration_model.store_calibration(
         plan.db_path, predictor, frame, x, facts

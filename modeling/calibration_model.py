@@ -14,6 +14,7 @@ predictions), so `memplan size` and the pages answer for the profile as for any.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -39,10 +40,16 @@ def _bound(ratios: np.ndarray, floor: float, source: str) -> ConformalBound:
 
 
 def calibrated_predictor(
-    prior: Predictor, frame: pd.DataFrame, prior_bytes: np.ndarray
+    prior: Predictor,
+    frame: pd.DataFrame,
+    prior_bytes: np.ndarray,
+    chosen: Sequence[Mapping[str, object]] = (),
 ) -> Predictor:
     """The calibrated model of the runs ``frame`` (`modeling.features.measured_frame`, one row
     per measured point, peaks in TARGET_COLUMN), whose prior predictions are ``prior_bytes``.
+
+    chosen : the points this calibration chose and why (side, batch, width, among, why),
+    kept in its ``params_json`` for the pages (`presentation.calibration_view`).
     """
     peaks = frame[TARGET_COLUMN].to_numpy(dtype=float)
     fit = fit_transfer(prior_bytes, peaks)
@@ -65,7 +72,12 @@ def calibrated_predictor(
         **{**measured.__dict__, "l3_cache_bytes": prior.training_range.l3_cache_bytes}
     )
     estimator = CalibratedTransfer(offset=fit.offset, scale=fit.scale, prior=prior.estimator)
-    params = {"offset_bytes": fit.offset, "scale": fit.scale, "prior": prior.name}
+    params = {
+        "offset_bytes": fit.offset,
+        "scale": fit.scale,
+        "prior": prior.name,
+        "chosen": [dict(step) for step in chosen],
+    }
     return Predictor(
         name=NAME,
         title=TITLE,
