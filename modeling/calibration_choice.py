@@ -13,7 +13,8 @@ fit's prediction, over that prediction (`relative_widths`):
   widening evidence says how far another machine's peaks scale (W, the factor an
   answer from the nearest profile is widened by), so the width is
   (W - 1) * (distance in prior(x) to the nearest measured point) / yhat(x), and
-  (W - 1) with no point measured.
+  (W - 1) with no point measured (W - 1 at least `NOISE_FLOOR`: without evidence
+  the distance still orders the candidates).
 
 The next point is the candidate of widest relative width (ties: the cheapest,
 then the first); the loop stops when the leave-one-out MAPE of the line over the
@@ -108,7 +109,9 @@ def relative_widths(
     y = np.asarray(peaks, dtype=float)
     fit = fit_transfer(x, y)
     predicted = np.maximum(fit.predict(c), 1.0)
-    spread = max(float(widening), 1.0) - 1.0
+    # Never 0: where no pair of other profiles shares a configuration (W = 1) the distance
+    # to the measured points must still order the candidates.
+    spread = max(float(widening) - 1.0, NOISE_FLOOR)
     if len(x) == 0:
         return np.full(len(c), spread)
     if len(x) < MIN_POINTS_TO_STOP or np.ptp(x) == 0:

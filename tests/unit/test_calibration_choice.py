@@ -34,6 +34,12 @@ def test_with_no_point_every_candidate_is_as_wide_as_the_widening():
     assert widths == pytest.approx([0.2, 0.2, 0.2])
 
 
+def test_without_widening_evidence_the_distance_still_orders_the_candidates():
+    widths = choice.relative_widths([1.0 * GIB, 2.0 * GIB, 8.0 * GIB], [1.0 * GIB], [GIB], 1.0)
+
+    assert choice.choose_next(widths, [1, 1, 1], [True, False, False]) == 2
+
+
 def test_with_one_point_the_candidate_furthest_from_it_relative_to_its_value_is_widest():
     candidates = [1.0 * GIB, 2.0 * GIB, 4.0 * GIB, 8.0 * GIB]
     widths = choice.relative_widths(candidates, [1.0 * GIB], [1.1 * GIB], widening=1.5)

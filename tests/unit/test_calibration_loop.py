@@ -125,3 +125,47 @@ def test_peaks_no_line_fits_within_5_percent_stop_at_6_points(db):
     assert len(measured) == 6
     assert outcome.stopped.startswith("6 points measured")
     assert outcome.loo_mape_pct > 5
+
+
+def test_the_command_prints_each_chosen_point_and_why_then_points_minutes_and_mape(
+    db, monkeypatch, capsys
+):
+    from memplan import calibrate_points, cli
+
+    plan = _plan(db)
+    monkeypatch.setattr(calibrate_points, "this_profile", lambda framework: plan.here)
+    measure, measured, _ = _measuring(db, plan, lambda value, _: 0.2 * GIB + 1.05 * value)
+    monkeypatch.setattr(calibrate_points, "one_point_measure", lambda *args: measure)
+
+    code = cli.main(["calibrate", "--db", str(db), "--memory-limit", "19GiB"])
+
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"This machine: {plan.here.label} (profile {plan.here.key})"
+    chosen = [line for line in lines if line.startswith("  point ")]
+    assert len(chosen) == len(measured) == 3
+    assert chosen[0].startswith("  point 1: 32^3 batch 1, its bound +")
+    assert chosen[0].endswith("of its prediction, the widest of 20 candidates")
+    assert lines[-2].startswith("Points used: 3 (")
+    assert " min; held-out (leave-one-out) MAPE 0.00%" in lines[-2]
+
+
+def test_the_command_prints_json_with_the_chosen_points(db, monkeypatch, capsys):
+    import json
+
+    from memplan import calibrate_points, cli
+
+    plan = _plan(db)
+    monkeypatch.setattr(calibrate_points, "this_profile", lambda framework: plan.here)
+    measure, _, _ = _measuring(db, plan, lambda value, _: 0.2 * GIB + 1.05 * value)
+    monkeypatch.setattr(calibrate_points, "one_point_measure", lambda *args: measure)
+
+    assert cli.main(["calibrate", "--db", str(db), "--memory-limit", "19GiB", "--json"]) == 0
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["points_used"] == 3 and out["prior"]["profile"] == "b42ae893fe"
+    assert [step["why"].split(":")[0] for step in out["chosen"]] == [
+        "point 1",
+        "point 2",
+        "point 3",
+    ]
