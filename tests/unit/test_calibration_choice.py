@@ -104,3 +104,17 @@ def test_the_calibrated_model_is_stored_as_data_and_reads_back():
     assert model.predict(frame) == pytest.approx(0.5 * GIB + 1.1 * prior.predict(frame))
     with pytest.raises(TypeError, match="not another one"):
         codec.encode(CalibratedTransfer(offset=0.0, scale=1.0, prior=back))
+
+
+def test_a_tampered_calibrated_model_is_refused_and_nothing_is_run():
+    configs = [UNetConfig((side,) * 3, batch) for side in (32, 64) for batch in (1, 2)]
+    prior = AnalyticalLeastSquares().fit(config_frame(configs), [1.0, 1.2, 1.5, 2.1])
+    good = codec.encode(CalibratedTransfer(offset=0.0, scale=1.0, prior=prior))
+    manifest, members = codec._read_members(good)
+    bad_scale = codec._archive("calibrated", {"offset": 0.0, "scale": -1.0}, members)
+    nested = codec._archive("calibrated", manifest["state"], {codec.PRIOR_MEMBER: good})
+
+    with pytest.raises(codec.UnreadableModel, match="scale"):
+        codec.decode(bad_scale)
+    with pytest.raises(codec.UnreadableModel, match="one level only"):
+        codec.decode(nested)
