@@ -16,6 +16,11 @@ button that launches that sweep and then fits the profile's models through the
 sidebar's launcher (`dashboard.sidebar.launch_grid`). Another machine's runs
 can only be measured there: the panel says so instead of offering the button.
 
+A profile that `memplan calibrate` calibrated point by point gets, under the
+Models page's selector, the points its calibration chose and why
+(`calibrated_points`: each one's relative bound width, the widest of how many
+candidates).
+
 What to offer and say is `presentation.machines`; this draws it.
 """
 
@@ -34,7 +39,7 @@ from core.profile_frameworks import of_framework, runs_of_framework
 from core.profiles import MachineProfile
 from dashboard import data, query_state, sidebar
 from modeling.machines import MachineChoice
-from presentation import machine_shortfall, machines, workload_labels
+from presentation import calibration_view, machine_shortfall, machines, workload_labels
 from presentation.text import code, plain, sentence
 from profiling import calibration
 
@@ -229,3 +234,19 @@ def _launch_button(db: Path, workload: str, key: str, sweep: machine_shortfall.S
     ):
         grid = (sweep.image_sizes, sweep.batch_sizes)
         sidebar.launch_grid(db, workload, grid, key, sweep.framework)
+
+
+def calibrated_points(db: Path, version: data.Version, workload: str, picked: Picked) -> None:
+    """For a profile calibrated point by point (`memplan calibrate`): each chosen point and
+    why, under the selector (`presentation.calibration_view`)."""
+    key = picked.machine
+    if key is None:
+        return
+    found = calibration_view.calibrated_model(
+        data.predictors(db, version, workload, key, decoded=False)
+    )
+    if found is None:
+        return
+    with st.expander("How this machine was calibrated", icon=":material/tune:"):
+        st.caption(plain(calibration_view.summary(found)))
+        st.dataframe(calibration_view.chosen_points(found), hide_index=True)

@@ -125,6 +125,7 @@ def choose_view() -> tuple[View, machine_panel.Picked]:
     query_state.write_view(workload, picked.option)
     machine_panel.note(picked)
     machine_panel.onednn_note(picked)
+    machine_panel.calibrated_points(db, version, workload, picked)
     return View(db, version, workload, picked.option), picked
 
 

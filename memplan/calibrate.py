@@ -1,4 +1,9 @@
-"""``memplan calibrate``: measure the calibration grid on this machine and fit its models."""
+"""``memplan calibrate``: give this machine's profile a model of its own.
+
+By default its points are chosen one at a time (`memplan.calibrate_points`); ``--grid``
+measures the fixed grid of ``data/calibration.json`` and fits the model catalogue
+with ``memplan evaluate`` instead (kept for one release).
+"""
 
 from __future__ import annotations
 
@@ -38,6 +43,13 @@ EXAMPLE_BATCH = 2
 def prepare(parser: argparse.ArgumentParser) -> None:
     add_workload_option(parser)
     parser.add_argument(
+        "--grid",
+        action="store_true",
+        help="measure the fixed calibration grid and fit every model on it (the mode before "
+        "0.2.0, kept for one release); default: at most 6 points, chosen one at a time",
+    )
+    options.add_json_option(parser)
+    parser.add_argument(
         "--calibration-file",
         type=Path,
         default=CALIBRATION_FILE,
@@ -47,7 +59,7 @@ def prepare(parser: argparse.ArgumentParser) -> None:
         "--no-fit",
         dest="fit",
         action="store_false",
-        help="only measure the grid; fit this machine's models later",
+        help="with --grid: only measure the grid; fit this machine's models later",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     options.add_measure_options(parser)
@@ -75,6 +87,10 @@ def _describe(calibration: Calibration) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.grid:
+        from memplan.calibrate_points import run_points
+
+        return run_points(args)
     calibration = calibration_for(args.workload, args.calibration_file)
     if calibration is None:
         raise _no_calibration(args.workload, args.calibration_file)

@@ -39,7 +39,9 @@ COMMANDS = {
     "run": Subcommand("memplan.run", "profile one configuration in a fresh process"),
     "sweep": Subcommand("memplan.sweep", "profile a grid of configurations, resumably"),
     "calibrate": Subcommand(
-        "memplan.calibrate", "measure the calibration grid on this machine and fit its models"
+        "memplan.calibrate",
+        "give this machine a model: at most 6 points chosen one at a time from the nearest "
+        "profile's (--grid: the fixed grid and every model)",
     ),
     "machines": Subcommand("memplan.machines", "list the machine profiles of the stored runs"),
     "list": Subcommand("memplan.runs", "list stored runs", "prepare_list", "run_list"),

@@ -14,6 +14,9 @@ hybrid         nothing (the refined part and the symbolic part)
 xgboost        ``booster.json``: the trees in XGBoost's own JSON; ``wrapper.skops``:
                the log/exp target transform around them, in skops' format
 sklearn        ``estimator.skops``: a scikit-learn baseline in skops' format
+calibrated     ``prior.model``: the nearest profile's stored model (any type above, but
+               not ``calibrated``), which ``state``'s offset and scale transfer
+               (`modeling.estimators.calibrated`, what ``memplan calibrate`` stores)
 =============  ====================================================================
 
 Reading one builds the estimator from those values: JSON, XGBoost's JSON model
@@ -37,6 +40,7 @@ import copy
 import importlib
 import io
 import json
+import math
 import sys
 import threading
 import types
@@ -55,6 +59,8 @@ FORMAT = "memplan-model"
 VERSION = 1
 MANIFEST = "model.json"
 SKOPS_MEMBER, WRAPPER_MEMBER, BOOSTER_MEMBER = "estimator.skops", "wrapper.skops", "booster.json"
+PRIOR_MEMBER = "prior.model"
+CALIBRATED = "calibrated"
 # Types skops does not trust by default that the scikit-learn baselines hold: plain
 # arrays and numbers inside (a tree's nodes, the MLP optimiser's moments).
 TRUSTED_TYPES: tuple[str, ...] = (
@@ -126,6 +132,13 @@ def encode(estimator: Any) -> bytes:
     """``estimator`` (fitted, of a type `memplan evaluate` makes) as stored bytes."""
     if isinstance(estimator, Stored):  # read back from storage: stored as it was
         return estimator.blob
+    from modeling.estimators.calibrated import CalibratedTransfer
+
+    if type(estimator) is CalibratedTransfer:
+        prior = encode(estimator.prior)
+        if _read_members(prior)[0].get("type") == CALIBRATED:
+            raise TypeError("a calibrated model's prior must be a fitted model, not another one")
+        return _archive(CALIBRATED, estimator.to_state(), {PRIOR_MEMBER: prior})
     from sklearn.compose import TransformedTargetRegressor
     from xgboost import XGBRegressor
 
@@ -240,11 +253,26 @@ READERS: dict[str, Callable[[dict[str, bytes]], Any]] = {
 }
 
 
+def _calibrated(state: dict[str, Any], members: dict[str, bytes]) -> Any:
+    """A `CalibratedTransfer`: two finite numbers and a prior that is not itself calibrated."""
+    from modeling.estimators.calibrated import CalibratedTransfer
+
+    offset, scale = float(state["offset"]), float(state["scale"])
+    if not (math.isfinite(offset) and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"offset {offset!r} and scale {scale!r} must be finite, scale > 0")
+    prior = members[PRIOR_MEMBER]
+    if _read_members(prior)[0].get("type") == CALIBRATED:
+        raise UnreadableModel("its prior is itself a calibrated model; one level only")
+    return CalibratedTransfer(offset=offset, scale=scale, prior=decode(prior))
+
+
 def decode(blob: bytes) -> Any:
     """The estimator ``blob`` (from `encode`) describes; `UnreadableModel` if it is not one."""
     manifest, members = _read_members(bytes(blob))
     type_name = manifest.get("type")
     try:
+        if type_name == CALIBRATED:
+            return _calibrated(manifest["state"], members)
         if type_name in JSON_TYPES:
             return json_type(type_name).from_state(manifest["state"])
         if type_name in READERS:
@@ -270,7 +298,7 @@ class Stored:
     def __init__(self, blob: bytes, refused: Callable[[UnreadableModel], Exception]) -> None:
         self.blob = bytes(blob)
         type_name = _read_members(self.blob)[0].get("type")
-        if type_name not in JSON_TYPES and type_name not in READERS:
+        if type_name not in JSON_TYPES and type_name not in READERS and type_name != CALIBRATED:
             raise UnreadableModel(f"its type {type_name!r} is not one this memplan stores")
         self._refused = refused
         self._lock = threading.Lock()  # a server's sessions share the cached models

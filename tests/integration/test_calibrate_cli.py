@@ -1,4 +1,4 @@
-"""``memplan calibrate`` end to end: a real TensorFlow child on a one-point grid.
+"""``memplan calibrate --grid`` end to end: a real TensorFlow child on a one-point grid.
 
 The calibration file names one point (the smallest cube the reference network
 takes, 16^3 at batch 1, trained one step: a few seconds of TensorFlow), so the
@@ -38,7 +38,7 @@ ONE_POINT = {
 
 def calibrate(grids: Path, db: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "memplan", "calibrate", "--calibration-file", str(grids)]
+        [sys.executable, "-m", "memplan", "calibrate", "--grid", "--calibration-file", str(grids)]
         + ["--db", str(db), "--no-fit", "--steps", "1", "--quiet"],
         cwd=REPO,
         capture_output=True,

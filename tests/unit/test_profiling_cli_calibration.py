@@ -88,7 +88,8 @@ def test_calibrate_without_a_grid_for_the_workload_says_how_to_make_one(db, tmp_
     grids.write_text(json.dumps({"unet3d": GRID}))
 
     code = cli.main(
-        ["calibrate", "--workload", "alexnet", "--calibration-file", str(grids), "--db", str(db)]
+        ["calibrate", "--grid", "--workload", "alexnet", "--calibration-file", str(grids)]
+        + ["--db", str(db)]
     )
 
     assert code == 2
@@ -107,7 +108,9 @@ def test_calibrate_measures_nothing_this_profile_already_has(db, tmp_path, capsy
     grids = tmp_path / "calibration.json"
     grids.write_text(json.dumps({"unet3d": GRID}))
 
-    code = cli.main(["calibrate", "--calibration-file", str(grids), "--db", str(db), "--no-fit"])
+    code = cli.main(
+        ["calibrate", "--grid", "--calibration-file", str(grids), "--db", str(db), "--no-fit"]
+    )
 
     assert code == 0
     lines = capsys.readouterr().out.splitlines()

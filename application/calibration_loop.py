@@ -1,0 +1,258 @@
+"""Calibrating a new machine point by point: `memplan calibrate`'s use case.
+
+The prior is the best stored model of the nearest profile with models
+(`modeling.transfer.nearest_profile`: same workload and framework). Each step fits
+peak ~ a + b * prior(x) to this profile's measured points and measures the candidate
+whose upper bound is widest relative to its prediction (`modeling.calibration_choice`);
+it stops when the leave-one-out MAPE is at most 5% over at least 3 points, or at 6.
+Points this profile measured before count (a calibration resumes). The result is
+stored as the profile's evaluation (`modeling.calibration_model`), so the profile
+answers `memplan size` like any other.
+
+Measuring is passed in (``measure``): the command runs a one-point sweep, a benchmark
+replays a database's runs, a test hands in numbers. Nothing here runs a child.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from core import profiles, store, workloads
+from core.profiles import MachineProfile
+from core.workloads.base import WorkloadConfig
+from modeling import calibration_choice as choice
+from modeling import calibration_model, machines, transfer
+from modeling.errors import NoModelsError
+from modeling.features import TARGET_COLUMN, measured_frame
+from modeling.stored import bundle, writer
+from modeling.stored.predictor import Predictor
+
+# The candidates: small cubes at small batches, each a few seconds to about a minute of
+# training on 2 cores (the 2026-11-27 VM: 9 s at 32^3 batch 1, 72 s at 128^3 batch 4),
+# spanning the prior's predictions from ~1 to ~10 GiB, so the line is fitted over the
+# range the questions start from; larger ones cost minutes each.
+CANDIDATE_SIDES = (32, 48, 64, 80, 96, 112, 128)
+CANDIDATE_BATCHES = (1, 2, 4)
+# A candidate whose estimated run is longer is left out: six of them stay under 10 minutes.
+MAX_POINT_SECONDS = 90.0
+
+
+@dataclass(frozen=True)
+class Prior:
+    """The model a calibration starts from: another profile's best, and how far it may be off."""
+
+    key: str
+    label: str
+    predictor: Predictor
+    widening: float  # the between-profile factor (`modeling.transfer.widening_for`)
+    why: str  # `Nearest.sentence`
+    seconds: Callable[[float], float]  # estimated wall seconds of a run, from its prior peak
+
+
+@dataclass(frozen=True)
+class Candidate:
+    side: int
+    batch: int
+    prior_bytes: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Step:
+    """One chosen point and why: its relative bound width, the widest of ``among``."""
+
+    side: int
+    batch: int
+    width: float
+    among: int
+    points_before: int
+
+    def sentence(self) -> str:
+        return (
+            f"point {self.points_before + 1}: {self.side}^3 batch {self.batch}, its bound "
+            f"+{self.width:.1%} of its prediction, the widest of {self.among} candidates"
+        )
+
+
+@dataclass
+class Outcome:
+    prior: Prior
+    steps: list[Step] = field(default_factory=list)
+    points: list[tuple[int, int, float]] = field(default_factory=list)  # side, batch, peak
+    stopped: str = ""
+    loo_mape_pct: float | None = None
+    evaluation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class LoopPlan:
+    """What one calibration is of: the database, the workload, this machine, the runs' steps."""
+
+    db_path: Path
+    workload: str
+    here: MachineProfile
+    steps: int
+    memory_limit_bytes: int | None = None
+    command: str = ""
+    sides: tuple[int, ...] = CANDIDATE_SIDES  # the candidates: each side x each batch
+    batches: tuple[int, ...] = CANDIDATE_BATCHES
+    knobs: tuple[tuple[str, object], ...] = ()  # the network's knobs set; others default
+
+    def config(self, side: int, batch: int) -> WorkloadConfig:
+        module = workloads.get(self.workload)
+        return module.Config((side,) * module.DIMS, batch, **dict(self.knobs))
+
+
+def _wall_seconds(runs: pd.DataFrame, predictor: Predictor) -> Callable[[float], float]:
+    """wall seconds ~ c0 + c1 * prior peak, from the prior profile's own ok runs."""
+    ok = runs[(runs["status"] == "ok") & runs["wall_s"].notna()]
+    configs = [workloads.config_from_row(row) for row in ok.to_dict("records")]
+    if len(configs) < 2:
+        return lambda _: 0.0
+    slope, intercept = np.polyfit(predictor.point_bytes(configs), ok["wall_s"].astype(float), 1)
+    return lambda peak: float(intercept + slope * peak)
+
+
+def find_prior(db_path: Path, workload: str, here: MachineProfile) -> Prior:
+    """The nearest other profile of ``here``'s framework with stored models, not calibrated."""
+    runs = profiles.with_keys(store.load_runs(db_path, workload=workload))
+    every = profiles.profiles_in(runs[runs["status"] == "ok"])
+    same = {k: p for k, p in every.items() if p.framework == here.framework}
+    fitted = set(machines.fitted_machines(db_path, workload))
+    pool = {k: p for k, p in same.items() if k in fitted and k != here.key}
+    while pool:
+        nearest = transfer.nearest_profile(here, pool)
+        predictor = bundle.load_predictor(db_path, machine=nearest.key, workload=workload)
+        if predictor.name != calibration_model.NAME:
+            wide = transfer.widening_for(runs, same, nearest, excluded=(here.key,))
+            mine = runs[runs[profiles.KEY_COLUMN] == nearest.key]
+            return Prior(
+                nearest.key,
+                nearest.profile.label,
+                predictor,
+                wide.factor if wide else 1.0,
+                nearest.sentence(),
+                _wall_seconds(mine, predictor),
+            )
+        del pool[nearest.key]
+    raise NoModelsError(
+        f"no other {here.framework} profile of {workload} with fitted models to start from; "
+        "calibrate with `memplan calibrate --grid`, which fits this machine's own models"
+    )
+
+
+def candidates(plan: LoopPlan, prior: Prior) -> list[Candidate]:
+    """The plan's candidate points whose widened prior bound fits its memory limit and whose
+    estimated run is short (`MAX_POINT_SECONDS`)."""
+    grid = [(s, b) for s in plan.sides for b in plan.batches]
+    configs = [plan.config(s, b) for s, b in grid]
+    points = prior.predictor.point_bytes(configs)
+    upper = prior.predictor.upper_bytes(configs) * prior.widening
+    found = []
+    for (side, batch), point, bound in zip(grid, points, upper, strict=True):
+        seconds = prior.seconds(point)
+        if plan.memory_limit_bytes and bound > plan.memory_limit_bytes:
+            continue
+        if seconds <= MAX_POINT_SECONDS:
+            found.append(Candidate(side, batch, float(point), seconds))
+    return found
+
+
+def measured_points(plan: LoopPlan) -> pd.DataFrame:
+    """One run per cube of the plan's network this profile measured ok at the plan's steps
+    (the run of the median peak), as `measured_frame` rows with ``side`` and ``batch_size``."""
+    runs = store.load_runs(plan.db_path, status="ok", workload=plan.workload, machine=plan.here.key)
+    runs = runs[runs["steps"] == plan.steps]
+    keep = []
+    for row in runs.to_dict("records"):
+        config = workloads.config_from_row(row)
+        side = config.image_shape[0]
+        if len(set(config.image_shape)) == 1 and config == plan.config(side, config.batch_size):
+            keep.append(row["run_id"])
+    frame = measured_frame(runs[runs["run_id"].isin(keep)]) if keep else pd.DataFrame()
+    if frame.empty:
+        return frame
+    rows = []
+    for _, group in frame.groupby(["side", "batch_size"]):
+        order = group[TARGET_COLUMN].sort_values()
+        rows.append(order.index[(len(order) - 1) // 2])
+    return frame.loc[rows]
+
+
+def _prior_of(prior: Prior, frame: pd.DataFrame, plan: LoopPlan) -> np.ndarray:
+    configs = [
+        plan.config(int(round(side)), int(batch))
+        for side, batch in zip(frame["side"], frame["batch_size"], strict=True)
+    ]
+    return prior.predictor.point_bytes(configs)
+
+
+def _pairs(frame: pd.DataFrame) -> set[tuple[int, int]]:
+    if frame.empty:
+        return set()
+    return {
+        (int(round(s)), int(b)) for s, b in zip(frame["side"], frame["batch_size"], strict=True)
+    }
+
+
+def run_loop(
+    plan: LoopPlan,
+    measure: Callable[[int, int], None],
+    report: Callable[[Step], None] = lambda step: None,
+    prior: Prior | None = None,
+) -> Outcome:
+    """Choose, measure (``measure(side, batch)`` stores a run or fails to), refit, until the
+    rule stops; then store the calibrated model. ``report`` hears of each chosen point."""
+    prior = prior or find_prior(plan.db_path, plan.workload, plan.here)
+    pool = candidates(plan, prior)
+    outcome, tried = Outcome(prior), set()
+    while True:
+        frame = measured_points(plan)
+        x = _prior_of(prior, frame, plan) if len(frame) else np.array([])
+        y = frame[TARGET_COLUMN].to_numpy(dtype=float) if len(frame) else np.array([])
+        outcome.stopped = choice.stop_reason(x, y) or ""
+        if outcome.stopped:
+            break
+        seen = _pairs(frame) | tried
+        done = [(c.side, c.batch) in seen for c in pool]
+        widths = choice.relative_widths([c.prior_bytes for c in pool], x, y, prior.widening)
+        index = choice.choose_next(widths, [c.seconds for c in pool], done)
+        if index is None:
+            outcome.stopped = f"no candidate left after {len(y)} point(s)"
+            break
+        chosen = pool[index]
+        step = Step(chosen.side, chosen.batch, float(widths[index]), done.count(False), len(y))
+        outcome.steps.append(step)
+        report(step)
+        tried.add((chosen.side, chosen.batch))
+        measure(chosen.side, chosen.batch)
+    return _finish(plan, outcome, frame, x)
+
+
+def _finish(plan: LoopPlan, outcome: Outcome, frame: pd.DataFrame, x: np.ndarray) -> Outcome:
+    """Store the calibrated model of the measured points (at least one) in ``outcome``."""
+    if frame.empty:
+        return outcome
+    y = frame[TARGET_COLUMN].to_numpy(dtype=float)
+    outcome.points = [
+        (int(round(s)), int(b), float(p))
+        for s, b, p in zip(frame["side"], frame["batch_size"], y, strict=True)
+    ]
+    outcome.loo_mape_pct = choice.loo_mape_pct(x, y)
+    prior = outcome.prior
+    predictor = calibration_model.calibrated_predictor(
+        prior.predictor,
+        frame,
+        x,
+        [step.__dict__ | {"why": step.sentence()} for step in outcome.steps],
+    )
+    facts = writer.EvaluationFacts(plan.command, plan.workload, plan.here.key, plan.steps)
+    outcome.evaluation_id = calibration_model.store_calibration(
+        plan.db_path, predictor, frame, x, facts
+    )
+    return outcome

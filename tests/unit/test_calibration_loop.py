@@ -1,0 +1,171 @@
+"""The calibration loop on a real database, with made-up peaks instead of real runs.
+
+The prior is the bundled AVX-512 AMD EPYC profile's model (its runs and bundled
+evaluation); "this machine" is a profile of made-up runs; measuring stores a run whose
+peak is a chosen function of the prior's prediction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from application import sizing
+from application.calibration_loop import LoopPlan, find_prior, run_loop
+from core import database, profiles
+from core import store as runs_store
+from core.workloads.unet3d import UNetConfig
+from modeling import calibration_model
+from modeling.stored import bundle
+from profiling import exchange
+from tests.conftest import build_record
+
+GIB = 2**30
+HERE = {
+    "cpu_vendor": "AMD",
+    "cpu_model": "AMD EPYC",
+    "cpu_isa": "avx512_bf16",
+    "cpu_family": 26,
+    "cpu_model_number": 2,
+    "steps": 6,
+}
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("calibration") / "amd.duckdb"
+    database.ensure_database(path)
+    amd = database.DATA_DIR / "unet3d_amd_runs.parquet"
+    exchange.import_runs(path, amd, database.DATA_DIR / "unet3d_amd_samples.parquet")
+    return path
+
+
+@pytest.fixture
+def db(template: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "calib.duckdb"
+    path.write_bytes(template.read_bytes())
+    return path
+
+
+def _run(side: int, batch: int, peak: float):
+    shape = {"depth": side, "height": side, "width": side}
+    return build_record(**HERE, **shape, batch_size=batch, peak_hwm_bytes=int(peak))
+
+
+def _plan(db: Path) -> LoopPlan:
+    here = profiles.profile_of(_run(32, 1, GIB).row())
+    return LoopPlan(db, "unet3d", here, steps=6, memory_limit_bytes=19 * GIB)
+
+
+def _measuring(db: Path, plan: LoopPlan, peak_of):
+    prior = find_prior(db, "unet3d", plan.here).predictor
+    measured = []
+
+    def measure(side: int, batch: int) -> None:
+        [value] = prior.point_bytes([UNetConfig((side,) * 3, batch)])
+        runs_store.insert_run(db, _run(side, batch, peak_of(value, len(measured))))
+        measured.append((side, batch))
+
+    return measure, measured, prior
+
+
+def test_a_machine_whose_peaks_are_a_line_in_the_prior_stops_at_3_points_and_answers(db):
+    plan = _plan(db)
+    measure, measured, prior = _measuring(db, plan, lambda value, _: 0.2 * GIB + 1.05 * value)
+
+    outcome = run_loop(plan, measure)
+
+    assert outcome.prior.key == "b42ae893fe"
+    assert len(measured) == len(outcome.points) == 3
+    assert outcome.loo_mape_pct == pytest.approx(0, abs=1e-3)
+    assert outcome.stopped.startswith("leave-one-out MAPE 0.00% <= 5% over 3 points")
+    widths = [step.width for step in outcome.steps]
+    assert widths == sorted(widths, reverse=True)  # each step took the widest left
+    stored = bundle.load_predictor(db, workload="unet3d", machine=plan.here.key)
+    assert stored.name == calibration_model.NAME
+    config = UNetConfig((160, 160, 160), 2)  # beyond the points: still the same line
+    [expected] = 0.2 * GIB + 1.05 * prior.point_bytes([config])
+    assert stored.point_bytes([config])[0] == pytest.approx(expected, rel=1e-6)
+    assert stored.bound.thin and stored.bound.n_calibration == 3
+
+
+def test_a_calibrated_profile_answers_sizing_as_any_profile(db):
+    plan = _plan(db)
+    measure, _, _ = _measuring(db, plan, lambda value, _: 0.2 * GIB + 1.05 * value)
+    run_loop(plan, measure)
+
+    models, choice = sizing.load_models(db, "unet3d", plan.here.key, {})
+
+    assert choice.key == plan.here.key and models.pick(None).name == calibration_model.NAME
+
+
+def test_points_measured_before_count_and_are_not_measured_again(db):
+    plan = _plan(db)
+    prior = find_prior(db, "unet3d", plan.here).predictor
+    for side, batch in ((32, 1), (96, 2)):
+        [value] = prior.point_bytes([UNetConfig((side,) * 3, batch)])
+        runs_store.insert_run(db, _run(side, batch, 0.2 * GIB + 1.05 * value))
+    measure, measured, _ = _measuring(db, plan, lambda value, _: 0.2 * GIB + 1.05 * value)
+
+    outcome = run_loop(plan, measure)
+
+    assert len(measured) == 1 and measured[0] not in {(32, 1), (96, 2)}
+    assert {(s, b) for s, b, _ in outcome.points} >= {(32, 1), (96, 2)}
+    assert outcome.steps[0].points_before == 2
+
+
+def test_peaks_no_line_fits_within_5_percent_stop_at_6_points(db):
+    plan = _plan(db)
+    noisy = lambda value, n: value * (1.25 if n % 2 else 0.8)  # noqa: E731
+    measure, measured, _ = _measuring(db, plan, noisy)
+
+    outcome = run_loop(plan, measure)
+
+    assert len(measured) == 6
+    assert outcome.stopped.startswith("6 points measured")
+    assert outcome.loo_mape_pct > 5
+
+
+def test_the_command_prints_each_chosen_point_and_why_then_points_minutes_and_mape(
+    db, monkeypatch, capsys
+):
+    from memplan import calibrate_points, cli
+
+    plan = _plan(db)
+    monkeypatch.setattr(calibrate_points, "this_profile", lambda framework: plan.here)
+    measure, measured, _ = _measuring(db, plan, lambda value, _: 0.2 * GIB + 1.05 * value)
+    monkeypatch.setattr(calibrate_points, "one_point_measure", lambda *args: measure)
+
+    code = cli.main(["calibrate", "--db", str(db), "--memory-limit", "19GiB"])
+
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"This machine: {plan.here.label} (profile {plan.here.key})"
+    chosen = [line for line in lines if line.startswith("  point ")]
+    assert len(chosen) == len(measured) == 3
+    assert chosen[0].startswith("  point 1: 32^3 batch 1, its bound +")
+    assert chosen[0].endswith("of its prediction, the widest of 20 candidates")
+    assert lines[-2].startswith("Points used: 3 (")
+    assert " min; held-out (leave-one-out) MAPE 0.00%" in lines[-2]
+
+
+def test_the_command_prints_json_with_the_chosen_points(db, monkeypatch, capsys):
+    import json
+
+    from memplan import calibrate_points, cli
+
+    plan = _plan(db)
+    monkeypatch.setattr(calibrate_points, "this_profile", lambda framework: plan.here)
+    measure, _, _ = _measuring(db, plan, lambda value, _: 0.2 * GIB + 1.05 * value)
+    monkeypatch.setattr(calibrate_points, "one_point_measure", lambda *args: measure)
+
+    assert cli.main(["calibrate", "--db", str(db), "--memory-limit", "19GiB", "--json"]) == 0
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["points_used"] == 3 and out["prior"]["profile"] == "b42ae893fe"
+    assert [step["why"].split(":")[0] for step in out["chosen"]] == [
+        "point 1",
+        "point 2",
+        "point 3",
+    ]
