@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import transfer as benchmark
 from core import database
 from core.database import DATA_DIR
 from memplan import cli
@@ -140,3 +141,19 @@ def test_a_fact_no_measured_pair_spans_gives_no_answer_and_says_what_to_run(
     assert f"no measured pair of other profiles differs in oneDNN {pairs}, so " in err
     assert "`memplan calibrate` measures it and fits its models" in err
     assert "`memplan calibrate --workload unet3d` measures them and fits its models." in err
+
+
+def test_the_benchmark_answers_as_memplan_size_without_the_held_out_profiles_figures(
+    db: Path,
+) -> None:
+    bundled = benchmark.Bundled.read(db)
+
+    avx2 = benchmark.answer_for(bundled, "cac47eeb1b")
+    onednn_off = benchmark.held_out_row(bundled, "259d139078")
+
+    assert avx2.choice.key == "9b59349f74" and avx2.choice.reason == machines.BUNDLED
+    knob_evidence = avx2.answering.training_range.knob_evidence
+    assert {h.profile for h in knob_evidence.held_out} == {"259d139078"}  # not its own
+    assert avx2.answering.training_range.machine_widening == avx2.choice.transfer.factor
+    assert onednn_off["answer covers %"] == "refused: no bound"
+    assert "no measured pair of other profiles differs in oneDNN" in onednn_off["refusal"]
