@@ -175,12 +175,15 @@ def models_of(
     evaluation's ``scores`` (for the default).
 
     Where ``choice`` answers for another machine (`MachineChoice.transfer`), every bound
-    widens by its factor and lies beyond this machine's range (`widening.with_transfer`); a
-    profile asked for by name answers for itself. Knob values never measured widen only
-    where the predictors carry the stored knob splits. fit_steps : the steps of the runs the
-    evaluation fit. runs : the database's runs, against which the kept runs of other hosts
-    widen every bound (`widening.with_host_spread`); None: not (models built by hand).
+    widens by its factor and lies beyond this machine's range (`widening.with_transfer`); where
+    it has no bound (`Transfer.bounded`), `SizingError` says why and what to run. A profile
+    asked for by name answers for itself. Knob values never measured widen only where the
+    predictors carry the stored knob splits. fit_steps : the steps of the runs the evaluation
+    fit. runs : the database's runs, against which the kept runs of other hosts widen every
+    bound (`widening.with_host_spread`); None: not (models built by hand).
     """
+    if choice.transfer is not None and not choice.transfer.bounded:
+        raise SizingError(" ".join(filter(None, [f"{choice.transfer.refusal()}.", choice.note])))
     default = results.best_model_name(scores) if not scores.empty else None
     if runs is not None:
         spread = host_spread.spread_of(runs, choice.key, choice.profile, workload)
@@ -215,7 +218,7 @@ def load_models(
     trained on the profile is refused (`modeling.trainable.refuse`). only : decode just this
     model (a name, or ``"best"``: the default); None: every model (the report's table).
     """
-    precision = knobs.get("precision") or _default_precision(workload)
+    precision = knobs.get("precision") or workloads.get(workload).Config.precision
     choice = machines.choose_machine(db_path, workload, machine, precision, framework)
     trainable.refuse(db_path, workload, choice.key, dict(knobs))
     scores = bundle.load_scores(db_path, workload, choice.key)
@@ -238,10 +241,6 @@ def _fit_steps(db_path: Path, workload: str, machine: str | None) -> int | None:
         return evidence.load_evidence(db_path, workload, machine).steps
     except NoModelsError:
         return None
-
-
-def _default_precision(workload: str) -> str:
-    return workloads.get(workload).Config.precision
 
 
 Found = ImageSizeAnswer | BatchAnswer | MemoryAnswer

@@ -7,7 +7,9 @@ said in the answer's words:
 * a knob value no run of the profile measured: by the stored knob splits of the
   profiles that did (`with_knob_evidence`, `modeling.unmeasured`);
 * another machine: the profile answers for one without models of its own, by the
-  spread between other profiles (`with_transfer`, `modeling.transfer`);
+  spread between other profiles (`with_transfer`, `modeling.transfer`), or not at all
+  where no measured pair of other profiles differs in a first fact (oneDNN, instruction
+  set) that the two differ in: no bound, refused in words (`Transfer.refusal`);
 * another host of the profile: by as much as its kept runs need to be covered
   (`with_host_spread`, `modeling.host_spread`), or said to be unmeasured.
 """
@@ -21,6 +23,7 @@ from typing import Any
 
 from core import workloads
 from modeling import host_spread
+from modeling.errors import ModelingError
 from modeling.host_spread import HostSpread
 from modeling.stored import knob_splits
 from modeling.stored.predictor import Predictor
@@ -42,9 +45,12 @@ def with_transfer(predictors: Sequence[Predictor], transfer: Transfer | None) ->
     """``predictors`` answering for the machine of ``transfer`` (None: for their own profile):
     every bound widened by its factor (the answer says why: `Transfer.sentence`), and every
     answer beyond that machine's measured range, whose runs these are not
-    (`Transfer.measured_elsewhere`)."""
+    (`Transfer.measured_elsewhere`). Refused (`ModelingError`, `Transfer.refusal`) where
+    ``transfer`` has no bound: an infinite one would read as the model's failure."""
     if transfer is None:
         return list(predictors)
+    if not transfer.bounded:
+        raise ModelingError(transfer.refusal())
     moved = {"machine_widening": transfer.factor, "other_machine": transfer.measured_elsewhere()}
     return [replace(p, training_range=replace(p.training_range, **moved)) for p in predictors]
 

@@ -140,6 +140,18 @@ def transfer_note(picked: Picked) -> None:
         st.warning(plain(sentence(transfer.sentence())), icon=":material/swap_horiz:")
 
 
+def no_bound(picked: Picked) -> bool:
+    """Where the answer for this machine would come from another machine's profile that
+    differs from it in a first fact no measured pair of other profiles differs in: no bound,
+    so no answer, and why, with what to run instead (`Transfer.refusal`, the words
+    `application.sizing.models_of` refuses with on every path). True if so (drawn)."""
+    transfer = picked.choice.transfer
+    if transfer is None or transfer.bounded:
+        return False
+    st.error(plain(sentence(transfer.refusal())), icon=":material/block:")
+    return True
+
+
 def onednn_note(picked: Picked, precision: str = "float32") -> None:
     """What oneDNN does to an answer at ``precision`` on the picked profile, if anything
     (`MachineProfile.onednn_note_for`): for a profile whose runs had oneDNN off, that one

@@ -263,6 +263,10 @@ def render() -> None:
         if not predictors:
             no_models(asked)
             return
+        if machine_panel.no_bound(picked):  # another machine's runs, and nothing to widen by
+            st.subheader("Refined analytical breakdown")
+            breakdown(state.config, runs, None)
+            return
         st.subheader(f"{state.image_label} at batch {state.batch_size}")
         if problems:
             st.info(sizing_view.waiting_text(problems))

@@ -168,6 +168,23 @@ def choose_machine(
         check_framework(chosen, framework)
         return MachineChoice(chosen.key, chosen, ASKED)
     here = this_profile(precision, framework)
+    return default_for(db_path, workload, here, known, fitted, framework)
+
+
+def default_for(
+    db_path: Path,
+    workload: str,
+    here: MachineProfile,
+    known: dict[str, MachineProfile],
+    fitted: list[str | None],
+    framework: str = frameworks.DEFAULT_FRAMEWORK,
+) -> MachineChoice:
+    """The profile that answers for the machine ``here`` when none is asked for: its own where
+    it is ``fitted``, else the first that applies of those the module docstring lists, another
+    machine's answering with its `Transfer`. known : the profiles of ``framework`` with runs of
+    ``workload``; fitted : those with models, newest first (`fitted_machines`).
+    `benchmarks/transfer.py` asks it for each bundled profile, its models left out of
+    ``fitted``: the answer `memplan size` gives a machine of that profile without models."""
     if here.key in fitted:
         return MachineChoice(here.key, known.get(here.key, here), THIS_MACHINE)
     note = _why_not_here(here, known, db_path, workload)

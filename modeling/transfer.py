@@ -5,137 +5,44 @@ For a machine no run has measured, the honest answer is another profile's, chose
 by the facts that move the peak and widened by how far peaks differ *between*
 profiles:
 
-* `nearest_profile` ranks candidates by oneDNN state, then instruction-set tier
-  (the two facts that moved the bundled peaks most: oneDNN off against on on one
-  AVX2 EPYC, a median 1.72x; AVX2 against AVX-512 EPYC, both on, 0.99-1.15x;
-  data/REFERENCE.md), then CPU vendor, CPU generation (family, model) and cores;
-  a fact is the same (0), unknown on either side (1) or different (2). Ties keep
-  the candidates' order (most runs first). It says in words why.
+* `modeling.nearest.nearest_profile` ranks candidates by the facts that move the
+  peak (oneDNN state and instruction-set tier first: the *first facts*), and says why.
 * `pair_ratios` is that spread, measured: for each configuration measured on two
-  profiles, the median peak on one over the median peak on the other.
+  profiles, the median peak on one over the median peak on the other;
+  `measured_pairs` pairs each profile with its own nearest, as an answer for it would be.
 * `widening_for` turns the ratios of *other* pairs of profiles into the factor an
   answer's bound is multiplied by: the conformal upper quantile of the ratios
   (the ceil((n + 1) * 0.9)-th smallest of n), never below 1, from the pairs that
-  differ in the same first facts (oneDNN, instruction set) as the answer's pair,
-  or from every pair when none does (and it says so). The profile asked about is
-  never part of its own evidence: `benchmarks/transfer.py` checks the factor
-  leave-one-profile-out.
+  differ in the same first facts as the answer's pair. Where none does, each first
+  fact the answer's pair differs in widens by the pairs that differ in it, and the
+  factors multiply (`Compounded`); where no measured pair differs in one of them at
+  all, there is no bound (`Unbounded`): nothing measured says how far a peak moves
+  with that fact (the oneDNN-off EPYC's peaks lay 1.01-2.50x the oneDNN-on one's,
+  where every other pair's spread, pooled, was x1.06: docs/transfer.md). The profile
+  asked about is never part of its own evidence: `benchmarks/transfer.py` checks the
+  factor leave-one-profile-out.
 * `transfer_for` — the `Transfer` of a profile answering for a machine without
   models (`modeling.machines.choose_machine`'s fallback): its factor and, in
-  words, which profile answered, why, how the two differ and the evidence.
+  words, which profile answered, why, how the two differ and the evidence; without a
+  bound, why not and what to run instead (`Transfer.refusal`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from core import profiles, store
-from core.profiles import ISA_TITLES, UNKNOWN, MachineProfile
+from core.profiles import MachineProfile
 from core.store import POINT_COLUMNS
 from modeling.errors import ModelingError
+from modeling.nearest import FIRST_FACTS, Nearest, distance, nearest_profile
 
 # The share of configurations a widened bound must cover.
 TRANSFER_COVERAGE = 0.9
-# Where a fact is the same, unknown on either side, or different (`nearest_profile`).
-SAME, UNRECORDED, DIFFERENT = 0, 1, 2
-# What the cores distance is where either side did not record them.
-_UNKNOWN_CORES_DISTANCE = 10**6
-# The facts whose difference a widening must have seen between two other profiles.
-FIRST_FACTS = ("oneDNN", "instruction set")
-
-
-def _onednn(profile: MachineProfile) -> str | None:
-    return None if profile.onednn_enabled is None else ("on" if profile.onednn_enabled else "off")
-
-
-def _isa(profile: MachineProfile) -> str | None:
-    return ISA_TITLES.get(profile.cpu_isa) if profile.cpu_isa else None
-
-
-# The categorical facts, in the order they rank candidates: the name an answer
-# shows and how it reads a profile's value (None: not recorded).
-_FACTS: tuple[tuple[str, Callable[[MachineProfile], str | None]], ...] = (
-    ("oneDNN", _onednn),
-    ("instruction set", _isa),
-    ("CPU vendor", lambda profile: profile.cpu_vendor),
-    ("CPU generation", lambda profile: profile.generation),
-)
-
-
-def _compared(name: str, asked: str | None, other: str | None) -> tuple[int, str]:
-    """How far one fact is, and the words: "oneDNN on in both", "CPU vendor AMD, not Intel"."""
-    if asked is None and other is None:
-        return UNRECORDED, f"{name} unknown in both"
-    if asked is None or other is None:
-        return UNRECORDED, f"{name} {asked or UNKNOWN} asked, {other or UNKNOWN} there"
-    if asked == other:
-        return SAME, f"{name} {asked} in both"
-    return DIFFERENT, f"{name} {other}, not {asked}"
-
-
-def distance(asked: MachineProfile, candidate: MachineProfile) -> tuple[tuple[int, ...], list[str]]:
-    """How far ``candidate`` is from ``asked``, fact by fact in rank order, and why in words."""
-    scores, reasons = [], []
-    for name, read in _FACTS:
-        score, words = _compared(name, read(asked), read(candidate))
-        scores.append(score)
-        reasons.append(words)
-    if asked.cores is None or candidate.cores is None:
-        scores.append(_UNKNOWN_CORES_DISTANCE)
-        reasons.append("cores unknown on one side")
-    else:
-        scores.append(abs(asked.cores - candidate.cores))
-        same = asked.cores == candidate.cores
-        reasons.append(
-            f"{asked.cores} cores in both"
-            if same
-            else f"{candidate.cores} cores, not {asked.cores}"
-        )
-    return tuple(scores), reasons
-
-
-@dataclass(frozen=True)
-class Nearest:
-    """The profile that answers for one it is not, and why it was chosen."""
-
-    key: str
-    profile: MachineProfile
-    distance: tuple[int, ...]  # per fact in `_FACTS` order, then the cores apart
-    reasons: tuple[str, ...]
-
-    @property
-    def first_differences(self) -> tuple[str, ...]:
-        """Which of FIRST_FACTS are not the same (different or unrecorded)."""
-        return tuple(name for name, score in zip(FIRST_FACTS, self.distance, strict=False) if score)
-
-    def sentence(self) -> str:
-        """In words: "the nearest measured profile b42ae893fe (AMD EPYC, ...): oneDNN on ..."."""
-        return f"the nearest measured profile {self.key} ({self.profile.label}): " + "; ".join(
-            self.reasons
-        )
-
-
-def nearest_profile(
-    asked: MachineProfile, candidates: Mapping[str, MachineProfile]
-) -> Nearest | None:
-    """The candidate nearest ``asked`` (see the module docstring); None without candidates.
-
-    candidates : profile key -> profile, most runs first (`core.profiles.profiles_in`);
-        ``asked`` itself is never its own answer.
-    """
-    ranked = [
-        (distance(asked, profile), index, key, profile)
-        for index, (key, profile) in enumerate(candidates.items())
-        if key != asked.key
-    ]
-    if not ranked:
-        return None
-    (scores, reasons), _, key, profile = min(ranked, key=lambda item: (item[0][0], item[1]))
-    return Nearest(key, profile, scores, tuple(reasons))
 
 
 # --- the spread between profiles ----------------------------------------------------------
@@ -180,6 +87,38 @@ def widening_factor(ratios: pd.Series, coverage: float = TRANSFER_COVERAGE) -> f
 
 
 @dataclass(frozen=True)
+class MeasuredPair:
+    """One profile paired with its own nearest among the others, as an answer for it would be,
+    and the peak ratios of the configurations both measured (at least one)."""
+
+    measured: str
+    answering: str
+    differences: tuple[str, ...]  # `Nearest.first_differences` of the answering profile
+    ratios: pd.Series  # `pair_ratios`
+
+
+def measured_pairs(
+    runs: pd.DataFrame, known: Mapping[str, MachineProfile], excluded: Collection[str] = ()
+) -> list[MeasuredPair]:
+    """Each profile of ``known`` but ``excluded`` paired with its nearest among the remaining
+    (`nearest_profile`); only the pairs that share a measured configuration."""
+    pool = {key: profile for key, profile in known.items() if key not in excluded}
+    found = []
+    for key, profile in pool.items():
+        nearest = nearest_profile(profile, {k: p for k, p in pool.items() if k != key})
+        if nearest is None:
+            continue
+        ratios = pair_ratios(runs, key, nearest.key)
+        if not ratios.empty:
+            found.append(MeasuredPair(key, nearest.key, nearest.first_differences, ratios))
+    return found
+
+
+def _named(pairs: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"{a} over {b}" for a, b in pairs)
+
+
+@dataclass(frozen=True)
 class Widening:
     """How much an answer from another profile is widened, and from what evidence."""
 
@@ -187,20 +126,83 @@ class Widening:
     ratios: tuple[float, ...]  # every pair's per-configuration ratios pooled, sorted
     pairs: tuple[tuple[str, str], ...]  # (measured profile, the profile that would answer it)
     matched: bool  # whether the pairs differ in the same first facts as the answer's pair
+    # In a `Compounded` widening: the one first fact these pairs are the evidence for.
+    fact: str | None = None
+
+    @classmethod
+    def of(cls, pairs: Sequence[MeasuredPair], matched: bool, fact: str | None = None) -> Widening:
+        """The conformal upper quantile of ``pairs``' ratios pooled (`widening_factor`)."""
+        pooled = pd.concat([pair.ratios for pair in pairs]).sort_values()
+        named = tuple((pair.measured, pair.answering) for pair in pairs)
+        return cls(widening_factor(pooled), tuple(pooled), named, matched, fact)
 
     def sentence(self) -> str:
         """In words: "bound widened x1.094: the 90% upper quantile of 45 configurations' ..."."""
+        quantile = (
+            f"the {TRANSFER_COVERAGE:.0%} upper quantile of {len(self.ratios)} configurations' "
+            "peak ratios between other profiles measured on both"
+        )
+        if self.fact is not None:
+            named = _named(self.pairs)
+            return f"{self.fact} x{self.factor:.3f}, {quantile} (pairs that differ in it: {named})"
         kind = (
             "pairs that differ as these two do"
             if self.matched
             else "every pair (none differs as these two do)"
         )
-        named = ", ".join(f"{a} over {b}" for a, b in self.pairs)
+        return f"bound widened x{self.factor:.3f}: {quantile} ({kind}: {_named(self.pairs)})"
+
+
+@dataclass(frozen=True)
+class Compounded:
+    """The widening of an answer whose pair differs in first facts that measured pairs each
+    differ in, but no pair as these two do: each fact's own widening, multiplied (pooling
+    every pair would let the pairs of one fact outvote another's)."""
+
+    parts: tuple[Widening, ...]  # one per first fact, in FIRST_FACTS order
+
+    @property
+    def factor(self) -> float:
+        return math.prod(part.factor for part in self.parts)
+
+    def sentence(self) -> str:
+        facts = " and ".join(str(part.fact) for part in self.parts)
         return (
-            f"bound widened x{self.factor:.3f}: the {TRANSFER_COVERAGE:.0%} upper quantile of "
-            f"{len(self.ratios)} configurations' peak ratios between other profiles measured on "
-            f"both ({kind}: {named})"
+            f"bound widened x{self.factor:.3f}: no measured pair of other profiles differs as "
+            f"these two do ({facts}), so each fact's own widening multiplies: "
+            + "; ".join(part.sentence() for part in self.parts)
         )
+
+
+@dataclass(frozen=True)
+class Unbounded:
+    """No bound: the answer's pair differs in first facts no measured pair of other profiles
+    differs in, so how far a peak moves with them is unmeasured, and no factor is evidence."""
+
+    facts: tuple[str, ...]  # the first facts no measured pair spans
+    pairs: tuple[tuple[str, str], ...]  # the measured pairs there are
+
+    @property
+    def factor(self) -> float:
+        return math.inf
+
+    def why(self) -> str:
+        """In words: "no measured pair of other profiles differs in oneDNN (the measured pairs:
+        ...), so how far a peak moves with it is unmeasured"."""
+        facts = " or ".join(self.facts)
+        return (
+            f"no measured pair of other profiles differs in {facts} (the measured pairs: "
+            f"{_named(self.pairs)}), so how far a peak moves with "
+            f"{'it' if len(self.facts) == 1 else 'them'} is unmeasured"
+        )
+
+    def sentence(self) -> str:
+        return f"no bound can be given: {self.why()}"
+
+
+# How an answer from another profile is widened: by pairs that differ as its pair does (or by
+# every pair where its pair differs in no first fact), by each fact's pairs, or not at all.
+Spread = Widening | Compounded | Unbounded
 
 
 def widening_for(
@@ -208,27 +210,33 @@ def widening_for(
     known: Mapping[str, MachineProfile],
     answer: Nearest,
     excluded: Collection[str] = (),
-) -> Widening | None:
-    """The widening of ``answer`` from pairs of profiles in ``known`` other than ``excluded``.
-
-    Each remaining profile is paired with its own nearest among the remaining
-    (`nearest_profile`), as an answer for it would be; its configurations measured on
-    both give the ratios. None where no pair shares a configuration.
+) -> Spread | None:
+    """The widening of ``answer`` from pairs of profiles in ``known`` other than ``excluded``
+    (`measured_pairs`): those that differ in the same first facts as ``answer``. Where none
+    does, each first fact ``answer`` differs in widens by the pairs that differ in it alone
+    (else among others), multiplied (`Compounded`); where no measured pair differs in one of
+    them, there is no bound (`Unbounded`); where ``answer`` differs in no first fact, every
+    pair. None where no two other profiles measured a configuration in common: the answer
+    is not widened, and says so (`Transfer.sentence`; a database of one profile).
     """
-    pool = {key: profile for key, profile in known.items() if key not in excluded}
-    pairs: list[tuple[Nearest, str]] = []
-    for key, profile in pool.items():
-        found = nearest_profile(profile, {k: p for k, p in pool.items() if k != key})
-        if found is not None:
-            pairs.append((found, key))
-    matched = [(n, key) for n, key in pairs if n.first_differences == answer.first_differences]
-    for chosen, is_matched in ((matched, True), (pairs, False)):
-        ratios = [pair_ratios(runs, key, n.key) for n, key in chosen]
-        used = [(key, n.key) for (n, key), r in zip(chosen, ratios, strict=True) if not r.empty]
-        if used:
-            pooled = pd.concat([r for r in ratios if not r.empty]).sort_values()
-            return Widening(widening_factor(pooled), tuple(pooled), tuple(used), is_matched)
-    return None
+    pairs = measured_pairs(runs, known, excluded)
+    if not pairs:
+        return None
+    wanted = answer.first_differences
+    matched = [pair for pair in pairs if pair.differences == wanted]
+    if matched:
+        return Widening.of(matched, True)
+    if not wanted:
+        return Widening.of(pairs, False)
+    spanned = {fact for pair in pairs for fact in pair.differences}
+    missing = tuple(fact for fact in wanted if fact not in spanned)
+    if missing:
+        return Unbounded(missing, tuple((pair.measured, pair.answering) for pair in pairs))
+    parts = []
+    for fact in wanted:
+        alone = [pair for pair in pairs if pair.differences == (fact,)]
+        parts.append(Widening.of(alone or [p for p in pairs if fact in p.differences], False, fact))
+    return Compounded(tuple(parts))
 
 
 @dataclass(frozen=True)
@@ -237,11 +245,18 @@ class Transfer:
 
     asked: MachineProfile  # the machine the question is about
     nearest: Nearest  # the profile that answers, with the facts that set them apart
-    widening: Widening | None  # None: no configuration measured on two other profiles
+    widening: Spread | None  # None: no configuration measured on two other profiles
     chosen_as: str  # why that profile answers, e.g. "the bundled reference"
 
     @property
+    def bounded(self) -> bool:
+        """Whether the answer has a bound at all (not where no measured pair spans a first
+        fact the two profiles differ in: `Unbounded`)."""
+        return not isinstance(self.widening, Unbounded)
+
+    @property
     def factor(self) -> float:
+        """How far every bound widens (math.inf where there is none: see `bounded`)."""
         return self.widening.factor if self.widening is not None else 1.0
 
     def sentence(self) -> str:
@@ -251,11 +266,33 @@ class Transfer:
             if self.widening is not None
             else "bound not widened: no configuration was measured on two other profiles"
         )
+        if not self.bounded:
+            widened += f"; {_calibrate(self.nearest.key)}"
         answering = self.nearest
         return (
             f"answered by another machine: profile {answering.key} ({answering.profile.label}), "
             f"{self.chosen_as}, for this machine ({self.asked.label}, profile {self.asked.key}), "
             f"which has no models; against it: {'; '.join(answering.reasons)}; {widened}"
+        )
+
+    def refusal(self) -> str:
+        """Why an answer without a bound is no answer, in words naming what to run instead;
+        "" where it has a bound."""
+        if self.bounded:
+            return ""
+        assert isinstance(self.widening, Unbounded)
+        answering, facts = self.nearest, self.widening.facts
+        differ = [
+            reason
+            for name, reason in zip(FIRST_FACTS, answering.reasons, strict=False)
+            if name in facts
+        ]
+        return (
+            f"no bound can be given for this machine ({self.asked.label}, profile "
+            f"{self.asked.key}), which has no models: the profile that would answer, "
+            f"{answering.key} ({answering.profile.label}, {self.chosen_as}), differs from it "
+            f"({'; '.join(differ)}), and {self.widening.why()}; "
+            f"{_calibrate(answering.key)}"
         )
 
     def measured_elsewhere(self) -> str:
@@ -268,6 +305,13 @@ class Transfer:
             f"({answering.profile.label}), not this machine's ({self.asked.label}, "
             f"profile {self.asked.key})"
         )
+
+
+def _calibrate(key: str) -> str:
+    return (
+        "this machine needs runs of its own (`memplan calibrate` measures it and fits its "
+        f"models); `--machine {key}` answers for that profile's own machine instead"
+    )
 
 
 def transfer_for(

@@ -15,6 +15,7 @@ import re
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,9 @@ UNMEASURED_MACHINE = MachineProfile(
     cpu_family=6,
     cpu_model_number=143,
 )
+# The same machine with oneDNN off: the bundled reference that answers for it differs in
+# oneDNN, which only the two AVX2 EPYC knob profiles measured apart (`modeling.transfer`).
+ONEDNN_OFF_MACHINE = replace(UNMEASURED_MACHINE, onednn_enabled=False)
 
 
 def build_record(*, timeline: int = 0, **overrides: Any) -> RunRecord:

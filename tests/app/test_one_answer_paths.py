@@ -28,14 +28,17 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core import database
+from core.database import DATA_DIR
 from core.frameworks import TENSORFLOW, TORCH
 from core.profiles import profile_of
 from memplan import cli as memplan_cli
 from presentation.sizing_text import gib
 from presentation.text import sentence
+from profiling import exchange
 from tests.app.helpers import open_page, shown, this_machine_is, widget
 from tests.app.torch_runs import torch_key, torch_record
-from tests.conftest import UNMEASURED_MACHINE
+from tests.conftest import ONEDNN_OFF_MACHINE, UNMEASURED_MACHINE
 
 PAGE = "dashboard/sizing_page.py"
 INTEL = "9b59349f74"  # the bundled Intel reference profile: the default's answer here
@@ -320,3 +323,50 @@ def test_a_torch_question_gets_one_answer_on_every_path_and_not_tensorflows(
     )
     fits = ("side", "batch_size")
     assert [tensorflow[key] for key in fits] != [on_cli[key] for key in fits]
+
+
+@pytest.fixture
+def no_onednn_pair_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The bundled Intel reference and AVX-512 EPYC runs (both oneDNN on, answered from their
+    bundles), made the dashboard's: no measured pair of profiles differs in oneDNN."""
+    path = tmp_path / "memplan.duckdb"
+    database.ensure_database(path)
+    for name in ("reference", "unet3d_amd"):
+        exchange.import_runs(
+            path, DATA_DIR / f"{name}_runs.parquet", DATA_DIR / f"{name}_samples.parquet"
+        )
+    monkeypatch.setenv(database.DB_ENV_VAR, str(path))
+    return path
+
+
+def test_no_path_answers_where_no_measured_pair_spans_what_sets_the_machines_apart(
+    no_onednn_pair_db: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # This machine has oneDNN off; the bundled reference that would answer for it has it on,
+    # and no two other profiles measured differ in it: no bound, on every path.
+    this_machine_is(monkeypatch, ONEDNN_OFF_MACHINE)
+    link = {"image": str(IMAGE), "batch": str(BATCH), "budget": str(BUDGET_GIB)}
+    db, html = str(no_onednn_pair_db), str(tmp_path / "sizing.html")
+    question = ["--image-size", str(IMAGE), "--batch-size", str(BATCH), "--db", db]
+
+    at = open_page(PAGE, workload="unet3d", **link)
+    on_page = [shown(e.value) for e in at.error]
+    # The error line last: a logging handler the page left may have written before it.
+    size = memplan_cli.main(["size", "buy", *question])
+    on_cli = capsys.readouterr().err.splitlines()[-1]
+    report = memplan_cli.main(["report", *question, "--budget", "64GiB", "--output", html])
+    in_report = capsys.readouterr().err.splitlines()[-1]
+
+    refusal = "no bound can be given for this machine (Intel Xeon Platinum 8480+ "
+    assert [said for said in on_page if said.startswith(refusal[:1].upper() + refusal[1:])]
+    assert not [m for m in at.metric if m.label.startswith("Memory to buy")]
+    assert size == report == 2 and not Path(html).exists()
+    assert on_cli.startswith(f"error: {refusal}") and in_report.startswith(f"error: {refusal}")
+    said = on_page[[s.startswith("No bound") for s in on_page].index(True)]
+    # The page's sentence: the command line's words.
+    assert f"error: {said[:1].lower()}{said[1:].removesuffix('.')}. " in f"{on_cli} "
+    assert "no measured pair of other profiles differs in oneDNN" in said
+    assert "`memplan calibrate`" in said

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import transfer as benchmark
+from core import database
+from core.database import DATA_DIR
 from memplan import cli
 from modeling import machines
+from profiling import exchange
+from tests.conftest import ONEDNN_OFF_MACHINE as ONEDNN_OFF
 from tests.conftest import UNMEASURED_MACHINE as ELSEWHERE
 
 BUY = ["size", "buy", "--image-size", "96", "--batch-size", "1", "--json"]
@@ -68,3 +73,87 @@ def test_the_printed_answer_names_the_machine_that_answered(db: Path, monkeypatc
     # Another machine's runs are not this machine's measured range: the verdict says so.
     assert "beyond the measured runs: the runs are another machine's: profile 9b59349f74 (" in out
     assert "inside the measured range" not in out
+
+
+def _this_machine_is(monkeypatch, profile) -> None:
+    monkeypatch.setattr(
+        machines, "this_profile", lambda precision="float32", framework="tensorflow": profile
+    )
+
+
+def test_facts_the_pairs_span_apart_widen_by_each_facts_own_spread(
+    db: Path, monkeypatch, capsys
+) -> None:
+    # The bundled reference differs from this machine in oneDNN and the instruction set; no
+    # bundled pair differs in both, the two AVX2 EPYCs in oneDNN alone (peaks 1.01-2.50x).
+    _this_machine_is(monkeypatch, ONEDNN_OFF)
+
+    moved = _asked(db, capsys)
+    transfer = moved["machine"]["transfer"]
+    own = _asked(db, capsys, "--machine", moved["machine"]["profile"])
+
+    assert transfer["answered_by"] == "9b59349f74"
+    assert "oneDNN on, not off" in transfer["reasons"]
+    assert (
+        "no measured pair of other profiles differs as these two do (oneDNN and instruction "
+        "set), so each fact's own widening multiplies: oneDNN x2.3"
+    ) in transfer["evidence"]
+    assert "(pairs that differ in it: 259d139078 over cac47eeb1b)" in transfer["evidence"]
+    assert transfer["widening_factor"] > 2.3
+    assert moved["answer"]["bound_bytes"] == pytest.approx(
+        own["answer"]["bound_bytes"] * transfer["widening_factor"], rel=1e-6
+    )
+
+
+@pytest.fixture(scope="module")
+def intel_and_amd512(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled Intel reference and AVX-512 EPYC runs, both oneDNN on, with their bundles."""
+    path = tmp_path_factory.mktemp("two-profiles") / "memplan.duckdb"
+    database.ensure_database(path)
+    for name in ("reference", "unet3d_amd"):
+        exchange.import_runs(
+            path, DATA_DIR / f"{name}_runs.parquet", DATA_DIR / f"{name}_samples.parquet"
+        )
+    return path
+
+
+@pytest.mark.parametrize(
+    "question",
+    [BUY[:-1], ["report", "--image-size", "96", "--batch-size", "1", "--budget", "64GiB"]],
+    ids=["size", "report"],
+)
+def test_a_fact_no_measured_pair_spans_gives_no_answer_and_says_what_to_run(
+    intel_and_amd512: Path, tmp_path: Path, monkeypatch, capsys, question: list[str]
+) -> None:
+    _this_machine_is(monkeypatch, ONEDNN_OFF)
+    output = ["--output", str(tmp_path / "r.html")] if question[0] == "report" else []
+
+    assert cli.main([*question, "--db", str(intel_and_amd512), *output]) == 2
+
+    out, err = capsys.readouterr()
+    assert out == "" and not (tmp_path / "r.html").exists()
+    assert err.startswith(
+        f"error: no bound can be given for this machine ({ONEDNN_OFF.label}, profile "
+        f"{ONEDNN_OFF.key}), which has no models: the profile that would answer, 9b59349f74 ("
+    )
+    assert "differs from it (oneDNN on, not off), and no measured pair of other profiles " in err
+    pairs = "(the measured pairs: b42ae893fe over 9b59349f74, 9b59349f74 over b42ae893fe)"
+    assert f"no measured pair of other profiles differs in oneDNN {pairs}, so " in err
+    assert "`memplan calibrate` measures it and fits its models" in err
+    assert "`memplan calibrate --workload unet3d` measures them and fits its models." in err
+
+
+def test_the_benchmark_answers_as_memplan_size_without_the_held_out_profiles_figures(
+    db: Path,
+) -> None:
+    bundled = benchmark.Bundled.read(db)
+
+    avx2 = benchmark.answer_for(bundled, "cac47eeb1b")
+    onednn_off = benchmark.held_out_row(bundled, "259d139078")
+
+    assert avx2.choice.key == "9b59349f74" and avx2.choice.reason == machines.BUNDLED
+    knob_evidence = avx2.answering.training_range.knob_evidence
+    assert {h.profile for h in knob_evidence.held_out} == {"259d139078"}  # not its own
+    assert avx2.answering.training_range.machine_widening == avx2.choice.transfer.factor
+    assert onednn_off["answer covers %"] == "refused: no bound"
+    assert "no measured pair of other profiles differs in oneDNN" in onednn_off["refusal"]

@@ -3,11 +3,16 @@ much its bound is widened, from the spread measured between other profiles."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 
+from application import sizing, widening
 from core import profiles
 from modeling import transfer
+from modeling.errors import ModelingError
+from modeling.machines import BUNDLED, MachineChoice
 from tests.conftest import build_record
 
 GIB = 2**30
@@ -16,6 +21,8 @@ XEON = {"cpu_vendor": "Intel", "cpu_model": "Intel Xeon", "cpu_isa": "avx512", "
 EPYC_512 = {"cpu_vendor": "AMD", "cpu_model": "AMD EPYC", "cpu_isa": "avx512_bf16", "cpu_cores": 2}
 EPYC_AVX2 = EPYC_512 | {"cpu_isa": "avx2"}
 EPYC_AVX2_OFF = EPYC_AVX2 | {"onednn_enabled": False}
+# An AVX-512 EPYC with oneDNN off: no bundled kind, and unlike every one in two first facts.
+OFF_512 = EPYC_512 | {"onednn_enabled": False}
 FACTS = {"usable_cores": 2, "intra_op_threads": 2}
 
 
@@ -115,10 +122,7 @@ def _held_out(
 ) -> tuple[transfer.Nearest, transfer.Widening]:
     """``held_out``'s answer from the other kinds of ``peaks`` and its widening, as the
     benchmark makes them: the held-out profile is never part of its own evidence."""
-    kinds = {"xeon": XEON, "epyc_512": EPYC_512, "avx2": EPYC_AVX2, "off": EPYC_AVX2_OFF}
-    runs = pd.DataFrame(
-        [row for name, by_side in peaks.items() for row in _runs(kinds[name], by_side)]
-    )
+    runs = _frame(peaks)
     known = profiles.profiles_in(runs)
     asked = _profile(held_out)
     answer = transfer.nearest_profile(asked, {k: p for k, p in known.items() if k != asked.key})
@@ -150,11 +154,104 @@ def test_the_widening_comes_from_other_pairs_that_differ_as_the_answer_does() ->
     assert widening.sentence().startswith("bound widened x1.100: the 90% upper quantile of 4 ")
 
 
-def test_without_a_pair_that_differs_alike_every_pair_is_the_evidence_and_it_says_so() -> None:
+def test_a_first_fact_no_measured_pair_differs_in_gives_no_bound_and_says_why() -> None:
+    # The leave-one-profile-out of the oneDNN-off EPYC: no other pair differs in oneDNN, and
+    # the pairs that differ in the instruction set alone spread x1.06 where its peaks lay
+    # 1.01-2.50x above (docs/transfer.md): their spread is no evidence for this one.
     answer, widening = _held_out(
         {name: PEAKS[name] for name in ("xeon", "epyc_512", "off")}, EPYC_AVX2_OFF
     )
 
-    assert "oneDNN" in answer.first_differences
-    assert not widening.matched
-    assert "none differs as these two do" in widening.sentence()
+    assert answer.first_differences == ("oneDNN", "instruction set")
+    assert isinstance(widening, transfer.Unbounded)
+    assert widening.facts == ("oneDNN",) and widening.factor == math.inf
+    assert widening.sentence().startswith(
+        "no bound can be given: no measured pair of other profiles differs in oneDNN (the "
+        "measured pairs: "
+    )
+
+
+def _transfer(peaks: dict[str, dict[int, float]], asked: dict, chosen: dict) -> transfer.Transfer:
+    """``chosen`` answering for ``asked`` (a machine without runs) among the kinds of ``peaks``."""
+    runs = _frame(peaks)
+    known = profiles.profiles_in(runs)
+    return transfer.transfer_for(runs, known, _profile(asked), _profile(chosen).key, "chosen")
+
+
+def _frame(peaks: dict[str, dict[int, float]]) -> pd.DataFrame:
+    kinds = {"xeon": XEON, "epyc_512": EPYC_512, "avx2": EPYC_AVX2, "off": EPYC_AVX2_OFF}
+    return pd.DataFrame(
+        [row for name, by_side in peaks.items() for row in _runs(kinds[name], by_side)]
+    )
+
+
+def test_a_transfer_without_a_bound_refuses_in_words_naming_calibrate() -> None:
+    moved = _transfer({"xeon": PEAKS["xeon"], "epyc_512": PEAKS["epyc_512"]}, OFF_512, XEON)
+
+    assert not moved.bounded and moved.factor == math.inf
+    key = _profile(XEON).key
+    assert "no bound can be given: no measured pair of other profiles differs in oneDNN" in (
+        moved.sentence()
+    )
+    refusal = moved.refusal()
+    assert refusal.startswith(f"no bound can be given for this machine ({_profile(OFF_512).label}")
+    assert f"the profile that would answer, {key} (" in refusal
+    # Only the fact no pair spans: the instruction set, which differs too, the pairs measured.
+    assert "differs from it (oneDNN on, not off), and no measured pair of other profiles " in (
+        refusal
+    )
+    assert "`memplan calibrate` measures it and fits its models" in refusal
+    assert refusal.endswith(f"`--machine {key}` answers for that profile's own machine instead")
+
+
+def test_facts_measured_apart_but_never_together_multiply_their_own_widenings() -> None:
+    # Asked: oneDNN off, AVX-512 BF16; answered by the oneDNN-on AVX2 EPYC. No pair differs in
+    # both, but the oneDNN-off EPYC over the AVX2 one differs in oneDNN alone (2.0/1.2, 3.0/1.3),
+    # and the AVX2 and AVX-512 EPYCs in the instruction set alone (largest 1.3/1.1).
+    moved = _transfer(PEAKS, OFF_512, EPYC_AVX2)
+    widening = moved.widening
+
+    assert isinstance(widening, transfer.Compounded) and moved.bounded
+    assert [part.fact for part in widening.parts] == ["oneDNN", "instruction set"]
+    assert [(a, b) for a, b in widening.parts[0].pairs] == [
+        (_profile(EPYC_AVX2_OFF).key, _profile(EPYC_AVX2).key)
+    ]
+    assert widening.parts[0].factor == pytest.approx(3.0 / 1.3)
+    assert widening.parts[1].factor == pytest.approx(1.3 / 1.1)
+    assert moved.factor == pytest.approx(3.0 / 1.3 * 1.3 / 1.1)
+    assert widening.sentence().startswith(
+        "bound widened x2.727: no measured pair of other profiles differs as these two do "
+        "(oneDNN and instruction set), so each fact's own widening multiplies: oneDNN x2.308, "
+    )
+
+
+def test_an_answer_alike_in_the_first_facts_widens_by_every_pair_where_no_pair_is_alike() -> None:
+    asked = EPYC_512 | {"cpu_family": 26, "cpu_model_number": 2}  # another generation only
+    moved = _transfer(PEAKS, asked, EPYC_512)
+
+    assert moved.nearest.first_differences == ()
+    assert isinstance(moved.widening, transfer.Widening) and not moved.widening.matched
+    assert len(moved.widening.pairs) == 4
+    assert "every pair (none differs as these two do)" in moved.sentence()
+
+
+def test_without_two_other_profiles_measured_alike_the_bound_is_not_widened_and_says_so() -> None:
+    moved = _transfer({"xeon": PEAKS["xeon"]}, EPYC_512, XEON)
+
+    assert moved.widening is None and moved.bounded and moved.factor == 1.0
+    assert moved.sentence().endswith(
+        "bound not widened: no configuration was measured on two other profiles"
+    )
+
+
+def test_no_path_answers_from_a_transfer_without_a_bound() -> None:
+    moved = _transfer({"xeon": PEAKS["xeon"], "epyc_512": PEAKS["epyc_512"]}, OFF_512, XEON)
+    note = "This machine has no unet3d runs: `memplan calibrate --workload unet3d` measures them."
+    choice = MachineChoice(moved.nearest.key, moved.nearest.profile, BUNDLED, note, moved)
+
+    with pytest.raises(sizing.SizingError) as refused:
+        sizing.models_of("unet3d", choice, [], pd.DataFrame())
+    with pytest.raises(ModelingError, match="^no bound can be given for this machine"):
+        widening.with_transfer([], moved)
+
+    assert str(refused.value) == f"{moved.refusal()}. {note}"
