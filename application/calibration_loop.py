@@ -1,7 +1,7 @@
 """Calibrating a new machine point by point: `memplan calibrate`'s use case.
 
 The prior is the best stored model of the nearest profile with models
-(`modeling.transfer.nearest_profile`: same workload and framework). Each step fits
+(`modeling.nearest.nearest_profile`: same workload and framework). Each step fits
 peak ~ a + b * prior(x) to this profile's measured points and measures the candidate
 whose upper bound is widest relative to its prediction (`modeling.calibration_choice`);
 it stops when the leave-one-out MAPE is at most 5% over at least 3 points, or at 6.
@@ -15,6 +15,7 @@ replays a database's runs, a test hands in numbers. Nothing here runs a child.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,7 +136,8 @@ def find_prior(db_path: Path, workload: str, here: MachineProfile) -> Prior:
                 nearest.key,
                 nearest.profile.label,
                 predictor,
-                wide.factor if wide else 1.0,
+                # No evidence (one profile, or a first fact no pair spans): no prior width.
+                wide.factor if wide and math.isfinite(wide.factor) else 1.0,
                 nearest.sentence(),
                 _wall_seconds(mine, predictor),
             )
