@@ -65,18 +65,14 @@ BUNDLED_RUNS = DATA_DIR / "reference_runs.parquet"
 BUNDLED_SAMPLES = DATA_DIR / "reference_samples.parquet"
 # Every bundled export (runs, timelines) a fresh default database starts with:
 # the U-Net reference sweep (an Intel Xeon), the AlexNet sweep, the U-Net grid
-# again on a second machine profile (an AVX-512 AMD EPYC), and the U-Net's network
+# again on a second machine profile (an AVX-512 AMD EPYC), the U-Net's network
 # knobs varied on an AVX2-only AMD EPYC twice: with TensorFlow's default there,
-# oneDNN off, and with it on (data/REFERENCE.md).
-BUNDLED_EXPORTS: tuple[tuple[Path, Path], ...] = (
-    (BUNDLED_RUNS, BUNDLED_SAMPLES),
-    (DATA_DIR / "alexnet_runs.parquet", DATA_DIR / "alexnet_samples.parquet"),
-    (DATA_DIR / "unet3d_amd_runs.parquet", DATA_DIR / "unet3d_amd_samples.parquet"),
-    (DATA_DIR / "unet3d_knobs_runs.parquet", DATA_DIR / "unet3d_knobs_samples.parquet"),
-    (
-        DATA_DIR / "unet3d_knobs_onednn_runs.parquet",
-        DATA_DIR / "unet3d_knobs_onednn_samples.parquet",
-    ),
+# oneDNN off, and with it on; then both workloads' grids on one newer AVX-512 AMD
+# EPYC (family 26) in TensorFlow and in PyTorch (data/REFERENCE.md).
+BUNDLED_EXPORTS: tuple[tuple[Path, Path], ...] = tuple(
+    (DATA_DIR / f"{name}_runs.parquet", DATA_DIR / f"{name}_samples.parquet")
+    for name in ("reference", "alexnet", "unet3d_amd", "unet3d_knobs", "unet3d_knobs_onednn")
+    + ("unet3d_f26_tf", "unet3d_f26_torch", "alexnet_f26_tf", "alexnet_f26_torch")
 )
 
 # Each workload's calibration grid for a new machine (`profiling.calibration`).

@@ -69,14 +69,24 @@ from modeling.stored.tables import (
 
 BUNDLED_RESULTS_DIR = database.DATA_DIR / "reference_results"
 # One bundled evaluation per workload and machine profile with bundled runs
-# (`core.database.BUNDLED_EXPORTS`). The first of a workload is its "bundled
-# reference", what sizing answers for on a machine without models of its own.
+# (`core.database.BUNDLED_EXPORTS`), but for the TensorFlow grids of the family 26
+# EPYC: runs only, the PyTorch grids' twins that the frameworks are compared on
+# (`memplan evaluate --machine 4103` fits them). The first of a workload and
+# framework is its "bundled reference", what sizing answers for on a machine
+# without models of its own.
 BUNDLED_RESULTS_DIRS: tuple[Path, ...] = (
     BUNDLED_RESULTS_DIR,
-    database.DATA_DIR / "alexnet_results",
-    database.DATA_DIR / "unet3d_amd_results",
-    database.DATA_DIR / "unet3d_knobs_results",
-    database.DATA_DIR / "unet3d_knobs_onednn_results",
+    *(
+        database.DATA_DIR / f"{name}_results"
+        for name in (
+            "alexnet",
+            "unet3d_amd",
+            "unet3d_knobs",
+            "unet3d_knobs_onednn",
+            "unet3d_f26_torch",
+            "alexnet_f26_torch",
+        )
+    ),
 )
 
 
