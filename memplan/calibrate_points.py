@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from application.calibration_loop import LoopPlan, Outcome, Step, run_loop
-from core import workloads
+from core import database, workloads
 from core.commands import open_db
 from core.machine import this_profile
 from memplan import jsonout, options
@@ -67,7 +67,8 @@ def _summary(outcome: Outcome, minutes: float, db_path: Path) -> dict:
 
 def run_points(args: argparse.Namespace) -> int:
     settings = options.settings(args)
-    db_path = open_db(args)
+    # Read-only mode refuses before anything is chosen, as a sweep does before it measures.
+    db_path = database.check_writable(open_db(args), "a calibration")
     here = this_profile(framework=settings.framework)
     out = sys.stderr if args.json else sys.stdout
     started = time.perf_counter()

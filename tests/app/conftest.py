@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from core import database
 from core.database import file_stamp
+from core.frameworks import TENSORFLOW
 from modeling.stored import bundle
 from profiling import exchange
 from tests.app.helpers import (
@@ -137,7 +139,8 @@ def frameworks_template(
 @pytest.fixture(scope="session")
 def every_bundle_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every bundled run and every bundled evaluation: what a fresh checkout's database holds
-    (the Intel reference, the AMD profiles, the knob profiles, the AlexNet); built once."""
+    (the Intel reference, the AMD profiles, the knob profiles, the AlexNet, both workloads in
+    TensorFlow and PyTorch on the family 26 EPYC); built once."""
 
     def build(path: Path) -> None:
         database.ensure_database(path)
@@ -156,13 +159,30 @@ def every_bundle_db(
     return _private_copy(every_bundle_template, tmp_path, monkeypatch)
 
 
+def tensorflow_exports() -> list[tuple[Path, Path]]:
+    """The bundled exports of TensorFlow runs (one from before schema 8 has no framework
+    column: its runs were TensorFlow's)."""
+    found = []
+    for runs_file, samples_file in database.BUNDLED_EXPORTS:
+        if "framework" in pq.read_schema(runs_file).names:
+            frameworks = set(pq.read_table(runs_file, columns=["framework"])[0].to_pylist())
+            if frameworks != {TENSORFLOW}:
+                continue
+        found.append((runs_file, samples_file))
+    return found
+
+
 @pytest.fixture(scope="session")
-def torch_template(every_bundle_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every bundled run and evaluation, plus synthetic PyTorch U-Net runs and their own
-    evaluation (`tests.app.torch_runs`): a database with two frameworks; built once."""
+def torch_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every bundled TensorFlow run and evaluation, plus synthetic PyTorch U-Net runs and
+    their own evaluation (`tests.app.torch_runs`), in place of the bundled PyTorch ones: a
+    database with two frameworks whose PyTorch peaks the tests know; built once."""
 
     def build(path: Path) -> None:
-        path.write_bytes(every_bundle_template.read_bytes())
+        database.ensure_database(path)
+        for runs_file, samples_file in tensorflow_exports():
+            exchange.import_runs(path, runs_file, samples_file)
+        bundle.install_every_bundle(path)  # the PyTorch bundles find no runs of theirs
         add_torch_runs(path)
         evaluate_torch(path)
 

@@ -28,6 +28,15 @@ def bundled_run_count() -> int:
     return sum(pq.read_metadata(runs).num_rows for runs, _ in database.BUNDLED_EXPORTS)
 
 
+def bundled_torch_run_count() -> int:
+    """How many of them PyTorch trained (an export without the column is TensorFlow's)."""
+    return sum(
+        pq.read_table(runs, columns=["framework"])[0].to_pylist().count("torch")
+        for runs, _ in database.BUNDLED_EXPORTS
+        if "framework" in pq.read_schema(runs).names
+    )
+
+
 def test_a_new_memplan_db_starts_with_the_bundled_runs_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,7 +77,8 @@ def test_an_existing_empty_database_offers_the_bundled_runs_in_one_click(
         for c in at.main.caption
     )
     assert not [b for b in at.main.button if b.label == first_start.LOAD_BUTTON]
-    assert len(at.main.dataframe[0].value) == bundled_run_count()
+    # The Sweeps page lists the framework it shows: TensorFlow, unless asked.
+    assert len(at.main.dataframe[0].value) == bundled_run_count() - bundled_torch_run_count()
     # The bundled evaluations apply to exactly these runs, so they were installed too.
     assert bundle.load_predictors(empty, workload="unet3d")
 

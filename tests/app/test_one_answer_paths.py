@@ -233,8 +233,9 @@ def test_the_page_the_command_line_and_the_report_give_the_same_answer(
     link |= {"headroom": str(headroom)} | ({"machine": profile} if profile else {})
     link |= {"model": model} if model else {}
     at = open_page(PAGE, workload="unet3d", **link)
-    # Runs of one framework: no framework to choose, every label names TensorFlow.
-    assert "Framework" not in [box.label for box in at.main.selectbox]
+    # Runs of both frameworks (the bundled PyTorch grids): TensorFlow unless asked, and
+    # every machine offered names TensorFlow.
+    assert widget(at.main.selectbox, "Framework").value == "tensorflow"
     assert "TensorFlow" in widget(at.selectbox, "Machine").format_func(
         widget(at.selectbox, "Machine").value
     )
