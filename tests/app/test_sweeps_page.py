@@ -420,3 +420,20 @@ def test_frameworks_are_compared_whichever_framework_the_page_shows(shared_frame
     # Batch 64 ran out of memory in both: nothing to pair, and the page says what to run.
     at = at.main.multiselect(key="sweeps_batch_size").set_value([64]).run()
     assert any("TensorFlow and PyTorch" in i.value for i in at.main.info)
+
+
+def test_a_fresh_checkout_compares_the_bundled_frameworks_side_by_side(shared_every_bundle_db):
+    """Issue 29: the bundled U-Net and AlexNet grids of the family 26 EPYC, in TensorFlow and
+    in PyTorch, side by side with their ratio, on the page a new user opens (data/REFERENCE.md):
+    34 U-Net and 35 AlexNet configurations measured ok in both."""
+    at = sweeps_page()
+    assert not at.exception
+    table = table_with(at, "PyTorch / TensorFlow")
+    workloads = table["configuration"].str.split().str[0].value_counts().to_dict()
+    assert workloads == {"unet3d": 34, "alexnet": 35}
+    assert table["PyTorch / TensorFlow"].between(0.55, 0.86).all()
+    [caption] = [shown(c.value) for c in at.main.caption if FRAMEWORKS_CAPTION in c.value]
+    assert caption.startswith(
+        f"69 configuration(s) {FRAMEWORKS_CAPTION} on one machine (AMD EPYC (family 26, "
+        "model 2), AVX-512 BF16, 2 cores: TensorFlow 2.21 and PyTorch 2.13)"
+    )
