@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psutil
 import pytest
 
 from core import database
@@ -17,3 +18,21 @@ def every_bundled_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     database.ensure_database(path)
     database.seed_bundled(path)
     return path
+
+
+def profiled_children(parent_pid: int) -> list[psutil.Process]:
+    """The profiled children (`profiling.child`) among ``parent_pid``'s descendants; a process
+    that ended or is a zombie meanwhile is none of them (psutil's ZombieProcess is a
+    NoSuchProcess: a child reaped between the listing and the look at its command line)."""
+    try:
+        family = psutil.Process(parent_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    found = []
+    for process in family:
+        try:
+            if "profiling.child" in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    return found

@@ -20,6 +20,7 @@ from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import exchange, job, launcher, requests
 from profiling.launcher import LauncherError
+from tests.integration.conftest import profiled_children
 
 pytestmark = pytest.mark.tensorflow
 
@@ -43,14 +44,6 @@ def tiny_request(batch_sizes: str = "1") -> requests.SweepRequest:
     return requests.parse_request(
         "16", batch_sizes, {"base_filters": "4", "levels": "2"}, 2, "4GiB"
     )
-
-
-def profiled_children(job_pid: int) -> list[psutil.Process]:
-    try:
-        family = psutil.Process(job_pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-    return [p for p in family if "profiling.child" in " ".join(p.cmdline())]
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ import pytest
 from core import database, store
 from profiling import jobstatus, launcher, pending, requests, sweeplock
 from profiling.launcher import LauncherError
+from tests.integration.conftest import profiled_children
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.torch]
 
@@ -82,22 +83,6 @@ def wait_for(condition, what: str, timeout_s: float = WAIT_S):
     while not (found := condition()):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
-    return found
-
-
-def profiled_children(parent_pid: int) -> list[psutil.Process]:
-    try:
-        family = psutil.Process(parent_pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-    found = []
-    for process in family:
-        with_cmdline = process
-        try:
-            if "profiling.child" in " ".join(with_cmdline.cmdline()):
-                found.append(process)
-        except psutil.NoSuchProcess:
-            pass
     return found
 
 
