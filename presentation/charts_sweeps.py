@@ -219,8 +219,14 @@ def machines_compared(frame: pd.DataFrame) -> alt.LayerChart:
                 "joined:N",
                 title=None,
                 scale=alt.Scale(domain=[SPREAD], range=[[1, 0]]),
+                # Above the plot: below it, beside the machines' legend, it pushed their
+                # long names past the chart's right edge, cut off (seen at 1440 px).
                 legend=alt.Legend(
-                    symbolType="stroke", symbolStrokeColor=SPREAD_COLOUR, **LONG_LEGEND.to_dict()
+                    symbolType="stroke",
+                    symbolStrokeColor=SPREAD_COLOUR,
+                    orient="top",
+                    direction="horizontal",
+                    labelLimit=0,
                 ),
             ),
         )
