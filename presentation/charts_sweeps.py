@@ -51,6 +51,15 @@ BELOW = {"orient": "bottom", "direction": "horizontal", "labelLimit": 0, "title"
 LINE_COLUMNS = 2
 SPREAD = "lowest to highest peak"
 SPREAD_COLOUR = "#999999"
+# The spread's one-entry legend, above the plot: below it, beside the machines' legend, it
+# pushed their long names past the chart's right edge, cut off (seen at 1440 px).
+SPREAD_LEGEND = alt.Legend(
+    symbolType="stroke",
+    symbolStrokeColor=SPREAD_COLOUR,
+    orient="top",
+    direction="horizontal",
+    labelLimit=0,
+)
 
 
 def _drawn_legend(marks: pd.DataFrame) -> tuple[alt.Color, alt.StrokeDash]:
@@ -219,15 +228,7 @@ def machines_compared(frame: pd.DataFrame) -> alt.LayerChart:
                 "joined:N",
                 title=None,
                 scale=alt.Scale(domain=[SPREAD], range=[[1, 0]]),
-                # Above the plot: below it, beside the machines' legend, it pushed their
-                # long names past the chart's right edge, cut off (seen at 1440 px).
-                legend=alt.Legend(
-                    symbolType="stroke",
-                    symbolStrokeColor=SPREAD_COLOUR,
-                    orient="top",
-                    direction="horizontal",
-                    labelLimit=0,
-                ),
+                legend=SPREAD_LEGEND,
             ),
         )
         .transform_calculate(joined=series(SPREAD))
