@@ -79,6 +79,10 @@ class Step:
             f"+{self.width:.1%} of its prediction, the widest of {self.among} candidates"
         )
 
+    def record(self) -> dict[str, object]:
+        """The step's fields and its sentence (``why``): what the model keeps and --json prints."""
+        return self.__dict__ | {"why": self.sentence()}
+
 
 @dataclass
 class Outcome:
@@ -186,20 +190,17 @@ def measured_points(plan: LoopPlan) -> pd.DataFrame:
     return frame.loc[rows]
 
 
-def _prior_of(prior: Prior, frame: pd.DataFrame, plan: LoopPlan) -> np.ndarray:
-    configs = [
-        plan.config(int(round(side)), int(batch))
-        for side, batch in zip(frame["side"], frame["batch_size"], strict=True)
-    ]
-    return prior.predictor.point_bytes(configs)
-
-
-def _pairs(frame: pd.DataFrame) -> set[tuple[int, int]]:
+def _cubes(frame: pd.DataFrame) -> list[tuple[int, int]]:
+    """(side, batch) of each `measured_points` row."""
     if frame.empty:
-        return set()
-    return {
+        return []
+    return [
         (int(round(s)), int(b)) for s, b in zip(frame["side"], frame["batch_size"], strict=True)
-    }
+    ]
+
+
+def _prior_of(prior: Prior, frame: pd.DataFrame, plan: LoopPlan) -> np.ndarray:
+    return prior.predictor.point_bytes([plan.config(s, b) for s, b in _cubes(frame)])
 
 
 def run_loop(
@@ -220,7 +221,7 @@ def run_loop(
         outcome.stopped = choice.stop_reason(x, y) or ""
         if outcome.stopped:
             break
-        seen = _pairs(frame) | tried
+        seen = set(_cubes(frame)) | tried
         done = [(c.side, c.batch) in seen for c in pool]
         widths = choice.relative_widths([c.prior_bytes for c in pool], x, y, prior.widening)
         index = choice.choose_next(widths, [c.seconds for c in pool], done)
@@ -241,17 +242,14 @@ def _finish(plan: LoopPlan, outcome: Outcome, frame: pd.DataFrame, x: np.ndarray
     if frame.empty:
         return outcome
     y = frame[TARGET_COLUMN].to_numpy(dtype=float)
-    outcome.points = [
-        (int(round(s)), int(b), float(p))
-        for s, b, p in zip(frame["side"], frame["batch_size"], y, strict=True)
-    ]
+    outcome.points = [(s, b, float(p)) for (s, b), p in zip(_cubes(frame), y, strict=True)]
     outcome.loo_mape_pct = choice.loo_mape_pct(x, y)
     prior = outcome.prior
     predictor = calibration_model.calibrated_predictor(
         prior.predictor,
         frame,
         x,
-        [step.__dict__ | {"why": step.sentence()} for step in outcome.steps],
+        [step.record() for step in outcome.steps],
     )
     facts = writer.EvaluationFacts(plan.command, plan.workload, plan.here.key, plan.steps)
     outcome.evaluation_id = calibration_model.store_calibration(

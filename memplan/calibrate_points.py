@@ -54,7 +54,7 @@ def _summary(outcome: Outcome, minutes: float, db_path: Path) -> dict:
             "model": prior.predictor.name,
             "widening": prior.widening,
         },
-        "chosen": [step.__dict__ | {"why": step.sentence()} for step in outcome.steps],
+        "chosen": [step.record() for step in outcome.steps],
         "points": [{"side": s, "batch": b, "peak_bytes": p} for s, b, p in outcome.points],
         "points_used": len(outcome.points),
         "stopped": outcome.stopped,

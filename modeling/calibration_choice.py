@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from modeling.evaluation.selection import mape_pct
+
 # Issue 28, point 5: at most six measured points, and stop once held out within 5%.
 MAX_POINTS = 6
 TARGET_MAPE_PCT = 5.0
@@ -87,10 +89,7 @@ def leave_one_out(prior: Sequence[float], peaks: Sequence[float]) -> np.ndarray:
 def loo_mape_pct(prior: Sequence[float], peaks: Sequence[float]) -> float | None:
     """The leave-one-out MAPE, percent; None with fewer than `MIN_POINTS_TO_STOP` points."""
     held_out = leave_one_out(prior, peaks)
-    if not len(held_out):
-        return None
-    y = np.asarray(peaks, dtype=float)
-    return float(np.mean(np.abs(held_out - y) / y) * 100)
+    return mape_pct(np.asarray(peaks, dtype=float), held_out) if len(held_out) else None
 
 
 def relative_widths(
