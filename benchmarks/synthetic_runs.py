@@ -135,6 +135,8 @@ def runs_frame(count: int, seed: int = 0) -> pd.DataFrame:
             "os": "Linux-6.1.0-amd64-x86_64-with-glibc2.36",
             "python_version": "3.11.7",
             "tensorflow_version": "2.21.0",
+            "framework": "tensorflow",
+            "framework_version": "2.21.0",
             "keras_version": "3.15.1",
             "numpy_version": "2.4.6",
             "onednn_enabled": True,

@@ -32,12 +32,38 @@ PAGE_MODULES = (
 
 
 def warm_up() -> None:
-    """Import what the pages and the stored models need."""
+    """Import what the pages and the stored models need, then read the default database
+    as its first visitor's page will (`read_default_models`)."""
     from modeling.stored import codec
 
     for name in PAGE_MODULES:
         importlib.import_module(name)
     codec.import_readers()
+    read_default_models()
+
+
+def read_default_models() -> None:
+    """Check which bundles apply to the default database and read back the models the Sizing
+    page opens on, so the first visitor finds both remembered (`modeling.stored.bundle.applies`
+    per file state, `modeling.stored.codec.decode` per model): ~0.9 s of a first render on
+    a database of 10,000 runs (docs/dashboard_speed.md). Reads only; a database that does
+    not exist yet is left for the first visitor to create, and one that cannot be read for
+    the page to explain."""
+    from core import database, workloads
+    from core.errors import MemplanError
+    from modeling import machines
+    from modeling.stored import bundle
+
+    db_path = database.default_db_path()
+    if not db_path.exists():
+        return
+    try:
+        for directory in bundle.BUNDLED_RESULTS_DIRS:
+            bundle.applies(db_path, directory)
+        choice = machines.choose_machine(db_path, workloads.DEFAULT_WORKLOAD)
+        bundle.load_predictors(db_path, workloads.DEFAULT_WORKLOAD, choice.key)
+    except MemplanError:
+        return
 
 
 def main(argv: list[str] | None = None) -> int:

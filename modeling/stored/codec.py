@@ -37,6 +37,7 @@ skops and XGBoost: ~3.7 s CPU on the 2-core VM).
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import io
 import json
@@ -267,8 +268,23 @@ def _calibrated(state: dict[str, Any], members: dict[str, bytes]) -> Any:
 
 
 def decode(blob: bytes) -> Any:
-    """The estimator ``blob`` (from `encode`) describes; `UnreadableModel` if it is not one."""
-    manifest, members = _read_members(bytes(blob))
+    """The estimator ``blob`` (from `encode`) describes; `UnreadableModel` if it is not one.
+
+    Kept per process by its bytes (`_decoded`): the dashboard's server reads the same
+    stored models for each visitor and page, and reading the trees back through skops
+    is most of a first render (~0.7 s of the Sizing page's on the 2-core VM). A blob
+    that is refused is read again, and refused again, each time.
+    """
+    return _decoded(bytes(blob))
+
+
+# Decoded estimators kept (`decode`): a database's latest evaluations, several profiles'.
+MAX_DECODED = 64
+
+
+@functools.lru_cache(maxsize=MAX_DECODED)
+def _decoded(blob: bytes) -> Any:
+    manifest, members = _read_members(blob)
     type_name = manifest.get("type")
     try:
         if type_name == CALIBRATED:

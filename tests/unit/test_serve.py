@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +32,36 @@ def test_the_launcher_runs_the_app_through_the_warm_up() -> None:
 
     assert 'python -m dashboard.serve "$@"' in start
     assert serve.APP == REPO / "app.py"
+
+
+def _warm_up_in(db_path: Path) -> str:
+    """What a fresh process that ran the warm-up on ``db_path`` (as ``$MEMPLAN_DB``) kept."""
+    probe = (
+        "from dashboard import serve; from modeling.stored import codec; serve.warm_up(); "
+        "print(codec._decoded.cache_info().currsize)"
+    )
+    env = {"PATH": os.environ["PATH"], "MEMPLAN_DB": str(db_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_warm_up_reads_the_default_models_back_without_writing(tmp_path: Path) -> None:
+    db_path = tmp_path / "copy.duckdb"
+    shutil.copyfile(REPO / "data" / "memplan.duckdb", db_path)
+    before = db_path.read_bytes()
+
+    decoded = _warm_up_in(db_path)
+
+    # The default profile's models (ten or eleven per evaluation), trees included.
+    assert int(decoded) >= 10
+    assert db_path.read_bytes() == before
+
+
+def test_the_warm_up_leaves_a_new_database_for_the_first_visitor_to_create(tmp_path: Path) -> None:
+    db_path = tmp_path / "new.duckdb"
+
+    assert _warm_up_in(db_path) == "0"
+    assert not db_path.exists()
