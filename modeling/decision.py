@@ -7,13 +7,14 @@ bound ten times everyone else's. A buyer needs the decision worded by how much
 evidence stands behind it. So:
 
 * `estimates_for` — every model's `ModelEstimate` for configurations: its point
-  prediction and its upper bound, raised where it falls below the closed form
+  prediction and its upper bound, raised where it falls below the closed-form floor
   (`modeling.closed_form_floor.replace_below_floor`), so it agrees with the sizing answers;
 * `credible_models` — sorts every model's estimate for one configuration into
   the credible ones (their bounds give the spread shown beside the answer) and
   those left out, each with the reason in words: no positive prediction or no
-  finite bound; a bound below the refined closed-form estimate, which every
-  measured run exceeded; or a bound far from the others' median;
+  finite bound; a bound below the closed-form floor, the least share of the
+  refined closed-form estimate any measured run reached; or a bound far from
+  the others' median;
 * `evidence_for` — what this machine's runs say about the configuration: the
   runs of exactly it (a measured answer), the largest run measured, and whether
   a setting of it never trained there (`modeling.trainable`: then the decision
@@ -213,8 +214,8 @@ def _unusable(estimate: ModelEstimate) -> LeftOut | None:
         own = estimate.own_upper_bytes
         bound = f"its bound, {approx_gib(own)}," if math.isfinite(own) else "its bound"
         reason = (
-            f"predicts {predicted}, and {bound} falls below the refined closed-form "
-            "estimate, which every measured run exceeded"
+            f"predicts {predicted}, and {bound} falls below the closed-form floor, the "
+            "least share of the refined closed-form estimate any measured run reached"
         )
         return LeftOut(estimate, reason, "below the floor", f"predicts {predicted}")
     return None

@@ -26,7 +26,7 @@ import numpy as np
 from core import workloads
 from core.records import PeakBound
 from core.workloads.base import WorkloadConfig
-from modeling.closed_form_floor import ceiling_factor, replace_below_floor
+from modeling.closed_form_floor import ceiling_factor, floor_words, replace_below_floor
 from modeling.errors import ModelingError
 from modeling.stored.bundle import load_predictor
 from modeling.stored.predictor import Predictor
@@ -69,7 +69,7 @@ def fitted_bounds(
             model = f"the {predictor.name} model's upper bound (x{ratio:.2f})"
             source = (
                 f"the refined closed form x{factor:.2f}, the most a run exceeded it "
-                f"({model} for machine {profile_key} is below the closed form)"
+                f"({model} for machine {profile_key} is below {floor_words(predictor)})"
                 if below
                 else f"{model} for machine {profile_key}"
             )

@@ -40,7 +40,12 @@ from core import workloads
 from core.units import format_gib
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import MAX_BATCH_SIZE, WorkloadConfig
-from modeling.closed_form_floor import SizingModel, ceiling_factor, replace_below_floor
+from modeling.closed_form_floor import (
+    SizingModel,
+    ceiling_factor,
+    floor_words,
+    replace_below_floor,
+)
 from modeling.errors import ModelingError
 
 # Server memory sizes one can buy, in (binary, JEDEC) GB; see the module docstring.
@@ -172,10 +177,9 @@ def _basis(model: SizingModel, config: WorkloadConfig, raised: bool) -> Basis:
         runs = model.training_range.excess_runs
         over = f" of the {runs} it was fitted on" if runs else ""
         sentences.append(
-            f"Model {model.name} predicts less than the refined closed-form estimate, which "
-            f"every measured run exceeded, so the answer uses that estimate times "
-            f"{ceiling_factor(model):.2f}, the most any run{over} exceeded it; this "
-            "model's formula is not to be trusted here."
+            f"Model {model.name} predicts less than {floor_words(model)}, so the answer "
+            f"uses the estimate times {ceiling_factor(model):.2f}, the most any run{over} "
+            "exceeded it; this model's formula is not to be trusted here."
         )
     name = bound.name + (
         f"; replaced by the closed form x{ceiling_factor(model):.2f}" if raised else ""

@@ -111,9 +111,9 @@ class BoundEvidence:
             )
         if self.raised_to_closed_form:
             text += (
-                " The model's bound fell below the refined closed-form estimate, which every"
-                " measured run exceeded, so the bound is that estimate times the most a run"
-                " exceeded it."
+                " The model's bound fell below the closed-form floor, the least share of the"
+                " refined closed-form estimate any measured run reached, so the bound is that"
+                " estimate times the most a run exceeded it."
             )
         if self.beyond:
             text += (

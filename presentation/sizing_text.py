@@ -129,8 +129,8 @@ def breakdown_frame(breakdown: MemoryBreakdown, workload: str = DEFAULT_WORKLOAD
 LEFT_OUT_WORDS = {
     "no positive prediction": "Predict no positive peak",
     "unbounded": "Give no finite bound",
-    "below the floor": "Bound below the refined closed-form estimate, which every measured "
-    "run exceeded",
+    "below the floor": "Bound below the closed-form floor, the least share of the refined "
+    "closed-form estimate any measured run reached",
     "outlier": f"Bound more than {OUTLIER_FACTOR:g}x away from the models' median bound",
 }
 # How each confidence colours the headline: green only where evidence backs a "fits".

@@ -1,9 +1,10 @@
-"""Closed-form excess for models stored before `TrainingRange.closed_form_excess` was kept.
+"""Closed-form excess and least for models stored before `TrainingRange` kept them.
 
 A model's training range records how far the measured peaks rose above the
-closed-form estimate on the runs it was fitted on (`closed_form_excess`). Models
-stored before that was kept lack it; `modeling.stored.bundle.load_predictors`
-gives it to them from the profile's ok runs in the database (the runs they were
+closed-form estimate on the runs it was fitted on (`closed_form_excess`), and the
+least they reached relative to it (`closed_form_least`). Models stored before
+these were kept lack them; `modeling.stored.bundle.load_predictors`
+gives them from the profile's ok runs in the database (the runs they were
 fitted on, or more since) at the step count they were fitted on (a 1-step smoke
 test is not one of them).
 """
@@ -18,12 +19,17 @@ import pandas as pd
 from core import store
 from modeling.features import measured_frame
 from modeling.stored import tables
-from modeling.stored.predictor import Predictor, closed_form_excess
+from modeling.stored.predictor import Predictor, closed_form_excess, closed_form_least
+
+
+def _known(predictor: Predictor) -> bool:
+    known = predictor.training_range
+    return known.closed_form_excess is not None and known.closed_form_least is not None
 
 
 def all_known(predictors: list[Predictor]) -> bool:
-    """Whether every one of ``predictors`` already has its closed-form excess."""
-    return all(p.training_range.closed_form_excess is not None for p in predictors)
+    """Whether every one of ``predictors`` already has its closed-form excess and least."""
+    return all(_known(p) for p in predictors)
 
 
 def stored_steps(db_path: Path, workload: str, machine: str | None) -> int | None:
@@ -40,7 +46,8 @@ def fill_closed_form_excess(
     machine: str | None,
     steps: int | None,
 ) -> list[Predictor]:
-    """``predictors``, each lacking it given its closed-form excess over the ok runs.
+    """``predictors``, each lacking them given its closed-form excess and least over the ok
+    runs.
 
     The runs are ``workload`` and ``machine``'s in ``db_path`` at ``steps``
     (None: at every step count); with none, ``predictors`` as they are.
@@ -57,5 +64,8 @@ def fill_closed_form_excess(
         if known.closed_form_excess is None:
             excess = closed_form_excess(frame, known.framework_bytes)
             known = replace(known, closed_form_excess=excess, excess_runs=len(frame))
+        if known.closed_form_least is None:
+            least = closed_form_least(frame, known.framework_bytes)
+            known = replace(known, closed_form_least=least)
         filled.append(replace(predictor, training_range=known))
     return filled

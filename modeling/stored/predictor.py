@@ -46,13 +46,23 @@ def _machine_l3_cache(frame: pd.DataFrame) -> int | None:
     return int(known.mode().iloc[0]) if len(known) else None
 
 
+def _closed_form_ratios(frame: pd.DataFrame, framework_bytes: float) -> pd.Series:
+    """Each run's peak / the refined closed form with ``framework_bytes`` as its framework term."""
+    estimates = frame[list(REFINED_TERM_COLUMNS)].sum(axis=1) + framework_bytes
+    return frame[TARGET_COLUMN] / estimates
+
+
 def closed_form_excess(frame: pd.DataFrame, framework_bytes: float) -> float | None:
     """The most any run of ``frame`` (a measured frame) peaked above the refined closed form
     with ``framework_bytes`` as its framework term: max(peak / estimate); None without runs."""
-    if frame.empty:
-        return None
-    estimates = frame[list(REFINED_TERM_COLUMNS)].sum(axis=1) + framework_bytes
-    return float((frame[TARGET_COLUMN] / estimates).max())
+    return None if frame.empty else float(_closed_form_ratios(frame, framework_bytes).max())
+
+
+def closed_form_least(frame: pd.DataFrame, framework_bytes: float) -> float | None:
+    """The least any run of ``frame`` peaked relative to the refined closed form:
+    min(peak / estimate); None without runs. Below 1 where a run needed less than the
+    closed form says (PyTorch's runs, to 0.85x on the bundled U-Net)."""
+    return None if frame.empty else float(_closed_form_ratios(frame, framework_bytes).min())
 
 
 def _seen(values: pd.Series) -> tuple[Any, ...]:
@@ -75,6 +85,9 @@ class TrainingRange:
     # models stored before it was kept (`modeling.stored.bundle.load_predictors` fills it in).
     closed_form_excess: float | None = None
     excess_runs: int | None = None  # how many runs that maximum is over
+    # The least a run peaked relative to it (`closed_form_least`), over the same runs; None
+    # in models stored before it was kept (filled in as the excess is).
+    closed_form_least: float | None = None
     # The machine's L3 cache as TensorFlow reads it, which sizes the convolution-gradient
     # workspace of the configurations predicted (None: the runs did not record it).
     l3_cache_bytes: int | None = None
@@ -107,6 +120,7 @@ class TrainingRange:
             framework_bytes=framework,
             closed_form_excess=closed_form_excess(frame, framework),
             excess_runs=len(frame),
+            closed_form_least=closed_form_least(frame, framework),
             l3_cache_bytes=_machine_l3_cache(frame),
         )
 
@@ -121,6 +135,7 @@ class TrainingRange:
             "framework_bytes": self.framework_bytes,
             "closed_form_excess": self.closed_form_excess,
             "excess_runs": self.excess_runs,
+            "closed_form_least": self.closed_form_least,
             "l3_cache_bytes": self.l3_cache_bytes,
         }
 

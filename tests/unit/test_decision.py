@@ -86,7 +86,9 @@ def test_absurd_models_are_named_with_why_and_left_out_of_the_spread() -> None:
     assert sizing_text.span(found) == "159–190 GiB"
     reasons = {out.estimate.name: out.reason for out in found.left_out}
     assert reasons["hybrid_ratio"] == "predicts -394,029 GiB here, which no run can take"
-    assert reasons["xgboost"].startswith("predicts 17.3 GiB, and its bound falls below the refined")
+    assert reasons["xgboost"].startswith(
+        "predicts 17.3 GiB, and its bound falls below the closed-form floor"
+    )
     assert reasons["paper"] == "its bound, 1,617 GiB, is 10.0x the models' median bound (161 GiB)"
 
 
@@ -252,5 +254,5 @@ def test_the_every_model_table_says_why_a_model_is_left_out_and_gives_it_no_fits
     assert shown.loc[credible, "fits"].tolist() == ["yes"] * 4
     assert shown.loc[credible, "left out because"].tolist() == [""] * 4
     assert decision.credibility.reason("xgboost").startswith(
-        "predicts 17.3 GiB, and its bound, 18.4 GiB, falls below the refined closed-form"
+        "predicts 17.3 GiB, and its bound, 18.4 GiB, falls below the closed-form floor"
     )

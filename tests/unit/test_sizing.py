@@ -249,10 +249,47 @@ def test_a_bound_below_the_closed_form_estimate_is_replaced_by_it_times_the_runs
     floor = refined_breakdown(config, int(MEASURED.framework_bytes)).total_bytes
     assert answer.bound_bytes == int(floor * 1.33)
     assert answer.basis.raised_to_closed_form
-    assert "that estimate times 1.33, the most any run of the 36 it was fitted on exceeded it" in (
+    assert "the estimate times 1.33, the most any run of the 36 it was fitted on exceeded it" in (
         answer.basis.warning
     )
     assert answer.basis.bound.endswith("; replaced by the closed form x1.33")
+
+
+def _fitted_on_runs_below_the_closed_form(estimator: Any) -> Predictor:
+    # Runs from 0.85x to 1.49x the closed form, as the bundled PyTorch U-Net's.
+    runs_range = dataclasses.replace(
+        MEASURED, closed_form_excess=1.49, excess_runs=40, closed_form_least=0.85
+    )
+    return dataclasses.replace(_model(estimator), training_range=runs_range)
+
+
+def test_a_bound_its_runs_undercut_the_closed_form_by_is_left_alone() -> None:
+    config = UNetConfig((96, 96, 96), batch_size=4)
+    estimate = refined_breakdown(config, int(MEASURED.framework_bytes)).total_bytes
+    # A bound 10% under the closed form: above the least its runs reached, 0.85x it.
+    below_estimate = LinearPeak(
+        base_bytes=int(0.9 * estimate / INSIDE_RATIO), bytes_per_voxel_sample=0
+    )
+    model = _fitted_on_runs_below_the_closed_form(below_estimate)
+
+    answer = memory_to_buy(model, config.image_shape, config.batch_size, headroom=0)
+
+    assert not answer.basis.raised_to_closed_form
+    assert answer.bound_bytes == pytest.approx(0.9 * estimate, rel=1e-6)
+
+
+def test_a_bound_under_the_least_its_runs_reached_is_raised() -> None:
+    config = UNetConfig((96, 96, 96), batch_size=4)
+    estimate = refined_breakdown(config, int(MEASURED.framework_bytes)).total_bytes
+    model = _fitted_on_runs_below_the_closed_form(LinearPeak(bytes_per_voxel_sample=100))
+
+    answer = memory_to_buy(model, config.image_shape, config.batch_size, headroom=0)
+
+    assert answer.basis.raised_to_closed_form
+    assert answer.bound_bytes == int(estimate * 1.49)
+    assert "the refined closed-form estimate x0.85, the least any run it was fitted on" in (
+        answer.basis.warning
+    )
 
 
 def test_without_a_known_excess_the_replacement_is_the_closed_form_itself() -> None:
