@@ -52,7 +52,7 @@ from dashboard.models_data import (
 )
 from modeling.stored.predictor import Predictor
 from presentation import charts, curves, formulas, model_errors, workload_labels
-from presentation.text import MISSING_CELL, code, plain
+from presentation.text import code, plain
 
 WORKLOAD_KEY = "models_workload"
 SYMBOLIC = "symbolic"
@@ -71,26 +71,6 @@ MEASURED_PEAK = (
     "kept beside it (Sweeps page); how far apart the two lie: Measurement floor, below."
 )
 AXES = ["Linear", "Log"]
-# The error table fits 1024 px beside the sidebar (~560 px): each column as wide as its
-# header, the model's title (up to ~33 characters) the rest.
-ERROR_COLUMN_PX = {
-    "model": 200,
-    "MAPE %": 58,
-    "sd": 38,
-    "R²": 46,
-    "worst %": 58,
-    "extrap. MAPE %": 78,
-    "extrap. worst %": 78,
-    "knob MAPE %": 78,
-    "knob worst %": 78,
-}
-# Headers shortened to fit those widths (the caption says what "ext." and "knob" are).
-ERROR_LABELS = {
-    "extrap. MAPE %": "ext. MAPE",
-    "extrap. worst %": "ext. worst",
-    "knob MAPE %": "knob MAPE",
-    "knob worst %": "knob worst",
-}
 
 
 def choose_workload(linked: str) -> str:
@@ -150,10 +130,12 @@ def choose_models(view: View, models: Models) -> tuple[list[str], bool, list[str
     """The models to draw, whether the axes are logarithmic, and the models that tower."""
     names = [model.name for model in models]
     titles = {model.name: model.title for model in models}
-    models_col, axes_col = st.columns([4, 1])
-    chosen = models_col.multiselect(
+    # Pills, not a multiselect: at 1024 px the multiselect showed two of the three chosen
+    # models, the second cut ("refined analytical (closed fo"); pills wrap, each whole.
+    chosen = st.pills(
         "Models",
         names,
+        selection_mode="multi",
         default=[name for name in DEFAULT_MODELS if name in names],
         format_func=lambda name: titles[name],
     )
@@ -161,7 +143,7 @@ def choose_models(view: View, models: Models) -> tuple[list[str], bool, list[str
     # keep every chosen curve, and the measured dots, readable; leaving that model out
     # would hide a model the reader chose. So: log by default, and say which model.
     towering = curves.dwarfing(held_out(view, chosen))
-    log = axes_col.radio("Axes", AXES, index=int(bool(towering)), horizontal=True) == "Log"
+    log = st.radio("Axes", AXES, index=int(bool(towering)), horizontal=True) == "Log"
     return chosen, log, towering
 
 
@@ -238,25 +220,8 @@ def out_of_sample_charts(view: View, names: list[str], log: bool, evaluated: boo
 def error_table(scores: pd.DataFrame, models: Models) -> None:
     table = model_errors.error_table(scores, {model.name: model.title for model in models})
     shown = model_errors.shown_errors(table)
-    number = st.column_config.NumberColumn
-    st.dataframe(
-        shown,
-        hide_index=True,
-        placeholder=MISSING_CELL,
-        column_config={"model": st.column_config.TextColumn(width=ERROR_COLUMN_PX["model"])}
-        | {
-            name: number(
-                ERROR_LABELS.get(name, name),
-                help=f"{name} (ext.: the extrapolation split; knob: one knob value left out)"
-                if name in ERROR_LABELS
-                else None,
-                format="%.3f" if name == "R²" else "%.1f",
-                width=ERROR_COLUMN_PX[name],
-            )
-            for name in shown.columns
-            if name != "model"
-        },
-    )
+    # An HTML table: at 1024 px a long model title wraps rather than being cut.
+    st.table(model_errors.errors_text(shown), hide_index=True, border="horizontal")
     st.caption(model_errors.errors_caption(table, shown))
 
 

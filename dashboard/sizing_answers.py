@@ -45,7 +45,7 @@ from modeling.decision import Decision
 from modeling.machines import MachineChoice
 from presentation import charts, charts_study, curves, sizing_text, verification, workload_labels
 from presentation.sizing_view import SizingChoices, SizingState
-from presentation.text import MISSING_CELL, plain, sentence
+from presentation.text import plain, sentence
 from profiling import launcher
 
 VERIFY_LABEL = "Verify by measuring"
@@ -231,38 +231,9 @@ def verdict(decision: Decision, asked: Asked) -> None:
 
 def every_model(decision: Decision, asked: Asked) -> None:
     """Every model's prediction and bound; the chart draws only the credible ones."""
-    number, text = st.column_config.NumberColumn, st.column_config.TextColumn
-    # Widths that add up to the page's content at 1024 px (about 520 px inside the
-    # expander); the model stays pinned if a narrower window scrolls the rest.
-    st.dataframe(
-        sizing_text.models_frame(decision),
-        hide_index=True,
-        placeholder=MISSING_CELL,
-        width="stretch",
-        column_config={
-            "model": text(width=130, pinned=True),
-            "predicted GiB": number(format="%,.2f", width=90, help="The point prediction."),
-            "bound GiB": number(
-                format="%,.2f",
-                width=70,
-                help="The model's upper bound: what the verdict would use, or, for a model "
-                "left out, the bound it is left out for.",
-            ),
-            "bound from": text(
-                width=75, help="xR: the prediction times the model's conformal ratio R."
-            ),
-            "fits": text(
-                width=40,
-                help="The bound plus headroom within the budget; no verdict (–) for a model "
-                "left out of the answer.",
-            ),
-            "left out because": text(
-                width=115,
-                help="Empty: the model is credible here. Otherwise why it is left out of the "
-                "answer; the reasons in full are above the table.",
-            ),
-        },
-    )
+    # An HTML table: at 1024 px a long name or reason wraps rather than being cut.
+    st.table(sizing_text.models_table(decision), hide_index=True, border="horizontal")
+    st.caption(sizing_text.MODELS_TABLE_NOTE)
     budget_gib = asked.state.budget_gib
     chart = charts.bounds(
         sizing_text.credible_frame(decision), budget_gib, decision.usable_bytes / GIB

@@ -2,8 +2,9 @@
 
 `error_table` gathers the stored scores (`modeling.stored.tables.load_scores`,
 one row per model x split x seed) per model and split kind; `shown_errors` is
-that table as the page shows it, headed in words; `errors_caption` says what
-each figure is. Nothing here needs Streamlit.
+that table as the page shows it, headed in words; `errors_text` its cells as
+text for an HTML table; `errors_caption` says what each figure is. Nothing here
+needs Streamlit.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pandas as pd
 
 from modeling.evaluation.splits import EXTRAPOLATION, KNOB, RANDOM
 from presentation.report import PAPER_SR_MAPE_PCT
+from presentation.text import MISSING_CELL, plain
 
 ERROR_COLUMNS = [
     "model",
@@ -41,6 +43,14 @@ SHOWN_COLUMNS = {
     "knob worst %": "knob_worst_pct",
 }
 KNOB_MAPE = "knob MAPE %"
+# Headers shortened so the table fits beside the sidebar at 1024 px (the caption says
+# what "ext." and "knob" are).
+SHORT_HEADERS = {
+    "extrap. MAPE %": "ext. MAPE",
+    "extrap. worst %": "ext. worst",
+    "knob MAPE %": "knob MAPE",
+    "knob worst %": "knob worst",
+}
 
 
 def _split_row(by_split: pd.DataFrame, name: str, split: str) -> dict[str, float]:
@@ -99,6 +109,27 @@ def shown_errors(table: pd.DataFrame) -> pd.DataFrame:
     """
     shown = pd.DataFrame({header: table[column] for header, column in SHOWN_COLUMNS.items()})
     return shown.dropna(axis="columns", how="all")
+
+
+def errors_text(shown: pd.DataFrame) -> pd.DataFrame:
+    """`shown_errors` as text for an HTML table, which wraps a long model title where the
+    canvas grid cut it at 1024 px (issue 26): R² to three decimals, percentages to one,
+    a missing figure as MISSING_CELL, titles escaped (they are read from the database),
+    headers shortened (`SHORT_HEADERS`)."""
+
+    def cell(header: str, value: object) -> str:
+        if header == "model":
+            return plain(value)
+        if value is None or pd.isna(value):
+            return MISSING_CELL
+        return f"{float(value):.3f}" if header == "R²" else f"{float(value):.1f}"
+
+    return pd.DataFrame(
+        {
+            SHORT_HEADERS.get(header, header): [cell(header, value) for value in shown[header]]
+            for header in shown.columns
+        }
+    )
 
 
 def errors_caption(table: pd.DataFrame, shown: pd.DataFrame) -> str:

@@ -22,6 +22,7 @@ from core.workloads.base import MAX_BATCH_SIZE
 from modeling import sizing
 from modeling.decision import OUTLIER_FACTOR, Confidence, Credibility, Decision, sampled_aside
 from presentation import workload_labels
+from presentation.text import MISSING_CELL, plain
 
 # Reach (image x batch over the largest measured) below this reads "just beyond", no factor.
 STATED_REACH = 1.5
@@ -232,6 +233,36 @@ def models_frame(decision: Decision) -> pd.DataFrame:
             "bound from": [f"x{e.bound_ratio:.2f}" for e in every],
             "fits": [fits_cell(decision, e.name) for e in every],
             "left out because": [left_out_cell(decision, e.name) for e in every],
+        }
+    )
+
+
+# What each column of `models_table` means, said under it (an HTML table has no tooltips).
+MODELS_TABLE_NOTE = (
+    "*predicted*: the point prediction; *bound*: the model's upper bound, what the verdict "
+    "would use (for a model left out, the bound it is left out for); *bound from*: xR, the "
+    "prediction times the model's conformal ratio R; *fits*: the bound plus headroom within "
+    "the budget (– for a model left out); *left out because*: empty where the model is "
+    "credible here, the reasons in full above the table."
+)
+
+
+def models_table(decision: Decision) -> pd.DataFrame:
+    """`models_frame` as text to show in an HTML table, which wraps a long model name or
+    reason instead of cutting it as the canvas grid did at 1024 px (issue 26): every
+    figure to two decimals, a missing one as MISSING_CELL, every text escaped (a model's
+    title is read from the database)."""
+    frame = models_frame(decision)
+    figures = ("predicted GiB", "bound GiB")
+    return pd.DataFrame(
+        {
+            column: [
+                (MISSING_CELL if not math.isfinite(value) else f"{value:,.2f}")
+                if column in figures
+                else plain(value)
+                for value in frame[column]
+            ]
+            for column in frame.columns
         }
     )
 

@@ -8,8 +8,10 @@
 * `AnalyticalLeastSquares`: peak = c0 + c1 * per-batch terms + c2 * model-state
   terms, the refined model's terms (`core.analytical`) with coefficients
   fit by least squares on relative error, optionally + c3 * the convolution
-  gradients' im2col workspace. This is *fitted*, unlike the refined analytical
-  model, and is named so everywhere.
+  gradients' im2col workspace, or + c4 where the batch is a single sample
+  (PyTorch's runs at batch 1 peak ~0.1 GiB above the line its other batches lie
+  on; TensorFlow's do not: docs/accuracy_unet3d_torch.md). This is *fitted*,
+  unlike the refined analytical model, and is named so everywhere.
 
 Settings are seeded; ``*_CANDIDATES`` are what `modeling.evaluation.selection` chooses
 from on validation data.
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 PER_BATCH_TERMS: tuple[str, ...] = ("activation_bytes", "backward_bytes", "input_bytes")
 MODEL_STATE_TERMS: tuple[str, ...] = ("weight_bytes", "gradient_bytes", "optimizer_bytes")
 LEAST_SQUARES_INPUTS: tuple[str, ...] = ("per_batch_bytes", "model_state_bytes")
+# 1 where the batch is a single sample, else 0: the one least-squares input not in bytes.
+BATCH_OF_ONE = "batch_of_one"
+GIB = 2**30
 
 ML_KINDS = ("xgboost", "random_forest", "extra_trees", "mlp")
 # Enough trees that the forests' averages settle; small data, so this stays fast.
@@ -99,7 +104,22 @@ def least_squares_inputs(frame: pd.DataFrame) -> pd.DataFrame:
     )
     if WORKSPACE_COLUMN in frame:
         terms[WORKSPACE_COLUMN] = frame[WORKSPACE_COLUMN]
+    if "batch_size" in frame:
+        terms[BATCH_OF_ONE] = (frame["batch_size"] == 1).astype(float)
     return terms
+
+
+def _scale(name: str) -> float:
+    """What a least-squares input is divided by for the fit: GiB for byte terms. Weighted
+    by 1/peak^2, byte-sized terms beside a 0/1 one leave the solver a matrix whose small
+    singular values it drops (the batch-of-one coefficient came out 3e-11)."""
+    return 1.0 if name == BATCH_OF_ONE else float(GIB)
+
+
+def _term_text(name: str, coefficient: float) -> str:
+    if name == BATCH_OF_ONE:
+        return f"{coefficient / GIB:.4g} GiB*{name}"
+    return f"{coefficient:.4g}*{name}"
 
 
 class AnalyticalLeastSquares(PlainRegressor):
@@ -107,18 +127,22 @@ class AnalyticalLeastSquares(PlainRegressor):
 
     ``workspace=True`` adds ``c3 * workspace_bytes``, the im2col buffer of
     TensorFlow's own convolution gradients (`core.analytical.backprop_workspace_bytes`),
-    for machines where oneDNN does not run the network.
+    for machines where oneDNN does not run the network. ``batch_of_one=True`` adds
+    ``c4 * batch_of_one`` (bytes where the batch is one sample; X needs ``batch_size``).
     Fit on relative error (weights 1/peak^2). A term that is constant in the
     training data (model state, when the network never changes) cannot be told
     apart from the intercept; it gets coefficient 0 and the intercept absorbs it.
     X : feature frame with the refined term columns; y and predictions in bytes.
     """
 
-    def __init__(self, *, workspace: bool = False) -> None:
+    def __init__(self, *, workspace: bool = False, batch_of_one: bool = False) -> None:
         self.workspace = workspace
+        self.batch_of_one = batch_of_one
 
     def _inputs(self) -> tuple[str, ...]:
-        return (*LEAST_SQUARES_INPUTS, WORKSPACE_COLUMN) if self.workspace else LEAST_SQUARES_INPUTS
+        workspace = (WORKSPACE_COLUMN,) if self.workspace else ()
+        single = (BATCH_OF_ONE,) if self.batch_of_one else ()
+        return (*LEAST_SQUARES_INPUTS, *workspace, *single)
 
     def fit(self, X: pd.DataFrame, y: Any) -> AnalyticalLeastSquares:
         inputs = self._inputs()
@@ -132,16 +156,19 @@ class AnalyticalLeastSquares(PlainRegressor):
         varying = [name for name in inputs if terms[name].nunique() > 1]
         from sklearn.linear_model import LinearRegression  # see `make_regressor`
 
+        scales = np.array([_scale(name) for name in varying])
         regression = LinearRegression()
-        regression.fit(terms[varying], target, sample_weight=1.0 / np.square(target))
+        regression.fit(
+            terms[varying] / scales, target / GIB, sample_weight=1.0 / np.square(target / GIB)
+        )
         coefficients = dict.fromkeys(inputs, 0.0)
-        coefficients.update(zip(varying, regression.coef_.tolist(), strict=True))
-        self.intercept_bytes_ = float(regression.intercept_)
+        coefficients.update(zip(varying, (regression.coef_ * GIB / scales).tolist(), strict=True))
+        self.intercept_bytes_ = float(regression.intercept_ * GIB)
         self.coefficients_ = coefficients
         self.n_features_in_ = len(inputs)
         self.formula_ = " + ".join(
-            [f"{self.intercept_bytes_ / 2**30:.4g} GiB"]
-            + [f"{value:.4g}*{name}" for name, value in coefficients.items() if value]
+            [f"{self.intercept_bytes_ / GIB:.4g} GiB"]
+            + [_term_text(name, value) for name, value in coefficients.items() if value]
         )
         return self
 
@@ -157,6 +184,7 @@ class AnalyticalLeastSquares(PlainRegressor):
         self.check_fitted()
         return {
             "workspace": self.workspace,
+            "batch_of_one": self.batch_of_one,
             "intercept_bytes": self.intercept_bytes_,
             "coefficients": self.coefficients_,
             "formula": self.formula_,
@@ -164,8 +192,11 @@ class AnalyticalLeastSquares(PlainRegressor):
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AnalyticalLeastSquares:
-        # Models stored before the workspace term existed have none.
-        model = cls(workspace=bool(state.get("workspace", False)))
+        # Models stored before the workspace or batch-of-one term existed have neither.
+        model = cls(
+            workspace=bool(state.get("workspace", False)),
+            batch_of_one=bool(state.get("batch_of_one", False)),
+        )
         inputs = model._inputs()
         coefficients = {name: float(state["coefficients"][name]) for name in inputs}
         model.intercept_bytes_ = float(state["intercept_bytes"])

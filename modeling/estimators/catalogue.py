@@ -53,6 +53,10 @@ def _analytical_columns(frame: pd.DataFrame) -> list[str]:
     return [*analytical_columns(), BASELINE_COLUMN]
 
 
+def _batch_of_one_columns(frame: pd.DataFrame) -> list[str]:
+    return [*_analytical_columns(frame), "batch_size"]
+
+
 def _hybrid_columns(frame: pd.DataFrame) -> list[str]:
     return [*model_inputs(frame), *_analytical_columns(frame)]
 
@@ -116,6 +120,13 @@ def catalogue(*, quick: bool = False) -> tuple[ModelSpec, ...]:
             LEAST_SQUARES,
             lambda frame, params, seed: AnalyticalLeastSquares(workspace=True),
             _analytical_columns,
+        ),
+        ModelSpec(
+            "least_squares_batch_of_one",
+            "least squares on analytical terms + batch-of-one term",
+            LEAST_SQUARES,
+            lambda frame, params, seed: AnalyticalLeastSquares(batch_of_one=True),
+            _batch_of_one_columns,
         ),
         ModelSpec(
             "symbolic", "symbolic regression (gplearn)", SYMBOLIC, _symbolic, model_inputs, symbolic

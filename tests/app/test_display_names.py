@@ -69,7 +69,7 @@ def shown_words(at: AppTest) -> Iterator[str]:
         yield from (_unescaped(element.value) for element in at.get(kind))
     yield from (element.value for element in at.get("latex"))
     yield from (code.value for code in at.get("code") if not code.value.startswith("memplan "))
-    for kind in ("selectbox", "multiselect", "radio", "select_slider"):
+    for kind in ("selectbox", "multiselect", "button_group", "radio", "select_slider"):
         for choice in at.get(kind):
             yield choice.label
             yield from map(str, choice.options)
@@ -79,6 +79,11 @@ def shown_words(at: AppTest) -> Iterator[str]:
         yield from (labels.get(str(column), {}).get("label", str(column)) for column in frame)
         for column in frame.select_dtypes(include="object"):
             yield from map(str, frame[column].dropna().unique())
+    for table in at.table:  # HTML tables: their cells are escaped Markdown
+        frame = table.value
+        yield from map(str, frame.columns)
+        for column in frame:
+            yield from (_unescaped(str(cell)) for cell in frame[column].unique())
     for spec in charts(at):
         yield from _chart_words(spec)
 
@@ -97,7 +102,7 @@ def test_the_models_page_shows_no_internal_name(shared_reference_db: Path) -> No
     at = open_page("dashboard/models_page.py", workload="unet3d")
     # Every model of the evaluation, so each one's title, curve and formula is on the page.
     every = [model.name for model in bundle.load_predictors(shared_reference_db, workload="unet3d")]
-    widget(at.multiselect, "Models").set_value(every).run()
+    widget(at.button_group, "Models").set_value(every).run()
     assert not at.exception
 
     assert raw_names(at, shared_reference_db) == {}

@@ -43,7 +43,7 @@ def test_the_models_page_reads_back_only_the_models_it_draws(
     at = open_page(PAGE)
 
     assert sorted(decoded) == ["paper", "refined", "symbolic"]
-    models = widget(at.multiselect, "Models")
+    models = widget(at.button_group, "Models")
     models.set_value([*models.value, "random_forest"]).run()
     assert not at.exception
     assert sorted(decoded) == ["paper", "refined", "sklearn", "symbolic"]
@@ -56,7 +56,7 @@ def test_a_malformed_tree_is_refused_when_chosen_and_the_others_are_drawn(
     at = open_page(PAGE)
     assert not at.error
 
-    models = widget(at.multiselect, "Models")
+    models = widget(at.button_group, "Models")
     models.set_value([*models.value, "random_forest"]).run()
 
     assert not at.exception

@@ -67,7 +67,7 @@ def test_the_read_only_dashboard_shows_the_bundled_models_and_writes_nothing(sha
     sizing = open_page(SIZING_PAGE)
     open_page(SWEEPS_PAGE)
 
-    [chosen] = [w for w in models.multiselect if w.label == "Models"]
+    [chosen] = [w for w in models.button_group if w.label == "Models"]
     assert "symbolic regression (gplearn)" in chosen.options
     # No "no stored evaluation": the bundled one is read in memory. (The one note says why
     # the page answers for the bundled machine, not this one.)

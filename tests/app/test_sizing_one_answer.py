@@ -74,7 +74,7 @@ def test_a_precision_that_never_trained_here_gets_the_reason_not_a_prediction(
     # No prediction anywhere: no bound, no fit, no sizing answer, no every-model table.
     assert not [m for m in at.metric if m.label != "Refined closed-form estimate"]
     assert "fit" not in " ".join(shown(b.value) for b in [*at.success, *at.warning])
-    assert not at.dataframe
+    assert not at.dataframe and not at.table
     # The choice says so before it is made; a precision that trains is offered plainly.
     precision = widget(at.selectbox, "Precision")
     assert precision.format_func("mixed_float16") == "mixed_float16 (fails here)"

@@ -14,6 +14,7 @@ from core.machine import this_profile
 from core.profiles import profile_of
 from modeling.machines import choose_machine, run_profiles
 from modeling.stored import tables as results
+from presentation.text import plain
 from profiling import launcher
 from profiling.calibration import calibration_for, fit_command
 from tests.app.helpers import (
@@ -95,8 +96,9 @@ def drawn_models(at: AppTest) -> set[str]:
 
 def point_prediction(at: AppTest, title: str) -> float:
     """A model's point prediction (GiB), from the every-model table."""
-    table = at.dataframe[0].value
-    return float(table.loc[table["model"] == title, "predicted GiB"].iloc[0])
+    table = at.table[0].value
+    shown = table.loc[table["model"] == plain(title), "predicted GiB"].iloc[0]
+    return float(shown.replace(",", ""))
 
 
 def labels(widgets) -> list[str]:
@@ -189,7 +191,7 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
     assert "paper" in left_out and "(bound 1,118 GiB, 6.8x)" in shown(left_out)
     assert "XGBoost" in left_out
     assert len(drawn_models(at)) == 6
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert table.columns.tolist() == [
         "model",
         "predicted GiB",

@@ -15,9 +15,10 @@ in the laid-out page (the sidebar included):
   two lines (a label wrapped mid-word).
 
 Charts (Vega draws text in SVG: checked against their chart's box by the
-tests) and tables (Glide draws them on a canvas) are not HTML text and are
-left out, and so is text inside an element that scrolls sideways on purpose
-(``st.code``): scrolling shows all of it.
+tests) and interactive tables (Glide draws them on a canvas) are not HTML text
+and are left out (static tables, ``st.table``, are HTML and checked), and so
+is text inside an element that scrolls sideways on purpose (``st.code``):
+scrolling shows all of it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ CLIPPED_TEXT_JS = """
 (slack) => {
   const found = [];
   const skip = '[data-testid="stVegaLiteChart"], [data-testid="stDataFrame"], '
-    + '[data-testid="stTable"], svg, canvas, script, style, [aria-hidden="true"]';
+    + 'svg, canvas, script, style, [aria-hidden="true"]';
   const visible = (el) => {
     const r = el.getBoundingClientRect();
     const cs = getComputedStyle(el);

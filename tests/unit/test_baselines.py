@@ -55,14 +55,34 @@ def test_least_squares_with_the_workspace_term_recovers_it(make_runs) -> None:
     np.testing.assert_allclose(restored.predict(frame), target, rtol=1e-9)
 
 
+def test_least_squares_with_the_batch_of_one_term_recovers_it(make_runs) -> None:
+    # PyTorch's runs at batch 1 lie ~0.1 GiB above the line of its other batches.
+    frame = measured_frame(make_runs(batches=(1, 2, 4, 8)))
+    terms = least_squares_inputs(frame)
+    extra_bytes = 0.1 * 2**30
+    target = 0.5e9 + 0.87 * terms["per_batch_bytes"] + extra_bytes * terms["batch_of_one"]
+
+    model = AnalyticalLeastSquares(batch_of_one=True).fit(frame, target)
+
+    assert model.coefficients_["batch_of_one"] == pytest.approx(extra_bytes, rel=1e-6)
+    assert "0.1 GiB*batch_of_one" in model.formula_
+    np.testing.assert_allclose(model.predict(frame), target, rtol=1e-9)
+    restored = AnalyticalLeastSquares.from_state(model.to_state())
+    np.testing.assert_allclose(restored.predict(frame), target, rtol=1e-9)
+    # Without the term the line cannot follow the single samples.
+    plain = AnalyticalLeastSquares().fit(frame, target)
+    assert np.abs(plain.predict(frame) / target - 1).max() > 0.01
+
+
 def test_a_least_squares_model_stored_before_the_workspace_term_still_predicts(make_runs) -> None:
     frame = measured_frame(make_runs())
     state = AnalyticalLeastSquares().fit(frame, frame["peak_bytes"]).to_state()
-    del state["workspace"]  # as models stored before the term existed
+    del state["workspace"], state["batch_of_one"]  # as models stored before the terms existed
 
     restored = AnalyticalLeastSquares.from_state(state)
 
     assert restored.workspace is False
+    assert restored.batch_of_one is False
     assert restored.predict(frame).shape == (len(frame),)
 
 

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from presentation import model_errors
+from presentation.text import plain
 
 
 def _score(model: str, split: str, seed: int, mape: float, worst: float) -> dict[str, Any]:
@@ -72,3 +73,24 @@ def test_the_shown_table_is_headed_in_words_and_leaves_out_a_split_never_scored(
     assert shown["model"].tolist() == ["symbolic regression (gplearn)"]
     caption = model_errors.errors_caption(table, shown)
     assert "(2 seeds, the paper's protocol" in caption and "knob split" not in caption
+
+
+def test_the_shown_table_is_text_that_wraps_with_short_headers_and_escaped_titles() -> None:
+    scores = pd.DataFrame(
+        [
+            _score("symbolic", "random", 0, 2.04, 5.0),
+            _score("symbolic", "extrapolation", 0, 3.0, 6.0),
+            _score("paper", "random", 0, 60.0, 90.0),
+        ]
+    )
+    table = model_errors.error_table(scores, {"paper": "*Paper* (Eq. 1)", "symbolic": "SR"})
+
+    text = model_errors.errors_text(model_errors.shown_errors(table))
+
+    # One seed: no spread, so no sd column.
+    assert text.columns.tolist() == ["model", "MAPE %", "R²", "worst %", "ext. MAPE", "ext. worst"]
+    paper, symbolic = text.to_dict("records")
+    # A title from the database shows as written, never as Markdown.
+    assert paper["model"] == plain("*Paper* (Eq. 1)") == r"\*Paper\* \(Eq\. 1\)"
+    assert paper["ext. MAPE"] == model_errors.MISSING_CELL
+    assert symbolic["MAPE %"] == "2.0" and symbolic["R²"] == "0.900"

@@ -185,8 +185,8 @@ def test_size_buy_rounds_up_to_a_purchasable_size(evaluated: Path, capsys) -> No
         (
             ["evaluate", "--models", "svm"],
             "error: unknown model(s) svm; known: paper, refined, least_squares, "
-            "least_squares_workspace, symbolic, hybrid_ratio, hybrid_terms, xgboost, "
-            "random_forest, extra_trees, mlp\n",
+            "least_squares_workspace, least_squares_batch_of_one, symbolic, hybrid_ratio, "
+            "hybrid_terms, xgboost, random_forest, extra_trees, mlp\n",
         ),
     ],
 )
