@@ -20,8 +20,8 @@ not count):
 
 * **first render**: the first ``at.run()`` of the page;
 * **first render, warmed up**: the same in another fresh process that first ran
-  `dashboard.serve.warm_up` (untimed), as ``scripts/start.sh``'s server does while it
-  starts: the first visitor of a server started a few seconds before;
+  `dashboard.serve.warm_up` (untimed), as ``scripts/start.sh``'s server does before
+  it listens: what the first visitor of the dashboard gets;
 * **next visitor**: the first ``at.run()`` of a second session in the same process
   (Streamlit's caches warm, as for everyone after the server's first visitor);
 * **rerun**: a second ``at.run()`` with nothing changed (caches warm);

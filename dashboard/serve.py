@@ -2,18 +2,18 @@
 
 Streamlit runs every page in the server's own process, so a library a page
 imports is paid for once per server, by its first visitor: reading the stored
-models back imports scikit-learn, skops, XGBoost, gplearn and SymPy, several
-seconds of CPU on the 2-core VM (`benchmarks.dashboard_speed` times exactly that
-cold first render, in a fresh process). Here a background thread imports them
-while the server starts, so the first visitor finds them loaded; a visitor who
-comes sooner waits on the same imports, no longer than without it.
+models back imports scikit-learn, skops, XGBoost, gplearn and SymPy, and reads
+the trees back through skops, ~1.5 s of a first render on the 2-core VM
+(`benchmarks.dashboard_speed` times that cold first render, in a fresh process,
+beside the warmed-up one). Here they are imported and the default database's
+models read back *before* the server listens (~2 s), so no visitor, the first
+included, waits on them: the address Streamlit prints is served warm.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-import threading
 from pathlib import Path
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
@@ -67,8 +67,8 @@ def read_default_models() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Start the warm-up thread, then ``streamlit run app.py`` with ``argv`` in this process."""
-    threading.Thread(target=warm_up, name="memplan-warm-up", daemon=True).start()
+    """Warm up, then ``streamlit run app.py`` with ``argv`` in this process."""
+    warm_up()
     from streamlit.web import cli
 
     sys.argv = ["streamlit", "run", str(APP), *(sys.argv[1:] if argv is None else argv)]
