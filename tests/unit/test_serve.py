@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from core import database
 from dashboard import serve
+from modeling.stored import bundle
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,8 +50,10 @@ def _warm_up_in(db_path: Path) -> str:
 
 
 def test_the_warm_up_reads_the_default_models_back_without_writing(tmp_path: Path) -> None:
-    db_path = tmp_path / "copy.duckdb"
-    shutil.copyfile(REPO / "data" / "memplan.duckdb", db_path)
+    # What the dashboard's first start makes of a new database: the bundled runs and models.
+    db_path = tmp_path / "seeded.duckdb"
+    assert database.created_seeded(db_path)
+    bundle.install_every_bundle(db_path)
     before = db_path.read_bytes()
 
     decoded = _warm_up_in(db_path)
