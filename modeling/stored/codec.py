@@ -272,10 +272,14 @@ def decode(blob: bytes) -> Any:
 
     Kept per process by its bytes (`_decoded`): the dashboard's server reads the same
     stored models for each visitor and page, and reading the trees back through skops
-    is most of a first render (~0.7 s of the Sizing page's on the 2-core VM). A blob
-    that is refused is read again, and refused again, each time.
+    is most of a first render (~0.7 s of the Sizing page's on the 2-core VM). Each
+    caller gets its own copy (~8 ms for a 300-tree forest, against ~130 ms to read it
+    back): a shared estimator that one caller changed would reach every other without
+    the checks reading it back makes (a tree pointed out of its arrays is a SIGSEGV on
+    predict; one test does exactly that to a decoded forest). A blob that is refused is
+    read again, and refused again, each time.
     """
-    return _decoded(bytes(blob))
+    return copy.deepcopy(_decoded(bytes(blob)))
 
 
 # Decoded estimators kept (`decode`): a database's latest evaluations, several profiles'.

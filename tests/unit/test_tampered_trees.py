@@ -190,3 +190,19 @@ def test_a_pickle_is_refused_before_any_use_even_lazily() -> None:
 
     with pytest.raises(ModelingError, match="it is a pickle"):
         tables._estimator(row, "runs.duckdb", "memplan evaluate", lazy=True)
+
+
+def test_a_decoded_forest_changed_in_memory_never_reaches_the_next_reader() -> None:
+    # Decoding is remembered per blob; what one caller does to its estimator stays its own.
+    blob = codec.encode(_forest())
+    first = codec.decode(blob)
+    tree = first.regressor_.estimators_[1].tree_
+    state = tree.__getstate__()
+    state["nodes"]["left_child"][0] = 10**7  # would read outside the arrays on predict
+    tree.__setstate__(state)
+
+    again = codec.decode(blob)
+
+    assert again is not first
+    assert again.regressor_.estimators_[1].tree_.children_left[0] != 10**7
+    np.testing.assert_allclose(again.predict(X), _forest().predict(X))
