@@ -89,24 +89,9 @@ ML_TITLES = {
 }
 
 
-def catalogue(*, quick: bool = False) -> tuple[ModelSpec, ...]:
-    """Every model of the comparison; ``quick`` shrinks symbolic regression to seconds."""
-    symbolic = QUICK_SYMBOLIC_CANDIDATES if quick else SETTINGS_CANDIDATES
-    specs = [
-        ModelSpec(
-            "paper",
-            "paper analytical (Eq. 1 + Eq. 2)",
-            ANALYTICAL,
-            lambda frame, params, seed: PaperModel(),
-            _analytical_columns,
-        ),
-        ModelSpec(
-            "refined",
-            "refined analytical (closed form)",
-            ANALYTICAL,
-            lambda frame, params, seed: RefinedAnalyticalModel(),
-            _analytical_columns,
-        ),
+def _least_squares_specs() -> list[ModelSpec]:
+    """Least squares on the analytical terms, alone and with each extra term."""
+    return [
         ModelSpec(
             "least_squares",
             "least squares on analytical terms",
@@ -128,6 +113,28 @@ def catalogue(*, quick: bool = False) -> tuple[ModelSpec, ...]:
             lambda frame, params, seed: AnalyticalLeastSquares(batch_of_one=True),
             _batch_of_one_columns,
         ),
+    ]
+
+
+def catalogue(*, quick: bool = False) -> tuple[ModelSpec, ...]:
+    """Every model of the comparison; ``quick`` shrinks symbolic regression to seconds."""
+    symbolic = QUICK_SYMBOLIC_CANDIDATES if quick else SETTINGS_CANDIDATES
+    specs = [
+        ModelSpec(
+            "paper",
+            "paper analytical (Eq. 1 + Eq. 2)",
+            ANALYTICAL,
+            lambda frame, params, seed: PaperModel(),
+            _analytical_columns,
+        ),
+        ModelSpec(
+            "refined",
+            "refined analytical (closed form)",
+            ANALYTICAL,
+            lambda frame, params, seed: RefinedAnalyticalModel(),
+            _analytical_columns,
+        ),
+        *_least_squares_specs(),
         ModelSpec(
             "symbolic", "symbolic regression (gplearn)", SYMBOLIC, _symbolic, model_inputs, symbolic
         ),

@@ -116,17 +116,18 @@ def test_the_decision_leads_with_the_bound_and_its_evidence(
     expect(main.get_by_test_id("stAlertContentSuccess")).to_have_count(0)  # no green "fits"
     left_out = main.get_by_test_id("stMarkdown").filter(has_text="Left out of the answer")
     expect(left_out).to_contain_text("paper analytical (Eq. 1 + Eq. 2) (bound 1,118 GiB, 6.8x)")
-    # The grid is drawn on a canvas: every column fits when nothing scrolls sideways.
-    table = main.get_by_test_id("stDataFrame").first
+    # An HTML table: every column fits when nothing scrolls sideways, and its long model
+    # names wrap whole (the clipped-text check of the pages at both widths reads them).
+    table = main.get_by_test_id("stTable").filter(has_text="left out because").first
     expect(table).to_be_visible()
+    expect(table.get_by_text("hybrid: SR given analytical terms", exact=True)).to_be_visible()
     save_whole_page(page, screenshots_dir / f"sizing_decision_{width}.png")
     # One click gives the report of this very question, to attach to a purchase request.
     report_file = download_report(page, main)
     assert report_file.suggested_filename == "memplan-sizing-unet3d-240x240x144-batch16.html"
     report = unescape(Path(report_file.path()).read_text())
     assert DELL_HEADLINE in report
-    scroller = table.locator(".dvn-scroller").first
-    overflow_px = scroller.evaluate("node => node.scrollWidth - node.clientWidth")
+    overflow_px = table.evaluate("node => node.scrollWidth - node.clientWidth")
     assert overflow_px <= 1, f"the table scrolls sideways by {overflow_px} px"
 
 
