@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 from dataclasses import dataclass
@@ -118,3 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return exitcodes.INTERRUPTED_EXIT_CODE
+    except BrokenPipeError:
+        # Without this, a traceback; and Python's flush of stdout at exit would fail again,
+        # so stdout goes to /dev/null (the recipe of Python's signal module docs).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return exitcodes.BROKEN_PIPE_EXIT_CODE

@@ -190,3 +190,26 @@ def test_a_new_database_named_by_memplan_db_starts_empty_as_with_db(tmp_path):
     assert (via_env.returncode, via_env.stdout, via_env.stderr) == (0, "no runs match\n", "")
     assert (via_flag.returncode, via_flag.stdout, via_flag.stderr) == (0, "no runs match\n", "")
     assert store.load_runs(by_env).empty and store.load_runs(by_flag).empty
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_traceback(tmp_path):
+    # `memplan list | head -1`: the reader leaves after one line, memplan has more to say.
+    db = tmp_path / "bundled.duckdb"
+    assert database.created_seeded(db)
+    environment = {k: v for k, v in os.environ.items() if k != database.DB_ENV_VAR}
+    lister = subprocess.Popen(
+        [sys.executable, "-m", "memplan", "list", "--db", str(db)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment,
+    )
+    assert lister.stdout is not None and lister.stderr is not None
+    assert lister.stdout.readline()  # the header
+    lister.stdout.close()
+
+    code = lister.wait(timeout=120)
+
+    stderr = lister.stderr.read().decode()
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+    assert code == 141
