@@ -68,11 +68,13 @@ BUNDLED_SAMPLES = DATA_DIR / "reference_samples.parquet"
 # again on a second machine profile (an AVX-512 AMD EPYC), the U-Net's network
 # knobs varied on an AVX2-only AMD EPYC twice: with TensorFlow's default there,
 # oneDNN off, and with it on; then both workloads' grids on one newer AVX-512 AMD
-# EPYC (family 26) in TensorFlow and in PyTorch (data/REFERENCE.md).
+# EPYC (family 26) in TensorFlow and in PyTorch, and the U-Net on that EPYC with oneDNN
+# off (data/REFERENCE.md).
 BUNDLED_EXPORTS: tuple[tuple[Path, Path], ...] = tuple(
     (DATA_DIR / f"{name}_runs.parquet", DATA_DIR / f"{name}_samples.parquet")
     for name in ("reference", "alexnet", "unet3d_amd", "unet3d_knobs", "unet3d_knobs_onednn")
     + ("unet3d_f26_tf", "unet3d_f26_torch", "alexnet_f26_tf", "alexnet_f26_torch")
+    + ("unet3d_f26_tf_onednn_off",)
 )
 
 # Each workload's calibration grid for a new machine (`profiling.calibration`).

@@ -49,12 +49,13 @@ def test_a_fresh_default_database_holds_every_bundled_export(tmp_path, monkeypat
     assert len(stored) == sum(len(pd.read_parquet(f)) for f, _ in database.BUNDLED_EXPORTS)
 
 
-def test_six_machine_profiles_of_the_u_net_ship_and_four_share_their_grid(
+def test_seven_machine_profiles_of_the_u_net_ship_and_four_share_their_grid(
     tmp_path, monkeypatch
 ) -> None:
     """The reference grid measured on the Intel Xeon, again on an AVX-512 AMD EPYC, and on a
-    newer AVX-512 AMD EPYC (family 26) in TensorFlow and in PyTorch; the knob design on an
-    AVX2-only AMD EPYC, with oneDNN off (TensorFlow's default there) and on."""
+    newer AVX-512 AMD EPYC (family 26) in TensorFlow and in PyTorch, and part of it there
+    with oneDNN off; the knob design on an AVX2-only AMD EPYC, with oneDNN off
+    (TensorFlow's default there) and on."""
     monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "memplan.duckdb")
     db = database.ensure_database(database.default_db_path())
     runs = store.load_runs(db, workload="unet3d", status="ok")
@@ -65,6 +66,7 @@ def test_six_machine_profiles_of_the_u_net_ship_and_four_share_their_grid(
     assert labels == [
         "AMD EPYC (family 26, model 2), AVX-512 BF16, 2 cores, PyTorch 2.13",
         "AMD EPYC (family 26, model 2), AVX-512 BF16, 2 cores, TensorFlow 2.21",
+        "AMD EPYC (family 26, model 2), AVX-512 BF16, 2 cores, TensorFlow 2.21, oneDNN off",
         "AMD EPYC, AVX-512 BF16, 2 cores, TensorFlow 2.21",
         "AMD EPYC, AVX2, 2 cores, TensorFlow 2.21",
         "AMD EPYC, AVX2, 2 cores, TensorFlow 2.21, oneDNN off",
@@ -73,14 +75,20 @@ def test_six_machine_profiles_of_the_u_net_ship_and_four_share_their_grid(
     by_label = {profile.label: key for key, profile in found.items()}
     amd = by_label["AMD EPYC, AVX-512 BF16, 2 cores, TensorFlow 2.21"]
     intel = by_label["Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"]
-    newer = [key for label, key in by_label.items() if "family 26" in label]
+    newer = [key for label, key in by_label.items() if "family 26" in label and "off" not in label]
     points = {
         key: set(zip(group["depth"], group["batch_size"], strict=True))
         for key, group in runs.groupby("machine")
     }
     assert len(points[intel]) == 33 and points[intel] <= points[amd]
-    # The family 26 EPYC measured the AVX-512 EPYC's grid point for point, in both frameworks.
+    # The family 26 EPYC measured the AVX-512 EPYC's grid point for point, in both frameworks,
+    # and its sides 32-112 at batches 1-4 again with oneDNN off: pairs that differ in oneDNN
+    # alone (docs/transfer.md).
     assert all(points[key] == points[amd] for key in newer) and len(newer) == 2
+    off = by_label[
+        "AMD EPYC (family 26, model 2), AVX-512 BF16, 2 cores, TensorFlow 2.21, oneDNN off"
+    ]
+    assert len(points[off]) == 18 and points[off] <= points[newer[0]]
 
 
 KNOB_SETS = {"onednn_off": 3, "onednn_on": 4}  # their index in BUNDLED_EXPORTS
