@@ -97,21 +97,62 @@ class MeasuredPair:
     ratios: pd.Series  # `pair_ratios`
 
 
+def _pool(
+    known: Mapping[str, MachineProfile], excluded: Collection[str]
+) -> dict[str, MachineProfile]:
+    return {key: profile for key, profile in known.items() if key not in excluded}
+
+
+def _paired(runs: pd.DataFrame, key: str, nearest: Nearest | None) -> list[MeasuredPair]:
+    """The pair of profile ``key`` and ``nearest``, if they share a measured configuration."""
+    if nearest is None:
+        return []
+    ratios = pair_ratios(runs, key, nearest.key)
+    if ratios.empty:
+        return []
+    return [MeasuredPair(key, nearest.key, nearest.first_differences, ratios)]
+
+
 def measured_pairs(
     runs: pd.DataFrame, known: Mapping[str, MachineProfile], excluded: Collection[str] = ()
 ) -> list[MeasuredPair]:
     """Each profile of ``known`` but ``excluded`` paired with its nearest among the remaining
     (`nearest_profile`); only the pairs that share a measured configuration."""
-    pool = {key: profile for key, profile in known.items() if key not in excluded}
+    pool = _pool(known, excluded)
+    return [
+        pair
+        for key, profile in pool.items()
+        for pair in _paired(runs, key, nearest_profile(profile, _others(pool, key)))
+    ]
+
+
+def _others(pool: Mapping[str, MachineProfile], key: str) -> dict[str, MachineProfile]:
+    return {k: p for k, p in pool.items() if k != key}
+
+
+def pairs_across(
+    runs: pd.DataFrame, known: Mapping[str, MachineProfile], fact: str, excluded: Collection[str]
+) -> list[MeasuredPair]:
+    """Each profile of ``known`` but ``excluded`` paired with its nearest among those that
+    differ from it in ``fact`` alone of the first facts; only pairs that share a measured
+    configuration. The evidence for ``fact`` where no profile's own nearest differs in it:
+    with two oneDNN-off profiles bundled, each one's nearest is the other, and the pairs
+    that measured oneDNN on and off on one machine were no profile's nearest."""
+    pool = _pool(known, excluded)
     found = []
     for key, profile in pool.items():
-        nearest = nearest_profile(profile, {k: p for k, p in pool.items() if k != key})
-        if nearest is None:
-            continue
-        ratios = pair_ratios(runs, key, nearest.key)
-        if not ratios.empty:
-            found.append(MeasuredPair(key, nearest.key, nearest.first_differences, ratios))
+        across = {
+            other: candidate
+            for other, candidate in _others(pool, key).items()
+            if _first_differences(profile, other, candidate) == (fact,)
+        }
+        found += _paired(runs, key, nearest_profile(profile, across))
     return found
+
+
+def _first_differences(profile: MachineProfile, key: str, other: MachineProfile) -> tuple[str, ...]:
+    nearest = nearest_profile(profile, {key: other})
+    return () if nearest is None else nearest.first_differences
 
 
 def _named(pairs: Sequence[tuple[str, str]]) -> str:
@@ -213,11 +254,13 @@ def widening_for(
 ) -> Spread | None:
     """The widening of ``answer`` from pairs of profiles in ``known`` other than ``excluded``
     (`measured_pairs`): those that differ in the same first facts as ``answer``. Where none
-    does, each first fact ``answer`` differs in widens by the pairs that differ in it alone
-    (else among others), multiplied (`Compounded`); where no measured pair differs in one of
-    them, there is no bound (`Unbounded`); where ``answer`` differs in no first fact, every
-    pair. None where no two other profiles measured a configuration in common: the answer
-    is not widened, and says so (`Transfer.sentence`; a database of one profile).
+    does, each first fact ``answer`` differs in widens by the pairs that differ in it alone,
+    else by each profile paired across that fact alone (`pairs_across`), else by the pairs
+    that differ in it among others, multiplied (`Compounded`); where no measured pair
+    differs in one of them, there is no bound (`Unbounded`); where ``answer`` differs in no
+    first fact, every pair. None where no two other profiles measured a configuration in
+    common: the answer is not widened, and says so (`Transfer.sentence`; a database of one
+    profile).
     """
     pairs = measured_pairs(runs, known, excluded)
     if not pairs:
@@ -228,15 +271,15 @@ def widening_for(
         return Widening.of(matched, True)
     if not wanted:
         return Widening.of(pairs, False)
-    spanned = {fact for pair in pairs for fact in pair.differences}
-    missing = tuple(fact for fact in wanted if fact not in spanned)
-    if missing:
-        return Unbounded(missing, tuple((pair.measured, pair.answering) for pair in pairs))
-    parts = []
+    evidence = {}
     for fact in wanted:
         alone = [pair for pair in pairs if pair.differences == (fact,)]
-        parts.append(Widening.of(alone or [p for p in pairs if fact in p.differences], False, fact))
-    return Compounded(tuple(parts))
+        among = [pair for pair in pairs if fact in pair.differences]
+        evidence[fact] = alone or pairs_across(runs, known, fact, excluded) or among
+    missing = tuple(fact for fact in wanted if not evidence[fact])
+    if missing:
+        return Unbounded(missing, tuple((pair.measured, pair.answering) for pair in pairs))
+    return Compounded(tuple(Widening.of(evidence[fact], False, fact) for fact in wanted))
 
 
 @dataclass(frozen=True)

@@ -255,3 +255,31 @@ def test_no_path_answers_from_a_transfer_without_a_bound() -> None:
         widening.with_transfer([], moved)
 
     assert str(refused.value) == f"{moved.refusal()}. {note}"
+
+
+def test_where_no_profiles_nearest_differs_in_a_fact_the_pairs_across_it_are_the_evidence() -> None:
+    # Two oneDNN-off profiles are each other's nearest, and the oneDNN-on ones each other's:
+    # no nearest pair differs in oneDNN, yet the AVX2 EPYC measured it both ways, and so did
+    # the AVX-512 one (the bundled family 26 EPYC's grid with oneDNN off).
+    runs = pd.DataFrame(
+        _runs(EPYC_512, {32: 1.0, 48: 1.1})
+        + _runs(EPYC_AVX2, {32: 1.2, 48: 1.3})
+        + _runs(EPYC_AVX2_OFF, {32: 2.0, 48: 3.0})
+        + _runs(OFF_512, {32: 2.2, 48: 3.5})
+    )
+    known = profiles.profiles_in(runs)
+    asked = _profile(XEON | {"onednn_enabled": False})  # answered by the AVX-512 EPYC
+
+    nearest = {(p.measured, p.answering) for p in transfer.measured_pairs(runs, known)}
+    moved = transfer.transfer_for(runs, known, asked, _profile(EPYC_512).key, "chosen")
+
+    assert all(
+        _profile(EPYC_AVX2_OFF).key not in pair or _profile(OFF_512).key in pair for pair in nearest
+    )
+    widening = moved.widening
+    assert isinstance(widening, transfer.Compounded) and moved.bounded
+    (oned,) = [part for part in widening.parts if part.fact == "oneDNN"]
+    assert (_profile(EPYC_AVX2_OFF).key, _profile(EPYC_AVX2).key) in oned.pairs
+    assert (_profile(OFF_512).key, _profile(EPYC_512).key) in oned.pairs
+    # Fewer than 9 ratios: the largest, the AVX-512 EPYC's 48^3 off over on.
+    assert oned.factor == pytest.approx(3.5 / 1.1)
