@@ -250,6 +250,7 @@ def _finish(plan: LoopPlan, outcome: Outcome, frame: pd.DataFrame, x: np.ndarray
         frame,
         x,
         [step.record() for step in outcome.steps],
+        prior.widening,
     )
     facts = writer.EvaluationFacts(plan.command, plan.workload, plan.here.key, plan.steps)
     outcome.evaluation_id = calibration_model.store_calibration(

@@ -4,9 +4,15 @@
 * prior(x)) into a `Predictor` whose estimator is a `CalibratedTransfer` (stored as
 data: `modeling.stored.codec`, type ``calibrated``). Its bound is honest about how
 few points stand behind it: the largest of the points' leave-one-out ratios (peak
-over held-out prediction) and the prior's own bound, marked thin evidence (fewer
-than nine configurations); beyond the measured range, also at least the prior's
-extrapolation bound. `store_calibration` writes it
+over held-out prediction) and the prior's own bound, marked thin evidence; beyond
+the measured range, also at least the prior's extrapolation bound. While the
+evidence is thin (fewer than 19 points at 90%, so every calibration of at most six:
+`modeling.evaluation.bounds.thin_evidence`), the prior's bound counts widened by
+the between-profile factor the answer had before any point was measured
+(`application.calibration_loop.Prior.widening`): three to six points do not show how
+far this machine's peaks stray from the line, and the worst of their leave-one-out
+ratios covered 75-88% of the replayed grids' configurations in four of five replays
+(docs/machines.md). `store_calibration` writes it
 as an evaluation of the profile (one model, its leave-one-out scores and
 predictions), so `memplan size` and the pages answer for the profile as for any.
 """
@@ -21,7 +27,7 @@ import pandas as pd
 
 from modeling.calibration_choice import fit_transfer, leave_one_out
 from modeling.estimators.calibrated import CalibratedTransfer
-from modeling.evaluation.bounds import DEFAULT_COVERAGE, ConformalBound
+from modeling.evaluation.bounds import DEFAULT_COVERAGE, ConformalBound, thin_evidence
 from modeling.evaluation.protocol import PREDICTION_COLUMNS, Evaluation, Score, data_fingerprint
 from modeling.features import TARGET_COLUMN
 from modeling.stored import writer
@@ -44,26 +50,31 @@ def calibrated_predictor(
     frame: pd.DataFrame,
     prior_bytes: np.ndarray,
     chosen: Sequence[Mapping[str, object]] = (),
+    widening: float = 1.0,
 ) -> Predictor:
     """The calibrated model of the runs ``frame`` (`modeling.features.measured_frame`, one row
     per measured point, peaks in TARGET_COLUMN), whose prior predictions are ``prior_bytes``.
 
     chosen : the points this calibration chose and why (side, batch, width, among, why),
     kept in its ``params_json`` for the pages (`presentation.calibration_view`).
+    widening : the between-profile factor of the prior's answer for this machine (>= 1),
+    which widens the prior's bound while the points are too few for a conformal one.
     """
     peaks = frame[TARGET_COLUMN].to_numpy(dtype=float)
     fit = fit_transfer(prior_bytes, peaks)
     held = leave_one_out(prior_bytes, peaks)
     ratios = peaks / held if len(held) else np.array([], dtype=float)
+    thin = thin_evidence(len(ratios), DEFAULT_COVERAGE)
+    factor = max(widening, 1.0) if thin else 1.0
+    widened = f" x{factor:.3f} for another machine (thin evidence)" if factor > 1 else ""
     source = (
         f"worst of {len(ratios)} leave-one-out ratios of the calibration points, "
-        f"at least the prior's own x{prior.bound.ratio:.3f} ({prior.name})"
+        f"at least the prior's own x{prior.bound.ratio:.3f} ({prior.name}){widened}"
     )
-    bound = _bound(ratios, prior.bound.ratio, source)
+    bound = _bound(ratios, prior.bound.ratio * factor, source)
     # Beyond the points, at least the prior's own extrapolation bound: the line is measured
-    # here, the shape beyond it is the prior's (the between-profile widening was the
-    # evidence before any point was; it no longer scales the answer).
-    beyond = prior.extrapolation_bound.ratio if prior.extrapolation_bound else 1.0
+    # here, the shape beyond it is the prior's.
+    beyond = (prior.extrapolation_bound.ratio if prior.extrapolation_bound else 1.0) * factor
     extrapolation = _bound(ratios, beyond, source + f", and beyond the points x{beyond:.3f}")
     # The prior reads its features with the L3 cache of its own runs: kept, so that
     # prior(x) is what the calibration fitted against.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from application import sizing
@@ -17,6 +18,7 @@ from core import database, profiles
 from core import store as runs_store
 from core.workloads.unet3d import UNetConfig
 from modeling import calibration_model
+from modeling.features import measured_frame
 from modeling.stored import bundle
 from profiling import exchange
 from tests.conftest import build_record
@@ -169,3 +171,26 @@ def test_the_command_prints_json_with_the_chosen_points(db, monkeypatch, capsys)
         "point 2",
         "point 3",
     ]
+
+
+@pytest.mark.parametrize(("points", "widened"), [(3, True), (19, False)])
+def test_few_points_keep_the_prior_bound_widened_for_another_machine(db, points, widened):
+    # Peaks exactly a line in the prior: every leave-one-out ratio is 1, so the bound is the
+    # prior's own, widened by the between-profile factor until 19 points make it conformal.
+    prior = find_prior(db, "unet3d", _plan(db).here).predictor
+    sides, batches = (32, 48, 64, 80, 96, 112), (1, 2, 4, 8)
+    configs = [UNetConfig((side,) * 3, batch) for side in sides for batch in batches]
+    configs = configs[:points]
+    prior_bytes = prior.point_bytes(configs)
+    runs = [
+        _run(c.image_shape[0], c.batch_size, 0.2 * GIB + 1.05 * value).row()
+        for c, value in zip(configs, prior_bytes, strict=True)
+    ]
+    frame = measured_frame(pd.DataFrame(runs))
+
+    model = calibration_model.calibrated_predictor(prior, frame, prior_bytes, widening=1.2)
+
+    factor = 1.2 if widened else 1.0
+    assert model.bound.ratio == pytest.approx(prior.bound.ratio * factor, rel=1e-6)
+    assert model.bound.thin is widened
+    assert ("x1.200 for another machine (thin evidence)" in model.bound.source) is widened
