@@ -219,13 +219,14 @@ def report(
         f"- The synthetic runs (`benchmarks/synthetic_runs.py`) took {build_s:.1f} s to "
         f"generate and store in bulk.",
         f"- Load average (1, 5, 15 min) at start {_loads(loads[0])}, at end {_loads(loads[1])}: "
-        f"this 2-core machine was shared with other work, so single figures are noisy; the "
+        f"on 2 cores any other work inflates wall clock, so single figures are noisy; the "
         f"medians and ratios are what to read.",
         "",
         "## First render of each page",
         "",
-        "| database | page | first render (s) | ratio | first render, warmed up (s) | ratio "
-        "| next visitor (s) | ratio | rerun, nothing changed (s) |",
+        "| database | page | first render, no warm-up (s) | ratio | first render, warmed up as "
+        "`scripts/start.sh` serves it (s) | ratio | next visitor (s) | ratio "
+        "| rerun, nothing changed (s) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     problems: list[str] = []
