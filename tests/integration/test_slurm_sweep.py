@@ -173,8 +173,11 @@ def test_a_point_over_its_jobs_memory_is_recorded_oom(slurm_cluster, tmp_path: P
     assert runs["status"].iloc[1] in ("oom", "skipped"), runs["message"].iloc[1]
     # The child may use the job's --mem less what the job's own Python needs.
     assert (runs["memory_limit_bytes"] == 600 * 2**20 - JOB_PROCESS_ALLOWANCE_BYTES).all()
-    # memplan's watchdog stopped it, inside the job: the record has its timeline.
-    assert "crossed the limit" in runs["message"].iloc[0]
+    # Usually memplan's watchdog stops it inside the job (the record has its timeline). Both it
+    # and Slurm sample memory, and on two loaded cores Slurm's sample can come first (a
+    # clean-clone CI run, 2026-11-27: "Exceeded job memory limit" at 690 MiB): oom either way.
+    message = runs["message"].iloc[0]
+    assert "crossed the limit" in message or "Exceeded job memory limit" in message, message
 
 
 def test_a_point_past_its_timeout_is_recorded_timeout(slurm_cluster, tmp_path: Path) -> None:
