@@ -159,6 +159,11 @@ def ensure_database(path: Path, *, seed_new: bool = False) -> Path:
     return path
 
 
+# The databases this process created seeded (`created_seeded`): the dashboard's server
+# seeds a new one while it warms up, and its first page still says it was seeded.
+_SEEDED_HERE: set[Path] = set()
+
+
 def created_seeded(path: Path) -> bool:
     """Create ``path`` filled with the bundled runs if it does not exist; whether this call did.
 
@@ -166,7 +171,15 @@ def created_seeded(path: Path) -> bool:
     ``$MEMPLAN_DB`` starts as the default database does instead of empty. An
     existing file is left as it is (`ensure_database` migrates it).
     """
-    return _create(Path(path), seed=True)
+    created = _create(Path(path), seed=True)
+    if created:
+        _SEEDED_HERE.add(Path(path).resolve())
+    return created
+
+
+def seeded_by_this_process(path: Path) -> bool:
+    """Whether `created_seeded` created ``path`` in this process (at any time before now)."""
+    return Path(path).resolve() in _SEEDED_HERE
 
 
 def seed_bundled(path: Path) -> int:

@@ -39,6 +39,7 @@ from core.database import (
     ensure_database,
     file_stamp,
     seed_bundled,
+    seeded_by_this_process,
 )
 from core.errors import StoreError
 from modeling import machines as machine_choices
@@ -71,7 +72,8 @@ def _prepared(path: str) -> tuple[Path, bool]:
     created filled with the bundled runs (`core.database.created_seeded`), so a
     first start has something on every page; an existing one is only migrated.
     """
-    seeded = created_seeded(Path(path))
+    # The server's warm-up may have created it a moment before (`dashboard.serve`).
+    seeded = created_seeded(Path(path)) or seeded_by_this_process(Path(path))
     db_path = ensure_database(Path(path))
     bundle.install_every_bundle(db_path)
     return db_path, seeded

@@ -5,9 +5,10 @@ imports is paid for once per server, by its first visitor: reading the stored
 models back imports scikit-learn, skops, XGBoost, gplearn and SymPy, and reads
 the trees back through skops, ~1.5 s of a first render on the 2-core VM
 (`benchmarks.dashboard_speed` times that cold first render, in a fresh process,
-beside the warmed-up one). Here they are imported and the default database's
-models read back *before* the server listens (~2 s), so no visitor, the first
-included, waits on them: the address Streamlit prints is served warm.
+beside the warmed-up one). Here they are imported, the default database created
+from the bundled runs if it is new (~2 s on a fresh checkout), and its default
+models read back, *before* the server listens, so no visitor, the first included,
+waits on them: the address Streamlit prints is served warm.
 """
 
 from __future__ import annotations
@@ -43,21 +44,29 @@ def warm_up() -> None:
 
 
 def read_default_models() -> None:
-    """Check which bundles apply to the default database and read back the models the Sizing
-    page opens on, so the first visitor finds both remembered (`modeling.stored.bundle.applies`
-    per file state, `modeling.stored.codec.decode` per model): ~0.9 s of a first render on
-    a database of 10,000 runs (docs/dashboard_speed.md). Reads only; a database that does
-    not exist yet is left for the first visitor to create, and one that cannot be read for
-    the page to explain."""
+    """Prepare the default database as the first visitor's page would, and read back the
+    models the Sizing page opens on, so that visitor finds them remembered
+    (`modeling.stored.bundle.applies` per file state, `modeling.stored.codec.decode` per
+    model): ~0.9 s of a first render on a database of 10,000 runs, and on a fresh
+    checkout the ~2 s of creating it from the bundled runs (docs/dashboard_speed.md).
+    A new database is created seeded and the bundles installed, as the page does
+    (`dashboard.data`; its first page still says it was seeded), except read-only,
+    where nothing is written and a missing file is left for the page to explain, as
+    is one that cannot be read."""
     from core import database, workloads
     from core.errors import MemplanError
     from modeling import machines
     from modeling.stored import bundle
 
     db_path = database.default_db_path()
-    if not db_path.exists():
+    writable = not database.read_only_mode()
+    if not db_path.exists() and not writable:
         return
     try:
+        if writable:
+            database.created_seeded(db_path)
+            database.ensure_database(db_path)
+            bundle.install_every_bundle(db_path)
         for directory in bundle.BUNDLED_RESULTS_DIRS:
             bundle.applies(db_path, directory)
         choice = machines.choose_machine(db_path, workloads.DEFAULT_WORKLOAD)

@@ -55,6 +55,19 @@ def test_a_new_memplan_db_starts_with_the_bundled_runs_and_says_so(
     assert not [b for b in at.main.button if b.label == first_start.LOAD_BUTTON]
 
 
+def test_a_database_the_servers_warm_up_seeded_is_still_said_to_be_seeded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `python -m dashboard.serve` creates a new database before its first visitor comes.
+    new = tmp_path / "warmed.duckdb"
+    monkeypatch.setenv(database.DB_ENV_VAR, str(new))
+    assert database.created_seeded(new)
+
+    at = open_page(MODELS_PAGE)
+
+    assert [c for c in at.main.caption if "seeded from the bundled" in c.value]
+
+
 def test_an_existing_empty_database_offers_the_bundled_runs_in_one_click(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

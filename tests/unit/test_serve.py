@@ -14,15 +14,19 @@ from modeling.stored import bundle
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_warm_up_imports_the_model_libraries_but_not_streamlit_caches_or_tensorflow() -> None:
+def test_the_warm_up_imports_the_model_libraries_but_not_streamlit_caches_or_tensorflow(
+    tmp_path: Path,
+) -> None:
     probe = (
         "import sys; from dashboard import serve; serve.warm_up(); "
         "print(sorted(m for m in ('sklearn', 'skops', 'xgboost', 'gplearn', 'sympy', "
         "'tensorflow', 'torch', 'dashboard.data') if m in sys.modules))"
     )
+    # Its own database: the warm-up creates a missing one, never the repository's here.
+    env = {"PATH": os.environ["PATH"], "MEMPLAN_DB": str(tmp_path / "warm.duckdb")}
 
     done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, check=True
     )
 
     assert done.stdout == "['gplearn', 'sklearn', 'skops', 'sympy', 'xgboost']\n"
@@ -35,13 +39,16 @@ def test_the_launcher_runs_the_app_through_the_warm_up() -> None:
     assert serve.APP == REPO / "app.py"
 
 
-def _warm_up_in(db_path: Path) -> str:
-    """What a fresh process that ran the warm-up on ``db_path`` (as ``$MEMPLAN_DB``) kept."""
+def _warm_up_in(db_path: Path, **more_env: str) -> str:
+    """What a fresh process that ran the warm-up on ``db_path`` (as ``$MEMPLAN_DB``) kept:
+    how many decoded models, and whether it created the database seeded."""
     probe = (
-        "from dashboard import serve; from modeling.stored import codec; serve.warm_up(); "
-        "print(codec._decoded.cache_info().currsize)"
+        "from pathlib import Path; from core import database; from dashboard import serve; "
+        "from modeling.stored import codec; serve.warm_up(); "
+        "print(codec._decoded.cache_info().currsize, "
+        f"database.seeded_by_this_process(Path({str(db_path)!r})))"
     )
-    env = {"PATH": os.environ["PATH"], "MEMPLAN_DB": str(db_path)}
+    env = {"PATH": os.environ["PATH"], "MEMPLAN_DB": str(db_path), **more_env}
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True
     )
@@ -56,15 +63,27 @@ def test_the_warm_up_reads_the_default_models_back_without_writing(tmp_path: Pat
     bundle.install_every_bundle(db_path)
     before = db_path.read_bytes()
 
-    decoded = _warm_up_in(db_path)
+    decoded, seeded = _warm_up_in(db_path).split()
 
     # The default profile's models (ten or eleven per evaluation), trees included.
-    assert int(decoded) >= 10
+    assert int(decoded) >= 10 and seeded == "False"
     assert db_path.read_bytes() == before
 
 
-def test_the_warm_up_leaves_a_new_database_for_the_first_visitor_to_create(tmp_path: Path) -> None:
+def test_the_warm_up_prepares_a_new_database_as_the_first_visitor_would(tmp_path: Path) -> None:
     db_path = tmp_path / "new.duckdb"
 
-    assert _warm_up_in(db_path) == "0"
+    decoded, seeded = _warm_up_in(db_path).split()
+
+    # Created from the bundled runs, its bundles installed, its default models read back;
+    # the first page still says the database was seeded (`dashboard.data._prepared`).
+    assert int(decoded) >= 10 and seeded == "True"
+    assert database.seeded_by_this_process(db_path) is False  # another process did
+    assert bundle.install_every_bundle(db_path) == 0
+
+
+def test_a_read_only_warm_up_creates_nothing(tmp_path: Path) -> None:
+    db_path = tmp_path / "new.duckdb"
+
+    assert _warm_up_in(db_path, MEMPLAN_READ_ONLY="1") == "0 False"
     assert not db_path.exists()
