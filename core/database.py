@@ -1,12 +1,11 @@
 """The database file: where it is, creating and migrating it, opening it under DuckDB's lock.
 
-DuckDB lets one process open a file read-write *or* many open it read-only,
-never both, so every operation opens its own short-lived connection
-(`connect`) and retries while another process holds the lock. Nothing keeps a
-connection between calls: a cached one in the dashboard would lock the sweep
-that writes out for as long as it lived. Only a command's reads of one question
-share one (`reading`), for the seconds they take. `core.store` reads and writes the
-rows through these connections.
+DuckDB lets one process open a file read-write *or* many open it read-only, never
+both, so every operation opens its own short-lived connection (`connect`) and retries
+while another process holds the lock. Nothing keeps a connection between calls: a
+cached one in the dashboard would lock the sweep that writes out for as long as it
+lived. Only a command's reads of one question share one (`reading`), for the seconds
+they take. `core.store` reads and writes the rows through these connections.
 
 Schema versions (`core.schema` has the tables, `core.migrations` the migrations):
 
@@ -63,13 +62,8 @@ DATA_DIR = REPO_ROOT / "data"
 DEFAULT_DB_NAME = "memplan.duckdb"
 BUNDLED_RUNS = DATA_DIR / "reference_runs.parquet"
 BUNDLED_SAMPLES = DATA_DIR / "reference_samples.parquet"
-# Every bundled export (runs, timelines) a fresh default database starts with:
-# the U-Net reference sweep (an Intel Xeon), the AlexNet sweep, the U-Net grid
-# again on a second machine profile (an AVX-512 AMD EPYC), the U-Net's network
-# knobs varied on an AVX2-only AMD EPYC twice: with TensorFlow's default there,
-# oneDNN off, and with it on; then both workloads' grids on one newer AVX-512 AMD
-# EPYC (family 26) in TensorFlow and in PyTorch, and the U-Net on that EPYC with oneDNN
-# off (data/REFERENCE.md).
+# Every bundled export (runs, timelines) a fresh default database starts with, a sweep each
+# (data/REFERENCE.md says which machine, framework and oneDNN state measured each one).
 BUNDLED_EXPORTS: tuple[tuple[Path, Path], ...] = tuple(
     (DATA_DIR / f"{name}_runs.parquet", DATA_DIR / f"{name}_samples.parquet")
     for name in ("reference", "alexnet", "unet3d_amd", "unet3d_knobs", "unet3d_knobs_onednn")
@@ -159,8 +153,7 @@ def ensure_database(path: Path, *, seed_new: bool = False) -> Path:
     return path
 
 
-# The databases this process created seeded (`created_seeded`): the dashboard's server
-# seeds a new one while it warms up, and its first page still says it was seeded.
+# What `created_seeded` created in this process (the server's warm-up, `dashboard.serve`).
 _SEEDED_HERE: set[Path] = set()
 
 
@@ -171,8 +164,7 @@ def created_seeded(path: Path) -> bool:
     ``$MEMPLAN_DB`` starts as the default database does instead of empty. An
     existing file is left as it is (`ensure_database` migrates it).
     """
-    created = _create(Path(path), seed=True)
-    if created:
+    if created := _create(Path(path), seed=True):
         _SEEDED_HERE.add(Path(path).resolve())
     return created
 
