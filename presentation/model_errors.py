@@ -15,7 +15,7 @@ import pandas as pd
 
 from modeling.evaluation.splits import EXTRAPOLATION, KNOB, RANDOM
 from presentation.report import PAPER_SR_MAPE_PCT
-from presentation.text import MISSING_CELL, plain
+from presentation.text import text_cells
 
 ERROR_COLUMNS = [
     "model",
@@ -116,20 +116,9 @@ def errors_text(shown: pd.DataFrame) -> pd.DataFrame:
     canvas grid cut it at 1024 px (issue 26): R² to three decimals, percentages to one,
     a missing figure as MISSING_CELL, titles escaped (they are read from the database),
     headers shortened (`SHORT_HEADERS`)."""
-
-    def cell(header: str, value: object) -> str:
-        if header == "model":
-            return plain(value)
-        if value is None or pd.isna(value):
-            return MISSING_CELL
-        return f"{float(value):.3f}" if header == "R²" else f"{float(value):.1f}"
-
-    return pd.DataFrame(
-        {
-            SHORT_HEADERS.get(header, header): [cell(header, value) for value in shown[header]]
-            for header in shown.columns
-        }
-    )
+    formats = {header: "{:.3f}" if header == "R²" else "{:.1f}" for header in shown.columns}
+    del formats["model"]
+    return text_cells(shown, formats).rename(columns=SHORT_HEADERS)
 
 
 def errors_caption(table: pd.DataFrame, shown: pd.DataFrame) -> str:

@@ -22,7 +22,7 @@ from core.workloads.base import MAX_BATCH_SIZE
 from modeling import sizing
 from modeling.decision import OUTLIER_FACTOR, Confidence, Credibility, Decision, sampled_aside
 from presentation import workload_labels
-from presentation.text import MISSING_CELL, plain
+from presentation.text import text_cells
 
 # Reach (image x batch over the largest measured) below this reads "just beyond", no factor.
 STATED_REACH = 1.5
@@ -252,19 +252,7 @@ def models_table(decision: Decision) -> pd.DataFrame:
     reason instead of cutting it as the canvas grid did at 1024 px (issue 26): every
     figure to two decimals, a missing one as MISSING_CELL, every text escaped (a model's
     title is read from the database)."""
-    frame = models_frame(decision)
-    figures = ("predicted GiB", "bound GiB")
-    return pd.DataFrame(
-        {
-            column: [
-                (MISSING_CELL if not math.isfinite(value) else f"{value:,.2f}")
-                if column in figures
-                else plain(value)
-                for value in frame[column]
-            ]
-            for column in frame.columns
-        }
-    )
+    return text_cells(models_frame(decision), {"predicted GiB": "{:,.2f}", "bound GiB": "{:,.2f}"})
 
 
 def credible_frame(decision: Decision) -> pd.DataFrame:

@@ -19,7 +19,10 @@ longer works as one.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
+from typing import Any
 
 # Every character Markdown (and Streamlit's extensions: $math$, :colour[...]) may read.
 MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&\"'=])")
@@ -40,6 +43,26 @@ def plain(text: object) -> str:
     unlinked = _AUTOLINKS.sub(lambda found: found.group(0) + WORD_JOINER, str(text))
     escaped = MARKDOWN_SPECIALS.sub(r"\\\1", unlinked)
     return escaped.replace("\r", " ").replace("\n", " ")
+
+
+def text_cells(frame: Any, formats: Mapping[str, str]) -> Any:
+    """``frame`` (a pandas DataFrame) as text for an HTML table (``st.table``, whose cells are
+    Markdown): each column named in ``formats`` as figures in that format (``"{:,.2f}"``),
+    a missing or infinite one as MISSING_CELL; every other cell escaped (`plain`)."""
+
+    def figure(value: object, form: str) -> str:
+        number = float(value) if value is not None else math.nan  # type: ignore[arg-type]
+        return form.format(number) if math.isfinite(number) else MISSING_CELL
+
+    return frame.assign(
+        **{
+            column: [
+                figure(value, formats[column]) if column in formats else plain(value)
+                for value in frame[column]
+            ]
+            for column in frame.columns
+        }
+    )
 
 
 def code(text: object) -> str:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from presentation import model_errors
-from presentation.text import plain
+from presentation.text import MISSING_CELL, plain
 
 
 def _score(model: str, split: str, seed: int, mape: float, worst: float) -> dict[str, Any]:
@@ -92,5 +92,5 @@ def test_the_shown_table_is_text_that_wraps_with_short_headers_and_escaped_title
     paper, symbolic = text.to_dict("records")
     # A title from the database shows as written, never as Markdown.
     assert paper["model"] == plain("*Paper* (Eq. 1)") == r"\*Paper\* \(Eq\. 1\)"
-    assert paper["ext. MAPE"] == model_errors.MISSING_CELL
+    assert paper["ext. MAPE"] == MISSING_CELL
     assert symbolic["MAPE %"] == "2.0" and symbolic["R²"] == "0.900"

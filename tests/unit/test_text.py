@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
-from presentation.text import WORD_JOINER, code, plain
+from presentation.text import MISSING_CELL, WORD_JOINER, code, plain, text_cells
 
 
 def _shown(markdown: str) -> str:
@@ -56,3 +57,13 @@ def test_plain_keeps_to_one_line() -> None:
 )
 def test_code_spans_hold_any_text(text: str, span: str) -> None:
     assert code(text) == span
+
+
+def test_a_frame_as_table_text_formats_figures_and_escapes_the_rest() -> None:
+    frame = pd.DataFrame({"model": ["*bold* [link](x)", "ok"], "GiB": [1234.5, float("inf")]})
+
+    shown = text_cells(frame, {"GiB": "{:,.2f}"})
+
+    assert shown["GiB"].tolist() == ["1,234.50", MISSING_CELL]
+    assert shown["model"].tolist() == [plain("*bold* [link](x)"), "ok"]
+    assert frame["GiB"].tolist()[0] == 1234.5  # the frame itself is left as it was
