@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from core import database, workloads
-from core.errors import ConfigError, MemplanError
+from core.errors import ERROR_EXIT_CODE, ConfigError, MemplanError
 from core.plausibility import MAX_SEED
 from core.units import SIZE_UNITS_HELP
 from core.workloads.base import WorkloadConfig
 
-ERROR_EXIT_CODE = 2
 SIZE_HELP = f"e.g. 16GiB, 1500M or 2T; {SIZE_UNITS_HELP}"
 
 

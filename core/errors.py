@@ -6,6 +6,8 @@ Every message says what was wrong and what would be right.
 # What a command stopped by Ctrl-C or SIGTERM exits with (the shell's 128 + SIGINT):
 # `memplan` after marking its sweep interrupted, and `profiling.job` running it.
 INTERRUPTED_EXIT_CODE = 130
+# What a command exits with after printing one ``error: ...`` line for a `MemplanError`.
+ERROR_EXIT_CODE = 2
 
 
 class MemplanError(Exception):

@@ -7,7 +7,9 @@ Library first, thin CLI: each subcommand is a module of this package with
 one line ``error: ...`` on stderr; the exit codes are `memplan.exitcodes`'.
 
 `main` imports only the module of the subcommand it runs: the answers load
-scikit-learn and friends (seconds), which ``memplan list`` has no use for.
+scikit-learn and friends (seconds), which ``memplan list`` has no use for. It
+installs its SIGTERM handler before that import (a SIGTERM while DuckDB or
+TensorFlow loads would otherwise end memplan with rc -15).
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ import signal
 import sys
 from dataclasses import dataclass
 
-from core.commands import run_handler
-from core.version import __version__
-from memplan import exitcodes
+# Only the standard library above main(): its first act is to install the signal handlers.
 
 PROGRAM = "memplan"
 
@@ -84,6 +84,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     A subcommand not prepared still shows in ``--help`` with its summary.
     """
+    from core.version import __version__
+    from memplan import exitcodes
+
     parser = argparse.ArgumentParser(
         prog=PROGRAM,
         description="Profile, predict and size the memory of 3D U-Net (and AlexNet) training;\n"
@@ -103,19 +106,42 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class _Signals:
+    """Whether SIGINT or SIGTERM arrived while a command ran."""
+
+    received = False
+
+
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    _Signals.received = True
     raise KeyboardInterrupt
 
 
+def _interrupted_query(error: Exception) -> bool:
+    """DuckDB turns the KeyboardInterrupt a signal raises inside a query into its own error
+    (``Query interrupted``), which no ``except KeyboardInterrupt`` sees."""
+    return _Signals.received and "interrupt" in str(error).lower()
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    # Before the subcommand come only --help and --version: its name is the first word.
-    chosen = next((word for word in argv if not word.startswith("-")), "")
-    args = build_parser(chosen if chosen in COMMANDS else "").parse_args(argv)
-    # SIGTERM stops a sweep the same clean way as Ctrl-C.
+    # SIGTERM stops a command the same clean way as Ctrl-C; both are noted, so that an error
+    # a signal caused inside DuckDB is reported as the interruption it was.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    signal.signal(signal.SIGINT, _raise_keyboard_interrupt)
+    _Signals.received = False
+    argv = sys.argv[1:] if argv is None else argv
+    from memplan import exitcodes  # the codes alone: no DuckDB, no TensorFlow
+
     try:
-        return run_handler(args)
+        from core.commands import run_handler
+
+        # Before the subcommand come only --help and --version: its name is the first word.
+        chosen = next((word for word in argv if not word.startswith("-")), "")
+        args = build_parser(chosen if chosen in COMMANDS else "").parse_args(argv)
+        code = run_handler(args)
+        # Written here, not at exit, so a reader that left is seen below (exit 141).
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return exitcodes.INTERRUPTED_EXIT_CODE
@@ -124,3 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         # so stdout goes to /dev/null (the recipe of Python's signal module docs).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return exitcodes.BROKEN_PIPE_EXIT_CODE
+    except Exception as error:
+        if not _interrupted_query(error):
+            raise
+        print("interrupted", file=sys.stderr)
+        return exitcodes.INTERRUPTED_EXIT_CODE

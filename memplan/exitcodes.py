@@ -1,7 +1,6 @@
 """The exit codes every subcommand follows (printed at the end of ``memplan --help``)."""
 
-from core.commands import ERROR_EXIT_CODE
-from core.errors import INTERRUPTED_EXIT_CODE
+from core.errors import ERROR_EXIT_CODE, INTERRUPTED_EXIT_CODE
 
 SUCCESS_EXIT_CODE = 0
 # `run` measured no ok point, or a `size ... --verify` run refuted the answer.

@@ -193,23 +193,92 @@ def test_a_new_database_named_by_memplan_db_starts_empty_as_with_db(tmp_path):
 
 
 def test_a_reader_that_closes_the_pipe_gets_no_traceback(tmp_path):
-    # `memplan list | head -1`: the reader leaves after one line, memplan has more to say.
+    # `memplan list | head -1` where head has already left: whatever memplan writes, and
+    # however little (the bundled runs' list fits a 64 KiB pipe buffer), the write fails.
+    # The reader is closed before memplan starts, so no scheduling makes it succeed.
     db = tmp_path / "bundled.duckdb"
     assert database.created_seeded(db)
     environment = {k: v for k, v in os.environ.items() if k != database.DB_ENV_VAR}
-    lister = subprocess.Popen(
-        [sys.executable, "-m", "memplan", "list", "--db", str(db)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=environment,
-    )
-    assert lister.stdout is not None and lister.stderr is not None
-    assert lister.stdout.readline()  # the header
-    lister.stdout.close()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        lister = subprocess.run(
+            [sys.executable, "-m", "memplan", "list", "--db", str(db)],
+            cwd=REPO,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=environment,
+            timeout=300,
+        )
+    finally:
+        os.close(write_end)
 
-    code = lister.wait(timeout=120)
-
-    stderr = lister.stderr.read().decode()
+    stderr = lister.stderr.decode()
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
-    assert code == 141
+    assert lister.returncode == 141
+
+
+# A child that runs `memplan export` and sends itself SIGTERM while DuckDB runs a long query
+# in its place: the signal lands inside DuckDB, which turns it into "Query interrupted".
+_TERMINATED_INSIDE_A_QUERY = """
+import os, signal, sys, threading
+from core import datafiles
+from memplan.cli import main
+
+def write(con, *args, **kwargs):
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    con.execute("SELECT sum(a.range * b.range) FROM range(200000) a, range(200000) b").fetchall()
+    raise AssertionError("the query ended before the signal")
+
+datafiles.write = write
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_signal_inside_a_duckdb_query_is_an_interruption(tmp_path):
+    db = tmp_path / "bundled.duckdb"
+    assert database.created_seeded(db)
+    out = tmp_path / "runs.parquet"
+    environment = {k: v for k, v in os.environ.items() if k != database.DB_ENV_VAR}
+
+    child = subprocess.run(
+        [sys.executable, "-c", _TERMINATED_INSIDE_A_QUERY, "export", str(out), "--db", str(db)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+    )
+
+    assert child.returncode == 130, child.stderr
+    assert child.stderr.strip() == "interrupted"
+    assert not out.exists() and list(tmp_path.glob(".runs.parquet*")) == []
+
+
+def test_a_sigterm_while_memplan_starts_is_an_interruption(tmp_path):
+    # The handler is installed before DuckDB and the subcommand are imported: a SIGTERM
+    # during those imports still ends memplan with 130, not -15.
+    script = (
+        "import os, signal, sys\n"
+        "import memplan.cli as cli\n"
+        "import importlib\n"
+        "real = importlib.import_module\n"
+        "def slow(name, *a):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return real(name, *a)\n"
+        "cli.importlib.import_module = slow\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
+    environment = {k: v for k, v in os.environ.items() if k != database.DB_ENV_VAR}
+
+    child = subprocess.run(
+        [sys.executable, "-c", script, "machines", "--db", str(tmp_path / "x.duckdb")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+    )
+
+    assert child.returncode == 130, child.stderr
+    assert child.stderr.strip() == "interrupted"
