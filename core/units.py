@@ -152,3 +152,17 @@ def parse_bytes(text: str) -> int:
             f"memory size must be positive (at least 1 byte), got {text!r}"
         )
     return value
+
+
+def parse_budget(text: str) -> int:
+    """A memory budget: `parse_bytes`, but a bare number is refused, not taken as bytes.
+
+    ``--budget 12`` meant 12 GiB to everyone who typed it and 12 bytes to memplan.
+    """
+    match = _SIZE_PATTERN.match(text)
+    if match and not match.group(2):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no unit: give the budget with one, e.g. {match.group(1)}GiB "
+            f"({SIZE_UNITS_HELP})"
+        )
+    return parse_bytes(text)

@@ -16,7 +16,10 @@ from core.commands import add_db_option, add_knob_options, add_workload_option, 
 from modeling.stored import readonly
 from modeling.stored import tables as results
 
-BUDGET_HELP = "memory available, e.g. 256GiB, 256GB or 64G; every unit is binary (GB = GiB = 2^30)"
+BUDGET_HELP = (
+    "host RAM available, with its unit, e.g. 256GiB, 256GB or 64G; every unit is binary "
+    "(GB = GiB = 2^30)"
+)
 
 
 def add_machine_option(parser: argparse.ArgumentParser) -> None:

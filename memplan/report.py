@@ -10,7 +10,7 @@ from pathlib import Path
 from application import sizing
 from core import database, frameworks, store
 from core.commands import config_from_args, positive_int
-from core.units import GIB, parse_bytes
+from core.units import GIB, parse_budget
 from memplan import model_options
 from memplan.size import question_of, stored_models
 from modeling.errors import ModelingError
@@ -27,7 +27,9 @@ def prepare(parser: argparse.ArgumentParser) -> None:
     parser.description = DESCRIPTION
     parser.add_argument("--image-size", required=True, help="one side (144) or all: DxHxW / HxW")
     parser.add_argument("--batch-size", type=positive_int, required=True)
-    parser.add_argument("--budget", type=parse_bytes, required=True, help=model_options.BUDGET_HELP)
+    parser.add_argument(
+        "--budget", type=parse_budget, required=True, help=model_options.BUDGET_HELP
+    )
     model_options.add_headroom_option(parser)
     parser.add_argument(
         "--output", type=Path, required=True, help="the HTML file to write, e.g. sizing.html"

@@ -19,7 +19,7 @@ from application.sizing import Models, SizingAnswer, SizingQuestion
 from application.verify import Verification
 from core import database, store, workloads
 from core.commands import add_commands, positive_int
-from core.units import parse_bytes
+from core.units import parse_budget
 from memplan import jsonout, model_options, options
 from modeling import machines
 from modeling.stored.evidence import load_evidence
@@ -39,7 +39,9 @@ def _add_verify_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_budget_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--budget", type=parse_bytes, required=True, help=model_options.BUDGET_HELP)
+    parser.add_argument(
+        "--budget", type=parse_budget, required=True, help=model_options.BUDGET_HELP
+    )
 
 
 def prepare_image(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from core.commands import positive_int, seed
 from core.errors import ConfigError
-from core.units import GIB, TIB, check_memory_limit, parse_bytes
+from core.units import GIB, TIB, check_memory_limit, parse_budget, parse_bytes
 
 
 @pytest.mark.parametrize(
@@ -51,6 +51,24 @@ def test_a_gb_budget_means_what_size_buy_answers_in() -> None:
 def test_bad_memory_sizes_say_what_would_be_right(text: str, message: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=message):
         parse_bytes(text)
+
+
+def test_a_budget_without_a_unit_is_refused_with_an_example() -> None:
+    # `--budget 12` meant 12 GiB to the researcher who typed it, and was 12 bytes.
+    with pytest.raises(argparse.ArgumentTypeError, match="'12' has no unit: .* e.g. 12GiB"):
+        parse_budget("12")
+
+    assert parse_budget("12GiB") == parse_budget("12GB") == 12 * GIB
+
+
+def test_memplan_size_refuses_a_bare_budget(capsys) -> None:
+    from memplan.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["size", "image", "--budget", "12", "--batch-size", "4"])
+
+    assert stopped.value.code == 2
+    assert "'12' has no unit" in capsys.readouterr().err
 
 
 def test_counts_must_be_whole_and_positive() -> None:
