@@ -5,11 +5,18 @@ script in `dashboard/` that reads like a description of its page, and the footer
 under every page (the memplan version).
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from dashboard import first_start, footer, sidebar
 
-st.set_page_config(page_title="memplan", page_icon=":material/memory:", layout="wide")
+# The tab's icon is a file here, sent inline: given as a Material icon name, Streamlit
+# has every page fetch it from fonts.gstatic.com, and no page may ask the internet for
+# anything (the icons beside the page names are drawn from Streamlit's own font).
+FAVICON = Path(__file__).resolve().parent / "dashboard" / "favicon.svg"
+
+st.set_page_config(page_title="memplan", page_icon=FAVICON, layout="wide")
 
 pages = st.navigation(
     [

@@ -156,8 +156,8 @@ def serve(
         "127.0.0.1",
         "--server.headless",
         "true",
-        "--browser.gatherUsageStats",
-        "false",
+        # Usage statistics are off by .streamlit/config.toml, not by a flag here: the
+        # browser would fetch data.streamlit.io, and test_offline checks the shipped setting.
         # Other work may edit the sources while the suite runs; never rerun on that.
         "--server.fileWatcherType",
         "none",
