@@ -5,8 +5,9 @@ of its ``Config`` fields after the image and the batch) and its page words in
 ``LABELS`` (`WorkloadLabels`). Everything else derives from those two: the
 command-line flags (`core.commands`), the sweep grid and its file keys
 (`profiling.sweep`, `core.settings`), the ``runs`` columns (`core.records`,
-`core.schema`), the pages' labels and knob choices (`presentation`, the
-dashboard). docs/workloads.md says which files a new knob or workload touches.
+`core.schema`), the models' codes of text knobs (`modeling.features`), the pages'
+labels, knob choices and run lists (`presentation`, the dashboard, ``memplan list``).
+docs/workloads.md says which files a new knob or workload touches.
 """
 
 from __future__ import annotations
