@@ -36,7 +36,7 @@ from presentation.text import MISSING_CELL, code, plain
 
 FILTER_ROWS = (
     ("Workload", "Machine", "Sweep", "Host", "Status"),
-    ("Image size", "Batch size", "Base filters", "Precision"),
+    ("Image size", "Batch size", *browse.KNOB_FILTERS),
 )
 # The columns a wide table shows first: what fits beside the sidebar at 1024 px. The
 # others are one click away, in an expander whose label names them, so no column is

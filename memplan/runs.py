@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from core import profiles, store
+from core import profiles, store, workloads
 from core.commands import add_db_option, open_db
 from core.records import STATUSES
 from memplan import jsonout, options
@@ -21,12 +21,9 @@ LIST_COLUMNS = [
     "sweep_id",
     "status",
     "workload",
-    "depth",
-    "height",
-    "width",
+    *workloads.IMAGE_COLUMNS,
     "batch_size",
-    "base_filters",
-    "precision",
+    *workloads.LISTED_KNOBS,  # the knobs declared `listed` (`core.workloads.knobs.Knob`)
     "peak_sampled_bytes",
     "peak_hwm_bytes",
     "wall_s",

@@ -8,7 +8,8 @@ One row per run or configuration. Columns:
   workloads empty);
 * shape terms: ``side`` (the side of the square or cube with as many pixels or
   voxels), ``megavoxels`` (voxels or pixels / 10^6), ``sample_megavoxels``
-  (megavoxels x batch), numeric knob codes ``element_bytes`` and ``transpose``;
+  (megavoxels x batch), a numeric code of each text knob (`KNOB_CODES`: ``element_bytes``
+  of the precision, ``transpose`` of the upsampling);
 * architecture terms, GiB, from the closed-form description (`core.analytical`):
   ``activation_gib`` (what the backward pass keeps of a batch, in each tensor's
   dtype, with the gradients alive at the widest layer and the input batch) and
@@ -68,8 +69,11 @@ SHAPE_COLUMNS: tuple[str, ...] = tuple(
 KNOB_COLUMNS: tuple[str, ...] = tuple(
     column for column in workloads.STORED_COLUMNS if column not in SHAPE_COLUMNS
 )
-# Numeric stand-ins for the two text knobs, so every model can take them.
-KNOB_CODES: dict[str, str] = {"precision": "element_bytes", "upsampling": "transpose"}
+# Numeric stand-ins for the text knobs, so every model can take them: knob -> the
+# feature column of its declared code (`core.workloads.knobs.KnobCode`).
+KNOB_CODES: dict[str, str] = {
+    name: knob.code.column for name, knob in workloads.KNOBS.items() if knob.code
+}
 MEGA = 10**6
 # What the shape-only models (symbolic regression, the ML baselines) see of the shape.
 SHAPE_INPUTS: tuple[str, ...] = ("side", "megavoxels", "batch_size")
@@ -94,14 +98,12 @@ def equivalent_side(config: WorkloadConfig) -> float:
 def _config_row(config: WorkloadConfig, l3_cache_bytes: int | None) -> dict[str, object]:
     paper = paper_estimate(config)
     refined = refined_breakdown(config, framework_bytes=0).parts()
-    upsampling = getattr(config, "upsampling", None)
     row: dict[str, object] = {
         **workloads.config_columns(config),
         "side": equivalent_side(config),
         "megavoxels": config.elements / MEGA,
         "sample_megavoxels": config.elements * config.batch_size / MEGA,
-        "element_bytes": BYTES_PER_ELEMENT[config.precision],
-        "transpose": np.nan if upsampling is None else int(upsampling == "transpose"),
+        **_knob_codes(config),
         "paper_activation_bytes": paper.activation_bytes,
         "paper_weight_bytes": paper.weight_bytes,
     }
@@ -110,6 +112,17 @@ def _config_row(config: WorkloadConfig, l3_cache_bytes: int | None) -> dict[str,
     row[L3_CACHE_COLUMN] = np.nan if l3_cache_bytes is None else float(l3_cache_bytes)
     row.update(_architecture_terms(config, refined, row[WORKSPACE_COLUMN]))
     return row
+
+
+def _knob_codes(config: WorkloadConfig) -> dict[str, float]:
+    """Each text knob's code (`KNOB_CODES`): ``element_bytes`` 2 for mixed precision; NaN
+    where ``config``'s network has no such knob (an AlexNet's ``transpose``)."""
+    codes: dict[str, float] = {}
+    for name, column in KNOB_CODES.items():
+        value = getattr(config, name, None)
+        code = workloads.KNOBS[name].code
+        codes[column] = np.nan if value is None or code is None else code.number(value)
+    return codes
 
 
 def _architecture_terms(

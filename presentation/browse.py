@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from core import profiles
+from core import profiles, workloads
 from core.records import RUN_COLUMNS
 from core.units import GIB
 from presentation import workload_labels
@@ -42,6 +42,14 @@ PEAK_HELP: dict[str, str] = {
     SAMPLED_HEADING: "The largest resident memory memory_profiler sampled (every 0.1 s "
     "unless the sweep said otherwise): a spike between two samples escapes it.",
 }
+# The knobs the runs are filtered by and listed with (`core.workloads.LISTED_KNOBS`):
+# filter label -> runs column, and runs column -> heading, each as its `Knob` says.
+KNOB_FILTERS: dict[str, str] = {
+    workloads.KNOBS[name].label: name for name in workloads.LISTED_KNOBS
+}
+KNOB_HEADINGS: dict[str, str] = {
+    name: workloads.KNOBS[name].words for name in workloads.LISTED_KNOBS
+}
 # Filter label on the page -> runs column; an empty choice means "all".
 FILTERS: dict[str, str] = {
     "Workload": WORKLOAD,
@@ -51,8 +59,7 @@ FILTERS: dict[str, str] = {
     "Status": "status",
     "Image size": IMAGE,
     "Batch size": "batch_size",
-    "Base filters": "base_filters",
-    "Precision": "precision",
+    **KNOB_FILTERS,
 }
 # The runs table: runs column -> heading (units in the heading).
 RUNS_TABLE: dict[str, str] = {
@@ -62,8 +69,7 @@ RUNS_TABLE: dict[str, str] = {
     WORKLOAD: "workload",
     IMAGE: "image (D×H×W or H×W)",
     "batch_size": "batch",
-    "base_filters": "base filters",
-    "precision": "precision",
+    **KNOB_HEADINGS,
     "steps": "steps",
     "peak_hwm_bytes": HWM_HEADING,
     "peak_sampled_bytes": SAMPLED_HEADING,
@@ -87,8 +93,18 @@ SWEEPS_TABLE: dict[str, str] = {
     "finished_at": "finished (UTC)",
     "command": "command",
 }
-# How a sweep's grid is summarised, in this order; other knobs show only when swept.
-GRID_SUMMARY = {"image_sizes": "sizes", "batch_sizes": "batch", "base_filters": "filters"}
+# How a sweep's grid is summarised, in this order: sizes, batches, then the knob each
+# workload's run picker tells networks apart by (``LABELS.short_knob``); other knobs
+# show only when swept.
+GRID_SUMMARY = {
+    "image_sizes": "sizes",
+    "batch_sizes": "batch",
+    **{
+        workloads.KNOBS[labels.short_knob[0]].sweep_key: labels.short_knob[1]
+        for labels in (module.LABELS for module in workloads.REGISTERED)
+        if labels.short_knob
+    },
+}
 SHORT_ID = 12  # characters of a run or sweep id worth showing
 # Rules drawn over a timeline: label -> runs column.
 PEAK_MARKS: dict[str, str] = {

@@ -34,8 +34,12 @@ INPUTS: dict[str, tuple[str, str]] = {
     "refined_gib": ("refined", "the refined analytical estimate, GiB"),
     "refined_analytical": ("refined", "the refined analytical estimate, GiB"),
     "paper_activation_gib": ("paper activations", "the paper's Eq. 1 activations, GiB"),
-    "element_bytes": ("bytes per element", "of the precision"),
-    "transpose": ("transpose", "1 for transposed convolutions, 0 for upsampling"),
+    # each text knob's numeric code, in the words its declaration gives (`KnobCode`)
+    **{
+        knob.code.column: (knob.code.words, knob.code.meaning)
+        for knob in workloads.KNOBS.values()
+        if knob.code
+    },
     "per_batch_bytes": ("batch terms", "activations, backward pass and input batch, bytes"),
     "model_state_bytes": ("model state", "weights, gradients and optimizer, bytes"),
     "workspace_bytes": ("workspace", "the convolution gradients' buffers, bytes"),

@@ -59,8 +59,7 @@ CONFIGURATION_FILTERS = (
     "status",
     browse.IMAGE,
     "batch_size",
-    "base_filters",
-    "precision",
+    *browse.KNOB_FILTERS.values(),
 )
 # `table`'s headings: the peaks' unit in them, as every table on the Sweeps page.
 TABLE_HEADINGS = {

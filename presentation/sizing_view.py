@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import pandas as pd
@@ -32,7 +33,8 @@ import pandas as pd
 from application.sizing import SizingQuestion
 from core import workloads
 from core.units import GIB
-from core.workloads.base import PRECISIONS, WorkloadConfig
+from core.workloads.base import WorkloadConfig
+from core.workloads.knobs import SizingOffer
 from modeling import sizing, trainable
 from modeling.decision import BoundedModel, estimates_for
 from modeling.stored.tables import best_model_name
@@ -45,10 +47,7 @@ MAX_OFFERED_BATCH = 128
 MIN_BUDGET_GIB, MAX_BUDGET_GIB = 0.5, 65536.0
 MAX_HEADROOM_PCT = sizing.MAX_HEADROOM * 100
 DEFAULT_BUDGET_GIB = 256.0
-# The question a page opens on, per workload: a 128^3 volume at batch 4 for the
-# U-Net, an ImageNet-sized 224^2 image at batch 32 for the AlexNet.
-DEFAULT_SIDES = {"unet3d": 128, "alexnet": 224}
-DEFAULT_BATCHES = {"unet3d": 4, "alexnet": 32}
+# The question a page opens on where a workload's LABELS name none.
 FALLBACK_SIDE, FALLBACK_BATCH = 128, 4
 # The columns of `config_predictions`.
 PREDICTION_COLUMNS = (
@@ -80,54 +79,40 @@ class KnobOffer:
     help: str
 
 
-KNOB_OFFERS: dict[str, KnobOffer] = {
-    offer.knob: offer
-    for offer in (
-        KnobOffer(
-            "base_filters",
-            "filters",
-            "Base filters",
-            (4, 8, 16, 32, 64),
-            "Filters of the first level; each level doubles them.",
-        ),
-        KnobOffer(
-            "classes",
-            "classes",
-            "Classes",
-            (10, 100, 1000, 10000),
-            "Output classes: the width of the classifier's last layer (fc8).",
-        ),
-        KnobOffer(
-            "precision",
-            "precision",
-            "Precision",
-            PRECISIONS,
-            "Mixed precision keeps activations in 16 bits and weights in 32.",
-        ),
+def _offer(workload: ModuleType, offer: SizingOffer) -> KnobOffer:
+    """``workload``'s `SizingOffer` with its knob's declaration filling what it leaves out."""
+    knob = {knob.name: knob for knob in workload.KNOBS}[offer.knob]
+    return KnobOffer(
+        offer.knob,
+        offer.param or offer.knob,
+        knob.label,
+        offer.values or knob.choices or (knob.default,),
+        offer.help or f"{knob.help[0].upper()}{knob.help[1:]}.",
     )
-}
 
 
 def offered_knobs(workload: str) -> list[KnobOffer]:
     """The knobs the page offers for ``workload``: its ``LABELS.sizing_knobs``, in widget order.
 
-    A knob `KNOB_OFFERS` has no values for is offered as its declaration says: its
-    choices, else its default (plus any value the runs measured).
+    Each offers the values its `SizingOffer` lists, else the knob's choices, else its
+    default (plus any value the runs measured).
     """
     module = workloads.get(workload)
-    declared = {knob.name: knob for knob in module.KNOBS}
-    return [
-        KNOB_OFFERS.get(name)
-        or KnobOffer(
-            name,
-            name,
-            declared[name].label,
-            declared[name].choices or (declared[name].default,),
-            declared[name].help,
-        )
-        for name in module.LABELS.sizing_knobs
-        if name in declared
-    ]
+    return [_offer(module, offer) for offer in module.LABELS.sizing_knobs]
+
+
+def _every_offer() -> dict[str, KnobOffer]:
+    """Each knob some workload offers, as the first to offer it does, in KNOBS order."""
+    found: dict[str, KnobOffer] = {}
+    for name in workloads.WORKLOADS:
+        for offer in offered_knobs(name):
+            found.setdefault(offer.knob, offer)
+    return {name: found[name] for name in workloads.SIZING_OFFERS}
+
+
+# Every knob some workload offers, by name: its URL parameter, label and help are the
+# same for every workload that offers it (`core.workloads.SIZING_OFFERS` checks).
+KNOB_OFFERS: dict[str, KnobOffer] = _every_offer()
 
 
 @dataclass(frozen=True)
@@ -251,12 +236,13 @@ def default_state(
     best = best_model_name(scores) if not scores.empty else None
     names = choices.models
     defaults = workload_labels.knob_defaults(workload)
-    side = _nearest(choices.sides, DEFAULT_SIDES.get(workload, FALLBACK_SIDE))
+    labels = workloads.labels(workload)
+    side = _nearest(choices.sides, labels.default_side or FALLBACK_SIDE)
     return SizingState(
         workload=workload,
         image_shape=(side,) * choices.dims,
         one_side=True,
-        batch_size=DEFAULT_BATCHES.get(workload, FALLBACK_BATCH),
+        batch_size=labels.default_batch or FALLBACK_BATCH,
         knobs=tuple((knob, defaults[knob]) for knob in choices.knobs),
         budget_gib=DEFAULT_BUDGET_GIB,
         headroom_pct=sizing.DEFAULT_HEADROOM * 100,

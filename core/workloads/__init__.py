@@ -16,7 +16,8 @@ from typing import Any
 from core.errors import ConfigError
 from core.workloads import alexnet, unet3d
 from core.workloads.base import WorkloadConfig
-from core.workloads.knobs import Knob, WorkloadLabels, check_declared
+from core.workloads.contract import check_workload
+from core.workloads.knobs import Knob, SizingOffer, WorkloadLabels
 
 # The registry: one line per workload, the default first.
 REGISTERED: tuple[ModuleType, ...] = (
@@ -30,20 +31,20 @@ DEFAULT_WORKLOAD = unet3d.NAME
 def _checked_knobs() -> dict[str, Knob]:
     """Every knob some workload declares, by name, first declaration first.
 
-    A knob name means one thing in every workload: the same type (it is one
-    ``runs`` column and one flag); defaults and ranges may differ.
+    Each module is held to the contract first (`core.workloads.contract.Workload`). A
+    knob name means one thing in every workload: the same type (it is one ``runs``
+    column and one flag) and numeric code; defaults and ranges may differ.
     """
     found: dict[str, Knob] = {}
     for module in REGISTERED:
-        check_declared(module.Config, module.KNOBS)
-        if not isinstance(module.LABELS, WorkloadLabels):
-            raise TypeError(f"workload {module.NAME}: LABELS is not a WorkloadLabels")
+        check_workload(module)
         for knob in module.KNOBS:
             first = found.setdefault(knob.name, knob)
-            if first.kind is not knob.kind or first.sweep_key != knob.sweep_key:
+            if (first.kind, first.sweep_key, first.code) != (knob.kind, knob.sweep_key, knob.code):
                 raise TypeError(
                     f"knob {knob.name} of {module.NAME} is {knob.kind.__name__} "
-                    f"({knob.sweep_key}), elsewhere {first.kind.__name__} ({first.sweep_key})"
+                    f"({knob.sweep_key}, code {knob.code}), elsewhere "
+                    f"{first.kind.__name__} ({first.sweep_key}, code {first.code})"
                 )
     return found
 
@@ -60,6 +61,34 @@ STORED_COLUMNS: tuple[str, ...] = tuple(
         for column in (*module.SHAPE_COLUMNS, *module.NETWORK_KNOBS)
     )
 )
+
+# The runs columns of the image sides, every workload's, in registry order.
+IMAGE_COLUMNS: tuple[str, ...] = tuple(
+    dict.fromkeys(column for module in REGISTERED for column in module.SHAPE_COLUMNS)
+)
+# The knobs the run lists show as columns and filter by (`Knob.listed`), in KNOBS order.
+LISTED_KNOBS: tuple[str, ...] = tuple(name for name, knob in KNOBS.items() if knob.listed)
+
+
+def _sizing_offers() -> dict[str, SizingOffer]:
+    """Every knob some workload's Sizing page offers, in KNOBS order, first offer first.
+
+    One URL parameter names one knob whichever workload offers it.
+    """
+    offers: dict[str, SizingOffer] = {}
+    for module in REGISTERED:
+        for offer in module.LABELS.sizing_knobs:
+            first = offers.setdefault(offer.knob, offer)
+            if (first.param, first.help) != (offer.param, offer.help):
+                raise TypeError(
+                    f"workload {module.NAME} offers {offer.knob} as {offer.param!r} "
+                    f"({offer.help!r}), another as {first.param!r} ({first.help!r})"
+                )
+    return {name: offers[name] for name in KNOBS if name in offers}
+
+
+# What the Sizing page offers of each knob any workload lets one set there.
+SIZING_OFFERS: dict[str, SizingOffer] = _sizing_offers()
 
 
 def get(name: str) -> ModuleType:

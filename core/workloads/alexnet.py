@@ -44,6 +44,8 @@ from core.workloads.knobs import (
     CLASSES,
     IN_CHANNELS,
     PRECISION,
+    PRECISION_OFFER,
+    SizingOffer,
     WorkloadLabels,
     check_knobs,
     with_default,
@@ -141,7 +143,14 @@ _DEFAULTS = {knob.name: knob.default for knob in KNOBS}
 LABELS = WorkloadLabels(
     optimizer="SGD momentum",
     short_knob=("classes", "classes"),
-    sizing_knobs=("classes", "precision"),
+    sizing_knobs=(
+        SizingOffer(
+            "classes",
+            (10, 100, 1000, 10000),
+            help="Output classes: the width of the classifier's last layer (fc8).",
+        ),
+        PRECISION_OFFER,
+    ),
     # An ImageNet-sized 224^2 image at batch 32: the question the Sizing page opens on.
     default_side=224,
     default_batch=32,

@@ -5,8 +5,9 @@ of its ``Config`` fields after the image and the batch) and its page words in
 ``LABELS`` (`WorkloadLabels`). Everything else derives from those two: the
 command-line flags (`core.commands`), the sweep grid and its file keys
 (`profiling.sweep`, `core.settings`), the ``runs`` columns (`core.records`,
-`core.schema`), the pages' labels and knob choices (`presentation`, the
-dashboard). docs/workloads.md says which files a new knob or workload touches.
+`core.schema`), the models' codes of text knobs (`modeling.features`), the pages'
+labels, knob choices and run lists (`presentation`, the dashboard, ``memplan list``).
+docs/workloads.md says which files a new knob or workload touches.
 """
 
 from __future__ import annotations
@@ -17,10 +18,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import ConfigError
-from core.workloads.base import PRECISIONS, check_range
+from core.workloads.base import BYTES_PER_ELEMENT, PRECISIONS, check_range
 
 # The Python types a knob may hold, and so the ``runs`` column types they map to.
 KNOB_KINDS: tuple[type, ...] = (int, str)
+
+
+@dataclass(frozen=True)
+class KnobCode:
+    """A text knob as the number the models read: its feature column and each value's number.
+
+    ``words`` and ``meaning`` say it on the Models page (``bytes per element``, ``of the
+    precision``). A whole-number knob needs none: it is a feature as it is.
+    """
+
+    column: str
+    numbers: tuple[tuple[str, int], ...]  # (value, its number), one per choice
+    words: str
+    meaning: str
+
+    def number(self, value: str) -> int:
+        return dict(self.numbers)[value]
 
 
 @dataclass(frozen=True)
@@ -33,7 +51,10 @@ class Knob:
     value alone, ``float32``); ``label`` titles a form field or a flag's help.
     ``sweep_key`` is the grid's list of values (``--precisions``, the file key
     ``precisions``); ``shown_when_default`` False leaves the default value out of
-    a network label (``3 input channels`` reads only when it is not 3).
+    a network label (``3 input channels`` reads only when it is not 3). ``listed``
+    False keeps the knob out of the run lists' columns and filters (``memplan list``,
+    the Sweeps page, the framework comparison); ``code`` is a text knob's number for
+    the models (`KnobCode`).
     """
 
     name: str
@@ -48,10 +69,14 @@ class Knob:
     choices: tuple[str, ...] = ()
     plural: bool = False
     shown_when_default: bool = True
+    listed: bool = True
+    code: KnobCode | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KNOB_KINDS:
             raise TypeError(f"knob {self.name}: kind {self.kind!r} is not one of {KNOB_KINDS}")
+        if self.code and {value for value, _ in self.code.numbers} != set(self.choices):
+            raise TypeError(f"knob {self.name}: its code numbers values other than its choices")
         if self.kind is int and not self.choices and (self.low is None or self.high is None):
             raise TypeError(f"knob {self.name}: a whole-number knob needs low and high")
         if not self.words:
@@ -115,13 +140,33 @@ IMAGE_FIELDS = ("image_shape", "batch_size")
 
 
 @dataclass(frozen=True)
+class SizingOffer:
+    """A knob the Sizing page lets one set: the values it offers, its URL parameter, its help.
+
+    Left empty: the knob's choices, else its default (the page adds every value the runs
+    measured); the knob's name; the knob's help as a sentence.
+    """
+
+    knob: str
+    values: tuple[Any, ...] = ()
+    param: str = ""
+    help: str = ""
+
+
+# Both networks offer precision on the Sizing page, in these words.
+PRECISION_OFFER = SizingOffer(
+    "precision", help="Mixed precision keeps activations in 16 bits and weights in 32."
+)
+
+
+@dataclass(frozen=True)
 class WorkloadLabels:
     """How the pages and the sizing question name and start one workload.
 
     Only ``optimizer`` is required; each other field left out has a fallback
     where it is read. ``short_knob`` is the knob (and its short word) a run
     picker tells networks apart by; ``sizing_knobs`` what the Sizing page lets
-    one change, in widget order; ``default_side``/``default_batch`` the question
+    one change (`SizingOffer`), in widget order; ``default_side``/``default_batch`` the question
     the Sizing page opens on; ``largest_side`` the Models page's default largest
     side; ``starting_grid`` the sides and batches a first sweep on a new machine
     measures; ``sweep_sizes`` the sidebar's first image sizes; ``sides_help``
@@ -131,7 +176,7 @@ class WorkloadLabels:
 
     optimizer: str
     short_knob: tuple[str, str] | None = None
-    sizing_knobs: tuple[str, ...] = ("precision",)
+    sizing_knobs: tuple[SizingOffer, ...] = (PRECISION_OFFER,)
     default_side: int | None = None
     default_batch: int | None = None
     largest_side: int | None = None
@@ -159,6 +204,7 @@ IN_CHANNELS = Knob(
     low=1,
     high=MAX_CHANNELS,
     shown_when_default=False,
+    listed=False,
 )
 CLASSES = Knob(
     "classes",
@@ -171,6 +217,7 @@ CLASSES = Knob(
     low=1,
     high=MAX_CHANNELS,
     shown_when_default=False,
+    listed=False,
 )
 PRECISION = Knob(
     "precision",
@@ -180,4 +227,7 @@ PRECISION = Knob(
     "Keras precision policy; mixed precision keeps activations in 16 bits and weights in 32",
     choices=PRECISIONS,
     plural=True,
+    code=KnobCode(
+        "element_bytes", tuple(BYTES_PER_ELEMENT.items()), "bytes per element", "of the precision"
+    ),
 )

@@ -32,7 +32,10 @@ from core.workloads.knobs import (
     CLASSES,
     IN_CHANNELS,
     PRECISION,
+    PRECISION_OFFER,
     Knob,
+    KnobCode,
+    SizingOffer,
     WorkloadLabels,
     check_knobs,
 )
@@ -95,6 +98,7 @@ KNOBS: tuple[Knob, ...] = (
         unit="levels",
         low=2,
         high=MAX_LEVELS,
+        listed=False,
     ),
     IN_CHANNELS,
     CLASSES,
@@ -107,13 +111,23 @@ KNOBS: tuple[Knob, ...] = (
         "how the decoder doubles each side: a transposed convolution or a plain repeat",
         choices=UPSAMPLING_MODES,
         plural=True,
+        listed=False,
+        code=KnobCode(
+            "transpose",
+            (("transpose", 1), ("upsample", 0)),
+            "transpose",
+            "1 for transposed convolutions, 0 for upsampling",
+        ),
     ),
 )
 _DEFAULTS = {knob.name: knob.default for knob in KNOBS}
 LABELS = WorkloadLabels(
     optimizer="Adam",
     short_knob=("base_filters", "filters"),
-    sizing_knobs=("base_filters", "precision"),
+    sizing_knobs=(
+        SizingOffer("base_filters", (4, 8, 16, 32, 64), param="filters"),
+        PRECISION_OFFER,
+    ),
     # A 128^3 volume at batch 4: the question the Sizing page opens on.
     default_side=128,
     default_batch=4,

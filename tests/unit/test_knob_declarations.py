@@ -18,7 +18,7 @@ from core import commands, records, schema, settings, workloads
 from core.errors import ConfigError
 from core.workloads import alexnet, unet3d
 from core.workloads.base import ImageConfig, from_stored_columns
-from core.workloads.knobs import PRECISION, Knob, check_declared, with_default
+from core.workloads.knobs import PRECISION, Knob, KnobCode, check_declared, with_default
 from memplan import sweep as sweep_command
 from profiling.sweep import GRID_KNOBS, KNOB_LISTS, Grid, expand_grid
 
@@ -120,3 +120,32 @@ def test_labels_are_the_workloads_own():
     assert with_default(KERNEL, 5).default == 5
     with pytest.raises(ConfigError, match="kernel size must be between 1 and 7, got 8"):
         with_default(KERNEL, 8)
+
+
+def test_the_stored_knob_columns_are_nullable_where_some_workload_lacks_the_knob():
+    for name in workloads.KNOBS:
+        everywhere = all(name in module.NETWORK_KNOBS for module in workloads.REGISTERED)
+        assert (name in schema.NULLABLE_RUN_COLUMNS) is not everywhere, name
+
+
+def test_a_text_knob_codes_exactly_its_choices_for_the_models():
+    assert workloads.KNOBS["upsampling"].code.number("upsample") == 0
+    with pytest.raises(TypeError, match="code numbers values other than its choices"):
+        Knob(
+            "padding",
+            str,
+            "same",
+            "Padding",
+            "how convolutions pad",
+            choices=("same", "valid"),
+            code=KnobCode("valid_padding", (("valid", 1),), "valid padding", "1 for valid"),
+        )
+
+
+def test_the_run_lists_show_the_knobs_declared_listed_in_declaration_order():
+    assert workloads.LISTED_KNOBS == ("base_filters", "precision")
+    assert [offer.param for offer in workloads.SIZING_OFFERS.values()] == [
+        "filters",
+        "",
+        "",
+    ]
