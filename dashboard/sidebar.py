@@ -26,11 +26,12 @@ from pathlib import Path
 
 import streamlit as st
 
+from application import sweep_job
 from core import frameworks, workloads
 from core.errors import MemplanError
 from dashboard import data, import_form, launch_form, sweep_panel
 from presentation import text, workload_labels
-from profiling import calibration, launcher, requests
+from profiling import calibration, requests
 from profiling.runner import DEFAULT_STEPS
 from profiling.sweep import default_memory_limit_bytes
 
@@ -99,7 +100,7 @@ def launch_grid(
         frameworks.check_installed(framework)
         request = replace(request, framework=framework)
         fit = calibration.fit_command(workload, machine, db, framework)
-        launcher.launch(db, request, fit)
+        sweep_job.launch(db, request, fit)
     except MemplanError as error:
         st.error(text.plain(error))
         return
