@@ -17,11 +17,11 @@ from pathlib import Path
 from application import sweep_job
 from application.sweep_guard import fitted_precheck
 from core import workloads
-from core.commands import SIZE_HELP, open_db, positive_float, positive_int
 from core.errors import ConfigError
 from core.settings import read_settings_file
 from core.units import parse_bytes
 from memplan import options
+from memplan.commands import SIZE_HELP, open_db, positive_float, positive_int
 from profiling.jobspec import SweepJob
 from profiling.lifecycle import SweepPlan
 from profiling.slurm_points import (
