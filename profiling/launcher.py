@@ -87,13 +87,14 @@ def launch(
 ) -> JobStatus:
     """Start sweep ``job`` on ``db_path`` as a detached job, then ``refit_command`` if given.
 
-    The job's process writes ``job`` to the job's folder (`SPEC_FILE`) and runs
-    ``python -m RUNNER SPEC_FILE``: ``runner`` is the module whose ``main`` reads the
-    spec and runs it (`profiling.sweep_job.run`) with the pre-check its layer can give
-    (`application.sweep_job`). With ``refit_needs_new_runs`` the refit runs only if the
-    sweep stored a new ``ok`` or ``oom`` run (the sidebar's refit); without it, always
-    (a calibration's fit, which may be what is missing even when every point was
-    measured before). Raises `LauncherError` (naming its pid and start) while a sweep
+    ``job`` is written, as JSON, to the job's folder (`SPEC_FILE`), and the job's sweep
+    is ``python -m RUNNER SPEC_FILE``: ``runner`` names the module whose ``main`` reads
+    the spec and runs it (`profiling.sweep_job.run`) with the pre-check its layer can
+    give (`application.sweep_job`); no ``memplan`` command line is built. With
+    ``refit_needs_new_runs`` the refit runs only if the sweep stored a new ``ok`` or
+    ``oom`` run (the sidebar's refit); without it, always (a calibration's fit, which
+    may be what is missing even when every point was measured before). Raises
+    `LauncherError` (naming its pid and start) while a sweep
     runs on this database, launched here or not; for a Slurm job, `slurm.SlurmError`
     when Slurm does not answer and `ConfigError` naming the partitions when it has no
     such one. Returns the new job's status.
