@@ -16,11 +16,12 @@ from types import ModuleType
 
 import streamlit as st
 
+from application import sweep_job
 from core import frameworks, workloads
 from core.errors import ConfigError, MemplanError
 from core.workloads import DEFAULT_WORKLOAD
 from presentation import text, workload_labels
-from profiling import launch_target, launcher, requests
+from profiling import launch_target, requests
 from profiling.runner import DEFAULT_STEPS
 from profiling.slurm_points import (
     DEFAULT_CPUS_PER_TASK,
@@ -346,7 +347,7 @@ def launch(db: Path) -> None:
         request = replace(request, framework=framework)
         refit = refit_command(state.get(KEYS["refit"], REFIT_NO), db, workload, framework=framework)
         # No refit after a sweep that stored nothing new: it would change nothing.
-        launcher.launch(db, request, refit, refit_needs_new_runs=True, target=target)
+        sweep_job.launch(db, request, refit, refit_needs_new_runs=True, target=target)
     except MemplanError as error:
         st.error(text.plain(error))
         return

@@ -1,8 +1,8 @@
 """The sidebar every page shares: launch a sweep and watch it, import runs measured elsewhere.
 
-The sweep runs as a detached job (`profiling.launcher`): this code only starts
-it, reads its state from disk every few seconds and can cancel it, so a reload,
-a second tab or a closed browser neither stops nor duplicates it. Any sweep
+The sweep runs as a detached job (`application.sweep_job.launch`, `profiling.launcher`):
+this code only starts it, reads its state from disk every few seconds and can cancel
+it, so a reload, a second tab or a closed browser neither stops nor duplicates it. Any sweep
 writing to the database shows here and can be cancelled, whoever started it (a
 CLI sweep too); none can be launched meanwhile. When a point finishes, the
 whole page reruns, and its charts read the new runs. A read-only
@@ -10,8 +10,8 @@ dashboard (``MEMPLAN_READ_ONLY``) shows neither section.
 
 A sweep runs on this machine or on a Slurm partition ("Run on"): the points are
 then Slurm jobs, submitted and watched by the detached job here, and the panel
-shows each point's state and job (`profiling.launch_target` builds the command,
-`profiling.jobstatus` counts the points).
+shows each point's state and job (`profiling.launch_target` reads the Slurm boxes into
+the sweep's typed job, `profiling.jobstatus` counts the points).
 
 The parts: the panel of the running or last sweep (`dashboard.sweep_panel`), the
 sweep form (`dashboard.launch_form`), the import (`dashboard.import_form`).
@@ -26,11 +26,12 @@ from pathlib import Path
 
 import streamlit as st
 
+from application import sweep_job
 from core import frameworks, workloads
 from core.errors import MemplanError
 from dashboard import data, import_form, launch_form, sweep_panel
 from presentation import text, workload_labels
-from profiling import calibration, launcher, requests
+from profiling import calibration, requests
 from profiling.runner import DEFAULT_STEPS
 from profiling.sweep import default_memory_limit_bytes
 
@@ -99,7 +100,7 @@ def launch_grid(
         frameworks.check_installed(framework)
         request = replace(request, framework=framework)
         fit = calibration.fit_command(workload, machine, db, framework)
-        launcher.launch(db, request, fit)
+        sweep_job.launch(db, request, fit)
     except MemplanError as error:
         st.error(text.plain(error))
         return

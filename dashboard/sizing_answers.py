@@ -32,7 +32,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from application import sizing, verify, verify_here, widening
+from application import sizing, sweep_job, verify, verify_here, widening
 from application.sizing import Models, SizingAnswer, SizingError, SizingQuestion
 from application.verify import Claim, Verdict
 from core import frameworks, workloads
@@ -46,7 +46,6 @@ from modeling.machines import MachineChoice
 from presentation import charts, charts_study, curves, sizing_text, verification, workload_labels
 from presentation.sizing_view import SizingChoices, SizingState
 from presentation.text import plain, sentence
-from profiling import launcher
 
 VERIFY_LABEL = "Verify by measuring"
 VERIFY_HELP = (
@@ -305,7 +304,7 @@ def why_not_verify(db: Path, claim: Claim, said: verify.Verification, picked: Pi
 def launch(db: Path, claim: Claim) -> None:
     """Start the sweep that verifies ``claim``, as the sidebar starts one; a refusal is shown."""
     try:
-        launcher.launch(db, verify.sweep_request(claim))
+        sweep_job.launch(db, verify.sweep_request(claim))
     except MemplanError as error:  # a sweep started meanwhile, elsewhere
         st.error(plain(error))
         return

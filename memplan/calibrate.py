@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 from core import frameworks
-from core.commands import add_workload_option, open_db
 from core.errors import ConfigError
 from core.machine import this_profile
 from core.profiles import MachineProfile
 from memplan import options
+from memplan.commands import add_workload_option, open_db
 from memplan.exitcodes import INTERRUPTED_EXIT_CODE
 from memplan.sweep import stored_command
 from profiling import pending

@@ -17,9 +17,9 @@ from typing import TextIO
 
 from application.calibration_loop import LoopPlan, Outcome, Step, run_loop
 from core import database, workloads
-from core.commands import open_db
 from core.machine import this_profile
 from memplan import jsonout, options
+from memplan.commands import open_db
 from memplan.sweep import stored_command
 from profiling.lifecycle import SweepPlan
 from profiling.local_sweep import run_sweep

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     from memplan import exitcodes  # the codes alone: no DuckDB, no TensorFlow
 
     try:
-        from core.commands import run_handler
+        from memplan.commands import run_handler
 
         # Before the subcommand come only --help and --version: its name is the first word.
         chosen = next((word for word in argv if not word.startswith("-")), "")

@@ -18,9 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 from core import database, frameworks, profiles, store, workloads
-from core.commands import add_db_option, positive_int
 from core.profile_frameworks import check_framework, of_framework, other_frameworks_note
 from memplan import model_options
+from memplan.commands import add_db_option, positive_int
 from modeling.errors import ModelingError, NoModelsError
 from modeling.estimators.catalogue import catalogue, pick, spec_names
 from modeling.evaluation.bounds import DEFAULT_COVERAGE

@@ -8,11 +8,11 @@ import argparse
 import pandas as pd
 
 from core import profiles, store, workloads
-from core.commands import add_db_option, open_db
 from core.machine import this_profile
 from core.units import GIB
 from core.workloads.base import PRECISIONS
 from memplan import jsonout, options
+from memplan.commands import add_db_option, open_db
 from presentation import frameworks_compared, machines_compared
 from presentation.report import markdown_table
 from profiling.calibration import calibration_for, profile_table

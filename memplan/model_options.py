@@ -12,7 +12,13 @@ from pathlib import Path
 
 from application.sizing import DEFAULT_HEADROOM_PCT
 from core import database, frameworks, workloads
-from core.commands import add_db_option, add_knob_options, add_workload_option, given_knobs, open_db
+from memplan.commands import (
+    add_db_option,
+    add_knob_options,
+    add_workload_option,
+    given_knobs,
+    open_db,
+)
 from modeling.stored import readonly
 from modeling.stored import tables as results
 

@@ -1,7 +1,7 @@
 """Options more than one subcommand takes, so a flag means the same everywhere.
 
 The most basic ones (``--db``, ``--workload``, the knob flags, value parsers)
-are `core.commands`'; these add the measuring flags (`run`, `sweep`,
+are `memplan.commands`'; these add the measuring flags (`run`, `sweep`,
 `calibrate`), the filters of the listings and ``--json``. The flags of the
 answers, which need `modeling`, are `memplan.model_options`'.
 """
@@ -13,15 +13,15 @@ import argparse
 import pandas as pd
 
 from core import frameworks, profiles, workloads
-from core.commands import (
+from core.plausibility import MAX_SEED
+from core.units import check_memory_limit, format_gib, parse_bytes
+from memplan.commands import (
     SIZE_HELP,
     add_db_option,
     positive_float,
     positive_int,
     seed,
 )
-from core.plausibility import MAX_SEED
-from core.units import check_memory_limit, format_gib, parse_bytes
 from profiling.runner import (
     DEFAULT_SAMPLE_INTERVAL_S,
     DEFAULT_STEPS,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.commands import add_db_option, add_workload_option
 from memplan import model_options
+from memplan.commands import add_db_option, add_workload_option
 from modeling import machines
 from modeling.stored import bundle
 from modeling.stored import tables as results

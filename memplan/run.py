@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from core import store
-from core.commands import add_knob_options, add_workload_option, config_from_args, open_db
 from memplan import options
+from memplan.commands import add_knob_options, add_workload_option, config_from_args, open_db
 from memplan.exitcodes import FAILED_EXIT_CODE, SUCCESS_EXIT_CODE
 from profiling.runner import run_point
 

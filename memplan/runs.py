@@ -9,9 +9,9 @@ from typing import Any
 import pandas as pd
 
 from core import profiles, store, workloads
-from core.commands import add_db_option, open_db
 from core.records import STATUSES
 from memplan import jsonout, options
+from memplan.commands import add_db_option, open_db
 from presentation import workload_labels
 from presentation.summary import PEAK_COLUMNS, networks, peak_table, to_markdown
 

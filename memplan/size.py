@@ -18,9 +18,9 @@ from application import sizing
 from application.sizing import Models, SizingAnswer, SizingQuestion
 from application.verify import Verification
 from core import database, store, workloads
-from core.commands import add_commands, positive_int
 from core.units import parse_budget
 from memplan import jsonout, model_options, options
+from memplan.commands import add_commands, positive_int
 from modeling import machines
 from modeling.stored.evidence import load_evidence
 from modeling.transfer import Transfer

@@ -1,5 +1,7 @@
 """``memplan sweep``: profile a grid of configurations, resumably, here or on Slurm.
 
+The flags describe a `profiling.jobspec.SweepJob` (`job_of`), run as every sweep is
+(`application.sweep_job.run`); `command_of` is a job as the flags that give it.
 `sweep_here` is the sweep on this machine as a use case: `memplan.verify`
 calls it to measure a sizing answer, with no process in between.
 """
@@ -12,20 +14,16 @@ import shlex
 import sys
 from pathlib import Path
 
-import pandas as pd
-
-from core import profiles, store, workloads
-from core.commands import SIZE_HELP, open_db, positive_float, positive_int
+from application import sweep_job
+from application.sweep_guard import fitted_precheck
+from core import workloads
 from core.errors import ConfigError
 from core.settings import read_settings_file
 from core.units import parse_bytes
 from memplan import options
-from memplan.exitcodes import INTERRUPTED_EXIT_CODE, SUCCESS_EXIT_CODE
-from presentation.sweep_guard import fitted_precheck
-from profiling import pending
-from profiling.cluster_sweep import run_cluster_sweep
-from profiling.lifecycle import SweepPlan, SweepSummary
-from profiling.local_sweep import run_sweep
+from memplan.commands import SIZE_HELP, open_db, positive_float, positive_int
+from profiling.jobspec import SweepJob
+from profiling.lifecycle import SweepPlan
 from profiling.slurm_points import (
     DEFAULT_CPUS_PER_TASK,
     DEFAULT_MAX_PARALLEL,
@@ -33,8 +31,8 @@ from profiling.slurm_points import (
     DEFAULT_POLL_S,
     SlurmOptions,
 )
-from profiling.slurm_workdir import default_work_dir
 from profiling.sweep import GRID_KNOBS, Grid, grid_from_mapping
+from profiling.sweep_job import run_here
 
 # What a sweep stores as its command line: `profiling.launcher` finds its job's sweep by it.
 PROGRAM = "memplan"
@@ -43,6 +41,21 @@ PROGRAM = "memplan"
 def stored_command(argv: list[str]) -> str:
     """The command line a sweep stores: ``memplan sweep ...``."""
     return shlex.join([PROGRAM, *argv])
+
+
+def command_of(job: SweepJob) -> str:
+    """The ``memplan sweep`` command that runs ``job`` on this machine (what verifying an
+    answer shows and stores)."""
+    args = ["sweep"]
+    for knob, values in job.grid.to_dict().items():
+        listed = [values] if isinstance(values, str) else values
+        args += [f"--{knob.replace('_', '-')}", *map(str, listed)]
+    args += ["--framework", job.framework, "--steps", str(job.steps)]
+    if job.memory_limit_bytes is not None:
+        args += ["--memory-limit", str(job.memory_limit_bytes)]
+    if job.run_over_bound:
+        args.append("--run-over-bound")
+    return stored_command([*args, "--db", str(job.db_path)])
 
 
 def prepare(parser: argparse.ArgumentParser) -> None:
@@ -187,15 +200,6 @@ def _slurm_options(args: argparse.Namespace) -> SlurmOptions:
     )
 
 
-def _nodes_precheck(db_path: Path, requested: str | None, workload: str):
-    """The fitted bounds of the nodes' machine profile, if ``--machine`` names one."""
-    if requested is None:
-        return None
-    runs = store.load_runs(db_path, workload=workload) if db_path.exists() else pd.DataFrame()
-    known = profiles.profiles_in(runs) if not runs.empty else {}
-    return fitted_precheck(db_path, profiles.resolve(requested, known).key)
-
-
 def _grid(args: argparse.Namespace) -> Grid:
     """The grid of ``--config`` with the flags given on top; `ConfigError` for none."""
     values: dict = {}
@@ -212,7 +216,8 @@ def _grid(args: argparse.Namespace) -> Grid:
     return grid_from_mapping(values)
 
 
-def run(args: argparse.Namespace) -> int:
+def job_of(args: argparse.Namespace, db_path: Path) -> SweepJob:
+    """The sweep job the flags describe, against ``db_path``; `ConfigError` for a clash."""
     slurm = _slurm_options(args) if args.executor == "slurm" else None
     if slurm is None and (args.partition or args.machine):
         flag = "--partition" if args.partition else "--machine"
@@ -220,65 +225,39 @@ def run(args: argparse.Namespace) -> int:
             f"{flag} is for Slurm sweeps: add --executor slurm (a sweep on this machine "
             "uses this machine's fitted models)"
         )
-    settings = options.settings(args)
-    grid = _grid(args)
-    db_path = open_db(args)
-    plan = SweepPlan(
-        db_path,
-        grid,
-        settings,
+    options.settings(args)  # a framework this Python lacks, a limit above its RAM: refused
+    return SweepJob(
+        db_path=db_path,
+        grid=_grid(args),
+        framework=args.framework,
+        steps=args.steps,
+        memory_limit_bytes=args.memory_limit,
+        seed=args.seed,
+        sample_interval_s=args.interval,
+        timeout_s=args.timeout,
         repeats=args.repeats,
         resume=args.resume,
-        command=stored_command(sys.argv[1:]),
+        run_over_bound=args.run_over_bound,
         show_progress=not args.quiet,
+        slurm=slurm,
+        machine=args.machine,
+        origin=stored_command(sys.argv[1:]),
     )
-    if slurm is None:
-        return sweep_here(plan, run_over_bound=args.run_over_bound)
-    try:
-        precheck = _nodes_precheck(db_path, args.machine, grid.workload)
-        summary = run_cluster_sweep(dataclasses.replace(plan, precheck=precheck), slurm)
-    except KeyboardInterrupt:
-        print(
-            "interrupted: the sweep's jobs were cancelled and their points recorded as "
-            f"interrupted (its work directory is {slurm.work_dir or default_work_dir(db_path)}); "
-            "run the same command to measure them again",
-            file=sys.stderr,
-        )
-        return INTERRUPTED_EXIT_CODE
-    _print_summary(summary, db_path)
-    return SUCCESS_EXIT_CODE
+
+
+def run(args: argparse.Namespace) -> int:
+    job = job_of(args, Path())  # checked before the database is touched
+    return sweep_job.run(dataclasses.replace(job, db_path=open_db(args)))
 
 
 def sweep_here(plan: SweepPlan, run_over_bound: bool = False) -> int:
     """Sweep ``plan`` on this machine, print what it stored; the exit code.
 
-    Guarded by this machine's fitted models (`presentation.sweep_guard`) unless the
+    Guarded by this machine's fitted models (`application.sweep_guard`) unless the
     plan brings its own pre-check; Ctrl-C or SIGTERM discards the point in flight and
     exits `INTERRUPTED_EXIT_CODE`.
     """
     if plan.precheck is None:
         precheck = fitted_precheck(plan.db_path, framework=plan.settings.framework)
         plan = dataclasses.replace(plan, precheck=precheck)
-    try:
-        summary = run_sweep(plan, run_over_bound=run_over_bound)
-    except KeyboardInterrupt:
-        print(
-            "interrupted: the point in flight was discarded (a measured point not yet "
-            f"stored waits in {pending.pending_dir(plan.db_path)}); run the same command to resume",
-            file=sys.stderr,
-        )
-        return INTERRUPTED_EXIT_CODE
-    _print_summary(summary, plan.db_path)
-    return SUCCESS_EXIT_CODE
-
-
-def _print_summary(summary: SweepSummary, db_path: Path) -> None:
-    if summary.interrupted_before or summary.recovered:  # what earlier, dead sweeps left
-        dead, kept = len(summary.interrupted_before), summary.recovered
-        print(f"marked {dead} dead sweep(s) interrupted; stored {kept} run(s) left pending")
-    counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts.items()))
-    print(
-        f"sweep {summary.sweep_id}: {counts or 'nothing new'}"
-        f"{f', {summary.already_measured} already measured' if summary.already_measured else ''}"
-        f" (stored in {db_path})"
-    )
+    return run_here(plan, run_over_bound=run_over_bound)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.commands import add_db_option, open_db
 from memplan import options
+from memplan.commands import add_db_option, open_db
 from profiling import exchange
 
 

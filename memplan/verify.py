@@ -19,7 +19,7 @@ from application.verify import Claim, Verdict, Verification
 from core import store
 from core.machine import this_profile
 from memplan.exitcodes import FAILED_EXIT_CODE, SUCCESS_EXIT_CODE
-from memplan.sweep import stored_command, sweep_here
+from memplan.sweep import command_of, sweep_here
 from modeling.errors import ModelingError
 from modeling.stored import readonly
 from profiling.lifecycle import SweepPlan
@@ -59,7 +59,7 @@ def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> Verifica
             "or stored; unset it to verify"
         )
     request = verification.sweep_request(claim)
-    command = stored_command(request.sweep_args(db_path.resolve()))
+    command = command_of(request.job(db_path.resolve()))
     out = sys.stderr if quiet_stdout else sys.stdout
     print(f"verifying: {command}", file=out, flush=True)
     settings = RunSettings(

@@ -12,8 +12,8 @@ form, the closed form times the most a run exceeded it
 fitted on (every knob value among those it saw). Any other point keeps the
 closed form with margins.
 
-profiling and modeling never import each other: the sweep CLI reaches this
-through `presentation.sweep_guard`.
+profiling and modeling never import each other: a sweep reaches this
+through `application.sweep_guard`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
-"""Where a launched sweep runs — this machine or a Slurm partition — as sweep flags (no Streamlit).
+"""Where a launched sweep runs — this machine or a Slurm partition (no Streamlit).
 
 The dashboard's launch form says where its sweep runs; this turns what its boxes
 say into `profiling.slurm_points.SlurmOptions` (`slurm_options`, a
-`ConfigError` naming the box that is wrong), and a request and its target into
-the arguments of ``memplan sweep`` (`sweep_args`). ``None`` stands
-for this machine throughout: the sweep runs as it always has.
+`ConfigError` naming the box that is wrong), which the sweep's job carries
+(`profiling.requests.SweepRequest.job`). ``None`` stands for this machine
+throughout: the sweep runs as it always has.
 
 A Slurm sweep has no memory limit of its own: each point's limit is its job's
-``--mem`` (its estimate plus a margin), and the CLI refuses ``--memory-limit``
-with ``--executor slurm``, so `sweep_args` leaves it out.
+``--mem`` (its estimate plus a margin), so its `profiling.jobspec.SweepJob` has none.
 """
 
 from __future__ import annotations
@@ -19,14 +18,13 @@ from pathlib import Path
 from core.errors import ConfigError
 from core.units import MIB, MIN_MEMORY_LIMIT_BYTES
 from profiling import slurm, slurm_points
-from profiling.requests import SweepRequest
 from profiling.slurm_points import SlurmOptions
 
 # What a cluster sweep runs on this machine: sbatch and srun (submitit's submission),
 # squeue (job states), scancel (Cancel) and sinfo (the partition's nodes).
 SLURM_COMMANDS = ("sbatch", "srun", "squeue", "scancel", "sinfo")
 # `profiling.requests.parse_request` wants a memory limit this machine can hold; a Slurm
-# sweep drops it (module docstring), so the form passes the smallest limit a point may
+# sweep's job drops it (module docstring), so the form passes the smallest limit a point may
 # have (`core.units.MIN_MEMORY_LIMIT_BYTES`), which any machine can hold.
 SLURM_FORM_MEMORY_LIMIT = f"{MIN_MEMORY_LIMIT_BYTES // MIB}MiB"
 
@@ -75,38 +73,6 @@ def slurm_options(
         cpus_per_task=cpus_per_task,
         work_dir=folder,
     )
-
-
-def slurm_args(options: SlurmOptions) -> list[str]:
-    """``options`` as the flags of ``memplan sweep --executor slurm``."""
-    args = ["--executor", "slurm", "--partition", options.partition]
-    if options.account:
-        args += ["--account", options.account]
-    args += ["--max-parallel", str(options.max_parallel)]
-    args += ["--cpus-per-task", str(options.cpus_per_task)]
-    # What the form never sets is left to the CLI's defaults: a shorter stored command.
-    if options.mem_bytes is not None:
-        args += ["--mem", str(options.mem_bytes)]
-    if options.mem_margin != slurm_points.DEFAULT_MEM_MARGIN:
-        args += ["--mem-margin", repr(options.mem_margin)]
-    if options.poll_s != slurm_points.DEFAULT_POLL_S:
-        args += ["--poll", repr(options.poll_s)]
-    if options.work_dir is not None:
-        args += ["--work-dir", str(options.work_dir)]
-    return args
-
-
-def sweep_args(request: SweepRequest, db_path: Path, target: SlurmOptions | None) -> list[str]:
-    """The arguments after ``memplan`` that sweep ``request`` on ``target``.
-
-    ``target`` None: this machine, exactly `SweepRequest.sweep_args`. A Slurm
-    target drops the request's memory limit (module docstring) and adds its flags.
-    """
-    args = request.sweep_args(db_path)
-    if target is None:
-        return args
-    at = args.index("--memory-limit")
-    return args[:at] + args[at + 2 :] + slurm_args(target)
 
 
 def describe(target: SlurmOptions | None) -> str | None:

@@ -1,7 +1,8 @@
 """Launch one sweep as a detached background job, watch it, cancel it (no Streamlit here).
 
 The dashboard's sidebar uses this; so can anything else. A job is a sequence of
-commands — ``memplan sweep ...`` and optionally a model refit the
+commands — the sweep, a typed `profiling.jobspec.SweepJob` written beside the
+job and run by a module the caller names, and optionally a model refit the
 caller names (profiling never imports modeling) — run by `profiling.job` in a
 session of its own, so a page reload, a second browser tab or a closed browser
 neither kills nor duplicates it. Its files live in a folder beside the database
@@ -14,20 +15,21 @@ while the launched job runs *or* any sweep holds the database's sweep lock (a
 CLI sweep, or the sweep of a job whose own process died), naming it; `status`
 shows that sweep and `cancel` stops it.
 
-A sweep runs on this machine or, given a `profiling.slurm_points.SlurmOptions`
-target (`profiling.launch_target`), as Slurm jobs submitted from here; cancelling
+A sweep runs on this machine or, when its job names `profiling.slurm_points.SlurmOptions`
+(`profiling.launch_target`), as Slurm jobs submitted from here; cancelling
 one gives it the time to cancel its jobs (`cancel_grace_s`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-import shlex
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +41,9 @@ import psutil
 from core import database
 from core.errors import MemplanError
 from profiling import cluster_progress, job, jobstatus, launch_target, slurm, sweeplock
+from profiling.jobspec import SweepJob
 from profiling.jobstatus import CANCEL_FILE, LOG_FILE, PHASE_REFITTING, PHASE_SWEEPING, JobStatus
-from profiling.requests import SweepRequest
-from profiling.slurm_points import SlurmOptions
+from profiling.sweep import expand_grid
 
 # A cancelled sweep kills its child and marks itself interrupted in well under a
 # second; past this, everything left of the job is killed outright.
@@ -52,6 +54,8 @@ CANCEL_GRACE_S = 20.0
 SLURM_CANCEL_GRACE_S = slurm.COMMAND_TIMEOUT_S + CANCEL_GRACE_S
 # How often `cancel` looks whether the job has ended.
 CANCEL_POLL_S = 0.1
+# The launched sweep's `SweepJob`, as JSON, in the job's folder.
+SPEC_FILE = "sweep_job.json"
 
 
 class LauncherError(MemplanError):
@@ -75,32 +79,39 @@ class JobCommand:
 
 def launch(
     db_path: Path,
-    request: SweepRequest,
+    job: SweepJob,
+    runner: str,
     refit_command: Sequence[str] | None = None,
     *,
     refit_needs_new_runs: bool = False,
-    target: SlurmOptions | None = None,
 ) -> JobStatus:
-    """Start ``request`` against ``db_path`` as a detached job, then ``refit_command`` if given.
+    """Start sweep ``job`` on ``db_path`` as a detached job, then ``refit_command`` if given.
 
-    With ``refit_needs_new_runs`` the refit runs only if the sweep stored a new ``ok``
-    or ``oom`` run (the sidebar's refit); without it, always (a calibration's fit, which
-    may be what is missing even when every point was measured before). ``target``:
-    where the points run, None for this machine (`profiling.launch_target`).
-    Raises `LauncherError` (naming its pid and start) while a sweep runs on this
-    database, launched here or not; for a Slurm target, `slurm.SlurmError` when Slurm
-    does not answer and `ConfigError` naming the partitions when it has no such one.
-    Returns the new job's status.
+    ``job`` is written, as JSON, to the job's folder (`SPEC_FILE`), and the job's sweep
+    is ``python -m RUNNER SPEC_FILE``: ``runner`` names the module whose ``main`` reads
+    the spec and runs it (`profiling.sweep_job.run`) with the pre-check its layer can
+    give (`application.sweep_job`); no ``memplan`` command line is built. With
+    ``refit_needs_new_runs`` the refit runs only if the sweep stored a new ``ok`` or
+    ``oom`` run (the sidebar's refit); without it, always (a calibration's fit, which
+    may be what is missing even when every point was measured before). Raises
+    `LauncherError` (naming its pid and start) while a sweep
+    runs on this database, launched here or not; for a Slurm job, `slurm.SlurmError`
+    when Slurm does not answer and `ConfigError` naming the partitions when it has no
+    such one. Returns the new job's status.
     """
     db_path = Path(db_path).resolve()
-    if target is not None:
+    if job.slurm is not None:
         missing = launch_target.slurm_missing()
         if missing:
             raise slurm.SlurmError(missing)
         # Refused now, naming the partitions there are, not in the job's log a minute later.
-        slurm.partition(target.partition)
-    sweep_args = launch_target.sweep_args(request, db_path, target)
-    commands = [JobCommand(PHASE_SWEEPING, (sys.executable, "-m", "memplan", *sweep_args))]
+        slurm.partition(job.slurm.partition)
+    points = len(expand_grid(job.grid)) * job.repeats
+    # What the sweep records as its command: unique, so status finds this job's sweep by it.
+    origin = f"launched job {uuid.uuid4().hex[:12]}: {points} {job.grid.workload} point(s)"
+    job = dataclasses.replace(job, db_path=db_path, origin=origin)
+    spec = jobstatus.state_dir(db_path) / SPEC_FILE
+    commands = [JobCommand(PHASE_SWEEPING, (sys.executable, "-m", runner, str(spec)))]
     if refit_command:
         commands.append(
             JobCommand(
@@ -110,15 +121,13 @@ def launch(
                 needs_new_runs=refit_needs_new_runs,
             )
         )
-    # `memplan sweep` stores its command line like this (`memplan.sweep.stored_command`);
-    # status finds the sweep by it.
-    sweep_command = shlex.join(["memplan", *sweep_args])
     return start_job(
         db_path,
         commands,
-        sweep_command,
-        points_total=request.points,
-        executor=launch_target.describe(target),
+        origin,
+        points_total=points,
+        executor=launch_target.describe(job.slurm),
+        spec=job.to_json(),
     )
 
 
@@ -128,20 +137,24 @@ def start_job(
     sweep_command: str = "",
     points_total: int | None = None,
     executor: str | None = None,
+    spec: str | None = None,
 ) -> JobStatus:
     """Run ``commands`` in order as one detached job for ``db_path`` (see `launch`).
 
     ``sweep_command`` is the command line the job's sweep will store in the
     sweeps table, which is how `status` finds its points done and total;
     ``points_total`` stands in for the total until the sweep has recorded itself,
-    ``executor`` (``Slurm partition debug``; None: this machine) for where it says it runs.
+    ``executor`` (``Slurm partition debug``; None: this machine) for where it says it runs;
+    ``spec``, the sweep job's JSON, is written to `SPEC_FILE` before the job starts.
     """
     db_path = Path(db_path).resolve()
     directory = jobstatus.state_dir(db_path)
     with jobstatus.locked(directory, exclusive=True):
         _refuse_if_running(db_path, directory)
-        for stale in (job.STATE_FILE, CANCEL_FILE):
+        for stale in (job.STATE_FILE, CANCEL_FILE, SPEC_FILE):
             (directory / stale).unlink(missing_ok=True)
+        if spec is not None:
+            (directory / SPEC_FILE).write_text(spec)
         plan = _plan(db_path, commands, sweep_command, points_total, executor)
         job.write_json(directory / job.JOB_FILE, plan)
         process, create_time = _spawn(directory)

@@ -43,7 +43,7 @@ INTERRUPT_RECORD_S = 0.8
 # Statuses after which a larger point of the same network cannot fit either.
 FAILED_STATUSES = ("oom", "timeout")
 # Gives the points a fitted model covers a bound of its own (`modeling.guard`, wired in by
-# the CLI through `presentation.sweep_guard`); the others keep the closed form.
+# `application.sweep_job` through `application.sweep_guard`); the others keep the closed form.
 Precheck = Callable[[Sequence[WorkloadConfig]], Mapping[WorkloadConfig, PeakBound]]
 
 

@@ -1,8 +1,8 @@
 """A sweep as typed in a form, checked: `parse_request` turns text boxes into a `SweepRequest`.
 
 No Streamlit here: the dashboard's sidebar passes what its boxes say, and gets
-back either a request `profiling.launcher.launch` can start, or a `ConfigError`
-saying what is wrong and what would be right. Every point of the grid is
+back either a request (`application.sweep_job.launch` starts its `SweepRequest.job`)
+or a `ConfigError` saying what is wrong and what would be right. Every point of the grid is
 validated, so a grid that would fail never starts.
 """
 
@@ -18,6 +18,8 @@ from core.errors import ConfigError
 from core.frameworks import DEFAULT_FRAMEWORK
 from core.units import check_memory_limit, parse_bytes
 from core.workloads import DEFAULT_WORKLOAD
+from profiling.jobspec import SweepJob
+from profiling.slurm_points import SlurmOptions
 from profiling.sweep import Grid, expand_grid, grid_from_mapping
 
 
@@ -35,24 +37,18 @@ class SweepRequest:
     run_over_bound: bool = False
     framework: str = DEFAULT_FRAMEWORK  # `core.frameworks`
 
-    def sweep_args(self, db_path: Path) -> list[str]:
-        """The arguments after ``memplan``: every knob of the grid, as its flag."""
-        args = ["sweep"]
-        for knob, values in self.grid.to_dict().items():
-            listed = [values] if isinstance(values, str) else values
-            args += [f"--{knob.replace('_', '-')}", *map(str, listed)]
-        over = ["--run-over-bound"] if self.run_over_bound else []
-        return args + [
-            "--framework",
-            self.framework,
-            "--steps",
-            str(self.steps),
-            "--memory-limit",
-            str(self.memory_limit_bytes),
-            *over,
-            "--db",
-            str(db_path),
-        ]
+    def job(self, db_path: Path, target: SlurmOptions | None = None) -> SweepJob:
+        """The sweep job of this request against ``db_path``, on this machine (``target``
+        None) or on Slurm, where each job's ``--mem`` is the limit instead of the request's."""
+        return SweepJob(
+            db_path=db_path,
+            grid=self.grid,
+            framework=self.framework,
+            steps=self.steps,
+            memory_limit_bytes=self.memory_limit_bytes if target is None else None,
+            run_over_bound=self.run_over_bound,
+            slurm=target,
+        )
 
 
 def _words(text: str) -> list[str]:

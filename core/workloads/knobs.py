@@ -3,7 +3,7 @@
 A workload module lists its knobs in ``KNOBS`` (`Knob` records, in the order
 of its ``Config`` fields after the image and the batch) and its page words in
 ``LABELS`` (`WorkloadLabels`). Everything else derives from those two: the
-command-line flags (`core.commands`), the sweep grid and its file keys
+command-line flags (`memplan.commands`), the sweep grid and its file keys
 (`profiling.sweep`, `core.settings`), the ``runs`` columns (`core.records`,
 `core.schema`), the models' codes of text knobs (`modeling.features`), the pages'
 labels, knob choices and run lists (`presentation`, the dashboard, ``memplan list``).

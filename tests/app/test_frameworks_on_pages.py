@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from application import sweep_job
 from core import frameworks
 from core.frameworks import INSTALL_HINTS, TENSORFLOW, TORCH
 from memplan import cli as memplan_cli
-from profiling import launcher
 from tests.app.helpers import APP, open_page, shown, this_machine_is, widget
 from tests.app.torch_runs import TORCH_BATCHES, TORCH_SIDES, torch_key
 from tests.conftest import UNMEASURED_MACHINE
@@ -93,7 +93,7 @@ def test_a_link_to_a_framework_without_runs_falls_back_to_tensorflow_and_says_so
 def launch_torch(monkeypatch: pytest.MonkeyPatch) -> tuple[AppTest, list]:
     launched: list = []
     monkeypatch.setattr(
-        launcher,
+        sweep_job,
         "launch",
         lambda db, request, refit=None, **options: launched.append((request, refit)),
     )

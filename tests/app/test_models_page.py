@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from application import sweep_job
 from core import database, profiles, store
 from core.machine import this_profile
 from modeling.evaluation.splits import point_ids
@@ -16,7 +17,7 @@ from modeling.machines import choose_machine
 from modeling.stored import tables as results
 from presentation import formulas
 from presentation.text import plain
-from profiling import floor, launcher
+from profiling import floor
 from profiling.calibration import calibration_for, fit_command
 from tests.app.helpers import (
     ALEXNET_BATCHES,
@@ -335,7 +336,7 @@ def test_this_machine_without_runs_says_what_it_lacks_and_launches_the_sweep(
 ):
     launched = []
     monkeypatch.setattr(
-        launcher, "launch", lambda db, request, refit=None: launched.append((request, refit))
+        sweep_job, "launch", lambda db, request, refit=None: launched.append((request, refit))
     )
     at = models_page()
     here = this_profile()

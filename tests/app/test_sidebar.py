@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from application import sweep_job
 from core import store
 from profiling import exchange, jobstatus, launcher, requests
 from profiling.launcher import JobCommand
@@ -111,7 +112,7 @@ def launch_from_form(at: AppTest, sizes: str, limit: str | None = None) -> AppTe
 def test_the_default_refit_is_the_quick_one_and_waits_for_new_runs(reference_db, monkeypatch):
     launched = []
     monkeypatch.setattr(
-        launcher,
+        sweep_job,
         "launch",
         lambda db, request, refit=None, **options: launched.append((refit, options)),
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from application import sweep_job
 from core import database, store
 from profiling import job, jobstatus, launch_target, launcher, slurm, sweeplock
 from profiling.launcher import JobCommand
@@ -145,7 +146,7 @@ def test_without_slurms_commands_the_choice_says_how_to_get_them(reference_db, m
 def test_a_named_partition_launches_the_sweep_there(reference_db, monkeypatch, slurm_on_path):
     launched = []
     monkeypatch.setattr(
-        launcher,
+        sweep_job,
         "launch",
         lambda db, request, refit=None, **options: launched.append((request, options)),
     )

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from application import sweep_job
 from core import database
 from core.machine import this_profile
 from core.profiles import profile_of
 from modeling.machines import choose_machine, run_profiles
 from modeling.stored import tables as results
 from presentation.text import plain
-from profiling import launcher
 from profiling.calibration import calibration_for, fit_command
 from tests.app.helpers import (
     ALEXNET_SIDES,
@@ -513,7 +513,7 @@ def test_this_machine_without_models_gets_the_sweep_that_gives_it_some(
 ) -> None:
     launched = []
     monkeypatch.setattr(
-        launcher, "launch", lambda db, request, refit=None: launched.append((request, refit))
+        sweep_job, "launch", lambda db, request, refit=None: launched.append((request, refit))
     )
     at = sizing_page()
     here = this_profile()

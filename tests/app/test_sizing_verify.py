@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from application import verify_here
+from application import sweep_job, verify_here
 from core import profiles, store
 from core.units import GIB
 from dashboard import data, machine_panel
-from profiling import launcher
 from tests.app.helpers import alexnet_record, open_page, shown, widget
 from tests.conftest import build_record
 
@@ -102,7 +101,7 @@ def test_verify_launches_the_answer_and_the_next_size_up_under_the_budget(
 ) -> None:
     can_give(monkeypatch, 64 * GIB)
     launched = []
-    monkeypatch.setattr(launcher, "launch", lambda db, request: launched.append((db, request)))
+    monkeypatch.setattr(sweep_job, "launch", lambda db, request: launched.append((db, request)))
     at = open_page(PAGE, **LINK)
     image, batch = verify_buttons(at)
     assert not image.disabled and not batch.disabled

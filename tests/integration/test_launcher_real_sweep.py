@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from application import sweep_job
 from core import database, store
 from core.machine import this_profile
 from modeling.stored import bundle
@@ -56,11 +57,11 @@ def db(tmp_path: Path):
 
 def test_a_launched_sweep_runs_detached_stores_its_run_and_reports_the_refit(db: Path):
     refit = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db), "--quick"]
-    started = launcher.launch(db, tiny_request(), refit_command=refit)
+    started = sweep_job.launch(db, tiny_request(), refit_command=refit)
     assert started.running
 
     with pytest.raises(LauncherError, match=rf"already running .*\(pid {started.pid}, started"):
-        launcher.launch(db, tiny_request(), refit_command=refit)
+        sweep_job.launch(db, tiny_request(), refit_command=refit)
 
     seen_points, seen_elapsed = set(), set()
     deadline = time.monotonic() + SWEEP_TIMEOUT_S
@@ -89,7 +90,7 @@ def test_a_launched_sweep_runs_detached_stores_its_run_and_reports_the_refit(db:
 
 
 def test_cancel_stops_a_real_sweep_which_is_marked_interrupted(db: Path):
-    started = launcher.launch(db, tiny_request("1 2"))
+    started = sweep_job.launch(db, tiny_request("1 2"))
     deadline = time.monotonic() + SWEEP_TIMEOUT_S
     while not (children := profiled_children(started.pid)):
         assert time.monotonic() < deadline and launcher.status(db).running, "no child started"
@@ -113,7 +114,7 @@ def test_after_a_sweep_the_models_are_refit_on_every_stored_run_of_each_machine(
     assert bundle.install_bundled_results(db)
     refit = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db), *SMALL_REFIT]
 
-    launcher.launch(db, tiny_request(), refit_command=refit)
+    sweep_job.launch(db, tiny_request(), refit_command=refit)
     deadline = time.monotonic() + SWEEP_TIMEOUT_S
     while (current := launcher.status(db)).running:
         assert time.monotonic() < deadline, current

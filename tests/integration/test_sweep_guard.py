@@ -12,20 +12,21 @@ from types import SimpleNamespace
 
 import pytest
 
+from application import sweep_guard, sweep_job
 from core import database, store
 from core.errors import StoreError
 from core.records import PeakBound
 from core.workloads.unet3d import UNetConfig
-from memplan import sweep as sweep_command
 from modeling.guard import fitted_bounds
 from modeling.stored import bundle
-from presentation import sweep_guard
 from profiling import exchange
 from profiling.estimate import estimate_peak_bytes
+from profiling.jobspec import SweepJob
 from profiling.lifecycle import SweepPlan
 from profiling.local_sweep import run_sweep
 from profiling.runner import RunSettings
-from profiling.sweep import Grid
+from profiling.slurm_points import SlurmOptions
+from profiling.sweep import Grid, grid_from_mapping
 
 GIB = 2**30
 INTEL = "9b59349f74"  # the bundled reference runs' machine profile
@@ -87,16 +88,21 @@ def test_a_sweep_runs_a_point_whose_fitted_bound_fits_though_the_closed_form_doe
     assert run["estimate_bytes"] == fitted.bound_bytes  # the bound the pre-check used
 
 
+def _slurm_job(db: Path, machine: str) -> SweepJob:
+    grid = grid_from_mapping({"workload": "unet3d", "image_sizes": [32], "batch_sizes": [1]})
+    return SweepJob(db, grid, slurm=SlurmOptions("debug"), machine=machine)
+
+
 def test_a_slurm_sweep_takes_the_nodes_fitted_bounds_from_their_profile_prefix(
     reference_db: Path,
 ) -> None:
-    precheck = sweep_command._nodes_precheck(reference_db, INTEL[:4], "unet3d")
+    precheck = sweep_job.precheck_for(_slurm_job(reference_db, INTEL[:4]))
     assert precheck is not None
     assert precheck([DELL_BATCH_8]) == fitted_bounds(reference_db, [DELL_BATCH_8], INTEL)
     with pytest.raises(
         StoreError, match=f"no machine profile 'zz'; the known profiles are: {INTEL}"
     ):
-        sweep_command._nodes_precheck(reference_db, "zz", "unet3d")
+        sweep_job.precheck_for(_slurm_job(reference_db, "zz"))
 
 
 def test_this_machines_precheck_bounds_each_point_by_its_precisions_profile(

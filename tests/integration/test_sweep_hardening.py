@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from application import sweep_job
 from core import database, store
 from profiling import jobstatus, launcher, pending, requests, sweeplock
 from profiling.launcher import LauncherError
@@ -186,7 +187,7 @@ def test_probe3_the_dashboard_sees_and_cancels_a_cli_sweep_and_cannot_launch_bes
         with pytest.raises(
             LauncherError, match=rf"already running for runs.duckdb \(pid {cli.pid}"
         ):
-            launcher.launch(db, request)
+            sweep_job.launch(db, request)
     assert current.running and current.external and current.pid == cli.pid
     assert current.command.startswith("memplan sweep --framework torch --image-sizes 16")
 
@@ -199,7 +200,7 @@ def test_probe3_the_dashboard_sees_and_cancels_a_cli_sweep_and_cannot_launch_bes
 
 def test_probe3_a_dead_job_process_whose_sweep_runs_on_is_not_crashed(db: Path):
     request = requests.parse_request("16", "1 2", {"base_filters": "4"}, 2, "3GiB")
-    started = launcher.launch(db, request)
+    started = sweep_job.launch(db, request)
     [child] = wait_for(lambda: profiled_children(started.pid), "the launched sweep's child")
     job_process = psutil.Process(started.pid)
     job_process.kill()  # the dashboard's job process only
@@ -210,7 +211,7 @@ def test_probe3_a_dead_job_process_whose_sweep_runs_on_is_not_crashed(db: Path):
     assert current.running and current.phase == jobstatus.PHASE_SWEEPING
     assert "its sweep runs on" in current.message
     with pytest.raises(LauncherError, match="already running"):
-        launcher.launch(db, request)
+        sweep_job.launch(db, request)
 
     stopped = launcher.cancel(db, grace_s=10)
     assert not stopped.running and stopped.phase == "cancelled"

@@ -6,9 +6,9 @@ import argparse
 
 import pytest
 
-from core.commands import positive_int, seed
 from core.errors import ConfigError
 from core.units import GIB, TIB, check_memory_limit, parse_budget, parse_bytes
+from memplan.commands import positive_int, seed
 
 
 @pytest.mark.parametrize(

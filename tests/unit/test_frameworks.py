@@ -10,6 +10,7 @@ import pytest
 
 from core import frameworks
 from memplan import cli, options
+from profiling.jobspec import SweepJob
 from profiling.requests import parse_request
 
 # The least each measuring command needs besides the flag.
@@ -52,6 +53,6 @@ def test_asking_for_a_framework_that_is_not_installed_says_how_to_install_it(
 def test_a_launched_sweep_trains_with_the_framework_of_its_request() -> None:
     request = dataclasses.replace(parse_request("16", "1", {}, 1, "2GiB"), framework="torch")
 
-    args = cli.build_parser("sweep").parse_args(request.sweep_args(Path("/db/x.duckdb")))
+    job = request.job(Path("/db/x.duckdb"))
 
-    assert args.framework == "torch"
+    assert SweepJob.from_json(job.to_json()).framework == "torch"

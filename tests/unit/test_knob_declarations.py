@@ -14,11 +14,12 @@ from typing import ClassVar
 
 import pytest
 
-from core import commands, records, schema, settings, workloads
+from core import records, schema, settings, workloads
 from core.errors import ConfigError
 from core.workloads import alexnet, unet3d
 from core.workloads.base import ImageConfig, from_stored_columns
 from core.workloads.knobs import PRECISION, Knob, KnobCode, check_declared, with_default
+from memplan import commands
 from memplan import sweep as sweep_command
 from profiling.sweep import GRID_KNOBS, KNOB_LISTS, Grid, expand_grid
 

@@ -45,9 +45,9 @@ unet3d.LABELS = dataclasses.replace(
 importlib.reload(core.workloads)  # the registry, as it is built at start-up
 
 # Nothing below was imported before the declaration: each table is built as at start-up.
-from core import commands, records, schema, settings
+from core import records, schema, settings
 from dashboard import query_state
-from memplan import runs
+from memplan import commands, runs
 from modeling import features
 from modeling.estimators.formula import KNOWN_NAMES
 from presentation import browse, formulas, frameworks_compared, sizing_view

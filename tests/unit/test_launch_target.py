@@ -22,6 +22,7 @@ from memplan import cli
 from memplan import sweep as sweep_command
 from profiling import job, jobstatus, launch_target, launcher, requests, slurm
 from profiling.cluster_progress import PointState, cluster_progress, point_states, point_table
+from profiling.jobspec import SweepJob
 from profiling.launcher import JobCommand
 from profiling.slurm_points import SlurmOptions
 from profiling.slurm_workdir import default_work_dir
@@ -146,42 +147,29 @@ def request() -> requests.SweepRequest:
     )
 
 
-def test_on_this_machine_the_command_is_the_requests_own():
+def test_on_this_machine_the_job_keeps_the_requests_memory_limit():
     db = Path("/data/x.duckdb")
-    assert launch_target.sweep_args(request(), db, None) == request().sweep_args(db)
+    job = request().job(db, None)
+    assert job.slurm is None and job.memory_limit_bytes == request().memory_limit_bytes
     assert launch_target.describe(None) is None
 
 
-def test_a_slurm_sweeps_flags_are_exactly_what_the_cli_accepts(tmp_path: Path):
+def test_a_slurm_job_carries_the_forms_options_and_no_memory_limit(tmp_path: Path):
     db = tmp_path / "x.duckdb"
     options = launch_target.slurm_options(
         db, "debug", account="lab", max_parallel=3, cpus_per_task=4, work_dir="shared"
     )
-    args = launch_target.sweep_args(request(), db, options)
-    assert args[-12:] == [
-        "--executor",
-        "slurm",
-        "--partition",
-        "debug",
-        "--account",
-        "lab",
-        "--max-parallel",
-        "3",
-        "--cpus-per-task",
-        "4",
-        "--work-dir",
-        str(tmp_path / "shared"),
-    ]
-    # Each point's limit is its job's --mem: the CLI refuses --memory-limit with Slurm.
-    assert "--memory-limit" not in args
-    parsed = cli.build_parser().parse_args(args)
-    assert (parsed.image_sizes, parsed.batch_sizes, parsed.steps) == (["32", "64"], [1, 2], 3)
-    assert parsed.executor == "slurm" and parsed.memory_limit is None
-    assert sweep_command._slurm_options(parsed) == options  # the CLI's own reading, checks included
+    job = request().job(db, options)
+    shared = tmp_path / "shared"
+    assert job.slurm == SlurmOptions("debug", "lab", 3, cpus_per_task=4, work_dir=shared)
+    # Each point's limit is its job's --mem.
+    assert job.memory_limit_bytes is None
+    assert job.grid.image_sizes == ((32, 32, 32), (64, 64, 64))
+    assert (job.grid.batch_sizes, job.steps) == ((1, 2), 3)
     assert launch_target.describe(options) == "Slurm partition debug, account lab"
 
 
-def test_every_slurm_option_survives_the_round_trip_through_the_cli(tmp_path: Path):
+def test_every_slurm_option_survives_the_round_trip_through_json(tmp_path: Path):
     options = SlurmOptions(
         partition="gpu",
         max_parallel=1,
@@ -191,8 +179,18 @@ def test_every_slurm_option_survives_the_round_trip_through_the_cli(tmp_path: Pa
         work_dir=tmp_path / "w",
         poll_s=0.5,
     )
-    args = launch_target.sweep_args(request(), tmp_path / "x.duckdb", options)
-    assert sweep_command._slurm_options(cli.build_parser().parse_args(args)) == options
+    job = request().job(tmp_path / "x.duckdb", options)
+    assert SweepJob.from_json(job.to_json()).slurm == options
+
+
+def test_the_cli_reads_a_slurm_sweeps_flags_into_the_same_options(tmp_path: Path):
+    options = SlurmOptions(partition="debug", account="lab", max_parallel=3, work_dir=tmp_path)
+    parsed = cli.build_parser().parse_args(
+        ["sweep", "--image-sizes", "32", "--batch-sizes", "1", "--executor", "slurm"]
+        + ["--partition", "debug", "--account", "lab", "--max-parallel", "3"]
+        + ["--work-dir", str(tmp_path)]
+    )
+    assert sweep_command.job_of(parsed, tmp_path / "x.duckdb").slurm == options
 
 
 def test_without_slurms_commands_a_slurm_launch_is_refused_with_the_install_hint(db, monkeypatch):
@@ -200,7 +198,7 @@ def test_without_slurms_commands_a_slurm_launch_is_refused_with_the_install_hint
     assert launch_target.slurm_missing() == slurm.INSTALL_HINT
     options = launch_target.slurm_options(db, "debug")
     with pytest.raises(slurm.SlurmError, match="not on PATH"):
-        launcher.launch(db, request(), target=options)
+        launcher.launch(db, request().job(db, options), "any.runner")
     assert launcher.status(db).phase == jobstatus.PHASE_IDLE
     assert not (jobstatus.state_dir(db) / job.JOB_FILE).exists()
 

@@ -22,7 +22,6 @@ from tqdm import tqdm
 
 from core import database, store
 from core.errors import ConfigError
-from memplan.cli import build_parser
 from profiling import job, joblog, jobstatus, launcher, requests
 from profiling.launcher import JobCommand, LauncherError
 
@@ -76,36 +75,15 @@ def test_a_valid_form_becomes_a_request_with_its_points_counted():
     request = requests.parse_request("32, 64 96x96x64", "1 2", {"base_filters": "16"}, 3, "12GiB")
     assert request.points == 3 * 2
     assert request.steps == 3 and request.memory_limit_bytes == 12 * 2**30
-    args = request.sweep_args(Path("/data/x.duckdb"))
-    assert args == [
-        "sweep",
-        "--workload",
-        "unet3d",
-        "--image-sizes",
-        "32",
-        "64",
-        "96x96x64",
-        "--batch-sizes",
-        "1",
-        "2",
-        "--base-filters",
-        "16",
-        "--framework",
-        "tensorflow",
-        "--steps",
-        "3",
-        "--memory-limit",
-        str(12 * 2**30),
-        "--db",
-        "/data/x.duckdb",
-    ]
-    # Exactly what `memplan sweep` accepts.
-    parsed = build_parser().parse_args(args)
-    assert (parsed.image_sizes, parsed.batch_sizes, parsed.memory_limit) == (
-        ["32", "64", "96x96x64"],
-        [1, 2],
-        12 * 2**30,
-    )
+    job = request.job(Path("/data/x.duckdb"))
+    assert job.grid.to_dict() == {
+        "workload": "unet3d",
+        "image_sizes": ["32", "64", "96x96x64"],
+        "batch_sizes": [1, 2],
+        "base_filters": [16],
+    }
+    assert (job.steps, job.memory_limit_bytes, job.framework) == (3, 12 * 2**30, "tensorflow")
+    assert job.slurm is None and not job.run_over_bound
 
 
 def test_a_size_the_network_cannot_take_is_refused_with_the_nearest_valid_ones():
@@ -481,8 +459,8 @@ def test_a_launched_sweeps_refit_waits_for_new_runs_only_when_asked(db, monkeypa
         launcher, "start_job", lambda db, commands, *a, **k: started.append(commands)
     )
     request = requests.parse_request("32", "1", {"base_filters": "16"}, 1, "8GiB")
-    launcher.launch(db, request, ["refit"], refit_needs_new_runs=True)
-    launcher.launch(db, request, ["fit"])  # a calibration's fit runs whatever the sweep found
+    launcher.launch(db, request.job(db), "runner", ["refit"], refit_needs_new_runs=True)
+    launcher.launch(db, request.job(db), "runner", ["fit"])  # a calibration's fit: always
     assert [commands[-1].needs_new_runs for commands in started] == [True, False]
     assert not started[0][0].needs_new_runs  # the sweep itself always runs
 

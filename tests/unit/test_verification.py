@@ -4,6 +4,7 @@ rules, the sweep that verifies; and ``memplan size ... --verify``, its sweep fak
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from core.units import GIB, budget_argument, gib_words
 from core.workloads.alexnet import AlexNetConfig
 from core.workloads.unet3d import UNetConfig
 from memplan import cli as memplan_cli
+from memplan import sweep as memplan_sweep
 from memplan import verify as memplan_verify
 from modeling.sizing import Basis, BatchAnswer, ImageSizeAnswer
 from presentation.verification import markdown
@@ -403,38 +405,42 @@ def test_the_sweep_measures_the_answer_and_the_next_size_under_the_budget() -> N
     request = verification.sweep_request(image())
 
     assert (request.points, request.memory_limit_bytes) == (2, BUDGET)
-    assert request.sweep_args(Path("/db/x.duckdb")) == [
-        "sweep",
-        "--workload",
-        "unet3d",
-        "--image-sizes",
-        "208",
-        "224",
-        "--batch-sizes",
-        "2",
-        "--base-filters",
-        "16",
-        "--levels",
-        "5",
-        "--in-channels",
-        "1",
-        "--classes",
-        "1",
-        "--precisions",
-        "float32",
-        "--upsamplings",
-        "transpose",
-        "--framework",
-        "tensorflow",
-        "--steps",
-        str(request.steps),
-        "--memory-limit",
-        str(BUDGET),
-        # The next size up runs though its bound is over the budget: the limit stops it.
-        "--run-over-bound",
-        "--db",
-        "/db/x.duckdb",
-    ]
+    # What verifying shows and stores as the sweep's command (`memplan.sweep.command_of`).
+    assert memplan_sweep.command_of(request.job(Path("/db/x.duckdb"))) == shlex.join(
+        [
+            "memplan",
+            "sweep",
+            "--workload",
+            "unet3d",
+            "--image-sizes",
+            "208",
+            "224",
+            "--batch-sizes",
+            "2",
+            "--base-filters",
+            "16",
+            "--levels",
+            "5",
+            "--in-channels",
+            "1",
+            "--classes",
+            "1",
+            "--precisions",
+            "float32",
+            "--upsamplings",
+            "transpose",
+            "--framework",
+            "tensorflow",
+            "--steps",
+            str(request.steps),
+            "--memory-limit",
+            str(BUDGET),
+            # The next size up runs though its bound is over the budget: the limit stops it.
+            "--run-over-bound",
+            "--db",
+            "/db/x.duckdb",
+        ]
+    )
 
 
 def test_a_batch_answers_sweep_varies_only_the_batch() -> None:

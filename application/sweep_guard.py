@@ -1,7 +1,7 @@
-"""The sweep CLI's pre-check bounds from this machine's fitted models (`modeling.guard`).
+"""A sweep's pre-check bounds from this machine's fitted models (`modeling.guard`).
 
-profiling and modeling never import each other, so the sweep (`profiling.sweep`)
-takes its pre-check as a function, and the CLI gets that function here.
+profiling and modeling never import each other, so the sweep (`profiling.sweep_job`)
+takes its pre-check as a function, and `application.sweep_job` gets that function here.
 """
 
 from __future__ import annotations
