@@ -160,13 +160,18 @@ def explained(path: Path, error: BaseException) -> StoreError | None:
     """
     if is_damage_error(error):
         return damaged(path, error)
-    if isinstance(error, duckdb.Error) and any(
-        sign in str(error).lower() for sign in DISK_FULL_SIGNS
-    ):
+    message = str(error).lower()
+    if isinstance(error, duckdb.Error) and any(sign in message for sign in DISK_FULL_SIGNS):
         return StoreError(
             f"the disk holding {path} is full ({first_line(error)}): the write that failed was "
             "not stored and the database keeps what it held before; free some space and run "
             "the command again"
+        )
+    if isinstance(error, duckdb.Error) and "database has been invalidated" in message:
+        return StoreError(
+            f"an earlier write to {path} failed and DuckDB closed the file for this process "
+            f"({first_line(error)}); nothing more was written: run the command again (after "
+            "freeing some space if the disk is full)"
         )
     return None
 

@@ -140,6 +140,11 @@ def test_a_write_duckdb_refuses_for_a_full_disk_becomes_one_line(tmp_path: Path)
     assert str(known).startswith(f"the disk holding {path} is full (")
     assert "the write that failed was not stored" in str(known)
     assert database.explained(path, duckdb.IOException("Permission denied")) is None
+    # What every later query of the process meets after DuckDB's FatalException.
+    invalidated = duckdb.FatalException(
+        "FATAL Error: Failed: database has been invalidated because of a previous fatal error"
+    )
+    assert "an earlier write to" in str(database.explained(path, invalidated))
 
 
 # --- item 4: an oom under a lower limit is measured again -------------------------------
