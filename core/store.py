@@ -283,7 +283,7 @@ def completed_points(
     RAM, framework versions, oneDNN), never the hostname: two different VMs are
     both called ``vm``, and a point measured on one is not measured on the other.
     An ``oom`` under a memory limit below ``oom_limit_at_least`` is not counted: it
-    says nothing of a higher limit (one with no recorded limit still counts).
+    says nothing of a higher limit.
     """
     if not statuses:
         return Counter()
@@ -292,7 +292,7 @@ def completed_points(
     sql = (
         f"SELECT {point_columns}, {profile_columns} FROM runs"
         " WHERE list_contains(?::VARCHAR[], status)"
-        " AND NOT (status = 'oom' AND coalesce(memory_limit_bytes < ?, false))"
+        " AND NOT (status = 'oom' AND memory_limit_bytes < ?)"
     )
     with connect(path, read_only=True) as con:
         cursor = con.execute(sql, [list(statuses), oom_limit_at_least])
