@@ -43,8 +43,10 @@ from core.dbopen import (
     LOCK_RETRY_FIRST_S,
     LOCK_RETRY_JITTER,
     LOCK_RETRY_MAX_S,
+    check_file_writable,
     check_length,
     damaged,
+    explained,
     first_line,
     is_damage_error,
     lock_timeout_s,
@@ -77,7 +79,6 @@ CALIBRATION_FILE = DATA_DIR / "calibration.json"
 # The repository's own database: the only new file filled with the bundled runs.
 REPOSITORY_DB = DATA_DIR / DEFAULT_DB_NAME
 
-
 READ_ONLY_ENV_VAR = "MEMPLAN_READ_ONLY"
 TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 
@@ -88,16 +89,15 @@ def read_only_mode() -> bool:
 
 
 def check_writable(path: Path, what: str = "this command") -> Path:
-    """``path`` unless read-only mode is on; a `StoreError` saying why ``what`` cannot run if so.
-
-    Commands that store (a run, a sweep, an import, a calibration) call it before
-    they start, so nothing is measured that could not be kept.
-    """
+    """``path``, or a `StoreError` saying why ``what`` cannot run: read-only mode, or the file
+    unwritable (a read-only mount). Commands that store call it first: nothing is measured
+    that could not be kept."""
     if read_only_mode():
         raise StoreError(
             f"{READ_ONLY_ENV_VAR} is set, so nothing is written to {path} and {what} cannot "
             f"run; unset {READ_ONLY_ENV_VAR} (or run it where the database may be written)"
         )
+    check_file_writable(path, what)  # a read-only mount: one line, before any lock or file
     return Path(path)
 
 
@@ -288,7 +288,7 @@ def _check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -
             "database"
         )
     if found == SCHEMA_VERSION:
-        return
+        return schema.check_columns(con, path)  # a dropped column: one line, not a BinderError
     if read_only:
         raise _NeedsMigration(
             f"database {path} has schema version {found}, older than this memplan's "
@@ -369,8 +369,8 @@ def connect(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConn
         _check_schema(con, path, read_only)
         yield con
     except duckdb.Error as error:
-        if is_damage_error(error):
-            raise damaged(path, error) from error
+        if (known := explained(path, error)) is not None:  # damaged, or the disk full
+            raise known from error
         raise
     finally:
         with contextlib.suppress(duckdb.Error):

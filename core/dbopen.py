@@ -148,6 +148,54 @@ def damaged(path: Path, error: BaseException) -> StoreError:
     )
 
 
+# What DuckDB says when the file system under the database has no room left.
+DISK_FULL_SIGNS = ("no space left on device", "disk quota exceeded")
+
+
+def explained(path: Path, error: BaseException) -> StoreError | None:
+    """The one-line error for DuckDB's ``error`` when the file is damaged or its disk full.
+
+    A full disk makes DuckDB invalidate its instance (``FatalException``): the write
+    that failed is rolled back, and the next connection opens the file afresh.
+    """
+    if is_damage_error(error):
+        return damaged(path, error)
+    message = str(error).lower()
+    if isinstance(error, duckdb.Error) and any(sign in message for sign in DISK_FULL_SIGNS):
+        return StoreError(
+            f"the disk holding {path} is full ({first_line(error)}): the write that failed was "
+            "not stored and the database keeps what it held before; free some space and run "
+            "the command again"
+        )
+    if isinstance(error, duckdb.Error) and "database has been invalidated" in message:
+        return StoreError(
+            f"an earlier write to {path} failed and DuckDB closed the file for this process "
+            f"({first_line(error)}); nothing more was written: run the command again (after "
+            "freeing some space if the disk is full)"
+        )
+    return None
+
+
+def check_file_writable(path: Path, what: str) -> None:
+    """A `StoreError` when ``path`` exists but it or its folder cannot be written.
+
+    A read-only mount stops root too (``os.access`` says so, where a mode would not),
+    and DuckDB writes a ``.wal`` beside the file, a sweep its lock and pending records.
+    """
+    path = Path(path)
+    if not path.exists() or (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        return
+    try:
+        read_only_mount = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_mount = False
+    why = "is on a read-only file system" if read_only_mount else "or its folder is not writable"
+    raise StoreError(
+        f"database {path} {why}, so {what} cannot write to it (nothing was changed); copy it "
+        f"to a folder you can write and point --db or {DB_ENV_VAR} at the copy"
+    )
+
+
 # The read-only connections shared by the current thread or task, by resolved path.
 _SHARED: ContextVar[dict[Path, duckdb.DuckDBPyConnection] | None] = ContextVar(
     "memplan_shared_connections", default=None

@@ -274,6 +274,7 @@ def completed_points(
     path: Path,
     profile_key: str,
     statuses: tuple[str, ...] = DONE_STATUSES,
+    oom_limit_at_least: int = 0,
 ) -> Counter[tuple[Any, ...]]:
     """How many runs with ``statuses`` each point already has on machine profile ``profile_key``.
 
@@ -281,6 +282,8 @@ def completed_points(
     It matches on the profile (`core.profiles`: CPU, instruction set, cores,
     RAM, framework versions, oneDNN), never the hostname: two different VMs are
     both called ``vm``, and a point measured on one is not measured on the other.
+    An ``oom`` under a memory limit below ``oom_limit_at_least`` is not counted: it
+    says nothing of a higher limit.
     """
     if not statuses:
         return Counter()
@@ -289,9 +292,10 @@ def completed_points(
     sql = (
         f"SELECT {point_columns}, {profile_columns} FROM runs"
         " WHERE list_contains(?::VARCHAR[], status)"
+        " AND NOT (status = 'oom' AND memory_limit_bytes < ?)"
     )
     with connect(path, read_only=True) as con:
-        cursor = con.execute(sql, [list(statuses)])
+        cursor = con.execute(sql, [list(statuses), oom_limit_at_least])
         names = [column[0] for column in cursor.description]
         rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     return Counter(point_key(row) for row in rows if profiles.profile_of(row).key == profile_key)

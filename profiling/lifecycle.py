@@ -73,6 +73,7 @@ class SweepSummary:
     counts: dict[str, int] = field(default_factory=dict)
     already_measured: int = 0
     recovered: int = 0  # points an earlier sweep measured but left pending, stored first
+    ooms_measured_again: int = 0  # oom under a lower memory limit than this sweep's
     interrupted_before: list[str] = field(default_factory=list)  # dead sweeps marked so
 
     def add(self, status: str) -> None:

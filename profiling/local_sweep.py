@@ -3,7 +3,8 @@
 `run_sweep` lives the sweep lifecycle of `profiling.lifecycle` with this
 machine as the executor: point by point it skips what this machine profile
 (`core.profiles`) already measured (resume: ``ok`` and ``oom`` points; ``killed``
-and ``error`` ones are measured again), records as ``skipped`` what cannot fit
+and ``error`` ones are measured again, and an ``oom`` under a lower memory limit
+than this sweep's), records as ``skipped`` what cannot fit
 (its bound against the memory limit and the memory available now — the fitted
 model's upper bound for this machine where one covers the point, else the
 conservative closed-form estimate — or a smaller point that already ran out of
@@ -92,10 +93,12 @@ class Points:
 
 @dataclass(frozen=True)
 class _Resume:
-    """What this machine profile already stored, per precision: measured and skipped points."""
+    """What this machine profile already stored, per precision: measured and skipped points,
+    and the ``oom`` runs under a lower memory limit than this sweep's, measured again."""
 
     measured: dict[str, dict]
     skipped: dict[str, dict]
+    lower_limit_ooms: dict[str, dict]
 
     @classmethod
     def read(cls, sweep: Sweep) -> _Resume:
@@ -103,23 +106,36 @@ class _Resume:
         # The profile depends on the precision where oneDNN is on but cannot take its dtype,
         # and on the framework: a torch point is never done by a TensorFlow run.
         db_path, framework = sweep.plan.db_path, sweep.plan.settings.framework
+        limit = sweep.plan.settings.memory_limit_bytes
         keys = {c.precision: this_profile(c.precision, framework).key for c in sweep.bounds}
+        ooms = {p: store.completed_points(db_path, k, statuses=("oom",)) for p, k in keys.items()}
         return cls(
             measured={
-                p: store.completed_points(db_path, k, statuses=DONE_STATUSES)
+                p: store.completed_points(db_path, k, DONE_STATUSES, oom_limit_at_least=limit)
                 for p, k in keys.items()
             },
             skipped={
                 p: store.completed_points(db_path, k, statuses=SKIPPED_STATUSES)
                 for p, k in keys.items()
             },
+            lower_limit_ooms={
+                p: ooms[p] - store.completed_points(db_path, k, ("oom",), oom_limit_at_least=limit)
+                for p, k in keys.items()
+            },
         )
+
+    def _count(self, counts: dict[str, dict], config: WorkloadConfig, steps: int) -> int:
+        key = store.point_key({**workloads.config_columns(config), "steps": steps})
+        return counts[config.precision].get(key, 0)
 
     def done(self, config: WorkloadConfig, steps: int, repeat: int, skipped: bool) -> bool:
         """Whether ``repeat`` of ``config`` is already stored (as skipped, or measured)."""
-        key = store.point_key({**workloads.config_columns(config), "steps": steps})
-        counts = (self.skipped if skipped else self.measured)[config.precision]
-        return counts.get(key, 0) > repeat
+        return self._count(self.skipped if skipped else self.measured, config, steps) > repeat
+
+    def oom_under_lower_limit(self, config: WorkloadConfig, steps: int, repeat: int) -> bool:
+        """Whether ``repeat`` of ``config``, not done, ran out of memory under a lower limit."""
+        measured = self._count(self.measured, config, steps)
+        return measured + self._count(self.lower_limit_ooms, config, steps) > repeat
 
 
 @dataclass
@@ -201,6 +217,8 @@ class LocalExecutor:
             return skipped_record(
                 config, settings, reason, sweep_id=sweep_id, repeat=repeat, estimate_bytes=estimate
             )
+        if resume and resume.oom_under_lower_limit(config, steps, repeat):
+            sweep.summary.ooms_measured_again += 1
         return run_point(
             config, settings, sweep_id=sweep_id, repeat=repeat, estimate_bytes=estimate
         )

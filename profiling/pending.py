@@ -7,11 +7,20 @@ sweep may wait, Ctrl-C, SIGTERM, a crash — the file stays, and `ingest`, which
 every sweep runs first (holding the database's sweep lock), stores it then. A
 record whose insert had committed before the file could go is recognised by
 its run id and not stored twice.
+
+A full disk (or any file system that refuses the pending file) does not lose the
+point either: its half-written file is removed at once, and the record goes
+straight into the database; if that fails too, it is kept in a folder of this
+user's cache (`fallback_dir`, another disk as a rule), which `ingest` reads as
+well, and the sweep stops with one line saying where it waits (`UnsavedError`).
+`ingest` also removes any ``.tmp`` file a killed write left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import json
 import os
 import signal
@@ -20,11 +29,15 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
+
 from core import datafiles, store
 from core.errors import DataFileError, StoreError
 from core.records import RunRecord, Sample
 
 PENDING_SUFFIX = ".pending"
+# Where a record waits when the database's own disk refuses it: $XDG_CACHE_HOME or ~/.cache.
+CACHE_ENV_VAR = "XDG_CACHE_HOME"
 # What `core.store.insert_run` says of a run id the database already has.
 _ALREADY_STORED = "is already stored in"
 
@@ -33,6 +46,27 @@ def pending_dir(db_path: Path) -> Path:
     """``runs.pending`` for ``runs.duckdb``."""
     db_path = Path(db_path)
     return db_path.with_name(db_path.stem + PENDING_SUFFIX)
+
+
+class UnsavedError(StoreError):
+    """A measured record neither the pending folder nor the database could take."""
+
+
+def fallback_dir(db_path: Path) -> Path:
+    """This user's cache folder for ``db_path``'s records when its own disk is full.
+
+    Named by a hash of the database's resolved path, so only that database's
+    `ingest` stores them; in the user's home, so no other user can plant one.
+    """
+    cache = os.environ.get(CACHE_ENV_VAR, "").strip() or str(Path.home() / ".cache")
+    digest = hashlib.sha256(str(Path(db_path).resolve()).encode()).hexdigest()[:16]
+    return Path(cache) / "memplan" / "pending" / digest
+
+
+def _why(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full"
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 @contextlib.contextmanager
@@ -89,16 +123,22 @@ def write_atomically(path: Path, text: str) -> None:
     """
     temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     with signals_deferred():
-        with open(temp, "w") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
+        try:
+            with open(temp, "w") as file:
+                file.write(text)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            # A full disk leaves an empty or partial file: never left to look like a record.
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
+            raise
 
 
-def save(db_path: Path, record: RunRecord) -> Path:
-    """Write ``record`` to the pending folder, atomically and durably; its file."""
-    directory = pending_dir(db_path)
+def save(db_path: Path, record: RunRecord, directory: Path | None = None) -> Path:
+    """Write ``record`` to the pending folder (or ``directory``), atomically, durably; its file."""
+    directory = directory or pending_dir(db_path)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{record.run_id}.json"
     write_atomically(path, to_json(record))
@@ -121,7 +161,11 @@ def store_record(db_path: Path, record: RunRecord) -> None:
     interrupt (Ctrl-C, SIGTERM) stops the wait at once: the record then stays
     pending for the next sweep. A `StoreError` says where the record waits.
     """
-    path = save(db_path, record)
+    try:
+        path = save(db_path, record)
+    except OSError as error:
+        _store_unsaved(db_path, record, error)
+        return
     try:
         _insert(db_path, record)
     except StoreError as error:
@@ -129,6 +173,39 @@ def store_record(db_path: Path, record: RunRecord) -> None:
             f"{error}. The measured point is kept in {path} and stored by the next sweep"
         ) from error
     path.unlink(missing_ok=True)
+
+
+def _store_unsaved(db_path: Path, record: RunRecord, error: OSError) -> None:
+    """Store ``record``, whose pending file ``error`` refused, in the database directly.
+
+    Failing that, keep it in `fallback_dir` and raise `UnsavedError` saying where.
+    """
+    why, folder = _why(error), pending_dir(db_path)
+    try:
+        _insert(db_path, record)
+    except (OSError, StoreError, duckdb.Error) as insert_error:
+        point = f"the measured point {record.run_id} ({record.status})"
+        try:
+            kept = f"is kept in {save(db_path, record, fallback_dir(db_path))}"
+            kept += " and stored by the next sweep of this database"
+        except OSError as last:
+            kept = f"could not be kept anywhere ({_why(last)} there too) and is lost"
+        raise UnsavedError(
+            f"{why}: {folder} and {db_path} refused {point}, which {kept}; free some space "
+            "and run the same command to resume"
+        ) from insert_error
+    print(
+        f"warning: {why}: {folder} refused a pending copy, so {record.run_id} was stored "
+        f"in {db_path} directly",
+        file=sys.stderr,
+    )
+
+
+def _clean_leftovers(directory: Path) -> None:
+    """Remove the ``.tmp`` files of writes that never finished (a full disk, a kill -9)."""
+    for leftover in directory.glob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 def ingest(db_path: Path) -> int:
@@ -139,9 +216,15 @@ def ingest(db_path: Path) -> int:
     (`quarantine`: ``*.bad``, named on stderr, never deleted), so it never stops
     this sweep or a later one.
     """
-    directory = pending_dir(db_path)
-    if not directory.is_dir():
-        return 0
+    stored = 0
+    for directory in (pending_dir(db_path), fallback_dir(db_path)):
+        if directory.is_dir():
+            _clean_leftovers(directory)
+            stored += _ingest_folder(db_path, directory)
+    return stored
+
+
+def _ingest_folder(db_path: Path, directory: Path) -> int:
     stored = 0
     for path in sorted(directory.glob("*.json")):
         try:

@@ -78,6 +78,11 @@ def print_summary(summary: SweepSummary, db_path: Path) -> None:
     if summary.interrupted_before or summary.recovered:  # what earlier, dead sweeps left
         dead, kept = len(summary.interrupted_before), summary.recovered
         print(f"marked {dead} dead sweep(s) interrupted; stored {kept} run(s) left pending")
+    if summary.ooms_measured_again:  # resume counts an oom as done only at no lower a limit
+        print(
+            f"measured again {summary.ooms_measured_again} point(s) that had run out of memory "
+            "under a lower memory limit than this sweep's"
+        )
     counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts.items()))
     print(
         f"sweep {summary.sweep_id}: {counts or 'nothing new'}"

@@ -130,7 +130,8 @@ class SweepLock:
 
     def update(self, **changes: Any) -> None:
         self.holder = dataclasses.replace(self.holder, **changes)
-        _write(self._fd, self.holder)
+        with contextlib.suppress(OSError):  # progress for readers: a full disk must not stop it
+            _write(self._fd, self.holder)
 
 
 def _write(fd: int, holder: Holder) -> None:
