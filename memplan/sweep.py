@@ -20,7 +20,7 @@ from core.errors import ConfigError
 from core.settings import read_settings_file
 from core.units import parse_bytes
 from memplan import options
-from memplan.exitcodes import INTERRUPTED_EXIT_CODE, SUCCESS_EXIT_CODE
+from memplan.exitcodes import FAILED_EXIT_CODE, INTERRUPTED_EXIT_CODE, SUCCESS_EXIT_CODE
 from presentation.sweep_guard import fitted_precheck
 from profiling import pending
 from profiling.cluster_sweep import run_cluster_sweep
@@ -246,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return INTERRUPTED_EXIT_CODE
     _print_summary(summary, db_path)
-    return SUCCESS_EXIT_CODE
+    return exit_code(summary)
 
 
 def sweep_here(plan: SweepPlan, run_over_bound: bool = False) -> int:
@@ -269,7 +269,19 @@ def sweep_here(plan: SweepPlan, run_over_bound: bool = False) -> int:
         )
         return INTERRUPTED_EXIT_CODE
     _print_summary(summary, plan.db_path)
-    return SUCCESS_EXIT_CODE
+    return exit_code(summary)
+
+
+def exit_code(summary: SweepSummary) -> int:
+    """FAILED_EXIT_CODE when every point the sweep ran was killed: it measured nothing."""
+    if not summary.counts or set(summary.counts) != {"killed"}:
+        return SUCCESS_EXIT_CODE
+    print(
+        "every point was killed from outside memplan, so nothing was measured; run the same "
+        "command to measure them again",
+        file=sys.stderr,
+    )
+    return FAILED_EXIT_CODE
 
 
 def _print_summary(summary: SweepSummary, db_path: Path) -> None:
