@@ -299,11 +299,14 @@ def _evaluate_group(
     print("\n" + report.bounds_table(predictors, checked))
     target = database.ensure_database(args.store_db) if args.store_db else db_path
     command = shlex.join(["memplan", *sys.argv[1:]])
+    # A --models subset adds to the latest evaluation's models, never drops the others.
+    subset = args.models is not None
     facts = EvaluationFacts(
-        command, workload, machine=machine.key, steps=choice.steps, other_steps=choice.left_out
+        command, workload, machine.key, choice.steps, choice.left_out, subset=subset
     )
     evaluation_id = store_results(target, evaluation, predictors, facts)
+    kept = " (and kept the latest evaluation's other models)" if subset else ""
     print(
         f"\nstored {workload} evaluation {evaluation_id[:12]} and {len(predictors)} "
-        f"model(s) in {target}\n"
+        f"model(s) in {target}{kept}\n"
     )
