@@ -261,6 +261,11 @@ def text_limit(column: str) -> int:
 def _check_lengths(path: Path, columns: dict[str, list[Any]]) -> None:
     for name, values in columns.items():
         limit = text_limit(name)
+        if not isinstance(next((value for value in values if value is not None), None), str):
+            continue  # not text (a column has one type: `core.filecolumns`)
+        # The longest first (fast), the row only when one is too long.
+        if max((len(value) for value in values if value is not None), default=0) <= limit:
+            continue
         for row, value in enumerate(values, start=1):
             if isinstance(value, str) and len(value) > limit:
                 raise DataFileError(
