@@ -39,6 +39,6 @@ def test_a_sweep_exits_as_failed_only_when_every_point_was_killed(
 
 
 def test_the_exit_table_says_so():
-    assert "`sweep`: every point was killed" in exitcodes.TABLE
+    assert "`sweep`: every point killed" in exitcodes.TABLE
     docs = (Path(__file__).parents[2] / "docs" / "commands.md").read_text()
     assert "| 1 | `run` measured no ok point; `sweep`: every point was killed" in docs
