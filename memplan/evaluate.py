@@ -5,7 +5,9 @@ one step count (`modeling.evaluation.steps`: ``--steps``, else the count with
 the most configurations); runs at other step counts are left out and the stored
 evaluation says how many. ``--only-changed`` (the dashboard's refit after a
 sweep) re-evaluates only the pairs whose runs at the step count their latest
-evaluation fit differ from the runs it fit.
+evaluation fit differ from the runs it fit. ``--models`` scores some models and
+adds them to the latest evaluation: its other models are kept in the new one
+(`modeling.stored.carry`), so answers and pages never lose them.
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ def _add_scoring(parser: argparse.ArgumentParser) -> None:
         "--models",
         nargs="+",
         metavar="MODEL",
-        help=f"only these (default all): {', '.join(spec_names(catalogue()))}",
+        help=f"only these (default all), kept beside the latest evaluation's other models: "
+        f"{', '.join(spec_names(catalogue()))}",
     )
     parser.add_argument(
         "--splits",
