@@ -274,7 +274,7 @@ def _check_lengths(path: Path, columns: dict[str, list[Any]]) -> None:
                 )
 
 
-def check_run_id(path: Path, row: int, run_id: str) -> None:
+def _check_run_id(path: Path, row: int, run_id: str) -> None:
     """A run id is text a person can type and read back: no control character, no blank ends."""
     if not run_id.strip():
         raise DataFileError(f"{path}: row {row}: run_id is empty; every run needs an id")
@@ -290,7 +290,7 @@ def check_runs(path: Path, columns: dict[str, list[Any]]) -> None:
     _check_lengths(path, columns)
     first_row: dict[str, tuple[int, str]] = {}
     for row, run_id in enumerate(columns["run_id"], start=1):
-        check_run_id(path, row, run_id)
+        _check_run_id(path, row, run_id)
         if run_id.lower() in first_row:
             before, first = first_row[run_id.lower()]
             same = "appears twice" if first == run_id else f"and {first!r} differ only in case"
