@@ -200,20 +200,23 @@ def insert_runs(
     """
     con.register("_import_ids", runs.select(["run_id"]))
     try:
+        # Ignoring case, as `core.plausibility` compares the ids of one file.
         stored = [
             row[0]
             for row in con.execute(
-                "SELECT run_id FROM runs WHERE run_id IN (SELECT run_id FROM _import_ids)"
-                " ORDER BY run_id"
+                "SELECT run_id FROM runs WHERE lower(run_id) IN"
+                " (SELECT lower(run_id) FROM _import_ids) ORDER BY run_id"
             ).fetchall()
         ]
     finally:
         con.unregister("_import_ids")
     if stored:
+        cased = set(stored) - set(runs.column("run_id").to_pylist())
+        case_note = " (run ids are compared ignoring case)" if cased else ""
         raise DataFileError(
             f"{source}: {len(stored)} run(s) already stored in {target} "
             f"({listed(stored)}); nothing was imported. Remove those rows from the file "
-            "to import the rest"
+            f"to import the rest{case_note}"
         )
     schema.insert_table(con, "runs", runs)
     if samples is not None and samples.num_rows:

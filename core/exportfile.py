@@ -1,8 +1,11 @@
 """One export file opened for reading: its format, its size and row limits, its rows in batches.
 
 `core.datafiles` reads runs and samples exports through `open_export`; a file
-is refused before it is read when it is larger than MAX_FILE_BYTES, and while
-it is read once it holds more than MAX_ROWS rows, so memory stays bounded. What
+is refused before it is read when it is larger than MAX_FILE_BYTES, when a Parquet
+file's metadata says it decompresses to more than MAX_DECOMPRESSED_BYTES or a
+column to more than its rows could hold at `core.plausibility`'s text limits (a
+few KB of zstd can hold a 300 MB message), and while it is read once it holds
+more than MAX_ROWS rows, so memory stays bounded. What
 a reader raises for a malformed file becomes a `DataFileError` naming the file.
 """
 
@@ -19,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core.errors import DataFileError
+from core.plausibility import text_limit
 from core.units import GIB, MIB, format_bytes
 
 FORMATS: tuple[str, ...] = (".csv", ".parquet")
@@ -38,6 +42,12 @@ SHOWN = 5
 # 2.5 GiB; what is kept of it is typed: ~50 bytes a sample).
 MAX_FILE_BYTES: dict[str, int] = {"runs": 64 * MIB, "samples": 1 * GIB}
 MAX_ROWS: dict[str, int] = {"runs": 200_000, "samples": 20_000_000}
+# What a Parquet export may decompress to: four times the file limit.
+MAX_DECOMPRESSED_BYTES: dict[str, int] = {name: 4 * size for name, size in MAX_FILE_BYTES.items()}
+# A value's bytes besides its text in a Parquet page (a length, a level), and a column's
+# besides its values (page headers, statistics), generously.
+_VALUE_OVERHEAD_BYTES = 16
+_COLUMN_OVERHEAD_BYTES = 1 * MIB
 # Rows per batch read: the text of a batch is converted and dropped before the next.
 BATCH_ROWS = 256 * 1024
 _IN_PARTS = (
@@ -77,6 +87,39 @@ def _check_rows(name: Path | str, rows: int, table: str) -> None:
         raise DataFileError(
             f"{name} holds more than {MAX_ROWS[table]:,} rows, the most a {table} file may "
             f"have{_IN_PARTS}"
+        )
+
+
+def check_decompressed(path: Path, metadata: pq.FileMetaData, table: str) -> None:
+    """Refuse a Parquet ``table`` export whose metadata says it decompresses to too much.
+
+    A column larger than its rows could be at the column's text limit (4 bytes a
+    character) holds an over-long value: refused here, before a page is read.
+    """
+    sizes: dict[str, int] = {}
+    text: set[str] = set()
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for index in range(row_group.num_columns):
+            chunk = row_group.column(index)
+            name = chunk.path_in_schema
+            sizes[name] = sizes.get(name, 0) + chunk.total_uncompressed_size
+            if chunk.physical_type == "BYTE_ARRAY":
+                text.add(name)
+    rows = metadata.num_rows
+    for name, size in sizes.items():
+        per_value = (4 * text_limit(name) if name in text else 8) + _VALUE_OVERHEAD_BYTES
+        if size > rows * per_value + metadata.num_row_groups * _COLUMN_OVERHEAD_BYTES:
+            raise DataFileError(
+                f"{path}: column {name} decompresses to {format_bytes(size)} ({size:,} bytes), "
+                f"more than {rows:,} row(s) can hold; a {name} may have at most "
+                f"{text_limit(name):,} characters"
+            )
+    total, limit = sum(sizes.values()), MAX_DECOMPRESSED_BYTES[table]
+    if total > limit:
+        raise DataFileError(
+            f"{path} decompresses to {format_bytes(total)} ({total:,} bytes), more than the "
+            f"{format_bytes(limit)} a {table} file may{_IN_PARTS}"
         )
 
 
@@ -122,6 +165,7 @@ class ExportFile:
             found = (arrow_schema.metadata or {}).get(VERSION_METADATA_KEY.encode())
             self.tag = None if found is None else found.decode(errors="replace")
             _check_rows(path, self._parquet.metadata.num_rows, table)
+            check_decompressed(path, self._parquet.metadata, table)
 
     def batches(self, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
         """The file's rows in batches; DataFileError past MAX_ROWS (CSV says only when read)."""

@@ -18,8 +18,13 @@ header), its value, and what would be right:
 * ``created_at`` is an ISO 8601 time no later than now (plus MAX_CLOCK_SKEW_S for
   a node whose clock runs a little ahead);
 * an ``ok`` run has both peaks and a baseline;
-* each run appears once, each sample (run_id, t_s) once, and every sample
-  belongs to a run being imported.
+* text is at most MAX_TEXT_CHARS long (a message MAX_MESSAGE_CHARS, a step list
+  MAX_STEP_LIST_CHARS, a run id MAX_RUN_ID_CHARS), so no file can store a 300 MB
+  message that every later reader loads;
+* a run id has no control character and no leading or trailing blank, and each
+  run appears once, ignoring case (``Case1`` and ``case1`` would be two runs that
+  look like one); each sample (run_id, t_s) once, and every sample belongs to a
+  run being imported.
 """
 
 from __future__ import annotations
@@ -55,6 +60,20 @@ OK_NEEDS = ("peak_sampled_bytes", "peak_hwm_bytes", "baseline_bytes")
 JSON_LIST_COLUMNS: dict[str, type] = {"step_times_s": float, "step_hwm_bytes": int}
 # How far ahead of this machine's clock a run's created_at may be (a node's clock drifts).
 MAX_CLOCK_SKEW_S = 3600
+# The longest text a column may hold, in characters: far above what memplan writes (a
+# uuid's 32 for an id, ~1,100 for the longest bundled message, 15 lines of a child's
+# stderr at most), so only a file made to fill memory is refused.
+MAX_RUN_ID_CHARS = 128
+MAX_MESSAGE_CHARS = 64 * 1024
+# A JSON list with one number per training step: ~20 characters a step, ~200,000 steps.
+MAX_STEP_LIST_CHARS = 4 * MIB
+MAX_TEXT_CHARS = 1024
+TEXT_LIMITS: dict[str, int] = {
+    "run_id": MAX_RUN_ID_CHARS,
+    "message": MAX_MESSAGE_CHARS,
+    "step_times_s": MAX_STEP_LIST_CHARS,
+    "step_hwm_bytes": MAX_STEP_LIST_CHARS,
+}
 
 
 @dataclass(frozen=True)
@@ -234,18 +253,52 @@ def _check_status(path: Path, columns: dict[str, list[Any]]) -> None:
             )
 
 
+def text_limit(column: str) -> int:
+    """The most characters ``column`` (of runs or samples) may hold."""
+    return TEXT_LIMITS.get(column, MAX_TEXT_CHARS)
+
+
+def _check_lengths(path: Path, columns: dict[str, list[Any]]) -> None:
+    for name, values in columns.items():
+        limit = text_limit(name)
+        if not isinstance(next((value for value in values if value is not None), None), str):
+            continue  # not text (a column has one type: `core.filecolumns`)
+        # The longest first (fast), the row only when one is too long.
+        if max((len(value) for value in values if value is not None), default=0) <= limit:
+            continue
+        for row, value in enumerate(values, start=1):
+            if isinstance(value, str) and len(value) > limit:
+                raise DataFileError(
+                    f"{path}: column {name}, row {row}: {len(value):,} characters, more than "
+                    f"the {limit:,} a {name} may have"
+                )
+
+
+def _check_run_id(path: Path, row: int, run_id: str) -> None:
+    """A run id is text a person can type and read back: no control character, no blank ends."""
+    if not run_id.strip():
+        raise DataFileError(f"{path}: row {row}: run_id is empty; every run needs an id")
+    if run_id != run_id.strip() or not run_id.isprintable():
+        raise DataFileError(
+            f"{path}: row {row}: run_id {run_id!r} has a control character or a blank at "
+            "either end; a run id is printable text without leading or trailing blanks"
+        )
+
+
 def check_runs(path: Path, columns: dict[str, list[Any]]) -> None:
     """The typed columns of a runs file (lists by RUN_COLUMNS) could have been measured."""
-    first_row: dict[str, int] = {}
+    _check_lengths(path, columns)
+    first_row: dict[str, tuple[int, str]] = {}
     for row, run_id in enumerate(columns["run_id"], start=1):
-        if not run_id.strip():
-            raise DataFileError(f"{path}: row {row}: run_id is empty; every run needs an id")
-        if run_id in first_row:
+        _check_run_id(path, row, run_id)
+        if run_id.lower() in first_row:
+            before, first = first_row[run_id.lower()]
+            same = "appears twice" if first == run_id else f"and {first!r} differ only in case"
             raise DataFileError(
-                f"{path}: run_id {run_id!r} appears twice (rows {first_row[run_id]} and {row}); "
-                "each run must appear once"
+                f"{path}: run_id {run_id!r} {same} (rows {before} and {row}); each run must "
+                "appear once, and run ids are compared ignoring case"
             )
-        first_row[run_id] = row
+        first_row[run_id.lower()] = (row, run_id)
     _check_ranges(path, columns, RUN_RANGES)
     _check_created_at(path, columns)
     _check_status(path, columns)

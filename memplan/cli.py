@@ -134,13 +134,16 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         from memplan.commands import run_handler
+        from memplan.terminal import escaped_output
 
         # Before the subcommand come only --help and --version: its name is the first word.
         chosen = next((word for word in argv if not word.startswith("-")), "")
         args = build_parser(chosen if chosen in COMMANDS else "").parse_args(argv)
-        code = run_handler(args)
-        # Written here, not at exit, so a reader that left is seen below (exit 141).
-        sys.stdout.flush()
+        # Stored text is printed with its control characters escaped (`memplan.terminal`).
+        with escaped_output():
+            code = run_handler(args)
+            # Written here, not at exit, so a reader that left is seen below (exit 141).
+            sys.stdout.flush()
         return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

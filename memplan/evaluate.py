@@ -5,7 +5,9 @@ one step count (`modeling.evaluation.steps`: ``--steps``, else the count with
 the most configurations); runs at other step counts are left out and the stored
 evaluation says how many. ``--only-changed`` (the dashboard's refit after a
 sweep) re-evaluates only the pairs whose runs at the step count their latest
-evaluation fit differ from the runs it fit.
+evaluation fit differ from the runs it fit. ``--models`` scores some models and
+adds them to the latest evaluation: its other models are kept in the new one
+(`modeling.stored.carry`), so answers and pages never lose them.
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ def _add_scoring(parser: argparse.ArgumentParser) -> None:
         "--models",
         nargs="+",
         metavar="MODEL",
-        help=f"only these (default all): {', '.join(spec_names(catalogue()))}",
+        help=f"only these (default all), kept beside the latest evaluation's other models: "
+        f"{', '.join(spec_names(catalogue()))}",
     )
     parser.add_argument(
         "--splits",
@@ -299,11 +302,14 @@ def _evaluate_group(
     print("\n" + report.bounds_table(predictors, checked))
     target = database.ensure_database(args.store_db) if args.store_db else db_path
     command = shlex.join(["memplan", *sys.argv[1:]])
+    # A --models subset adds to the latest evaluation's models, never drops the others.
+    subset = args.models is not None
     facts = EvaluationFacts(
-        command, workload, machine=machine.key, steps=choice.steps, other_steps=choice.left_out
+        command, workload, machine.key, choice.steps, choice.left_out, subset=subset
     )
     evaluation_id = store_results(target, evaluation, predictors, facts)
+    kept = " (and kept the latest evaluation's other models)" if subset else ""
     print(
         f"\nstored {workload} evaluation {evaluation_id[:12]} and {len(predictors)} "
-        f"model(s) in {target}\n"
+        f"model(s) in {target}{kept}\n"
     )

@@ -70,7 +70,9 @@ def measure(claim: Claim, db_path: Path, quiet_stdout: bool = False) -> Verifica
     with contextlib.redirect_stdout(out):
         plan = SweepPlan(db_path, request.grid, settings, command=command)
         code = sweep_here(plan, run_over_bound=request.run_over_bound)
-    if code != SUCCESS_EXIT_CODE:
+    # Points all killed (FAILED_EXIT_CODE) are no verdict, and exit 1 would read as refuted:
+    # the runs below say what they can.
+    if code not in (SUCCESS_EXIT_CODE, FAILED_EXIT_CODE):
         raise SweepStopped(code)
     return verification.verify(claim, runs_for(db_path, claim))
 

@@ -4,7 +4,9 @@ Inline CSS (with a print stylesheet, so a browser's "Print to PDF" gives a clean
 document), the measured-vs-predicted chart as inline SVG drawn offline
 (`presentation.charts_published`), no script, no external resource. Every stored or
 typed string (model titles, run messages, machine names) goes through Jinja2 with
-autoescaping on, so none of it can become markup.
+autoescaping on, so none of it can become markup, and has its control characters
+(NUL, ESC, U+202E...) written out as escapes (`presentation.text.escaped_controls`),
+so none can hide or reorder the text around it.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import markupsafe
 from core.units import approx_gib
 from presentation import charts_published
 from presentation.sizing_report import SizingReport
+from presentation.text import escaped_controls
 
 
 def _svg(report: SizingReport) -> str:
     """The chart as SVG markup for inline use: no XML prolog, no namespace URLs."""
     title = [f"{report.image} at batch {report.config.batch_size}"]
     if report.bound is not None:
-        title.append(f"model: {report.bound.title}")
+        title.append(f"model: {escaped_controls(report.bound.title)}")
     svg = charts_published.chart_svg(
         charts_published.measured_vs_predicted(report.chart, title=title)
     )
@@ -43,8 +46,16 @@ def _gib_exact(value_gib: float | None) -> str:
     return "–" if value_gib is None else f"{value_gib:,.2f} GiB"
 
 
+def _shown(value: object) -> object:
+    """Every ``{{ value }}`` of the template: a string's control characters escaped."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return escaped_controls(value, keep="\n\t")
+    return value
+
+
 _ENVIRONMENT = jinja2.Environment(
     autoescape=True,
+    finalize=_shown,
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,

@@ -15,6 +15,12 @@ escaped or not (it finds them after the escapes are read). `plain` puts an
 invisible word joiner (U+2060) after such a colon, inside ``www.`` and after an
 ``@``, which keeps them text: they look the same, and a copied address no
 longer works as one.
+
+On a terminal and in an HTML page the danger is another: a control character
+(ESC starts a sequence that clears the screen, recolours it, sets the window's
+title or makes a link; NUL, BEL; U+202E reverses what follows). `escaped_controls`
+shows each as Python writes it in a string (``\\x1b``, ``\\u202e``), so it can be
+read, and nothing is done.
 """
 
 from __future__ import annotations
@@ -33,6 +39,12 @@ WORD_JOINER = "\u2060"
 MISSING_CELL = "—"
 # Where GitHub-flavoured Markdown would start a link: "scheme://", "www." and "@".
 _AUTOLINKS = re.compile(r":(?=//)|www(?=\.)|@", re.IGNORECASE)
+# C0 and C1 controls and DEL, and the invisible characters that reorder or hide text:
+# bidi marks, embeddings, overrides and isolates, zero-width spaces, line separators.
+_CONTROLS = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b\u200c\u200e\u200f\u2028-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
+)
 
 
 def plain(text: object) -> str:
@@ -43,6 +55,17 @@ def plain(text: object) -> str:
     unlinked = _AUTOLINKS.sub(lambda found: found.group(0) + WORD_JOINER, str(text))
     escaped = MARKDOWN_SPECIALS.sub(r"\\\1", unlinked)
     return escaped.replace("\r", " ").replace("\n", " ")
+
+
+def escaped_controls(text: str, keep: str = "") -> str:
+    """``text`` with each control character (but those in ``keep``, e.g. ``"\\n"``) written
+    as Python escapes it: ``"\\x1b[2J"`` shows as ``\\x1b[2J`` and clears nothing."""
+
+    def escape(found: re.Match[str]) -> str:
+        character = found.group(0)
+        return character if character in keep else repr(character)[1:-1]
+
+    return _CONTROLS.sub(escape, text)
 
 
 def text_cells(frame: Any, formats: Mapping[str, str]) -> Any:

@@ -60,6 +60,7 @@ DEFAULT_TIMEOUT_S = 1800.0
 _CHILD_FRAMEWORK_FACTS = ("torch_intra_op_threads",)
 # How much of a failing child's stderr is kept in the run's message.
 STDERR_TAIL_LINES = 15
+STDERR_TAIL_CHARS = 8192
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ def _kill_group(process: subprocess.Popen) -> None:
 def tail_lines(path: Path, lines: int) -> str:
     """The last ``lines`` lines of a text file ("" when there is none)."""
     text = path.read_text(errors="replace") if path.exists() else ""
-    return "\n".join(text.strip().splitlines()[-lines:])
+    # Its end only: a stored message is bounded (`core.plausibility.MAX_MESSAGE_CHARS`).
+    return "\n".join(text.strip().splitlines()[-lines:])[-STDERR_TAIL_CHARS:]
 
 
 def _read_result(path: Path) -> dict[str, Any]:

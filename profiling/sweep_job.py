@@ -23,6 +23,9 @@ from profiling.local_sweep import run_sweep
 from profiling.slurm_workdir import default_work_dir
 
 SUCCESS_EXIT_CODE = 0
+# A sweep every one of whose points was killed from outside measured nothing (`memplan`'s
+# FAILED_EXIT_CODE).
+ALL_KILLED_EXIT_CODE = 1
 
 
 def plan_of(job: SweepJob, precheck: Precheck | None = None) -> SweepPlan:
@@ -56,7 +59,7 @@ def run(job: SweepJob, precheck: Precheck | None = None) -> int:
         )
         return INTERRUPTED_EXIT_CODE
     print_summary(summary, job.db_path)
-    return SUCCESS_EXIT_CODE
+    return exit_code(summary)
 
 
 def run_here(plan: SweepPlan, run_over_bound: bool = False) -> int:
@@ -71,7 +74,19 @@ def run_here(plan: SweepPlan, run_over_bound: bool = False) -> int:
         )
         return INTERRUPTED_EXIT_CODE
     print_summary(summary, plan.db_path)
-    return SUCCESS_EXIT_CODE
+    return exit_code(summary)
+
+
+def exit_code(summary: SweepSummary) -> int:
+    """ALL_KILLED_EXIT_CODE when every point the sweep ran was killed: it measured nothing."""
+    if not summary.counts or set(summary.counts) != {"killed"}:
+        return SUCCESS_EXIT_CODE
+    print(
+        "every point was killed from outside memplan, so nothing was measured; run the same "
+        "command to measure them again",
+        file=sys.stderr,
+    )
+    return ALL_KILLED_EXIT_CODE
 
 
 def print_summary(summary: SweepSummary, db_path: Path) -> None:

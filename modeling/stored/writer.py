@@ -26,7 +26,9 @@ from modeling.errors import ModelingError
 from modeling.evaluation.bounds import ConformalBound
 from modeling.evaluation.protocol import PREDICTION_COLUMNS, Evaluation, Score
 from modeling.stored import codec
+from modeling.stored.carry import carry_models
 from modeling.stored.predictor import Predictor
+from modeling.stored.tables import latest_evaluation_id
 
 SCORE_COLUMNS: tuple[str, ...] = tuple(Score.__dataclass_fields__)
 # Libraries whose versions a stored model was written with.
@@ -67,6 +69,7 @@ class EvaluationFacts:
     machine: str | None = None
     steps: int | None = None
     other_steps: Mapping[int, int] | None = None
+    subset: bool = False
 
 
 def store_results(
@@ -91,12 +94,15 @@ def store_results(
     predictions.insert(0, "evaluation_id", evaluation_id)
     versions = json.dumps(_versions(), sort_keys=True)
     with database.transaction(path) as con:
+        previous_id = latest_evaluation_id(con, facts.workload, facts.machine)
         row = _evaluation_row(evaluation, facts, evaluation_id, created_at)
         _insert_row(con, "evaluations", row)
         for table, rows in (("scores", scores), ("predictions", predictions)):
             _insert_frame(con, table, rows)
         for predictor in predictors:
             _insert_row(con, "models", _model_row(predictor, row, versions))
+        if facts.subset and previous_id is not None:
+            carry_models(con, previous_id, evaluation_id, [p.name for p in predictors])
     return evaluation_id
 
 

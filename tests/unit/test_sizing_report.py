@@ -331,6 +331,25 @@ def test_stored_text_is_escaped_never_markup(
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html.split("<svg", 1)[1]
 
 
+# Clear the screen, turn red, set the window's title, a NUL, a link, text reversed.
+CONTROLS = "\x1b[2J\x1b[31m \x1b]0;pwned\x07 \x00 \x1b]8;;http://x.test\x1b\\link \u202eevil"
+
+
+def test_control_characters_in_stored_text_are_shown_escaped_never_raw(
+    db: Path, models: list[Predictor], runs: pd.DataFrame
+) -> None:
+    hostile_models = [
+        dataclasses.replace(model, title=f"{model.title} {CONTROLS}") for model in models
+    ]
+    report = report_for(db, hostile_models, runs.assign(message=CONTROLS), DELL)
+
+    html = sizing_report_html.render_html(report)
+
+    assert not [character for character in "\x00\x07\x1b\u202e" if character in html]
+    assert "\\x1b]0;pwned\\x07" in html and "\\u202eevil" in html  # message and title
+    assert "\\x1b[2J" in html.split("<svg", 1)[1]  # the chart's title
+
+
 def test_a_bfloat16_answer_for_a_cpu_below_avx512_notes_that_onednn_does_not_run_it(
     db: Path, models: list[Predictor], runs: pd.DataFrame
 ) -> None:

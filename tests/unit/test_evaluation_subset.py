@@ -1,0 +1,59 @@
+"""``memplan evaluate --models`` adds to the latest evaluation, never replaces it (issue 38).
+
+Answers and pages read a workload and profile's latest evaluation. An evaluation
+of one model used to become it with only that model: ``size`` and the pages lost
+every other model of the catalogue until the next full evaluation.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from core import database, store
+from memplan.cli import main
+from modeling.stored import tables as results
+from tests.conftest import build_record, build_runs
+
+CHEAP = ["--seeds", "2", "--extrapolation-seeds", "1"]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.duckdb"
+    database.ensure_database(path)
+    for row in build_runs(noise=0.01).to_dict("records"):
+        store.insert_run(path, build_record(**row))
+    return path
+
+
+def _evaluate(db: Path, *models: str) -> None:
+    assert main(["evaluate", "--db", str(db), "--models", *models, *CHEAP]) == 0
+
+
+def test_an_evaluation_of_some_models_keeps_the_latest_evaluations_others(db: Path, capsys):
+    _evaluate(db, "refined", "least_squares")
+    first = results.load_predictors(db)
+
+    _evaluate(db, "refined")
+
+    assert "(and kept the latest evaluation's other models)" in capsys.readouterr().out
+    latest = results.load_predictors(db)
+    assert [p.name for p in latest] == ["refined", "least_squares"]
+    # The kept model is the one fitted before, its scores and held-out predictions with it.
+    assert latest[1].formula == first[1].formula
+    assert set(results.load_scores(db)["model"]) == {"refined", "least_squares"}
+    assert set(results.load_predictions(db)["model"]) == {"refined", "least_squares"}
+    assert len(results.load_evaluations(db)) == 2
+
+
+def test_a_model_evaluated_again_replaces_its_older_fit_only(db: Path):
+    _evaluate(db, "refined", "least_squares")
+    _evaluate(db, "least_squares")
+    _evaluate(db, "least_squares")
+
+    names = [p.name for p in results.load_predictors(db)]
+    assert sorted(names) == ["least_squares", "refined"]
+    scores = results.load_scores(db)
+    assert scores.groupby("model")["seed"].count().to_dict() == {
+        name: len(scores) // 2 for name in names
+    }
