@@ -198,7 +198,11 @@ def test_the_refit_after_a_sweep_evaluates_only_what_changed_of_the_swept_worklo
 
 def test_a_running_sweep_shows_progress_point_eta_log_and_cancel(reference_db):
     job = stand_in_sweep(reference_db)
-    time.sleep(1.5)  # let it draw its bar
+    log = jobstatus.state_dir(reference_db) / jobstatus.LOG_FILE
+    deadline = time.monotonic() + 120  # a loaded machine starts Python and tqdm slowly
+    while "1/3 points, now 32 batch 2" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, "the stand-in sweep drew no bar in 120 s"
+        time.sleep(0.2)
     at = app()
     assert not at.exception
     said = sidebar_texts(at)
