@@ -53,6 +53,7 @@ def read_default_models() -> None:
     (`dashboard.data`; its first page still says it was seeded), except read-only,
     where nothing is written and a missing file is left for the page to explain, as
     is one that cannot be read."""
+    from application import bundles, stored
     from core import database, workloads
     from core.errors import MemplanError
     from modeling import machines
@@ -66,11 +67,10 @@ def read_default_models() -> None:
         if writable:
             database.created_seeded(db_path)
             database.ensure_database(db_path)
-            bundle.install_every_bundle(db_path)
-        for directory in bundle.BUNDLED_RESULTS_DIRS:
-            bundle.applies(db_path, directory)
-        choice = machines.choose_machine(db_path, workloads.DEFAULT_WORKLOAD)
-        bundle.load_predictors(db_path, workloads.DEFAULT_WORKLOAD, choice.key)
+            bundles.install_every_bundle(db_path)
+        read = stored.read(db_path, workloads.DEFAULT_WORKLOAD)
+        choice = machines.choose_machine(read)
+        bundle.load_predictors(read, choice.key)
     except MemplanError:
         return
 

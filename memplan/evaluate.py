@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from application import readonly, stored
+from application.results_store import EvaluationFacts, store_results
 from core import database, frameworks, profiles, store, workloads
 from core.commands import add_db_option, positive_int
 from core.profile_frameworks import check_framework, of_framework, other_frameworks_note
@@ -35,9 +37,7 @@ from modeling.evaluation.protocol import (
 from modeling.evaluation.splits import SPLIT_KINDS
 from modeling.evaluation.steps import StepsChoice, choose_steps, describe_steps
 from modeling.features import measured_frame
-from modeling.stored import readonly
-from modeling.stored.evidence import FitEvidence, load_evidence
-from modeling.stored.writer import EvaluationFacts, store_results
+from modeling.stored.evidence import FitEvidence
 from presentation import report
 
 
@@ -229,7 +229,7 @@ def _evaluation_groups(
 def _latest_fit(db_path: Path, workload: str, machine: str) -> FitEvidence | None:
     """The evaluation ``workload`` on ``machine`` answers from now; None when there is none."""
     try:
-        return load_evidence(db_path, workload, machine)
+        return stored.load_evidence(db_path, workload, machine)
     except NoModelsError:
         return None
 

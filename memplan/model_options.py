@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from application import readonly
 from application.sizing import DEFAULT_HEADROOM_PCT
 from core import database, frameworks, workloads
 from core.commands import add_db_option, add_knob_options, add_workload_option, given_knobs, open_db
-from modeling.stored import readonly
 from modeling.stored import tables as results
 
 BUDGET_HELP = "memory available, e.g. 256GiB, 256GB or 64G; every unit is binary (GB = GiB = 2^30)"

@@ -13,9 +13,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from application import bundles, readonly, stored
 from core import database
 from memplan import cli
-from modeling.stored import bundle, readonly
 from modeling.stored import tables as results
 from profiling import exchange
 
@@ -106,15 +106,15 @@ def test_read_only_evaluate_stores_nothing(runs_only: Path, monkeypatch, capsys)
 
 
 def test_the_in_memory_bundle_is_the_installed_one(runs_only: Path) -> None:
-    in_memory = bundle.load_scores(runs_only, workload="alexnet")
-    names = [p.name for p in bundle.load_predictors(runs_only, workload="alexnet")]
+    in_memory = stored.load_scores(runs_only, workload="alexnet")
+    names = [p.name for p in stored.load_predictors(runs_only, workload="alexnet")]
     assert _evaluations(runs_only) == 0
 
-    assert bundle.install_every_bundle(runs_only) == 2
+    assert bundles.install_every_bundle(runs_only) == 2
 
-    installed = results.load_scores(runs_only, workload="alexnet")
+    installed = results.load_scores(stored.read(runs_only, "alexnet"))
     assert in_memory.equals(installed)
-    assert names == [p.name for p in results.load_predictors(runs_only, workload="alexnet")]
+    assert names == [p.name for p in results.load_predictors(stored.read(runs_only, "alexnet"))]
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from application import bundles
+from application.stored import stored_bounds as fitted_bounds
 from core import database, store
 from core.errors import StoreError
 from core.records import PeakBound
 from core.workloads.unet3d import UNetConfig
 from memplan import sweep as sweep_command
-from modeling.guard import fitted_bounds
-from modeling.stored import bundle
 from presentation import sweep_guard
 from profiling import exchange
 from profiling.estimate import estimate_peak_bytes
@@ -39,7 +39,7 @@ def reference_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("guard") / "reference.duckdb"
     database.ensure_database(path)
     exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
-    assert bundle.install_bundled_results(path)
+    assert bundles.install_bundled_results(path)
     return path
 
 
