@@ -9,6 +9,7 @@ same name. A use case that asks several things of one database reads one
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -30,8 +31,21 @@ from modeling.unmeasured import KnobEvidence
 
 
 def read(db_path: Path, workload: str = DEFAULT_WORKLOAD) -> snapshot.Snapshot:
-    """``workload``'s snapshot of the database at ``db_path`` (`core.snapshot.read`)."""
-    return snapshot.read(db_path, workload)
+    """``workload``'s snapshot of the database at ``db_path`` (`core.snapshot.read`).
+
+    Remembered per state of the file (`core.database.file_stamp`), with what was worked
+    out of it (which bundle applies: `Snapshot.remembered`): the server's warm-up reads
+    it for the first visitor's page (`dashboard.serve`), and a caller asking several
+    things of one database reads it once.
+    """
+    path = Path(db_path)
+    return _read(path, workload, database.file_stamp(path))
+
+
+@functools.lru_cache(maxsize=16)
+def _read(path: Path, workload: str, stamp: tuple[int, ...]) -> snapshot.Snapshot:
+    """`read` for one state of the database file (``stamp``)."""
+    return snapshot.read(path, workload)
 
 
 def read_once(db_path: Path, workload: str) -> snapshot.Snapshot:

@@ -76,13 +76,13 @@ class Snapshot:
     def runs_of(self, machine: str | None) -> pd.DataFrame:
         """Every run (any status) of the profile ``machine``; None: every profile's."""
         if machine is None or self.runs.empty:
-            return self.runs
+            return self.runs.copy()
         return self.runs[self._keys() == machine].reset_index(drop=True)
 
     def evaluations_of(self, machine: str | None = None) -> pd.DataFrame:
         """The evaluations of profile ``machine`` (None: any), newest first."""
         if machine is None:
-            return self.evaluations
+            return self.evaluations.copy()
         chosen = self.evaluations["machine_profile"] == machine
         return as_queried(self.evaluations[chosen].reset_index(drop=True))
 

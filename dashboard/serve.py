@@ -46,9 +46,10 @@ def warm_up() -> None:
 def read_default_models() -> None:
     """Prepare the default database as the first visitor's page would, and read back the
     models the Sizing page opens on, so that visitor finds them remembered
-    (`modeling.stored.bundle.applies` per file state, `modeling.stored.codec.decode` per
-    model): ~0.9 s of a first render on a database of 10,000 runs, and on a fresh
-    checkout the ~2 s of creating it from the bundled runs (docs/dashboard_speed.md).
+    (`application.stored.read` per file state, with which bundle applies;
+    `modeling.stored.codec.decode` per model): ~0.9 s of a first render on a database
+    of 10,000 runs, and on a fresh checkout the ~2 s of creating it from the bundled
+    runs (docs/dashboard_speed.md).
     A new database is created seeded and the bundles installed, as the page does
     (`dashboard.data`; its first page still says it was seeded), except read-only,
     where nothing is written and a missing file is left for the page to explain, as

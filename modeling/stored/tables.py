@@ -155,7 +155,9 @@ def load_predictors(
     names : only these models (None: every one); the others are not decoded at all.
     lazy : decode each when it first predicts (`codec.Stored`), not now.
     """
-    rows = _load_table(snapshot, "models", evaluation_id, machine).to_dict("records")
+    frame = _load_table(snapshot, "models", evaluation_id, machine)
+    # A NULL is None, as a row read from the database gives it (a frame says NaN).
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
     if not rows:
         raise no_models_error(snapshot.source, snapshot.workload, machine)
     source = snapshot.source

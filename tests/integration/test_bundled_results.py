@@ -55,8 +55,8 @@ def test_models_stored_before_the_closed_form_excess_was_kept_get_it_from_the_ru
     """The bundled reference models predate it: loading them reads it from their runs."""
     db = _reference_db(tmp_path / "reference.duckdb")
     assert bundles.install_bundled_results(db)
-    stored = results.load_predictor(read_db(db), "least_squares")
-    assert stored.training_range.closed_form_excess is None
+    as_stored = results.load_predictor(read_db(db), "least_squares")
+    assert as_stored.training_range.closed_form_excess is None
 
     loaded = stored.load_predictor(db, "least_squares")
 

@@ -121,7 +121,7 @@ def test_this_machines_precheck_bounds_each_point_by_its_precisions_profile(
         asked[profile_key] = list(configs)
         return {config: PeakBound(GIB, f"models of {profile_key}") for config in configs}
 
-    monkeypatch.setattr(sweep_guard, "fitted_bounds", bounds_of)
+    monkeypatch.setattr(sweep_guard, "stored_bounds", bounds_of)
     single = UNetConfig((64, 64, 64), 2)
     half = UNetConfig((64, 64, 64), 2, precision="mixed_bfloat16")
 
