@@ -46,8 +46,9 @@ class Snapshot:
     scores: pd.DataFrame
     predictions: pd.DataFrame
     models: pd.DataFrame
-    # What is worked out of the frames once per snapshot (`remembered`): each run's profile
-    # key costs ~0.1 s for 46 runs on the 2-core VM, and one answer asks for it ~10 times.
+    # What is worked out of the frames once per snapshot (`remembered`): the runs' profile
+    # keys took ~0.1 s for the 292 bundled U-Net runs (2-core Xeon VM, loaded), and which
+    # bundles apply ~1.6 s a pass; one answer asks for them several times.
     _memo: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def remembered(self, key: Hashable, compute: Callable[[], Any]) -> Any:
