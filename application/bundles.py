@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
+
 from core import database, datafiles, migrations, schema, snapshot
 from core.workloads import DEFAULT_WORKLOAD
 from modeling.errors import ModelingError
@@ -18,7 +20,7 @@ from modeling.stored.bundle import BUNDLED_RESULTS_DIR, BUNDLED_RESULTS_DIRS
 from modeling.stored.tables import RESULT_TABLES
 
 
-def _latest_id(con, workload: str, machine: str | None) -> str | None:
+def _latest_id(con: duckdb.DuckDBPyConnection, workload: str, machine: str | None) -> str | None:
     """The newest stored evaluation of ``workload`` (and profile ``machine``) of ``con``."""
     where = "WHERE workload = ?" + (" AND machine_profile = ?" if machine is not None else "")
     params = [workload] + ([machine] if machine is not None else [])
