@@ -23,14 +23,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core import profiles, store, workloads
+from application import results_store as writer
+from core import profiles, snapshot, store, workloads
 from core.profiles import MachineProfile
 from core.workloads.base import WorkloadConfig
 from modeling import calibration_choice as choice
 from modeling import calibration_model, machines, transfer
 from modeling.errors import NoModelsError
 from modeling.features import TARGET_COLUMN, measured_frame
-from modeling.stored import bundle, writer
+from modeling.stored import bundle
 from modeling.stored.predictor import Predictor
 
 # The candidates: small cubes at small batches, each a few seconds to about a minute of
@@ -125,14 +126,15 @@ def _wall_seconds(runs: pd.DataFrame, predictor: Predictor) -> Callable[[float],
 
 def find_prior(db_path: Path, workload: str, here: MachineProfile) -> Prior:
     """The nearest other profile of ``here``'s framework with stored models, not calibrated."""
-    runs = profiles.with_keys(store.load_runs(db_path, workload=workload))
+    read = snapshot.read(db_path, workload)  # one read of the database for the whole search
+    runs = profiles.with_keys(read.runs)
     every = profiles.profiles_in(runs[runs["status"] == "ok"])
     same = {k: p for k, p in every.items() if p.framework == here.framework}
-    fitted = set(machines.fitted_machines(db_path, workload))
+    fitted = set(machines.fitted_machines(read))
     pool = {k: p for k, p in same.items() if k in fitted and k != here.key}
     while pool:
         nearest = transfer.nearest_profile(here, pool)
-        predictor = bundle.load_predictor(db_path, machine=nearest.key, workload=workload)
+        predictor = bundle.load_predictor(read, machine=nearest.key)
         if predictor.name != calibration_model.NAME:
             wide = transfer.widening_for(runs, same, nearest, excluded=(here.key,))
             mine = runs[runs[profiles.KEY_COLUMN] == nearest.key]
@@ -253,7 +255,7 @@ def _finish(plan: LoopPlan, outcome: Outcome, frame: pd.DataFrame, x: np.ndarray
         prior.widening,
     )
     facts = writer.EvaluationFacts(plan.command, plan.workload, plan.here.key, plan.steps)
-    outcome.evaluation_id = calibration_model.store_calibration(
-        plan.db_path, predictor, frame, x, facts
-    )
+    # Modeling evaluates; storing is the application's (modeling never opens the database).
+    evaluation = calibration_model.calibration_evaluation(frame, x)
+    outcome.evaluation_id = writer.store_results(plan.db_path, evaluation, [predictor], facts)
     return outcome

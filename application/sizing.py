@@ -30,8 +30,9 @@ import pandas as pd
 
 from application import verify, widening
 from application.verify import Claim, Verification
-from core import frameworks, store, workloads
+from core import frameworks, workloads
 from core.errors import MemplanError
+from core.snapshot import Snapshot
 from core.workloads.base import WorkloadConfig
 from modeling import decision, host_spread, machines, sizing, trainable
 from modeling.decision import Decision
@@ -204,41 +205,41 @@ def models_of(
 
 
 def load_models(
-    db_path: Path,
-    workload: str,
+    read: Snapshot,
     machine: str | None,
     knobs: Mapping[str, Any],
     only: str | None = None,
     framework: str = frameworks.DEFAULT_FRAMEWORK,
 ) -> tuple[Models, machines.MachineChoice]:
-    """The models of the profile a CLI question is for, and how that profile was chosen.
+    """The models of the profile a CLI question is for, and how that profile was chosen,
+    from the question's one read of the database (`core.snapshot.read`).
 
     machine : a key, a unique prefix, or None (`modeling.machines.choose_machine`), of
     ``framework`` (another framework's is refused). A precision or knob value that never
     trained on the profile is refused (`modeling.trainable.refuse`). only : decode just this
     model (a name, or ``"best"``: the default); None: every model (the report's table).
     """
+    workload = read.workload
     precision = knobs.get("precision") or workloads.get(workload).Config.precision
-    choice = machines.choose_machine(db_path, workload, machine, precision, framework)
-    trainable.refuse(db_path, workload, choice.key, dict(knobs))
-    scores = bundle.load_scores(db_path, workload, choice.key)
+    choice = machines.choose_machine(read, machine, precision, framework)
+    trainable.refuse(read, choice.key, dict(knobs))
+    scores = bundle.load_scores(read, choice.key)
     if only is None:
-        predictors = bundle.load_predictors(db_path, workload, choice.key)
+        predictors = bundle.load_predictors(read, choice.key)
     else:
-        predictors = [bundle.load_predictor(db_path, only, workload, choice.key)]
-    # Reading the knob-split evidence costs ~2 s (loaded VM): only a question with a knob
-    # value some model never measured has a use for it.
+        predictors = [bundle.load_predictor(read, only, choice.key)]
+    # The knob-split evidence costs ~2 s (loaded VM): only a question with a knob value some
+    # model never measured has a use for it.
     if widening.asks_unmeasured(predictors, workload, knobs):
-        predictors = widening.with_stored_knob_evidence(predictors, db_path, workload)
-    fit_steps = _fit_steps(db_path, workload, choice.key)
-    runs = store.load_runs(db_path, status="ok", workload=workload)
-    return models_of(workload, choice, predictors, scores, db_path, fit_steps, runs), choice
+        predictors = widening.with_stored_knob_evidence(predictors, read)
+    steps, runs = _fit_steps(read, choice.key), read.ok_runs()
+    return models_of(workload, choice, predictors, scores, read.source, steps, runs), choice
 
 
-def _fit_steps(db_path: Path, workload: str, machine: str | None) -> int | None:
+def _fit_steps(read: Snapshot, machine: str | None) -> int | None:
     """The training steps of the runs the models of ``machine`` were fitted on; None if unsaid."""
     try:
-        return evidence.load_evidence(db_path, workload, machine).steps
+        return evidence.load_evidence(read, machine).steps
     except NoModelsError:
         return None
 

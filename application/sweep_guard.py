@@ -10,11 +10,11 @@ import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from application.stored import stored_bounds
 from core.frameworks import DEFAULT_FRAMEWORK
 from core.machine import this_profile
 from core.records import PeakBound
 from core.workloads.base import WorkloadConfig
-from modeling.guard import fitted_bounds
 
 
 def fitted_precheck(
@@ -23,7 +23,7 @@ def fitted_precheck(
     """The bounds the fitted models of ``profile_key`` (default: this machine's, training
     with ``framework``) give the points they cover (a `profiling.lifecycle.Precheck`)."""
     if profile_key:
-        return functools.partial(fitted_bounds, db_path, profile_key=profile_key)
+        return functools.partial(stored_bounds, db_path, profile_key=profile_key)
     return functools.partial(_bounds_here, db_path, framework)
 
 
@@ -36,5 +36,5 @@ def _bounds_here(
     for precision in sorted({config.precision for config in configs}):
         group = [config for config in configs if config.precision == precision]
         key = this_profile(precision, framework).key
-        bounds |= fitted_bounds(db_path, group, profile_key=key)
+        bounds |= stored_bounds(db_path, group, profile_key=key)
     return bounds

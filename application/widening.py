@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from core import workloads
+from core.snapshot import Snapshot
 from modeling import host_spread
 from modeling.errors import ModelingError
 from modeling.host_spread import HostSpread
@@ -72,11 +72,10 @@ def with_host_spread(predictors: Sequence[Predictor], spread: HostSpread | None)
     return widened
 
 
-def with_stored_knob_evidence(
-    predictors: Sequence[Predictor], db_path: Path, workload: str
-) -> list[Predictor]:
-    """``predictors`` carrying the knob splits stored in ``db_path`` (`with_knob_evidence`)."""
-    return with_knob_evidence(predictors, knob_splits.load_knob_evidence(db_path, workload))
+def with_stored_knob_evidence(predictors: Sequence[Predictor], read: Snapshot) -> list[Predictor]:
+    """``predictors`` carrying the knob splits stored in the snapshot ``read``
+    (`with_knob_evidence`)."""
+    return with_knob_evidence(predictors, knob_splits.load_knob_evidence(read))
 
 
 def asks_unmeasured(

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from application.results_store import EvaluationFacts, store_results
 from core import database, profiles, store, workloads
 from core.machine import machine_info
 from modeling.estimators.catalogue import ModelSpec, catalogue, pick
@@ -54,7 +55,6 @@ from modeling.features import measured_frame
 from modeling.stored import bundle
 from modeling.stored.predictor import Predictor
 from modeling.stored.tables import best_model_name
-from modeling.stored.writer import EvaluationFacts, store_results
 from presentation.report import PAPER_SR_MAPE_PCT, bounds_table, formulas_table, markdown_table
 
 # The aim for symbolic regression: the order of the measurement noise.

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from application import stored
 from application.calibration_loop import LoopPlan, measured_points, run_loop
 from core import database, profiles, store, workloads
-from modeling.stored import bundle
 from profiling import exchange
 
 WORKLOAD = "unet3d"
@@ -126,7 +126,7 @@ def _report(plan: LoopPlan, outcome, oracle: Path) -> None:
         f"measured minutes of those points on the oracle's machine: {walls[picked].sum() / 60:.1f}"
     )
     print(f"held-out (leave-one-out) MAPE: {outcome.loo_mape_pct:.2f}%")
-    predictor = bundle.load_predictor(plan.db_path, workload=WORKLOAD, machine=plan.here.key)
+    predictor = stored.load_predictor(plan.db_path, workload=WORKLOAD, machine=plan.here.key)
     covered = peaks <= predictor.upper_bytes(configs)
     # A knob value the calibration points never measured is widened by the knob splits where
     # an answer is given (`application.sizing.models_of`); the raw bound here is not.

@@ -106,15 +106,17 @@ class Database:
 
 def build_databases(directory: Path, synthetic_runs: int) -> tuple[list[Database], float]:
     """The bundled-data database and the big one; returns them and the big one's build time."""
+    from application import bundles
     from benchmarks.synthetic_runs import add_synthetic_runs
-    from modeling.stored import bundle
     from profiling import exchange
 
     bundled = directory / "bundled.duckdb"
     db_file.ensure_database(bundled)
     exchange.import_runs(bundled, db_file.BUNDLED_RUNS, db_file.BUNDLED_SAMPLES)
-    if not bundle.install_bundled_results(bundled):
-        raise RuntimeError(f"the bundled evaluation ({bundle.BUNDLED_RESULTS_DIR}) did not install")
+    if not bundles.install_bundled_results(bundled):
+        raise RuntimeError(
+            f"the bundled evaluation ({bundles.BUNDLED_RESULTS_DIR}) did not install"
+        )
     big = directory / "synthetic.duckdb"
     shutil.copyfile(bundled, big)
     started = time.perf_counter()

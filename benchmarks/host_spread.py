@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core import database, profiles, store
+from core import database, profiles, snapshot
 from core.machine import machine_info
 from modeling import host_spread
 from modeling.host_spread import HostSpread
@@ -45,11 +45,12 @@ def covered_share(spread: HostSpread, ratios: np.ndarray) -> float:
 
 def model_rows(db: Path, workload: str, spread: HostSpread) -> list[dict[str, object]]:
     """One row per stored model of ``spread``'s profile; the default model marked."""
-    default = best_model_name(bundle.load_scores(db, workload, spread.profile))
+    read = snapshot.read(db, workload)
+    default = best_model_name(bundle.load_scores(read, spread.profile))
     configs = [peak.config for peak in spread.peaks]
     kept = np.array([peak.peak_bytes for peak in spread.peaks], dtype=float)
     rows = []
-    for model in bundle.load_predictors(db, workload, spread.profile):
+    for model in bundle.load_predictors(read, spread.profile):
         ratios = spread.bound_ratios(model)
         rows.append(
             {
@@ -86,9 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     lines, rows = [], []
     with tempfile.TemporaryDirectory() as scratch:
         db = args.db or database.ensure_database(Path(scratch) / "bundled.duckdb", seed_new=True)
-        runs = profiles.with_keys(store.load_runs(db, status="ok", workload=args.workload))
+        read = snapshot.read(db, args.workload)
+        runs = profiles.with_keys(read.ok_runs())
         known = profiles.profiles_in(runs)
-        for key in [key for key in fitted_machines(db, args.workload) if key in known]:
+        for key in [key for key in fitted_machines(read) if key in known]:
             spread = host_spread.spread_of(runs, key, known[key], args.workload)
             lines.append(profile_line(key, known[key].label, spread))
             rows += model_rows(db, args.workload, spread) if spread is not None else []

@@ -39,10 +39,11 @@ import numpy as np
 import pandas as pd
 
 from application import sizing, widening
-from core import database, frameworks, profiles, store, workloads
+from core import database, frameworks, profiles, snapshot, workloads
 from core.machine import machine_info
 from core.profile_frameworks import keys_of_framework, of_framework
 from core.profiles import MachineProfile
+from core.snapshot import Snapshot
 from core.workloads.base import WorkloadConfig
 from modeling import machines, trainable, transfer
 from modeling.closed_form_floor import replace_below_floor
@@ -60,6 +61,7 @@ class Bundled:
     """What every held-out profile's answer is read from: one database of the bundled runs."""
 
     db: Path
+    snap: Snapshot  # the database's one read (`core.snapshot`)
     runs: pd.DataFrame  # every run of WORKLOAD, keyed by profile (`core.profiles.with_keys`)
     known: dict[str, MachineProfile]  # the profiles of FRAMEWORK with runs, most runs first
     fitted: list[str | None]  # those with models, as `choose_machine` lists them
@@ -67,11 +69,12 @@ class Bundled:
 
     @classmethod
     def read(cls, db: Path) -> Bundled:
-        runs = profiles.with_keys(store.load_runs(db, workload=WORKLOAD))
+        read = snapshot.read(db, WORKLOAD)
+        runs = profiles.with_keys(read.runs)
         every = profiles.profiles_in(runs[runs["status"] == "ok"])
-        fitted = keys_of_framework(machines.fitted_machines(db, WORKLOAD), every, FRAMEWORK)
-        evidence_ = knob_splits.load_knob_evidence(db, WORKLOAD)
-        return cls(db, runs, of_framework(every, FRAMEWORK), fitted, evidence_)
+        fitted = keys_of_framework(machines.fitted_machines(read), every, FRAMEWORK)
+        evidence_ = knob_splits.load_knob_evidence(read)
+        return cls(db, read, runs, of_framework(every, FRAMEWORK), fitted, evidence_)
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,9 @@ def answer_for(bundled: Bundled, key: str) -> Answer:
     """The answer for a machine of profile ``key``, its models left out (module docstring)."""
     fitted = [found for found in bundled.fitted if found != key]
     here = bundled.known[key]
-    choice = machines.default_for(bundled.db, WORKLOAD, here, bundled.known, fitted, FRAMEWORK)
+    choice = machines.default_for(bundled.snap, here, bundled.known, fitted, FRAMEWORK)
     assert choice.key is not None and choice.key != key
-    own = bundle.load_predictor(bundled.db, tables.BEST, WORKLOAD, choice.key)
+    own = bundle.load_predictor(bundled.snap, tables.BEST, choice.key)
     others = KnobEvidence(tuple(h for h in bundled.knob_evidence.held_out if h.profile != key))
     ok = bundled.runs[bundled.runs["status"] == "ok"]
     try:
@@ -98,9 +101,9 @@ def answer_for(bundled: Bundled, key: str) -> Answer:
             WORKLOAD,
             choice,
             widening.with_knob_evidence([own], others),
-            bundle.load_scores(bundled.db, WORKLOAD, choice.key),
+            bundle.load_scores(bundled.snap, choice.key),
             bundled.db,
-            evidence.load_evidence(bundled.db, WORKLOAD, choice.key).steps,
+            evidence.load_evidence(bundled.snap, choice.key).steps,
             ok.drop(columns=[profiles.KEY_COLUMN]),
         )
     except sizing.SizingError as error:

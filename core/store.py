@@ -198,17 +198,21 @@ def load_runs(
         "hostname": hostname,
         "workload": workload,
     }
-    chosen = {name: value for name, value in filters.items() if value is not None}
-    where = " AND ".join(f"{name} = ?" for name in chosen)
-    sql = f"SELECT {_RUN_SELECT} FROM runs"
-    if where:
-        sql += f" WHERE {where}"
     with connect(path, read_only=True) as con:
-        runs = con.execute(sql + " ORDER BY created_at, run_id", list(chosen.values())).df()
+        runs = runs_in(con, filters)
     if machine is None or runs.empty:
         return runs
     keep = [key == machine for key in profiles.profile_keys(runs)]
     return runs[keep].reset_index(drop=True)
+
+
+def runs_in(con: duckdb.DuckDBPyConnection, filters: Mapping[str, str | None]) -> pd.DataFrame:
+    """The runs of an open connection whose columns equal ``filters`` (None: any), ordered
+    by created_at then run_id: `load_runs`' query, for a reader holding a connection."""
+    chosen = {name: value for name, value in filters.items() if value is not None}
+    where = " AND ".join(f"{name} = ?" for name in chosen)
+    sql = f"SELECT {_RUN_SELECT} FROM runs" + (f" WHERE {where}" if where else "")
+    return con.execute(sql + " ORDER BY created_at, run_id", list(chosen.values())).df()
 
 
 def run_statuses(path: Path, run_ids: list[str]) -> dict[str, str]:

@@ -16,7 +16,7 @@ sweep has just written changes the version, and the next rerun reads it.
 Nothing here fits a model: the models come from ``memplan evaluate``
 (or the bundled evaluation of the bundled runs, `modeling.stored.bundle`).
 
-Read-only (``MEMPLAN_READ_ONLY``, `modeling.stored.readonly`), nothing here
+Read-only (``MEMPLAN_READ_ONLY``, `application.readonly`), nothing here
 writes: the database is only ever opened read-only, a missing one is an error
 on the page (not a new file), and the bundled models are read from their files
 into memory instead of being installed into the database.
@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from application import bundles, readonly, stored
 from core import frameworks, profiles, store
 from core.database import (
     created_seeded,
@@ -42,12 +43,14 @@ from core.database import (
     seeded_by_this_process,
 )
 from core.errors import StoreError
+from core.snapshot import Snapshot
 from modeling import machines as machine_choices
 from modeling.errors import ModelingError, NoModelsError
 from modeling.machines import MachineChoice
-from modeling.stored import bundle, readonly
+from modeling.stored import bundle, knob_splits
 from modeling.stored.evidence import FitEvidence, load_evidence
 from modeling.stored.predictor import Predictor
+from modeling.unmeasured import KnobEvidence
 from presentation import text
 
 # Set to 1/true/yes to hide everything that writes (sweep launcher, import) and
@@ -75,7 +78,7 @@ def _prepared(path: str) -> tuple[Path, bool]:
     # The server's warm-up may have created it a moment before (`dashboard.serve`).
     seeded = created_seeded(Path(path)) or seeded_by_this_process(Path(path))
     db_path = ensure_database(Path(path))
-    bundle.install_every_bundle(db_path)
+    bundles.install_every_bundle(db_path)
     return db_path, seeded
 
 
@@ -103,7 +106,7 @@ def seeded_now(db_path: Path) -> bool:
 def load_bundled(db_path: Path) -> int:
     """Fill the empty ``db_path`` with the bundled runs and their models; runs added."""
     added = seed_bundled(db_path)
-    bundle.install_every_bundle(db_path)
+    bundles.install_every_bundle(db_path)
     return added
 
 
@@ -151,6 +154,13 @@ def samples(db_path: Path, run_ids: tuple[str, ...], db_version: Version) -> pd.
     return store.load_samples(db_path, list(run_ids))
 
 
+@st.cache_resource(show_spinner=False, max_entries=MAX_VERSIONS * 4)
+def _snapshot(db_path: Path, db_version: Version, workload: str) -> Snapshot:
+    """``workload``'s runs and stored models as the database held them (`core.snapshot`):
+    read once per state of the file, shared by the loaders below (none changes it)."""
+    return stored.read(db_path, workload)
+
+
 @_stops_on_store_error
 @st.cache_resource(show_spinner=False, max_entries=MAX_VERSIONS * 8)
 def _stored_models(
@@ -159,7 +169,8 @@ def _stored_models(
     """The models (`modeling.stored.bundle.load_predictors`, each decoded now or, if not
     ``decoded``, when it first predicts) and why they were refused, if so."""
     try:
-        return bundle.load_predictors(db_path, workload, machine, lazy=not decoded), None
+        read = _snapshot(db_path, db_version, workload)
+        return bundle.load_predictors(read, machine, lazy=not decoded), None
     except NoModelsError:
         return [], None
     except ModelingError as error:  # a row not stored as data: refused, nothing of it ran
@@ -204,7 +215,7 @@ def fit_evidence(
 ) -> FitEvidence | None:
     """What the models of ``workload`` on ``machine`` rest on (`load_evidence`); None if none."""
     try:
-        return load_evidence(db_path, workload=workload, machine=machine)
+        return load_evidence(_snapshot(db_path, db_version, workload), machine)
     except NoModelsError:
         return None
 
@@ -216,7 +227,7 @@ def scores(
 ) -> pd.DataFrame:
     """The latest scores of ``workload`` on ``machine``; empty when none was stored yet."""
     try:
-        return bundle.load_scores(db_path, workload=workload, machine=machine)
+        return bundle.load_scores(_snapshot(db_path, db_version, workload), machine)
     except NoModelsError:
         return pd.DataFrame()
 
@@ -228,7 +239,7 @@ def held_out_predictions(
 ) -> pd.DataFrame:
     """The latest held-out predictions of ``workload`` on ``machine``; empty when none yet."""
     try:
-        return bundle.load_predictions(db_path, workload=workload, machine=machine)
+        return bundle.load_predictions(_snapshot(db_path, db_version, workload), machine)
     except NoModelsError:
         return pd.DataFrame()
 
@@ -247,7 +258,8 @@ def fitted_default(
     None too when the bundled evaluations cannot be read: the models' loaders say why.
     """
     try:
-        return machine_choices.choose_machine(db_path, workload, framework=framework)
+        read = _snapshot(db_path, db_version, workload)
+        return machine_choices.choose_machine(read, framework=framework)
     except ModelingError:  # NoModelsError among them
         return None
 
@@ -256,4 +268,11 @@ def fitted_default(
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
 def run_counts(db_path: Path, db_version: Version, workload: str) -> dict[str, int]:
     """Distinct measured configurations of ``workload`` per profile key (what a fit counts)."""
-    return machine_choices.run_counts(db_path, workload)
+    return machine_choices.run_counts(_snapshot(db_path, db_version, workload))
+
+
+@_stops_on_store_error
+@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
+def knob_evidence(db_path: Path, db_version: Version, workload: str) -> KnobEvidence:
+    """Every fitted profile's knob split results for ``workload`` (`knob_splits`)."""
+    return knob_splits.load_knob_evidence(_snapshot(db_path, db_version, workload))

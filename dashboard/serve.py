@@ -46,13 +46,15 @@ def warm_up() -> None:
 def read_default_models() -> None:
     """Prepare the default database as the first visitor's page would, and read back the
     models the Sizing page opens on, so that visitor finds them remembered
-    (`modeling.stored.bundle.applies` per file state, `modeling.stored.codec.decode` per
-    model): ~0.9 s of a first render on a database of 10,000 runs, and on a fresh
-    checkout the ~2 s of creating it from the bundled runs (docs/dashboard_speed.md).
+    (`application.stored.read` per file state, with which bundle applies;
+    `modeling.stored.codec.decode` per model): ~0.9 s of a first render on a database
+    of 10,000 runs, and on a fresh checkout the ~2 s of creating it from the bundled
+    runs (docs/dashboard_speed.md).
     A new database is created seeded and the bundles installed, as the page does
     (`dashboard.data`; its first page still says it was seeded), except read-only,
     where nothing is written and a missing file is left for the page to explain, as
     is one that cannot be read."""
+    from application import bundles, stored
     from core import database, workloads
     from core.errors import MemplanError
     from modeling import machines
@@ -66,11 +68,10 @@ def read_default_models() -> None:
         if writable:
             database.created_seeded(db_path)
             database.ensure_database(db_path)
-            bundle.install_every_bundle(db_path)
-        for directory in bundle.BUNDLED_RESULTS_DIRS:
-            bundle.applies(db_path, directory)
-        choice = machines.choose_machine(db_path, workloads.DEFAULT_WORKLOAD)
-        bundle.load_predictors(db_path, workloads.DEFAULT_WORKLOAD, choice.key)
+            bundles.install_every_bundle(db_path)
+        read = stored.read(db_path, workloads.DEFAULT_WORKLOAD)
+        choice = machines.choose_machine(read)
+        bundle.load_predictors(read, choice.key)
     except MemplanError:
         return
 

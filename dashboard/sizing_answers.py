@@ -102,8 +102,9 @@ def _models(
         workload,
         choice,
         # Every knob value the page offers may be one a model never measured.
-        widening.with_stored_knob_evidence(
-            data.predictors(db_path, db_version, workload, machine), db_path, workload
+        widening.with_knob_evidence(
+            data.predictors(db_path, db_version, workload, machine),
+            data.knob_evidence(db_path, db_version, workload),
         ),
         data.scores(db_path, db_version, workload, machine),
         db_path,

@@ -7,7 +7,7 @@ evaluation says how many. ``--only-changed`` (the dashboard's refit after a
 sweep) re-evaluates only the pairs whose runs at the step count their latest
 evaluation fit differ from the runs it fit. ``--models`` scores some models and
 adds them to the latest evaluation: its other models are kept in the new one
-(`modeling.stored.carry`), so answers and pages never lose them.
+(`application.carry`), so answers and pages never lose them.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from application import readonly, stored
+from application.results_store import EvaluationFacts, store_results
 from core import database, frameworks, profiles, store, workloads
 from core.profile_frameworks import check_framework, of_framework, other_frameworks_note
 from memplan import model_options
@@ -37,9 +39,7 @@ from modeling.evaluation.protocol import (
 from modeling.evaluation.splits import SPLIT_KINDS
 from modeling.evaluation.steps import StepsChoice, choose_steps, describe_steps
 from modeling.features import measured_frame
-from modeling.stored import readonly
-from modeling.stored.evidence import FitEvidence, load_evidence
-from modeling.stored.writer import EvaluationFacts, store_results
+from modeling.stored.evidence import FitEvidence
 from presentation import report
 
 
@@ -232,7 +232,7 @@ def _evaluation_groups(
 def _latest_fit(db_path: Path, workload: str, machine: str) -> FitEvidence | None:
     """The evaluation ``workload`` on ``machine`` answers from now; None when there is none."""
     try:
-        return load_evidence(db_path, workload, machine)
+        return stored.load_evidence(db_path, workload, machine)
     except NoModelsError:
         return None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from application import readonly
 from application.sizing import DEFAULT_HEADROOM_PCT
 from core import database, frameworks, workloads
 from memplan.commands import (
@@ -19,7 +20,6 @@ from memplan.commands import (
     given_knobs,
     open_db,
 )
-from modeling.stored import readonly
 from modeling.stored import tables as results
 
 BUDGET_HELP = (

@@ -7,8 +7,8 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
-from application import sizing
-from core import database, frameworks, store
+from application import sizing, stored
+from core import database, frameworks
 from core.units import GIB, parse_budget
 from memplan import model_options
 from memplan.commands import config_from_args, positive_int
@@ -70,21 +70,19 @@ def run(args: argparse.Namespace) -> int:
     output = _report_target(args.output, args.force)
     # Refuses an image or knob the network cannot take before any model is read.
     config_from_args(args, args.image_size, args.batch_size)
-    db_path = model_options.db_for_reading(args)
-    with database.reading(db_path):  # one connection for every read of the report
-        models, machine = stored_models(args, db_path)
-        asked = models.pick(args.model)
-        runs = store.load_runs(db_path, workload=args.workload, machine=machine.key)
-        question = question_of(args, sizing.BUY, models.machine)
-        source = sizing_report.ReportSource(
-            machine_words=machine.sentence(),
-            machine_note=machine.note,
-            profile=machine.profile,
-            command=_report_command(args, asked.name, None if machine.transfer else machine.key),
-        )
-        built = sizing_report.build_report(
-            replace(question, model=asked.name), models, runs, source
-        )
+    # One open and one read of the database for the whole report (`core.snapshot`).
+    read = stored.read_once(Path(args.db or database.default_db_path()), args.workload)
+    models, machine = stored_models(args, read)
+    asked = models.pick(args.model)
+    runs = read.runs_of(machine.key)
+    question = question_of(args, sizing.BUY, models.machine)
+    source = sizing_report.ReportSource(
+        machine_words=machine.sentence(),
+        machine_note=machine.note,
+        profile=machine.profile,
+        command=_report_command(args, asked.name, None if machine.transfer else machine.key),
+    )
+    built = sizing_report.build_report(replace(question, model=asked.name), models, runs, source)
     try:
         output.write_text(sizing_report_html.render_html(built), encoding="utf-8")
     except OSError as error:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from application import bundles, stored
 from memplan import model_options
 from memplan.commands import add_db_option, add_workload_option
-from modeling import machines
-from modeling.stored import bundle
 from modeling.stored import tables as results
 
 DESCRIPTION = (
@@ -28,10 +27,8 @@ def prepare(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     db_path = model_options.db_for_reading(args)
-    machine = machines.choose_machine(
-        db_path, args.workload, args.machine, framework=args.framework
-    )
-    directory = bundle.export_results(db_path, args.directory, args.workload, machine.key)
+    machine = stored.choose_machine(db_path, args.workload, args.machine, framework=args.framework)
+    directory = bundles.export_results(db_path, args.directory, args.workload, machine.key)
     tables = ", ".join(results.RESULT_TABLES)
     print(
         f"wrote the latest {args.workload} evaluation's {tables}, {machine.sentence()}, "

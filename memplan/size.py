@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from application import sizing
+from application import sizing, stored
 from application.sizing import Models, SizingAnswer, SizingQuestion
 from application.verify import Verification
-from core import database, store, workloads
+from core import database, workloads
+from core.snapshot import Snapshot
 from core.units import parse_budget
 from memplan import jsonout, model_options, options
 from memplan.commands import add_commands, positive_int
@@ -89,19 +90,20 @@ def question_of(args: argparse.Namespace, kind: str, machine: str | None) -> Siz
     )
 
 
-def stored_models(args: argparse.Namespace, db_path: Path) -> tuple[Models, machines.MachineChoice]:
-    """The stored models of the machine profile asked for in ``db_path``, and that profile.
+def stored_models(
+    args: argparse.Namespace, read: Snapshot
+) -> tuple[Models, machines.MachineChoice]:
+    """The stored models of the machine profile asked for in the snapshot ``read`` of the
+    database, and that profile.
 
     The database's models, or the bundled ones for its runs, read in memory: nothing
     is written to the database (the bundle is never installed), and in read-only
-    mode it is not even created or migrated (`model_options.db_for_reading`).
+    mode it is not even created or migrated (`application.stored.read_once`).
     """
     # Only the model asked for is decoded: an answer uses one, and reading a forest back
     # takes ~0.3 s on the 2-core VM.
     knobs = model_options.knobs(args)
-    return sizing.load_models(
-        db_path, args.workload, args.machine, knobs, only=args.model, framework=args.framework
-    )
+    return sizing.load_models(read, args.machine, knobs, only=args.model, framework=args.framework)
 
 
 def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: str) -> None:
@@ -173,15 +175,16 @@ class Asked:
 
 
 def _ask(args: argparse.Namespace, kind: str) -> Asked:
-    db_path = model_options.db_for_reading(args)
-    # One connection for every read of the answer: they opened the file 16 times (0.64 s
-    # of `size buy`'s 3.7 s under cProfile, 2-core VM). A verifying sweep writes after it.
-    with database.reading(db_path):
-        models, machine = stored_models(args, db_path)
-        question = question_of(args, kind, models.machine)
-        runs = None if kind == sizing.BUY else store.load_runs(db_path, workload=args.workload)
-        said = sizing.answer(question, models, runs, args.db)
-        evidence = load_evidence(db_path, args.workload, said.question.machine)
+    db_path = Path(args.db or database.default_db_path())
+    # One open and one read of the runs for the whole answer (`core.snapshot`): the
+    # functions it calls read for themselves before: 22 connections and 9 reads of the runs
+    # for `size buy`. A verifying sweep writes after it.
+    read = stored.read_once(db_path, args.workload)
+    models, machine = stored_models(args, read)
+    question = question_of(args, kind, models.machine)
+    runs = None if kind == sizing.BUY else read.runs
+    said = sizing.answer(question, models, runs, args.db)
+    evidence = load_evidence(read, said.question.machine)
     return Asked(said, machine, db_path, evidence_line(evidence, [said.model_title or said.model]))
 
 

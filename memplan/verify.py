@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from application import readonly, verify_here
 from application import verify as verification
-from application import verify_here
 from application.verify import Claim, Verdict, Verification
 from core import store
 from core.machine import this_profile
 from memplan.exitcodes import FAILED_EXIT_CODE, SUCCESS_EXIT_CODE
 from memplan.sweep import command_of, sweep_here
 from modeling.errors import ModelingError
-from modeling.stored import readonly
 from profiling.lifecycle import SweepPlan
 from profiling.runner import RunSettings
 

@@ -12,7 +12,7 @@ the between-profile factor the answer had before any point was measured
 (`application.calibration_loop.Prior.widening`): three to six points do not show how
 far this machine's peaks stray from the line, and the worst of their leave-one-out
 ratios covered 75-88% of the replayed grids' configurations in four of five replays
-(docs/machines.md). `store_calibration` writes it
+(docs/machines.md). `application.calibration_loop` stores it
 as an evaluation of the profile (one model, its leave-one-out scores and
 predictions), so `memplan size` and the pages answer for the profile as for any.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,6 @@ from modeling.estimators.calibrated import CalibratedTransfer
 from modeling.evaluation.bounds import DEFAULT_COVERAGE, ConformalBound, thin_evidence
 from modeling.evaluation.protocol import PREDICTION_COLUMNS, Evaluation, Score, data_fingerprint
 from modeling.features import TARGET_COLUMN
-from modeling.stored import writer
 from modeling.stored.predictor import Predictor, TrainingRange
 
 NAME = "calibrated"
@@ -103,7 +103,10 @@ def calibrated_predictor(
     )
 
 
-def _evaluation(frame: pd.DataFrame, prior_bytes: np.ndarray) -> Evaluation:
+def calibration_evaluation(frame: pd.DataFrame, prior_bytes: Any) -> Evaluation:
+    """The leave-one-out evaluation of the calibrated model over ``frame``'s runs (prior
+    ``prior_bytes`` each), to store with it (`application.calibration_loop`)."""
+    prior_bytes = np.asarray(prior_bytes, dtype=float)
     peaks = frame[TARGET_COLUMN].to_numpy(dtype=float)
     held = leave_one_out(prior_bytes, peaks)
     if not len(held):
@@ -130,11 +133,3 @@ def _evaluation(frame: pd.DataFrame, prior_bytes: np.ndarray) -> Evaluation:
     return Evaluation(
         (score,), predictions, len(frame), len(frame), data_fingerprint(frame), {SPLIT: (0,)}
     )
-
-
-def store_calibration(
-    db_path, predictor: Predictor, frame: pd.DataFrame, prior_bytes, facts: writer.EvaluationFacts
-) -> str:
-    """Store ``predictor`` as the evaluation ``facts`` describe; its evaluation_id."""
-    evaluation = _evaluation(frame, np.asarray(prior_bytes, dtype=float))
-    return writer.store_results(db_path, evaluation, [predictor], facts)

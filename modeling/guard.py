@@ -18,8 +18,7 @@ through `application.sweep_guard`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -27,10 +26,7 @@ from core import workloads
 from core.records import PeakBound
 from core.workloads.base import WorkloadConfig
 from modeling.closed_form_floor import ceiling_factor, floor_words, replace_below_floor
-from modeling.errors import ModelingError
-from modeling.stored.bundle import load_predictor
 from modeling.stored.predictor import Predictor
-from modeling.stored.tables import BEST
 
 
 def _covers(predictor: Predictor, config: WorkloadConfig) -> bool:
@@ -42,18 +38,19 @@ def _covers(predictor: Predictor, config: WorkloadConfig) -> bool:
 
 
 def fitted_bounds(
-    db_path: Path, configs: Sequence[WorkloadConfig], profile_key: str
+    predictors: Mapping[str, Predictor], configs: Sequence[WorkloadConfig], profile_key: str
 ) -> dict[WorkloadConfig, PeakBound]:
     """The fitted upper bound of each of ``configs`` a model of ``profile_key`` covers.
 
-    A configuration left out has no such model (none fitted for this machine or
-    workload, or not for its network): the caller keeps the closed form for it.
+    predictors : each workload's default model for ``profile_key`` (`bundle.load_predictor`
+    with ``"best"``), where it has one. A configuration left out has no such model (none
+    fitted for this machine or workload, or not for its network): the caller keeps the
+    closed form for it.
     """
     bounds: dict[WorkloadConfig, PeakBound] = {}
     for workload in sorted({config.workload for config in configs}):
-        try:
-            predictor = load_predictor(db_path, BEST, workload, machine=profile_key)
-        except ModelingError:
+        predictor = predictors.get(workload)
+        if predictor is None:
             continue  # no fitted model here: the closed form is the pre-check
         covered = [c for c in configs if c.workload == workload and _covers(predictor, c)]
         if not covered:

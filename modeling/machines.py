@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
-from core import database, frameworks, profiles, store
+from core import frameworks, profiles
+from core.database import CALIBRATION_FILE
 from core.machine import this_profile
 from core.profile_frameworks import check_framework, keys_of_framework, of_framework
 from core.profiles import MachineProfile
+from core.snapshot import Snapshot
 from modeling.errors import NoModelsError
 from modeling.evaluation.protocol import MIN_POINTS
 from modeling.evaluation.splits import point_ids
@@ -115,14 +116,15 @@ class MachineFacts:
         return cls(key, label, cpu, profile.cpu_isa, profile.cores, framework)
 
 
-def run_profiles(db_path: Path, workload: str) -> dict[str, MachineProfile]:
-    """The profiles with ok runs of ``workload`` in the database, most runs first."""
-    return profiles.profiles_in(store.load_runs(db_path, status="ok", workload=workload))
+def run_profiles(snapshot: Snapshot) -> dict[str, MachineProfile]:
+    """The profiles with ok runs of the snapshot's workload, most runs first."""
+    return profiles.profiles_in(snapshot.ok_runs())
 
 
-def run_counts(db_path: Path, workload: str) -> dict[str, int]:
-    """Distinct measured configurations of ``workload`` per profile key (what evaluate counts)."""
-    runs = store.load_runs(db_path, status="ok", workload=workload)
+def run_counts(snapshot: Snapshot) -> dict[str, int]:
+    """Distinct measured configurations of the snapshot's workload per profile key (what
+    evaluate counts)."""
+    runs = snapshot.ok_runs()
     if runs.empty:
         return {}
     frame = measured_frame(runs)
@@ -132,23 +134,24 @@ def run_counts(db_path: Path, workload: str) -> dict[str, int]:
     return {str(key): int(point_ids(group).nunique()) for key, group in frame.groupby("machine")}
 
 
-def fitted_machines(db_path: Path, workload: str) -> list[str | None]:
-    """Profiles with models for ``workload``: stored evaluations, newest first, then bundles."""
-    stored = tables.load_evaluations(db_path, workload)
+def fitted_machines(snapshot: Snapshot) -> list[str | None]:
+    """Profiles with models for the snapshot's workload: stored evaluations, newest first,
+    then bundles."""
+    workload = snapshot.workload
+    stored = tables.load_evaluations(snapshot)
     keys: list[str | None] = []
     for key in stored["machine_profile"]:
         key = None if key is None or key != key else str(key)
         if key not in keys:
             keys.append(key)
     for bundled in bundle.bundled_evaluations(workload):
-        if bundled.machine not in keys and bundle.applies(db_path, bundled.directory):
+        if bundled.machine not in keys and bundle.applies(snapshot, bundled.directory):
             keys.append(bundled.machine)
     return keys
 
 
 def choose_machine(
-    db_path: Path,
-    workload: str,
+    snapshot: Snapshot,
     requested: str | None = None,
     precision: str = "float32",
     framework: str = frameworks.DEFAULT_FRAMEWORK,
@@ -156,24 +159,23 @@ def choose_machine(
     """The profile of ``framework`` to answer for (see the module docstring).
 
     ``requested`` is a key or a unique prefix of one among the profiles with runs of
-    ``workload``; anything else is refused with every known profile listed, and so is a
+    the snapshot's workload; anything else is refused with every known profile listed, and so is a
     profile of another framework (naming the flag that asks for it). ``precision`` is
     the question's: this machine's profile can depend on it (`core.machine.this_profile`).
     """
-    every = run_profiles(db_path, workload)
+    every = run_profiles(snapshot)
     known = of_framework(every, framework)
-    fitted = keys_of_framework(fitted_machines(db_path, workload), every, framework)
+    fitted = keys_of_framework(fitted_machines(snapshot), every, framework)
     if requested is not None:
         chosen = profiles.resolve(requested, every)
         check_framework(chosen, framework)
         return MachineChoice(chosen.key, chosen, ASKED)
     here = this_profile(precision, framework)
-    return default_for(db_path, workload, here, known, fitted, framework)
+    return default_for(snapshot, here, known, fitted, framework)
 
 
 def default_for(
-    db_path: Path,
-    workload: str,
+    snapshot: Snapshot,
     here: MachineProfile,
     known: dict[str, MachineProfile],
     fitted: list[str | None],
@@ -182,36 +184,37 @@ def default_for(
     """The profile that answers for the machine ``here`` when none is asked for: its own where
     it is ``fitted``, else the first that applies of those the module docstring lists, another
     machine's answering with its `Transfer`. known : the profiles of ``framework`` with runs of
-    ``workload``; fitted : those with models, newest first (`fitted_machines`).
+    the snapshot's workload; fitted : those with models, newest first (`fitted_machines`).
     `benchmarks/transfer.py` asks it for each bundled profile, its models left out of
     ``fitted``: the answer `memplan size` gives a machine of that profile without models."""
+    workload = snapshot.workload
     if here.key in fitted:
         return MachineChoice(here.key, known.get(here.key, here), THIS_MACHINE)
-    note = _why_not_here(here, known, db_path, workload)
+    note = _why_not_here(here, known, snapshot)
     alike = [key for key in fitted if key in known and here.same_but_generation(known[key])]
     if alike:
         return MachineChoice(alike[0], known[alike[0]], SAME_BUT_GENERATION, note)
     bundled = [b.machine for b in bundle.bundled_evaluations(workload) if b.machine in fitted]
     if bundled:
         key = str(bundled[0])
-        moved = _transfer(db_path, workload, here, (key, BUNDLED), known)
+        moved = _transfer(snapshot, here, (key, BUNDLED), known)
         return MachineChoice(key, known.get(key), BUNDLED, note, moved)
     if fitted:
         key = fitted[0]
-        moved = _transfer(db_path, workload, here, (key, LATEST), known) if key else None
+        moved = _transfer(snapshot, here, (key, LATEST), known) if key else None
         return MachineChoice(key, known.get(key) if key else None, LATEST, note, moved)
     if framework == frameworks.DEFAULT_FRAMEWORK:
-        raise tables.no_models_error(db_path, workload)
-    raise _no_framework_models(db_path, workload, framework, here, bool(known))
+        raise tables.no_models_error(snapshot.source, workload)
+    raise _no_framework_models(snapshot, framework, here, bool(known))
 
 
 def _no_framework_models(
-    db_path: Path, workload: str, framework: str, here: MachineProfile, has_runs: bool
+    snapshot: Snapshot, framework: str, here: MachineProfile, has_runs: bool
 ) -> NoModelsError:
     """The error for a question about ``framework``, which no fitted profile of ``workload``
     trained with: what to measure and fit (never another framework's answer)."""
-    title = frameworks.TITLES[framework]
-    fit = f"`memplan evaluate --workload {workload} --framework {framework} --db {db_path}`"
+    title, workload, source = frameworks.TITLES[framework], snapshot.workload, snapshot.source
+    fit = f"`memplan evaluate --workload {workload} --framework {framework} --db {source}`"
     measure = (
         f"its runs have too few configurations or no fit yet: {fit} fits them"
         if has_runs
@@ -220,15 +223,14 @@ def _no_framework_models(
         f"machine, profile {here.key}), then {fit}"
     )
     return NoModelsError(
-        f"no fitted {title} models of {workload} in {db_path}, and an answer is never taken "
+        f"no fitted {title} models of {workload} in {source}, and an answer is never taken "
         f"from another framework's runs ({title} and TensorFlow peaks differ 2x and more): "
         f"{measure}"
     )
 
 
 def _transfer(
-    db_path: Path,
-    workload: str,
+    snapshot: Snapshot,
     here: MachineProfile,
     chosen: tuple[str, str],
     known: dict[str, MachineProfile],
@@ -238,14 +240,13 @@ def _transfer(
     key, reason = chosen
     if key not in known:
         return None
-    runs = store.load_runs(db_path, workload=workload)
-    return transfer_for(runs, known, here, key, reason)
+    return transfer_for(snapshot.runs, known, here, key, reason)
 
 
 def _has_calibration(workload: str) -> bool:
     """Whether `memplan calibrate` has a grid for ``workload`` (`CALIBRATION_FILE`)."""
     try:
-        return workload in json.loads(database.CALIBRATION_FILE.read_text())
+        return workload in json.loads(CALIBRATION_FILE.read_text())
     except (OSError, ValueError):
         return False
 
@@ -263,12 +264,13 @@ def _measure_more(workload: str, here: MachineProfile) -> str:
 
 
 def _why_not_here(
-    here: MachineProfile, known: dict[str, MachineProfile], db_path: Path, workload: str
+    here: MachineProfile, known: dict[str, MachineProfile], snapshot: Snapshot
 ) -> str:
+    workload = snapshot.workload
     machine = f"This machine ({here.label}, profile {here.key})"
     if here.key not in known:
         return f"{machine} has no {workload} runs: {_measure_more(workload, here)}."
-    count = run_counts(db_path, workload).get(here.key, 0)
+    count = run_counts(snapshot).get(here.key, 0)
     if count < MIN_POINTS:
         return (
             f"{machine} has {count} measured configuration(s) of {workload}, fewer than the "

@@ -23,12 +23,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from core import store, workloads
+from core import workloads
+from core.snapshot import Snapshot
 from modeling.errors import ModelingError
 
 FAILED_STATUS = "error"
@@ -157,13 +157,11 @@ def _every_knob(workload: str, knobs: Mapping[str, Any]) -> dict[str, Any]:
     return defaults | dict(knobs)
 
 
-def refuse(db_path: Path, workload: str, machine: str | None, knobs: Mapping[str, Any]) -> None:
+def refuse(snapshot: Snapshot, machine: str | None, knobs: Mapping[str, Any]) -> None:
     """Raise `UntrainableError` with the reason when the question's setting never trained on
-    profile ``machine`` (its runs in ``db_path``); the CLI's ``size`` and ``report`` call it."""
+    profile ``machine`` (its runs in ``snapshot``); the CLI's ``size`` and ``report`` call it."""
     if machine is None:
         return
-    failure = untrainable(
-        store.load_runs(db_path, workload=workload, machine=machine), workload, knobs
-    )
+    failure = untrainable(snapshot.runs_of(machine), snapshot.workload, knobs)
     if failure:
         raise UntrainableError(failure.reason)

@@ -23,12 +23,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from application import bundles
 from core import database, workloads
 from core.analytical import refined_breakdown
 from core.profiles import MachineProfile
 from core.records import RunRecord, Sample
 from core.workloads.base import WorkloadConfig
-from modeling.stored import bundle
 from profiling import exchange
 from tests.slurm_cluster import SlurmCluster, slurm_available, start_cluster
 
@@ -330,4 +330,4 @@ def reference_database(path: Path) -> None:
     """The bundled reference runs and the bundled evaluation, in a new database at ``path``."""
     database.ensure_database(path)
     exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
-    assert bundle.install_bundled_results(path), "the bundled evaluation did not install"
+    assert bundles.install_bundled_results(path), "the bundled evaluation did not install"

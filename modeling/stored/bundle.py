@@ -37,7 +37,7 @@ Reading never needs the install: `load_predictors`, `load_scores` and
 `load_predictions` answer from the database's latest evaluation of a workload
 and profile and, when it has none but holds exactly the runs a bundle was fit
 on, from that bundle's files read into memory. Read-only mode
-(`modeling.stored.readonly`) and ``memplan size`` use only those,
+(`application.readonly`) and ``memplan size`` use only those,
 so they never write.
 """
 
@@ -48,12 +48,14 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core import database, datafiles, exportfile, exportversion, migrations, schema, store
+from core import exportfile, exportversion, schema
+from core import snapshot as snapshots
+from core.database import DATA_DIR
+from core.snapshot import Snapshot
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.protocol import data_fingerprint
 from modeling.features import measured_frame
@@ -61,13 +63,10 @@ from modeling.stored import excess, tables
 from modeling.stored.predictor import Predictor
 from modeling.stored.tables import (
     BEST,
-    DEFAULT_WORKLOAD,
-    RESULT_TABLES,
-    latest_evaluation_id,
     select_predictor,
 )
 
-BUNDLED_RESULTS_DIR = database.DATA_DIR / "reference_results"
+BUNDLED_RESULTS_DIR = DATA_DIR / "reference_results"
 # One bundled evaluation per workload and machine profile with bundled runs
 # (`core.database.BUNDLED_EXPORTS`), but for the TensorFlow grids of the family 26
 # EPYC: runs only, the PyTorch grids' twins that the frameworks are compared on
@@ -77,7 +76,7 @@ BUNDLED_RESULTS_DIR = database.DATA_DIR / "reference_results"
 BUNDLED_RESULTS_DIRS: tuple[Path, ...] = (
     BUNDLED_RESULTS_DIR,
     *(
-        database.DATA_DIR / f"{name}_results"
+        DATA_DIR / f"{name}_results"
         for name in (
             "alexnet",
             "unet3d_amd",
@@ -90,34 +89,7 @@ BUNDLED_RESULTS_DIRS: tuple[Path, ...] = (
 )
 
 
-def export_results(
-    db_path: Path, directory: Path, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
-) -> Path:
-    """Write the latest evaluation of ``workload`` (and ``machine``) as Parquet into ``directory``.
-
-    Four files, one per results table.
-    """
-    directory.mkdir(parents=True, exist_ok=True)
-    with database.connect(db_path, read_only=True) as con:
-        evaluation_id = latest_evaluation_id(con, workload, machine)
-        if evaluation_id is None:
-            raise ModelingError(
-                f"{db_path} holds no evaluation to export; run "
-                f"`memplan evaluate --db {db_path}` first"
-            )
-        for table in RESULT_TABLES:
-            datafiles.write(
-                con,
-                directory / f"{table}.parquet",
-                ".parquet",
-                schema.columns_of(con, table),
-                f"FROM {table} WHERE evaluation_id = ? ORDER BY rowid",
-                [evaluation_id],
-            )
-    return directory
-
-
-def _read(directory: Path, table: str) -> pa.Table:
+def read_export(directory: Path, table: str) -> pa.Table:
     """One table of a results export, brought to the current schema."""
     path = directory / f"{table}.parquet"
     try:
@@ -166,7 +138,7 @@ def bundled_evaluation(directory: Path) -> BundledEvaluation | None:
     if not (directory / "evaluations.parquet").exists():
         return None
     columns = ["workload", "machine_profile", "data_fingerprint", "steps", "created_at"]
-    rows = _read(directory, "evaluations").select(columns).to_pylist()
+    rows = read_export(directory, "evaluations").select(columns).to_pylist()
     if not rows:
         return None
     row = rows[0]
@@ -186,31 +158,29 @@ def bundled_evaluations(workload: str | None = None) -> list[BundledEvaluation]:
     return [b for b in found if b is not None and workload in (None, b.workload)]
 
 
-def applies(db_path: Path, directory: Path) -> BundledEvaluation | None:
-    """The bundle if ``db_path`` has no evaluation of its workload and profile and holds its runs.
+def applies(snapshot: Snapshot, directory: Path) -> BundledEvaluation | None:
+    """The bundle if ``snapshot`` has no evaluation of its workload and profile and holds its
+    runs (a bundle of another workload never applies).
 
     "Its runs": the usable runs at one step count are exactly the ones it was fit
     on, or those and runs measured after it was fitted (which its models do not
-    know); the bundle returned names that step count. Reads the database
-    read-only: nothing is written.
-
-    Remembered per state of the file (`core.database.file_stamp`): one answer asks it
-    for every bundle several times, and each ask read the profile's runs again
-    (0.2-0.6 s each on the 2-core VM).
+    know); the bundle returned names that step count.
     """
-    return _applies(Path(db_path), Path(directory), database.file_stamp(Path(db_path)))
+    return snapshot.remembered(("applies", Path(directory)), lambda: _applies(snapshot, directory))
 
 
-@functools.lru_cache(maxsize=64)
-def _applies(db_path: Path, directory: Path, stamp: tuple[int, ...]) -> BundledEvaluation | None:
-    """`applies` for one state of the database file (``stamp``)."""
-    bundled = bundled_evaluation(directory)
-    if bundled is None:
+def _applies(snapshot: Snapshot, directory: Path) -> BundledEvaluation | None:
+    bundled = bundled_evaluation(Path(directory))
+    if bundled is None or bundled.workload != snapshot.workload:
         return None
-    with database.connect(db_path, read_only=True) as con:
-        if latest_evaluation_id(con, bundled.workload, bundled.machine) is not None:
-            return None
-    runs = store.load_runs(db_path, status="ok", workload=bundled.workload, machine=bundled.machine)
+    if snapshot.latest_evaluation_id(bundled.machine) is not None:
+        return None
+    return matching(bundled, snapshot.ok_runs(bundled.machine))
+
+
+def matching(bundled: BundledEvaluation, runs: pd.DataFrame) -> BundledEvaluation | None:
+    """``bundled`` with its step count if ``runs`` (its workload and profile's ok runs) are
+    the ones it was fitted on (`applies`); None if not."""
     if runs.empty:
         return None
     steps = fitted_steps(runs, bundled.fingerprint)
@@ -226,47 +196,13 @@ def _applies(db_path: Path, directory: Path, stamp: tuple[int, ...]) -> BundledE
     return replace(bundled, steps=steps)
 
 
-def install_bundled_results(db_path: Path, directory: Path = BUNDLED_RESULTS_DIR) -> bool:
-    """Copy the bundled evaluation into ``db_path`` if it has none and holds the same runs.
-
-    "None" and "the same runs" are of the bundle's workload and machine profile.
-    Returns True when it copied. Idempotent and cheap when there is nothing to do,
-    so the (writable) dashboard calls it on every start.
-    """
-    bundled = applies(db_path, directory)
-    if bundled is None:
-        return False
-    rows = {table: _read(directory, table) for table in RESULT_TABLES}
-    with database.transaction(db_path) as con:
-        if latest_evaluation_id(con, bundled.workload, bundled.machine) is not None:
-            return False  # installed meanwhile
-        for table, table_rows in rows.items():
-            schema.insert_table(con, table, table_rows)
-        # A bundle from before schema 3 does not name its profile; its runs do.
-        migrations.fill_evaluation_profiles(con)
-        # One from before schema 6 does not record its step count: the runs it matched do.
-        for evaluation_id in rows["evaluations"].column("evaluation_id").to_pylist():
-            con.execute(
-                "UPDATE evaluations SET steps = ? WHERE evaluation_id = ? AND steps IS NULL",
-                [bundled.steps, evaluation_id],
-            )
-    return True
-
-
-def install_every_bundle(db_path: Path) -> int:
-    """`install_bundled_results` for each bundled evaluation; how many were copied."""
-    return sum(install_bundled_results(db_path, directory) for directory in BUNDLED_RESULTS_DIRS)
-
-
 # --- reading without installing -------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=16)
 def _bundled_frame(directory: Path, table: str, stamp: tuple[int, int]) -> pd.DataFrame:
     """A bundle's table as the database would return it (same column types), cached per file."""
-    rows = _read(directory, table)
-    with duckdb.connect() as con:  # in memory: no file
-        return con.from_arrow(rows).df()
+    return snapshots.as_read(read_export(directory, table))
 
 
 def bundled_frame(directory: Path, table: str) -> pd.DataFrame:
@@ -275,60 +211,49 @@ def bundled_frame(directory: Path, table: str) -> pd.DataFrame:
     return _bundled_frame(directory, table, (stat.st_size, stat.st_mtime_ns)).copy()
 
 
-def applied_bundle(db_path: Path, workload: str, machine: str | None) -> BundledEvaluation | None:
-    """The bundle of ``workload`` and ``machine`` that ``db_path`` answers from, with its steps.
+def applied_bundle(snapshot: Snapshot, machine: str | None) -> BundledEvaluation | None:
+    """The bundle of the snapshot's workload and ``machine`` it answers from, with its steps.
 
     ``machine`` None: the first bundle of the workload that applies (module docstring).
     """
-    for bundled in bundled_evaluations(workload):
+    for bundled in bundled_evaluations(snapshot.workload):
         if machine not in (None, bundled.machine):
             continue
-        applied = applies(db_path, bundled.directory)
+        applied = applies(snapshot, bundled.directory)
         if applied is not None:
             return applied
     return None
 
 
-def _bundled(db_path: Path, workload: str, machine: str | None, table: str) -> pd.DataFrame | None:
-    """The bundled ``table`` of ``workload`` and ``machine`` when ``db_path`` needs it."""
-    bundled = applied_bundle(db_path, workload, machine)
-    return None if bundled is None else bundled_frame(bundled.directory, table)
-
-
-def _stored_or_bundled(
-    loader, db_path: Path, workload: str, machine: str | None, table: str
-) -> pd.DataFrame:
+def _stored_or_bundled(snapshot: Snapshot, machine: str | None, table: str) -> pd.DataFrame:
+    loader = tables.load_scores if table == "scores" else tables.load_predictions
     try:
-        return loader(db_path, workload=workload, machine=machine)
+        return loader(snapshot, machine=machine)
     except NoModelsError:
-        bundled = _bundled(db_path, workload, machine, table)
+        bundled = applied_bundle(snapshot, machine)
         if bundled is None:
             raise
-        return bundled
+        return bundled_frame(bundled.directory, table)
 
 
-def load_scores(
-    db_path: Path, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
-) -> pd.DataFrame:
-    """The latest scores of ``workload`` and ``machine``: the database's, else the bundle's."""
-    return _stored_or_bundled(tables.load_scores, db_path, workload, machine, "scores")
+def load_scores(snapshot: Snapshot, machine: str | None = None) -> pd.DataFrame:
+    """The latest scores of ``machine``: the snapshot's, else the bundle's."""
+    return _stored_or_bundled(snapshot, machine, "scores")
 
 
-def load_predictions(
-    db_path: Path, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
-) -> pd.DataFrame:
-    """The latest held-out predictions of ``workload`` and ``machine``: stored, else bundled."""
-    return _stored_or_bundled(tables.load_predictions, db_path, workload, machine, "predictions")
+def load_predictions(snapshot: Snapshot, machine: str | None = None) -> pd.DataFrame:
+    """The latest held-out predictions of ``machine``: stored, else bundled."""
+    return _stored_or_bundled(snapshot, machine, "predictions")
 
 
 def load_predictors(
-    db_path: Path,
-    workload: str = DEFAULT_WORKLOAD,
+    snapshot: Snapshot,
     machine: str | None = None,
     names: Collection[str] | None = None,
     lazy: bool = False,
 ) -> list[Predictor]:
-    """The latest fitted models of ``workload`` and ``machine``: the database's, else bundled.
+    """The latest fitted models of the snapshot's workload and ``machine``: stored, else
+    bundled.
 
     names : only these models (None: every one); the others are never decoded.
     lazy : decode each when it first predicts (`modeling.stored.codec.Stored`), not now.
@@ -337,46 +262,39 @@ def load_predictors(
     row not stored as data (`modeling.stored.tables.predictor_from_row`).
     """
     applied = None
+    workload = snapshot.workload
     try:
-        predictors = tables.load_predictors(
-            db_path, workload=workload, machine=machine, names=names, lazy=lazy
-        )
+        predictors = tables.load_predictors(snapshot, machine=machine, names=names, lazy=lazy)
     except NoModelsError:
-        applied = applied_bundle(db_path, workload, machine)
+        applied = applied_bundle(snapshot, machine)
         if applied is None:
             raise
         rows = bundled_frame(applied.directory, "models")
         flags = f"--workload {workload}" + (f" --machine {machine}" if machine else "")
-        refit = f"memplan evaluate {flags} --db {db_path}"
+        refit = f"memplan evaluate {flags} --db {snapshot.source}"
         source = f"the bundled results of {workload}"
         records = tables.named(rows.to_dict("records"), names)
         predictors = [tables.predictor_from_row(row, source, refit, lazy) for row in records]
-    return _with_closed_form_excess(predictors, db_path, workload, machine, applied)
+    return _with_closed_form_excess(predictors, snapshot, machine, applied)
 
 
 def _with_closed_form_excess(
     predictors: list[Predictor],
-    db_path: Path,
-    workload: str,
+    snapshot: Snapshot,
     machine: str | None,
     applied: BundledEvaluation | None,
 ) -> list[Predictor]:
     """``predictors``, those stored without it given their closed-form excess (`excess`).
 
-    applied : the bundle they were read from; None: the database's own evaluation.
+    applied : the bundle they were read from; None: the snapshot's own evaluation.
     """
     if excess.all_known(predictors):
         return predictors
-    if applied is not None:
-        steps = applied.steps
-    else:
-        steps = excess.stored_steps(db_path, workload, machine)
-    return excess.fill_closed_form_excess(predictors, db_path, workload, machine, steps)
+    steps = applied.steps if applied is not None else excess.stored_steps(snapshot, machine)
+    return excess.fill_closed_form_excess(predictors, snapshot.ok_runs(machine), steps)
 
 
-def load_predictor(
-    db_path: Path, name: str = BEST, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
-) -> Predictor:
+def load_predictor(snapshot: Snapshot, name: str = BEST, machine: str | None = None) -> Predictor:
     """One of `load_predictors` by name; ``"best"`` picks by `tables.best_model_name`.
 
     Only that model is decoded: a stored forest takes ~0.3 s to read back on the
@@ -384,13 +302,13 @@ def load_predictor(
     list the known ones in the error.
     """
     if name == BEST:
-        name = tables.best_model_name(load_scores(db_path, workload, machine))
-    found = load_predictors(db_path, workload, machine, names=(name,))
+        name = tables.best_model_name(load_scores(snapshot, machine))
+    found = load_predictors(snapshot, machine, names=(name,))
     if found:
         return found[0]
     return select_predictor(
-        load_predictors(db_path, workload, machine),
-        lambda: load_scores(db_path, workload, machine),
+        load_predictors(snapshot, machine),
+        lambda: load_scores(snapshot, machine),
         name,
-        db_path,
+        snapshot.source,
     )

@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from core.snapshot import Snapshot
 from modeling.errors import ModelingError
 from modeling.stored import bundle, tables
-from modeling.stored.tables import DEFAULT_WORKLOAD
 
 # The flag of a smoke-test evaluation (tiny symbolic-regression settings).
 QUICK_FLAG = "--quick"
@@ -84,27 +83,26 @@ def evidence_from_row(row: Mapping[str, Any], bundled: bool = False) -> FitEvide
     )
 
 
-def load_evidence(
-    db_path: Path, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
-) -> FitEvidence:
+def load_evidence(snapshot: Snapshot, machine: str | None = None) -> FitEvidence:
     """The evaluation `bundle.load_predictors` answers from for ``workload`` and ``machine``.
 
     Raises `NoModelsError` (saying what to run) when there is none.
     """
-    stored = tables.load_evaluations(db_path, workload, machine)
+    workload = snapshot.workload
+    stored = tables.load_evaluations(snapshot, machine)
     if not stored.empty:
         return evidence_from_row(stored.iloc[0].to_dict())
     for candidate in bundle.bundled_evaluations(workload):
         if machine not in (None, candidate.machine):
             continue
-        applied = bundle.applies(db_path, candidate.directory)
+        applied = bundle.applies(snapshot, candidate.directory)
         if applied is None:
             continue
         row = bundle.bundled_frame(candidate.directory, "evaluations").iloc[0].to_dict()
         # A bundle from before schema 6 records no step count: the runs it matched say it.
         row["steps"] = applied.steps
         return evidence_from_row(row, bundled=True)
-    raise tables.no_models_error(db_path, workload, machine)
+    raise tables.no_models_error(snapshot.source, workload, machine)
 
 
 def check_steps(evidence: FitEvidence, steps: int | None) -> None:

@@ -12,11 +12,10 @@ test is not one of them).
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pandas as pd
 
-from core import store
+from core.snapshot import Snapshot
 from modeling.features import measured_frame
 from modeling.stored import tables
 from modeling.stored.predictor import Predictor, closed_form_excess, closed_form_least
@@ -32,27 +31,23 @@ def all_known(predictors: list[Predictor]) -> bool:
     return all(_known(p) for p in predictors)
 
 
-def stored_steps(db_path: Path, workload: str, machine: str | None) -> int | None:
-    """The step count the database's latest evaluation fitted; None where not recorded."""
-    stored = tables.load_evaluations(db_path, workload, machine)
+def stored_steps(snapshot: Snapshot, machine: str | None) -> int | None:
+    """The step count the snapshot's latest evaluation of ``machine`` fitted; None where not
+    recorded."""
+    stored = tables.load_evaluations(snapshot, machine)
     steps = None if stored.empty else stored["steps"].iloc[0]
     return None if steps is None or pd.isna(steps) else int(steps)
 
 
 def fill_closed_form_excess(
-    predictors: list[Predictor],
-    db_path: Path,
-    workload: str,
-    machine: str | None,
-    steps: int | None,
+    predictors: list[Predictor], runs: pd.DataFrame, steps: int | None
 ) -> list[Predictor]:
     """``predictors``, each lacking them given its closed-form excess and least over the ok
     runs.
 
-    The runs are ``workload`` and ``machine``'s in ``db_path`` at ``steps``
-    (None: at every step count); with none, ``predictors`` as they are.
+    runs : the ok runs of the workload and machine profile the predictors were fit for; those
+    at ``steps`` count (None: at every step count); with none, ``predictors`` as they are.
     """
-    runs = store.load_runs(db_path, status="ok", workload=workload, machine=machine)
     if steps is not None:
         runs = runs[runs["steps"] == steps]
     frame = measured_frame(runs) if not runs.empty else pd.DataFrame()

@@ -17,31 +17,30 @@ Four tables in the *same* database file as ``runs``, part of its schema
   without refitting.
 
 Each workload and machine profile (`core.profiles`) has its own evaluations: the
-loaders take ``workload`` (default ``unet3d``, the only one before schema 2)
+loaders take a snapshot of one workload (`core.snapshot.Snapshot`)
 and ``machine`` (a profile key; None: whichever profile was evaluated last) and,
 without an ``evaluation_id``, read that pair's latest evaluation. A model is
 never fitted on runs of two profiles. Rows are written by column name, by
-`modeling.stored.writer`; this module reads them.
+`application.results_store`; this module reads them.
 
-Connections are `core.store`'s: short-lived, retried while a sweep holds
-the lock. Loading a stored model runs nothing it holds: formulas are token
-lists, trees are XGBoost JSON or skops arrays (`modeling.stored.codec`). A row
-that is not in that format — a pickle of an older memplan, or a tampered
-one — is refused with a `ModelingError` naming the model and saying to refit.
-Each model row records the library versions that wrote it.
+The loaders read a `core.snapshot.Snapshot`, which the application layer read
+once: this module never opens the database. Loading a stored model runs nothing
+it holds: formulas are token lists, trees are XGBoost JSON or skops arrays
+(`modeling.stored.codec`). A row that is not in that format — a pickle of an
+older memplan, or a tampered one — is refused with a `ModelingError` naming the
+model and saying to refit. Each model row records the library versions that wrote it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Sequence
-from pathlib import Path
 from typing import Any
 
-import duckdb
 import pandas as pd
 
-from core import database, schema, workloads
+from core import schema, workloads
+from core.snapshot import Snapshot
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.bounds import ConformalBound
 from modeling.stored import codec
@@ -59,7 +58,7 @@ def _bound_from(text: str | None) -> ConformalBound | None:
     return None if text is None else ConformalBound(**json.loads(text))
 
 
-def no_models_error(path: Path, workload: str, machine: str | None = None) -> NoModelsError:
+def no_models_error(source: str, workload: str, machine: str | None = None) -> NoModelsError:
     """The error for no evaluation of ``workload`` (and ``machine``), saying what to run."""
     which = "" if workload == DEFAULT_WORKLOAD else f" of workload {workload!r}"
     flags = f" --workload {workload}" if workload != DEFAULT_WORKLOAD else ""
@@ -67,84 +66,38 @@ def no_models_error(path: Path, workload: str, machine: str | None = None) -> No
         which += f" for machine profile {machine}"
         flags += f" --machine {machine}"
     return NoModelsError(
-        f"no fitted models{which} in {path} yet; run `memplan evaluate{flags} --db {path}` first"
+        f"no fitted models{which} in {source} yet; run `memplan evaluate{flags} --db {source}` "
+        "first"
     )
 
 
-def _evaluation_filter(workload: str | None, machine: str | None) -> tuple[str, list[Any]]:
-    """A WHERE clause (empty when nothing is chosen) and its parameters."""
-    chosen = {"workload": workload, "machine_profile": machine}
-    given = {name: value for name, value in chosen.items() if value is not None}
-    where = " AND ".join(f"{name} = ?" for name in given)
-    return (f"WHERE {where}" if where else ""), list(given.values())
-
-
-def latest_evaluation_id(
-    con: duckdb.DuckDBPyConnection,
-    workload: str = DEFAULT_WORKLOAD,
-    machine: str | None = None,
-) -> str | None:
-    """The newest stored evaluation of ``workload`` (for profile ``machine`` if given)."""
-    where, params = _evaluation_filter(workload, machine)
-    found = con.execute(
-        f"SELECT evaluation_id FROM evaluations {where} ORDER BY created_at DESC, rowid DESC"
-        " LIMIT 1",
-        params,
-    ).fetchone()
-    return None if found is None else str(found[0])
-
-
-def _latest_id(
-    con: duckdb.DuckDBPyConnection, path: Path, workload: str, machine: str | None
-) -> str:
-    found = latest_evaluation_id(con, workload, machine)
-    if found is None:
-        raise no_models_error(path, workload, machine)
-    return found
-
-
-def load_evaluations(
-    path: Path, workload: str | None = DEFAULT_WORKLOAD, machine: str | None = None
-) -> pd.DataFrame:
-    """The stored evaluations of ``workload`` and ``machine`` (None: any), newest first.
-
-    Empty (with the table's columns) when none was stored.
-    """
-    where, params = _evaluation_filter(workload, machine)
-    with database.connect(path, read_only=True) as con:
-        return con.execute(
-            f"SELECT * FROM evaluations {where} ORDER BY created_at DESC, rowid DESC", params
-        ).df()
+def load_evaluations(snapshot: Snapshot, machine: str | None = None) -> pd.DataFrame:
+    """The evaluations of the snapshot's workload and profile ``machine`` (None: any),
+    newest first; empty (with the table's columns) when none was stored."""
+    return snapshot.evaluations_of(machine)
 
 
 def _load_table(
-    path: Path, table: str, evaluation_id: str | None, workload: str, machine: str | None
+    snapshot: Snapshot, table: str, evaluation_id: str | None, machine: str | None
 ) -> pd.DataFrame:
-    with database.connect(path, read_only=True) as con:
-        chosen = evaluation_id or _latest_id(con, path, workload, machine)
-        return con.execute(
-            f"SELECT * FROM {table} WHERE evaluation_id = ? ORDER BY rowid", [chosen]
-        ).df()
+    chosen = evaluation_id or snapshot.latest_evaluation_id(machine)
+    if chosen is None:
+        raise no_models_error(snapshot.source, snapshot.workload, machine)
+    return snapshot.rows(table, chosen)
 
 
 def load_scores(
-    path: Path,
-    evaluation_id: str | None = None,
-    workload: str = DEFAULT_WORKLOAD,
-    machine: str | None = None,
+    snapshot: Snapshot, evaluation_id: str | None = None, machine: str | None = None
 ) -> pd.DataFrame:
-    """Scores of one evaluation (default: the latest of ``workload`` and ``machine``)."""
-    return _load_table(path, "scores", evaluation_id, workload, machine)
+    """Scores of one evaluation (default: the latest of profile ``machine``, None: any)."""
+    return _load_table(snapshot, "scores", evaluation_id, machine)
 
 
 def load_predictions(
-    path: Path,
-    evaluation_id: str | None = None,
-    workload: str = DEFAULT_WORKLOAD,
-    machine: str | None = None,
+    snapshot: Snapshot, evaluation_id: str | None = None, machine: str | None = None
 ) -> pd.DataFrame:
-    """Held-out predictions of one evaluation (default: the latest of ``workload``, ``machine``)."""
-    return _load_table(path, "predictions", evaluation_id, workload, machine)
+    """Held-out predictions of one evaluation (default: the latest of profile ``machine``)."""
+    return _load_table(snapshot, "predictions", evaluation_id, machine)
 
 
 def _estimator(row: dict[str, Any], source: str, refit: str, lazy: bool = False) -> Any:
@@ -191,29 +144,25 @@ def predictor_from_row(
 
 
 def load_predictors(
-    path: Path,
+    snapshot: Snapshot,
     evaluation_id: str | None = None,
-    workload: str = DEFAULT_WORKLOAD,
     machine: str | None = None,
     names: Collection[str] | None = None,
     lazy: bool = False,
 ) -> list[Predictor]:
-    """The models fit by one evaluation (default: the latest of ``workload``, ``machine``).
+    """The models fit by one evaluation (default: the latest of profile ``machine``).
 
     names : only these models (None: every one); the others are not decoded at all.
     lazy : decode each when it first predicts (`codec.Stored`), not now.
     """
-    with database.connect(path, read_only=True) as con:
-        chosen = evaluation_id or _latest_id(con, path, workload, machine)
-        result = con.execute(
-            "SELECT * FROM models WHERE evaluation_id = ? ORDER BY rowid", [chosen]
-        )
-        columns = [description[0] for description in result.description]
-        rows = [dict(zip(columns, values, strict=True)) for values in result.fetchall()]
+    frame = _load_table(snapshot, "models", evaluation_id, machine)
+    # A NULL is None, as a row read from the database gives it (a frame says NaN).
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
     if not rows:
-        raise no_models_error(path, workload, machine)
-    refit = f"memplan evaluate --db {path}"
-    return [predictor_from_row(row, str(path), refit, lazy) for row in named(rows, names)]
+        raise no_models_error(snapshot.source, snapshot.workload, machine)
+    source = snapshot.source
+    refit = f"memplan evaluate --db {source}"
+    return [predictor_from_row(row, source, refit, lazy) for row in named(rows, names)]
 
 
 def named(rows: list[dict[str, Any]], names: Collection[str] | None) -> list[dict[str, Any]]:
@@ -250,7 +199,7 @@ def select_predictor(
     predictors: Sequence[Predictor],
     scores: Callable[[], pd.DataFrame],
     name: str,
-    source: Path | str,
+    source: str,
 ) -> Predictor:
     """The model called ``name`` among ``predictors``; ``"best"`` picks by `best_model_name`.
 
@@ -265,16 +214,14 @@ def select_predictor(
     raise ModelingError(f"no stored model {name!r} in {source}; known: {known}")
 
 
-def load_predictor(
-    path: Path, name: str = BEST, workload: str = DEFAULT_WORKLOAD, machine: str | None = None
-) -> Predictor:
-    """One stored model of the latest evaluation of ``workload`` and ``machine``, by name.
+def load_predictor(snapshot: Snapshot, name: str = BEST, machine: str | None = None) -> Predictor:
+    """One stored model of the latest evaluation of profile ``machine``, by name.
 
     ``"best"`` picks by `best_model_name`.
     """
     return select_predictor(
-        load_predictors(path, workload=workload, machine=machine),
-        lambda: load_scores(path, workload=workload, machine=machine),
+        load_predictors(snapshot, machine=machine),
+        lambda: load_scores(snapshot, machine=machine),
         name,
-        path,
+        snapshot.source,
     )

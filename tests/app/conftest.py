@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from application import bundles
 from core import database
 from core.database import file_stamp
 from core.frameworks import TENSORFLOW
@@ -146,7 +147,7 @@ def every_bundle_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         database.ensure_database(path)
         for runs_file, samples_file in database.BUNDLED_EXPORTS:
             exchange.import_runs(path, runs_file, samples_file)
-        assert bundle.install_every_bundle(path) == len(bundle.BUNDLED_RESULTS_DIRS)
+        assert bundles.install_every_bundle(path) == len(bundle.BUNDLED_RESULTS_DIRS)
 
     return built_once(tmp_path_factory, "every_bundle.duckdb", build)
 
@@ -182,7 +183,7 @@ def torch_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         database.ensure_database(path)
         for runs_file, samples_file in tensorflow_exports():
             exchange.import_runs(path, runs_file, samples_file)
-        bundle.install_every_bundle(path)  # the PyTorch bundles find no runs of theirs
+        bundles.install_every_bundle(path)  # the PyTorch bundles find no runs of theirs
         add_torch_runs(path)
         evaluate_torch(path)
 

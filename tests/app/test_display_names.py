@@ -18,11 +18,11 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
+from application import stored
 from core import store
 from modeling.estimators.catalogue import catalogue
 from modeling.estimators.formula import KNOWN_NAMES
 from modeling.features import measured_frame
-from modeling.stored import bundle
 from tests.app.helpers import charts, open_page, widget
 
 CODE_SPAN = re.compile(r"`+[^`]*`+")
@@ -101,7 +101,7 @@ def raw_names(at: AppTest, db: Path) -> dict[str, str]:
 def test_the_models_page_shows_no_internal_name(shared_reference_db: Path) -> None:
     at = open_page("dashboard/models_page.py", workload="unet3d")
     # Every model of the evaluation, so each one's title, curve and formula is on the page.
-    every = [model.name for model in bundle.load_predictors(shared_reference_db, workload="unet3d")]
+    every = [model.name for model in stored.load_predictors(shared_reference_db, workload="unet3d")]
     widget(at.button_group, "Models").set_value(every).run()
     assert not at.exception
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from application import readonly, stored
 from core import database, store
 from dashboard import first_start
-from modeling.stored import bundle, readonly
 from tests.app.helpers import open_page, shown
 
 MODELS_PAGE, SWEEPS_PAGE = "dashboard/models_page.py", "dashboard/sweeps_page.py"
@@ -93,7 +93,7 @@ def test_an_existing_empty_database_offers_the_bundled_runs_in_one_click(
     # The Sweeps page lists the framework it shows: TensorFlow, unless asked.
     assert len(at.main.dataframe[0].value) == bundled_run_count() - bundled_torch_run_count()
     # The bundled evaluations apply to exactly these runs, so they were installed too.
-    assert bundle.load_predictors(empty, workload="unet3d")
+    assert stored.load_predictors(empty, workload="unet3d")
 
 
 def test_a_read_only_dashboard_offers_nothing_to_load(

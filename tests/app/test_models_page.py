@@ -9,11 +9,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from application import sweep_job
+from application.stored import choose_machine
+from application.stored import read as read_db
 from core import database, profiles, store
 from core.machine import this_profile
 from modeling.evaluation.splits import point_ids
 from modeling.features import measured_frame
-from modeling.machines import choose_machine
 from modeling.stored import tables as results
 from presentation import formulas
 from presentation.text import plain
@@ -79,7 +80,7 @@ def test_the_page_offers_the_models_and_the_axes(shared_reference_db: Path) -> N
 
     models = widget(at.button_group, "Models")
     assert models.options == [
-        results.load_predictors(shared_reference_db)[i].title for i in range(10)
+        results.load_predictors(read_db(shared_reference_db))[i].title for i in range(10)
     ]
     assert models.value == ["paper", "refined", "symbolic"]
     axes = widget(at.radio, "Axes")
@@ -131,7 +132,7 @@ def test_parity_and_residuals_show_the_random_splits_held_out_predictions(
     _, parity, residuals, _ = charts(at)  # the last: beside the published study
 
     held_out = layers(parity)["held_out"]["rows"]
-    stored = results.load_predictions(shared_reference_db)
+    stored = results.load_predictions(read_db(shared_reference_db))
     shown = stored[
         (stored["split"] == "random") & stored["model"].isin(["paper", "refined", "symbolic"])
     ]
@@ -160,7 +161,7 @@ def test_the_error_table_formula_and_measurement_floor_are_shown(shared_referenc
     (table,) = at.table[:1]
     errors = table.value
     assert len(errors) == len(ALL_MODELS)
-    scores = results.load_scores(shared_reference_db)
+    scores = results.load_scores(read_db(shared_reference_db))
     symbolic = scores[(scores["model"] == "symbolic") & (scores["split"] == "random")]
     row = errors.set_index("model").loc[plain("symbolic regression (gplearn)")]
     assert row["MAPE %"] == f"{symbolic['mape_pct'].mean():.1f}"
@@ -280,14 +281,14 @@ def test_alexnet_with_its_own_evaluation_shows_its_models_scores_and_held_out_po
     at = alexnet_page()
 
     assert not other_infos(at)
-    stored = results.load_predictors(shared_alexnet_db, workload="alexnet")
+    stored = results.load_predictors(read_db(shared_alexnet_db, "alexnet"))
     assert widget(at.button_group, "Models").options == [p.title for p in stored]
     assert widget(at.button_group, "Models").value == ["paper", "refined", "symbolic"]
     chart = peak_chart(at)
     assert len(chart["measured"]["rows"]) == len(ok_alexnet_runs(shared_alexnet_db))
     assert set(chart["predicted"]["rows"]["model"]) == {"paper", "refined", "symbolic"}
     held_out = layers(charts(at)[1])["held_out"]["rows"]
-    predictions = results.load_predictions(shared_alexnet_db, workload="alexnet")
+    predictions = results.load_predictions(read_db(shared_alexnet_db, "alexnet"))
     shown_models = predictions["model"].isin(["paper", "refined", "symbolic"])
     assert len(held_out) == len(predictions[(predictions["split"] == "random") & shown_models])
     errors = at.table[0].value
@@ -305,7 +306,7 @@ def test_the_u_net_view_is_unchanged_by_alexnet_runs_beside_it(shared_alexnet_db
     assert widget(at.main.selectbox, "Workload").value == "unet3d"
     assert len(peak_chart(at)["measured"]["rows"]) == REFERENCE_OK_RUNS
     assert widget(at.button_group, "Models").options == [
-        p.title for p in results.load_predictors(shared_alexnet_db)
+        p.title for p in results.load_predictors(read_db(shared_alexnet_db))
     ]
 
 

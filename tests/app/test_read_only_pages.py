@@ -16,10 +16,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from application import readonly
 from core import database
 from core.machine import this_profile
 from dashboard import query_state
-from modeling.stored import readonly
 from profiling import exchange
 from tests.app.helpers import open_page, shown
 

@@ -10,10 +10,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from application import sweep_job
+from application.stored import choose_machine, run_profiles
+from application.stored import read as read_db
 from core import database
 from core.machine import this_profile
 from core.profiles import profile_of
-from modeling.machines import choose_machine, run_profiles
 from modeling.stored import tables as results
 from presentation.text import plain
 from profiling.calibration import calibration_for, fit_command
@@ -132,9 +133,11 @@ def test_the_inputs_carry_the_contract_labels_and_only_valid_sizes(
     assert widget(at.selectbox, "Precision").value == "float32"
     assert widget(at.number_input, "Memory budget (GiB)").value == 256.0
     assert widget(at.number_input, "Headroom (%)").value == 20.0
-    best = results.best_model_name(results.load_scores(shared_reference_db))
+    best = results.best_model_name(results.load_scores(read_db(shared_reference_db)))
     assert widget(at.selectbox, "Model").value == best
-    title = next(p.title for p in results.load_predictors(shared_reference_db) if p.name == best)
+    title = next(
+        p.title for p in results.load_predictors(read_db(shared_reference_db)) if p.name == best
+    )
     assert point_prediction(at, title) < gib(metric(at, "Upper bound"))
 
 
@@ -376,9 +379,9 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
     assert widget(at.select_slider, "Batch size").value == 32
     assert labels(at.main.selectbox) == ["Workload", "Machine", "Classes", "Precision", "Model"]
     assert widget(at.selectbox, "Classes").value == 1000
-    stored = {p.name for p in results.load_predictors(shared_alexnet_db, workload="alexnet")}
+    stored = {p.name for p in results.load_predictors(read_db(shared_alexnet_db, "alexnet"))}
     assert set(widget(at.selectbox, "Model").options) == {
-        p.title for p in results.load_predictors(shared_alexnet_db, workload="alexnet")
+        p.title for p in results.load_predictors(read_db(shared_alexnet_db, "alexnet"))
     }
     assert widget(at.selectbox, "Model").value in stored
     assert 0 < gib(metric(at, "Upper bound")) <= gib(metric(at, "Upper bound"))

@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from application import bundles, stored
+from application.stored import read as read_db
 from core import database, profiles, store
 from core.analytical import refined_breakdown
 from core.workloads.unet3d import UNetConfig
@@ -35,16 +37,16 @@ def _reference_db(path: Path) -> Path:
 def test_the_bundled_models_install_once_and_predict(tmp_path: Path) -> None:
     db = _reference_db(tmp_path / "reference.duckdb")
 
-    assert bundle.install_bundled_results(db)
-    assert not bundle.install_bundled_results(db)  # already there: nothing copied twice
+    assert bundles.install_bundled_results(db)
+    assert not bundles.install_bundled_results(db)  # already there: nothing copied twice
 
-    names = [predictor.name for predictor in results.load_predictors(db)]
+    names = [predictor.name for predictor in results.load_predictors(read_db(db))]
     assert {"paper", "refined", "symbolic", "xgboost", "mlp"} <= set(names)
-    symbolic = results.load_predictor(db, "symbolic")
+    symbolic = results.load_predictor(read_db(db), "symbolic")
     small, large = symbolic.point_bytes([UNetConfig((64, 64, 64), 2), UNetConfig((128,) * 3, 2)])
     assert 1.2 * 2**30 < small < 1.9 * 2**30  # measured: 1.54 GiB
     assert large > small
-    assert len(results.load_evaluations(db)) == 1
+    assert len(stored.load_evaluations(db)) == 1
 
 
 def test_models_stored_before_the_closed_form_excess_was_kept_get_it_from_the_runs(
@@ -52,11 +54,11 @@ def test_models_stored_before_the_closed_form_excess_was_kept_get_it_from_the_ru
 ) -> None:
     """The bundled reference models predate it: loading them reads it from their runs."""
     db = _reference_db(tmp_path / "reference.duckdb")
-    assert bundle.install_bundled_results(db)
-    stored = results.load_predictor(db, "least_squares")
-    assert stored.training_range.closed_form_excess is None
+    assert bundles.install_bundled_results(db)
+    as_stored = results.load_predictor(read_db(db), "least_squares")
+    assert as_stored.training_range.closed_form_excess is None
 
-    loaded = bundle.load_predictor(db, "least_squares")
+    loaded = stored.load_predictor(db, "least_squares")
 
     frame = measured_frame(store.load_runs(db, status="ok"))
     framework = int(loaded.training_range.framework_bytes)
@@ -83,8 +85,8 @@ def test_a_database_with_more_runs_of_that_machine_gets_no_bundled_models(
         make_record(depth=32, height=32, width=32, peak_hwm_bytes=2**30, steps=steps, **machine),
     )
 
-    assert not bundle.install_bundled_results(db)  # fitted on other runs than these
-    assert results.load_evaluations(db).empty
+    assert not bundles.install_bundled_results(db)  # fitted on other runs than these
+    assert stored.load_evaluations(db).empty
 
 
 def test_runs_of_another_machine_do_not_stop_the_bundled_models(
@@ -94,26 +96,26 @@ def test_runs_of_another_machine_do_not_stop_the_bundled_models(
     db = _reference_db(tmp_path / "more.duckdb")
     store.insert_run(db, make_record(depth=32, height=32, width=32, peak_hwm_bytes=2**30))
 
-    assert bundle.install_bundled_results(db)
+    assert bundles.install_bundled_results(db)
     machine = bundle.bundled_evaluation(bundle.BUNDLED_RESULTS_DIR).machine
-    assert list(results.load_evaluations(db)["machine_profile"]) == [machine]
+    assert list(stored.load_evaluations(db)["machine_profile"]) == [machine]
 
 
 def test_an_export_reinstalls_as_the_same_evaluation(tmp_path: Path) -> None:
     db = _reference_db(tmp_path / "reference.duckdb")
-    bundle.install_bundled_results(db)
-    exported = bundle.export_results(db, tmp_path / "export")
+    bundles.install_bundled_results(db)
+    exported = bundles.export_results(db, tmp_path / "export")
     copy = _reference_db(tmp_path / "copy.duckdb")
 
-    assert bundle.install_bundled_results(copy, exported)
-    assert results.load_scores(copy).equals(results.load_scores(db))
+    assert bundles.install_bundled_results(copy, exported)
+    assert results.load_scores(read_db(copy)).equals(results.load_scores(read_db(db)))
 
 
 def test_exporting_without_an_evaluation_says_how_to_make_one(tmp_path: Path) -> None:
     db = database.ensure_database(tmp_path / "empty.duckdb")
 
     with pytest.raises(ModelingError, match="memplan evaluate"):
-        bundle.export_results(db, tmp_path / "export")
+        bundles.export_results(db, tmp_path / "export")
 
 
 def test_the_bundled_results_hold_no_pickle() -> None:
@@ -133,7 +135,7 @@ def every_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = database.ensure_database(tmp_path_factory.mktemp("bundles") / "memplan.duckdb")
     for runs_file, samples_file in database.BUNDLED_EXPORTS:
         exchange.import_runs(db, runs_file, samples_file)
-    assert bundle.install_every_bundle(db) == len(bundle.BUNDLED_RESULTS_DIRS)
+    assert bundles.install_every_bundle(db) == len(bundle.BUNDLED_RESULTS_DIRS)
     return db
 
 
@@ -145,10 +147,10 @@ def test_each_bundled_default_model_answers_its_own_runs_as_its_scores_say(
     runs (not its worst single error: fit on every run, it may trade one run for the rest)."""
     fitted_on = bundle.bundled_evaluation(directory)
     scores = results.load_scores(
-        every_bundle, workload=fitted_on.workload, machine=fitted_on.machine
+        read_db(every_bundle, fitted_on.workload), machine=fitted_on.machine
     )
     default = results.load_predictor(
-        every_bundle, results.BEST, workload=fitted_on.workload, machine=fitted_on.machine
+        read_db(every_bundle, fitted_on.workload), results.BEST, machine=fitted_on.machine
     )
     runs = store.load_runs(
         every_bundle, status="ok", workload=fitted_on.workload, machine=fitted_on.machine
@@ -192,16 +194,16 @@ def test_the_bundled_knob_models_were_scored_leaving_each_knob_value_out(
     knobs = bundle.bundled_evaluation(directory)
 
     assert directory in bundle.BUNDLED_RESULTS_DIRS
-    assert bundle.install_bundled_results(db, directory)
-    assert list(results.load_evaluations(db)["machine_profile"]) == [knobs.machine]
-    scores = results.load_scores(db, machine=knobs.machine)
+    assert bundles.install_bundled_results(db, directory)
+    assert list(stored.load_evaluations(db)["machine_profile"]) == [knobs.machine]
+    scores = results.load_scores(read_db(db), machine=knobs.machine)
     assert set(scores["split"]) == {"random", "extrapolation", "knob"}
     frame = measured_frame(store.load_runs(db, status="ok", machine=knobs.machine))
     knob_seeds = sorted(scores.loc[scores["split"] == "knob", "seed"].unique())
     assert [knob_split_label(frame, int(seed)) for seed in knob_seeds] == splits
     reference = UNetConfig((64, 64, 64), 2)
     wider = UNetConfig((64, 64, 64), 2, base_filters=32)
-    for predictor in results.load_predictors(db, machine=knobs.machine):
+    for predictor in results.load_predictors(read_db(db), machine=knobs.machine):
         if predictor.name in {"random_forest", "extra_trees"}:
             continue  # trees split on the inputs they found useful; no promise to move
         narrow_bytes, wide_bytes = predictor.point_bytes([reference, wider])
@@ -214,7 +216,7 @@ def test_a_bundled_model_without_a_formula_reads_back_without_one(tmp_path: Path
     # formula came back as NaN, which the Models page took for a formula to show.
     db = _reference_db(tmp_path / "reference.duckdb")
 
-    predictors = bundle.load_predictors(db)
+    predictors = stored.load_predictors(db)
 
     formulas = {predictor.name: predictor.formula for predictor in predictors}
     assert formulas["xgboost"] is None

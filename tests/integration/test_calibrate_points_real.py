@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from application import stored as stored_models
 from application.calibration_loop import LoopPlan, run_loop
 from core import database, profiles, store
 from core.machine import this_profile
 from memplan.calibrate_points import one_point_measure
 from modeling import calibration_model
-from modeling.stored import bundle
 from profiling import exchange
 from profiling.runner import RunSettings
 
@@ -55,7 +55,7 @@ def test_the_loop_measures_chosen_points_for_real_and_stores_a_model(tmp_path: P
     assert len(runs) == len(outcome.points)
     assert set(profiles.profile_keys(runs)) == {here.key}
     assert set(runs["levels"]) == {2} and set(runs["base_filters"]) == {4}
-    stored = bundle.load_predictor(db, workload="unet3d", machine=here.key)
+    stored = stored_models.load_predictor(db, workload="unet3d", machine=here.key)
     assert stored.name == calibration_model.NAME
     [peak] = stored.point_bytes([plan.config(16, 1)])
     measured = dict(((s, b), p) for s, b, p in outcome.points)

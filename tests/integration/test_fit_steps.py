@@ -17,11 +17,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from application import bundles, stored
+from application.stored import load_evidence
 from core import database
 from dashboard.launch_form import REFIT_QUICK, refit_command
 from memplan import cli
 from modeling.stored import bundle
-from modeling.stored.evidence import load_evidence
 from profiling import exchange
 from tests.conftest import built_once
 from tests.fit_runs import (
@@ -51,7 +52,7 @@ def _bundled_unet_runs(path: Path) -> None:
 
 def _with_bundled_evaluations(path: Path) -> None:
     _bundled_unet_runs(path)
-    assert bundle.install_every_bundle(path) == len(U_NET_EXPORTS)
+    assert bundles.install_every_bundle(path) == len(U_NET_EXPORTS)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +85,7 @@ def _buy(db: Path, capsys: pytest.CaptureFixture[str]) -> dict:
 
 
 def _closed_form_excess(db: Path) -> list[tuple[float | None, int | None]]:
-    predictors = bundle.load_predictors(db, "unet3d", BUNDLED_UNET_MACHINE)
+    predictors = stored.load_predictors(db, "unet3d", BUNDLED_UNET_MACHINE)
     return [(p.training_range.closed_form_excess, p.training_range.excess_runs) for p in predictors]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from application import sizing
+from application import sizing, stored
 from core import profiles, workloads
 from memplan import cli
 from modeling import host_spread, machines
@@ -75,7 +75,7 @@ def _bounds(db: Path) -> dict[str, np.ndarray]:
     beyond (floored and widened: `replace_below_floor`)."""
     unet = workloads.get("unet3d")
     configs = [unet.Config((side,) * 3, batch) for side in (32, 64, 128, 240) for batch in (1, 4)]
-    models, _ = sizing.load_models(db, "unet3d", KNOBS, {})
+    models, _ = sizing.load_models(stored.read(db, "unet3d"), KNOBS, {})
     return {
         model.name: replace_below_floor(model, configs, model.upper_bytes(configs))[0]
         for model in models.predictors

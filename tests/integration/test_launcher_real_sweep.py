@@ -14,10 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from application import sweep_job
+from application import bundles, stored, sweep_job
 from core import database, store
 from core.machine import this_profile
-from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import exchange, job, launcher, requests
 from profiling.launcher import LauncherError
@@ -111,7 +110,7 @@ def test_after_a_sweep_the_models_are_refit_on_every_stored_run_of_each_machine(
 ):
     db = database.ensure_database(tmp_path / "reference.duckdb")
     exchange.import_runs(db, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
-    assert bundle.install_bundled_results(db)
+    assert bundles.install_bundled_results(db)
     refit = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db), *SMALL_REFIT]
 
     sweep_job.launch(db, tiny_request(), refit_command=refit)
@@ -124,10 +123,10 @@ def test_after_a_sweep_the_models_are_refit_on_every_stored_run_of_each_machine(
     # The new run was measured on this machine, never on the bundled Intel Xeon: the refit
     # fits the Xeon's 39 ok runs again and leaves this machine's single run to its own profile
     # (too few configurations for a fit of its own yet).
-    evaluations = results.load_evaluations(db)  # newest first
+    evaluations = stored.load_evaluations(db)  # newest first
     assert evaluations["n_runs"].tolist() == [39, 39]
     assert evaluations["machine_profile"].nunique() == 1
     here = this_profile().key
     assert here not in set(evaluations["machine_profile"])
     assert len(store.load_runs(db, machine=here)) == 1
-    assert {p.name for p in results.load_predictors(db)} >= {"symbolic", "refined"}
+    assert {p.name for p in results.load_predictors(stored.read(db))} >= {"symbolic", "refined"}

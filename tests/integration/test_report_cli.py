@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from application import readonly
 from core import database
 from memplan import cli
-from modeling.stored import readonly
 from profiling import exchange
 
 DELL_REPORT = [

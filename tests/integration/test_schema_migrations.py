@@ -25,12 +25,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from application import bundles, stored
 from core import database, migrations, profiles, schema, store
 from core.errors import DataFileError, StoreError
 from memplan import cli
 from modeling.errors import ModelingError
 from modeling.features import measured_frame
-from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import exchange
 
@@ -371,7 +371,7 @@ def test_migrated_schema_4_runs_keep_the_slurm_jobs_that_measured_them(tmp_path:
     assert runs.loc["v4-unet-64-b1", "slurm_job_id"] == "4322"
     assert runs.loc[["v4-unet-48-b1", "v4-unet-64-b1"], "slurm_cpus_per_task"].tolist() == [2, 2]
     assert runs.drop(["v4-unet-48-b1", "v4-unet-64-b1"])["slurm_job_id"].isna().all()
-    assert [p.name for p in results.load_predictors(db, machine=SCHEMA3_PROFILE)] == [
+    assert [p.name for p in results.load_predictors(stored.read(db), machine=SCHEMA3_PROFILE)] == [
         "paper",
         "refined",
         "least_squares",
@@ -414,7 +414,7 @@ def test_migrated_schema_7_runs_trained_with_tensorflow_and_keep_their_profiles(
     # evaluation still answers for the runs it fit.
     assert profiles.profiles_in(runs) == before and SCHEMA7_PROFILE in before
     assert before[SCHEMA7_PROFILE].label.endswith("TensorFlow 2.21")
-    assert [p.name for p in results.load_predictors(db, machine=SCHEMA7_PROFILE)] == [
+    assert [p.name for p in results.load_predictors(stored.read(db), machine=SCHEMA7_PROFILE)] == [
         "paper",
         "refined",
         "least_squares",
@@ -425,7 +425,7 @@ def test_a_migrated_schema_6_evaluation_still_answers_for_its_profile(tmp_path: 
     db, runs = _migrated_runs(SCHEMA6, tmp_path)
 
     assert SCHEMA3_PROFILE in profiles.profiles_in(runs)
-    assert [p.name for p in results.load_predictors(db, machine=SCHEMA3_PROFILE)] == [
+    assert [p.name for p in results.load_predictors(stored.read(db), machine=SCHEMA3_PROFILE)] == [
         "paper",
         "refined",
         "least_squares",
@@ -455,7 +455,7 @@ def test_a_migrated_evaluation_records_the_step_count_of_the_runs_it_fit(
     db = _copy(generation, tmp_path)
     database.ensure_database(db)
 
-    [evaluation] = results.load_evaluations(db, workload=None).to_dict("records")
+    [evaluation] = stored.load_evaluations(db, workload=None).to_dict("records")
     assert evaluation["steps"] == FIXTURE_STEPS
     if generation.version < 6:
         assert evaluation["other_steps_json"] is None  # not recorded before schema 6
@@ -468,7 +468,7 @@ def test_a_migrated_evaluation_over_runs_of_two_step_counts_records_none(tmp_pat
 
     database.ensure_database(db)
 
-    [evaluation] = results.load_evaluations(db, workload=None).to_dict("records")
+    [evaluation] = stored.load_evaluations(db, workload=None).to_dict("records")
     assert pd.isna(evaluation["steps"])  # unknown, never guessed
 
 
@@ -479,9 +479,9 @@ def test_a_schema_5_results_export_installs_with_the_step_count_its_runs_match(
     fixtures = SCHEMA5.directory
     exchange.import_runs(db, fixtures / "runs.parquet", fixtures / "samples.parquet")
 
-    assert bundle.install_bundled_results(db, fixtures / "results")
+    assert bundles.install_bundled_results(db, fixtures / "results")
 
-    [evaluation] = results.load_evaluations(db, workload=None).to_dict("records")
+    [evaluation] = stored.load_evaluations(db, workload=None).to_dict("records")
     assert (evaluation["machine_profile"], evaluation["steps"]) == (SCHEMA3_PROFILE, FIXTURE_STEPS)
 
 
@@ -572,12 +572,12 @@ def test_a_sweep_on_the_other_vm_does_not_count_the_older_runs_as_done(v2_db: Pa
 def test_a_migrated_evaluation_names_the_one_profile_its_runs_share(v2_db: Path) -> None:
     database.ensure_database(v2_db)
 
-    predicted = set(results.load_predictions(v2_db, workload="unet3d")["run_id"])
+    predicted = set(results.load_predictions(stored.read(v2_db, "unet3d"))["run_id"])
     keys = {profiles.profile_of(store.get_run(v2_db, run_id)).key for run_id in predicted}
     assert len(keys) == 1  # all three held-out runs are of the Intel VM
     assert _evaluation_profiles(v2_db) == list(keys)
     # 99b704d stored its models as data, so they load after the migration.
-    assert [p.name for p in results.load_predictors(v2_db, workload="unet3d")] == [
+    assert [p.name for p in results.load_predictors(stored.read(v2_db, "unet3d"))] == [
         "paper",
         "refined",
         "least_squares",
@@ -630,15 +630,15 @@ def test_a_migrated_schema_3_evaluation_keeps_its_profile_and_its_models_load(
     database.ensure_database(v3_db)
 
     assert _evaluation_profiles(v3_db) == [SCHEMA3_PROFILE]
-    evaluation = results.load_evaluations(v3_db, machine=SCHEMA3_PROFILE).iloc[0]
+    evaluation = stored.load_evaluations(v3_db, machine=SCHEMA3_PROFILE).iloc[0]
     assert (evaluation["workload"], evaluation["n_runs"]) == ("unet3d", 4)
-    assert len(results.load_scores(v3_db)) == 6
-    assert set(results.load_predictions(v3_db)["run_id"]) == {
+    assert len(results.load_scores(stored.read(v3_db))) == 6
+    assert set(results.load_predictions(stored.read(v3_db))["run_id"]) == {
         "v3-unet-32-b2",
         "v3-unet-48-b1",
         "v3-unet-64-b1",
     }
-    predictors = results.load_predictors(v3_db, workload="unet3d", machine=SCHEMA3_PROFILE)
+    predictors = results.load_predictors(stored.read(v3_db, "unet3d"), machine=SCHEMA3_PROFILE)
     assert [p.name for p in predictors] == ["paper", "refined", "least_squares"]
 
 
@@ -654,20 +654,20 @@ def test_a_schema_1_databases_results_load_but_its_pickled_models_are_refused(
 ) -> None:
     database.ensure_database(old_db)
 
-    evaluation = results.load_evaluations(old_db).iloc[0]
+    evaluation = stored.load_evaluations(old_db).iloc[0]
     assert (evaluation["workload"], evaluation["n_runs"]) == ("unet3d", 4)
-    assert len(results.load_scores(old_db)) == 6
-    assert len(results.load_predictions(old_db)) == 9
+    assert len(results.load_scores(stored.read(old_db))) == 6
+    assert len(results.load_predictions(stored.read(old_db))) == 9
     # 256831b stored its models as pickles; loading one can run any code, so none is
     # loaded: the message names the model and the command that refits them as data.
     with pytest.raises(ModelingError) as refused:
-        results.load_predictors(old_db)
+        results.load_predictors(stored.read(old_db))
     assert str(refused.value).startswith(
         f"stored model 'paper' in {old_db} is refused, nothing of it was run: it is a pickle"
     )
     assert f"Re-run `memplan evaluate --db {old_db}` to refit" in str(refused.value)
     with pytest.raises(ModelingError, match="stored model 'paper' .* is refused"):
-        results.load_predictor(old_db, "refined")
+        results.load_predictor(stored.read(old_db), "refined")
 
 
 @GENERATIONS
@@ -680,7 +680,7 @@ def test_a_read_only_open_of_an_older_database_writes_nothing(
     with pytest.raises(StoreError) as refused:
         store.load_runs(db)
     with pytest.raises(StoreError):
-        results.load_predictors(db)
+        results.load_predictors(stored.read(db))
     with pytest.raises(StoreError):
         store.completed_points(db, "0123456789")
 
@@ -969,13 +969,13 @@ def test_a_schema_1_results_export_installs_as_a_unet_evaluation(tmp_path: Path)
     fixtures = SCHEMA1.directory
     exchange.import_runs(db, fixtures / "runs.parquet", fixtures / "samples.parquet")
 
-    assert bundle.install_bundled_results(db, fixtures / "results")
+    assert bundles.install_bundled_results(db, fixtures / "results")
 
-    assert results.load_evaluations(db)["workload"].tolist() == ["unet3d"]
-    assert results.load_evaluations(db, workload="alexnet").empty
+    assert stored.load_evaluations(db)["workload"].tolist() == ["unet3d"]
+    assert stored.load_evaluations(db, workload="alexnet").empty
     # Its models are 256831b's pickles: copied, but refused when loaded (never unpickled).
     with pytest.raises(ModelingError, match="stored model 'paper' .* it is a pickle"):
-        results.load_predictors(db)
+        results.load_predictors(stored.read(db))
 
 
 def test_a_schema_2_results_export_reads_with_no_machine_profile() -> None:
@@ -1001,11 +1001,11 @@ def test_a_schema_3_results_export_installs_with_its_machine_profile(tmp_path: P
     assert metadata[b"memplan_schema_version"] == b"3"
     exchange.import_runs(db, fixtures / "runs.parquet", fixtures / "samples.parquet")
 
-    assert bundle.install_bundled_results(db, fixtures / "results")
+    assert bundles.install_bundled_results(db, fixtures / "results")
 
     assert _evaluation_profiles(db) == [SCHEMA3_PROFILE]
-    assert results.load_evaluations(db, workload="alexnet").empty
-    assert [p.name for p in results.load_predictors(db, machine=SCHEMA3_PROFILE)] == [
+    assert stored.load_evaluations(db, workload="alexnet").empty
+    assert [p.name for p in results.load_predictors(stored.read(db), machine=SCHEMA3_PROFILE)] == [
         "paper",
         "refined",
         "least_squares",
@@ -1016,7 +1016,7 @@ def test_a_results_export_carries_its_version_and_a_newer_one_is_refused(
     tmp_path: Path, old_db: Path
 ) -> None:
     database.ensure_database(old_db)
-    exported = bundle.export_results(old_db, tmp_path / "export")
+    exported = bundles.export_results(old_db, tmp_path / "export")
     current, newer = str(schema.SCHEMA_VERSION), str(schema.SCHEMA_VERSION + 1)
     for table in schema.RESULT_TABLES:
         metadata = pq.read_metadata(exported / f"{table}.parquet").metadata
@@ -1034,5 +1034,5 @@ def test_a_results_export_carries_its_version_and_a_newer_one_is_refused(
     with pytest.raises(
         DataFileError, match=f"schema version {newer}, newer than this memplan's {current}"
     ):
-        bundle.install_bundled_results(db, exported)
-    assert results.load_evaluations(db, workload=None).empty
+        bundles.install_bundled_results(db, exported)
+    assert stored.load_evaluations(db, workload=None).empty

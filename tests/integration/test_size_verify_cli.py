@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 
 from application import verify_here
+from application.stored import load_predictor
 from core import database, profiles, store
 from core.machine import machine_info, onednn_enabled, software_info
 from core.workloads.unet3d import UNetConfig
 from memplan import cli as memplan_cli
 from modeling.closed_form_floor import replace_below_floor
 from modeling.sizing import largest_image_side
-from modeling.stored.bundle import load_predictor
 from tests.conftest import build_record, build_runs
 
 pytestmark = pytest.mark.tensorflow  # the verification runs a real TensorFlow child

@@ -12,13 +12,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from application import sweep_guard, sweep_job
+from application import bundles, sweep_guard, sweep_job
+from application.stored import stored_bounds as fitted_bounds
 from core import database, store
 from core.errors import StoreError
 from core.records import PeakBound
 from core.workloads.unet3d import UNetConfig
-from modeling.guard import fitted_bounds
-from modeling.stored import bundle
 from profiling import exchange
 from profiling.estimate import estimate_peak_bytes
 from profiling.jobspec import SweepJob
@@ -40,7 +39,7 @@ def reference_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("guard") / "reference.duckdb"
     database.ensure_database(path)
     exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
-    assert bundle.install_bundled_results(path)
+    assert bundles.install_bundled_results(path)
     return path
 
 
@@ -127,7 +126,7 @@ def test_this_machines_precheck_bounds_each_point_by_its_precisions_profile(
         asked[profile_key] = list(configs)
         return {config: PeakBound(GIB, f"models of {profile_key}") for config in configs}
 
-    monkeypatch.setattr(sweep_guard, "fitted_bounds", bounds_of)
+    monkeypatch.setattr(sweep_guard, "stored_bounds", bounds_of)
     single = UNetConfig((64, 64, 64), 2)
     half = UNetConfig((64, 64, 64), 2, precision="mixed_bfloat16")
 

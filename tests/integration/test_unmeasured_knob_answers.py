@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from application import sizing, widening
+from application import sizing, stored, widening
 from application.sizing import SizingQuestion
 from core import store
 from core.units import GIB
@@ -51,7 +51,7 @@ def _question(models: sizing.Models) -> SizingQuestion:
 
 
 def test_the_decision_and_the_answer_read_beyond_and_widen_the_bound(db: Path) -> None:
-    models, _ = sizing.load_models(db, "unet3d", FLOAT32_ONLY, BF16)
+    models, _ = sizing.load_models(stored.read(db, "unet3d"), FLOAT32_ONLY, BF16)
     question = _question(models)
     runs = store.load_runs(db, workload="unet3d", machine=FLOAT32_ONLY)
     # The same models with no knob split stored anywhere: the bound before widening.
@@ -70,7 +70,7 @@ def test_the_decision_and_the_answer_read_beyond_and_widen_the_bound(db: Path) -
 
 
 def test_the_report_names_the_unmeasured_value(db: Path) -> None:
-    models, _ = sizing.load_models(db, "unet3d", FLOAT32_ONLY, BF16)
+    models, _ = sizing.load_models(stored.read(db, "unet3d"), FLOAT32_ONLY, BF16)
     runs = store.load_runs(db, workload="unet3d", machine=FLOAT32_ONLY)
     source = sizing_report.ReportSource("profile cac47eeb1b", version="memplan test")
 

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from application import sizing
+from application import stored as stored_models
 from application.sizing import SizingQuestion
 from core import database, store
 from core.units import GIB
 from memplan import cli
 from modeling.machines import MachineChoice
-from modeling.stored import bundle
 from presentation import sizing_report, sizing_report_html
 from profiling import exchange
 
@@ -73,7 +73,7 @@ def test_the_report_command_refuses_with_the_reason(db: Path, tmp_path: Path, ca
 
 
 def test_the_report_says_the_reason_instead_of_a_prediction(db: Path) -> None:
-    models = bundle.load_predictors(db, workload="unet3d", machine=KNOBS)
+    models = stored_models.load_predictors(db, workload="unet3d", machine=KNOBS)
     runs = store.load_runs(db, workload="unet3d", machine=KNOBS)
     question = SizingQuestion(
         kind=sizing.BUY,

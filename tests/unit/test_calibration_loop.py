@@ -13,13 +13,13 @@ import pandas as pd
 import pytest
 
 from application import sizing
+from application import stored as stored_models
 from application.calibration_loop import LoopPlan, find_prior, run_loop
 from core import database, profiles
 from core import store as runs_store
 from core.workloads.unet3d import UNetConfig
 from modeling import calibration_model
 from modeling.features import measured_frame
-from modeling.stored import bundle
 from profiling import exchange
 from tests.conftest import build_record
 
@@ -84,7 +84,7 @@ def test_a_machine_whose_peaks_are_a_line_in_the_prior_stops_at_3_points_and_ans
     assert outcome.stopped.startswith("leave-one-out MAPE 0.00% <= 5% over 3 points")
     widths = [step.width for step in outcome.steps]
     assert widths == sorted(widths, reverse=True)  # each step took the widest left
-    stored = bundle.load_predictor(db, workload="unet3d", machine=plan.here.key)
+    stored = stored_models.load_predictor(db, workload="unet3d", machine=plan.here.key)
     assert stored.name == calibration_model.NAME
     config = UNetConfig((160, 160, 160), 2)  # beyond the points: still the same line
     [expected] = 0.2 * GIB + 1.05 * prior.point_bytes([config])
@@ -97,7 +97,7 @@ def test_a_calibrated_profile_answers_sizing_as_any_profile(db):
     measure, _, _ = _measuring(db, plan, lambda value, _: 0.2 * GIB + 1.05 * value)
     run_loop(plan, measure)
 
-    models, choice = sizing.load_models(db, "unet3d", plan.here.key, {})
+    models, choice = sizing.load_models(stored_models.read(db, "unet3d"), plan.here.key, {})
 
     assert choice.key == plan.here.key and models.pick(None).name == calibration_model.NAME
 

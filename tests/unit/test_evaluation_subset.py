@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from application.stored import read
 from core import database, store
 from memplan.cli import main
 from modeling.stored import tables as results
@@ -32,18 +33,18 @@ def _evaluate(db: Path, *models: str) -> None:
 
 def test_an_evaluation_of_some_models_keeps_the_latest_evaluations_others(db: Path, capsys):
     _evaluate(db, "refined", "least_squares")
-    first = results.load_predictors(db)
+    first = results.load_predictors(read(db))
 
     _evaluate(db, "refined")
 
     assert "(and kept the latest evaluation's other models)" in capsys.readouterr().out
-    latest = results.load_predictors(db)
+    latest = results.load_predictors(read(db))
     assert [p.name for p in latest] == ["refined", "least_squares"]
     # The kept model is the one fitted before, its scores and held-out predictions with it.
     assert latest[1].formula == first[1].formula
-    assert set(results.load_scores(db)["model"]) == {"refined", "least_squares"}
-    assert set(results.load_predictions(db)["model"]) == {"refined", "least_squares"}
-    assert len(results.load_evaluations(db)) == 2
+    assert set(results.load_scores(read(db))["model"]) == {"refined", "least_squares"}
+    assert set(results.load_predictions(read(db))["model"]) == {"refined", "least_squares"}
+    assert len(results.load_evaluations(read(db))) == 2
 
 
 def test_a_model_evaluated_again_replaces_its_older_fit_only(db: Path):
@@ -51,9 +52,9 @@ def test_a_model_evaluated_again_replaces_its_older_fit_only(db: Path):
     _evaluate(db, "least_squares")
     _evaluate(db, "least_squares")
 
-    names = [p.name for p in results.load_predictors(db)]
+    names = [p.name for p in results.load_predictors(read(db))]
     assert sorted(names) == ["least_squares", "refined"]
-    scores = results.load_scores(db)
+    scores = results.load_scores(read(db))
     assert scores.groupby("model")["seed"].count().to_dict() == {
         name: len(scores) // 2 for name in names
     }

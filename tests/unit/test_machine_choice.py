@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from application import stored
 from core import database, profiles, store
 from memplan.cli import main
 from modeling import machines
@@ -51,7 +52,7 @@ def this_machine(monkeypatch: pytest.MonkeyPatch):
 def test_the_default_is_this_machine_when_it_has_models(two_machines, this_machine) -> None:
     db, here, _ = two_machines
 
-    choice = machines.choose_machine(db, "unet3d")
+    choice = stored.choose_machine(db, "unet3d")
 
     assert (choice.key, choice.reason, choice.note) == (here, machines.THIS_MACHINE, "")
     assert choice.sentence() == (
@@ -62,7 +63,7 @@ def test_the_default_is_this_machine_when_it_has_models(two_machines, this_machi
 def test_another_machine_answers_when_asked_by_key_prefix(two_machines, this_machine) -> None:
     db, _, elsewhere = two_machines
 
-    choice = machines.choose_machine(db, "unet3d", elsewhere[:3].upper())
+    choice = stored.choose_machine(db, "unet3d", elsewhere[:3].upper())
 
     assert choice.key == elsewhere
     assert choice.label == "Intel Xeon Gold, AMX, 8 cores, TensorFlow 2.16"
@@ -75,7 +76,7 @@ def test_without_models_for_this_machine_the_answer_says_why_and_what_to_run(
     with database.transaction(db) as con:  # keep only the other machine's evaluation
         con.execute("DELETE FROM evaluations WHERE machine_profile = ?", [this_machine.key])
 
-    choice = machines.choose_machine(db, "unet3d")
+    choice = stored.choose_machine(db, "unet3d")
 
     assert choice.key == two_machines[2]
     assert choice.reason == machines.LATEST
@@ -95,7 +96,7 @@ def test_a_machine_with_too_few_runs_is_told_to_calibrate(this_machine, tmp_path
         row.pop("run_id")
         store.insert_run(db, build_record(**{**row, **HERE}))
 
-    choice = machines.choose_machine(db, "unet3d")
+    choice = stored.choose_machine(db, "unet3d")
 
     assert choice.key == elsewhere
     assert "has 4 measured configuration(s) of unet3d, fewer than the 10" in choice.note
@@ -112,7 +113,7 @@ def test_the_bundled_reference_answers_on_a_new_machine(tmp_path: Path, monkeypa
     )
     reference = bundle.bundled_evaluations("unet3d")[0]
 
-    choice = machines.choose_machine(db, "unet3d")
+    choice = stored.choose_machine(db, "unet3d")
 
     assert (choice.key, choice.reason) == (reference.machine, machines.BUNDLED)
     assert choice.label.startswith("Intel Xeon, instruction set unknown, 2 cores")
@@ -129,7 +130,7 @@ def test_runs_without_this_cpus_generation_answer_for_it_and_say_so(
         machines, "this_profile", lambda precision="float32", framework="tensorflow": newer
     )
 
-    choice = machines.choose_machine(db, "unet3d")
+    choice = stored.choose_machine(db, "unet3d")
 
     assert newer.key != before_schema_7  # not the same profile: an unknown fact joins nothing
     assert (choice.key, choice.reason) == (before_schema_7, machines.SAME_BUT_GENERATION)
@@ -143,7 +144,7 @@ def test_no_models_anywhere_says_what_to_run(tmp_path: Path) -> None:
     database.ensure_database(db)
 
     with pytest.raises(NoModelsError, match="run `memplan evaluate --db "):
-        machines.choose_machine(db, "unet3d")
+        stored.choose_machine(db, "unet3d")
 
 
 def test_imported_runs_keep_the_profile_of_the_machine_that_measured_them(

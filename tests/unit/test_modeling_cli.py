@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from application import stored
 from core import database, profiles, store
 from memplan.cli import main
 from modeling.stored import tables as results
@@ -54,7 +55,10 @@ def test_evaluate_prints_the_table_and_stores_the_models(db: Path, capsys) -> No
     assert "| model | random MAPE % | random MAPE sd |" in out
     assert "| refined analytical (closed form) |" in out
     assert "| least squares on analytical terms |" in out
-    assert [p.name for p in results.load_predictors(db)] == ["refined", "least_squares"]
+    assert [p.name for p in results.load_predictors(stored.read(db))] == [
+        "refined",
+        "least_squares",
+    ]
 
 
 def test_evaluate_can_store_into_another_database(db: Path, tmp_path: Path, capsys) -> None:
@@ -62,14 +66,14 @@ def test_evaluate_can_store_into_another_database(db: Path, tmp_path: Path, caps
 
     assert main(["evaluate", "--db", str(db), *CHEAP, "--store-db", str(other)]) == 0
 
-    assert len(results.load_predictors(other)) == 2
-    assert results.load_evaluations(db).empty
+    assert len(results.load_predictors(stored.read(other))) == 2
+    assert stored.load_evaluations(db).empty
 
 
 def test_no_store_leaves_the_database_without_results(db: Path, capsys) -> None:
     assert main(["evaluate", "--db", str(db), *CHEAP, "--no-store"]) == 0
 
-    assert results.load_evaluations(db).empty
+    assert stored.load_evaluations(db).empty
 
 
 def test_size_image_answers_with_the_next_size_up(evaluated: Path, capsys) -> None:
@@ -273,7 +277,7 @@ def test_evaluate_fits_and_stores_each_workload_on_its_own_runs(
     assert "alexnet on Intel Test" in out and "): 25 ok run(s), 25 configuration(s)" in out
     assert "unet3d on Intel Test" in out and "): 24 ok run(s), 24 configuration(s)" in out
     for workload in ("alexnet", "unet3d"):
-        names = [p.name for p in results.load_predictors(db, workload=workload)]
+        names = [p.name for p in results.load_predictors(stored.read(db, workload))]
         assert names == ["refined", "least_squares"]
 
 
@@ -370,7 +374,7 @@ def test_evaluate_fits_each_machine_profile_on_its_own_runs(
         in out
     )
     assert f"unet3d on Intel Test, AVX-512, 8 cores, TensorFlow 2.16 (profile {intel})" in out
-    evaluations = results.load_evaluations(db)
+    evaluations = stored.load_evaluations(db)
     assert sorted(evaluations["machine_profile"]) == sorted([amd, intel])
     assert set(evaluations["n_runs"]) == {24}  # never the 48 of both machines together
 

@@ -12,7 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import database
+from application.results_store import EvaluationFacts, store_results
+from application.stored import (
+    load_evaluations,
+    load_predictions,
+    load_predictor,
+    load_predictors,
+    load_scores,
+)
+from core import database, snapshot
 from core.workloads.unet3d import UNetConfig
 from memplan import cli
 from modeling.errors import ModelingError, NoModelsError
@@ -22,18 +30,7 @@ from modeling.evaluation.fitting import fit_predictors, with_calibration
 from modeling.evaluation.protocol import evaluate
 from modeling.features import config_frame, measured_frame
 from modeling.stored import codec
-from modeling.stored.tables import (
-    MAPE_DECIMALS,
-    RESULT_TABLES,
-    best_model_name,
-    latest_evaluation_id,
-    load_evaluations,
-    load_predictions,
-    load_predictor,
-    load_predictors,
-    load_scores,
-)
-from modeling.stored.writer import EvaluationFacts, store_results
+from modeling.stored.tables import MAPE_DECIMALS, RESULT_TABLES, best_model_name
 from tests.conftest import build_runs
 
 # Quick symbolic regression, so a gplearn program is stored as tokens and read back.
@@ -161,10 +158,9 @@ def test_each_workload_has_its_own_latest_evaluation(db, fitted) -> None:
     assert list(load_evaluations(db)["evaluation_id"]) == [unet]
     assert list(load_evaluations(db, workload="alexnet")["workload"]) == ["alexnet"]
     assert set(load_evaluations(db, workload=None)["evaluation_id"]) == {unet, other}
-    with duckdb.connect(str(db), read_only=True) as con:
-        assert latest_evaluation_id(con) == unet
-        assert latest_evaluation_id(con, "alexnet") == other
-        assert latest_evaluation_id(con, "resnet") is None
+    assert snapshot.read(db, "unet3d").latest_evaluation_id() == unet
+    assert snapshot.read(db, "alexnet").latest_evaluation_id() == other
+    assert snapshot.read(db, "resnet").latest_evaluation_id() is None
 
 
 def test_a_workload_without_an_evaluation_says_so(db, fitted) -> None:

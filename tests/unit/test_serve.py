@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from application import bundles
 from core import database
 from dashboard import serve
-from modeling.stored import bundle
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,7 @@ def test_the_warm_up_reads_the_default_models_back_without_writing(tmp_path: Pat
     # What the dashboard's first start makes of a new database: the bundled runs and models.
     db_path = tmp_path / "seeded.duckdb"
     assert database.created_seeded(db_path)
-    bundle.install_every_bundle(db_path)
+    bundles.install_every_bundle(db_path)
     before = db_path.read_bytes()
 
     decoded, seeded = _warm_up_in(db_path).split()
@@ -79,7 +79,7 @@ def test_the_warm_up_prepares_a_new_database_as_the_first_visitor_would(tmp_path
     # the first page still says the database was seeded (`dashboard.data._prepared`).
     assert int(decoded) >= 10 and seeded == "True"
     assert database.seeded_by_this_process(db_path) is False  # another process did
-    assert bundle.install_every_bundle(db_path) == 0
+    assert bundles.install_every_bundle(db_path) == 0
 
 
 def test_a_read_only_warm_up_creates_nothing(tmp_path: Path) -> None:

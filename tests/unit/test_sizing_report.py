@@ -17,17 +17,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from application import sizing
+from application import sizing, stored
 from application.sizing import SizingError, SizingQuestion
 from core import database, profiles, published, store, workloads
 from core.units import GIB
 from core.version import __version__
 from core.workloads.unet3d import UNetConfig
-from modeling import machines
 from modeling.decision import Decision, approx_gib
 from modeling.evaluation.bounds import ConformalBound
 from modeling.sizing import memory_to_buy
-from modeling.stored import bundle
 from modeling.stored.predictor import Predictor
 from presentation import charts_published, sizing_report, sizing_report_html, sizing_report_parts
 from profiling import exchange
@@ -52,7 +50,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def models(db: Path) -> list[Predictor]:
-    return bundle.load_predictors(db, workload="unet3d", machine=INTEL)
+    return stored.load_predictors(db, workload="unet3d", machine=INTEL)
 
 
 @pytest.fixture(scope="module")
@@ -78,14 +76,14 @@ def question_of(
 
 
 def models_of(db: Path, models: list[Predictor]) -> sizing.Models:
-    choice = machines.choose_machine(db, "unet3d", INTEL)
+    choice = stored.choose_machine(db, "unet3d", INTEL)
     return sizing.models_of("unet3d", choice, models, pd.DataFrame())
 
 
 def report_for(
     db: Path, models: list[Predictor], runs: pd.DataFrame, config: UNetConfig
 ) -> sizing_report.SizingReport:
-    machine = machines.choose_machine(db, "unet3d", INTEL)
+    machine = stored.choose_machine(db, "unet3d", INTEL)
     source = sizing_report.ReportSource(machine.sentence(), created_at=CREATED)
     return sizing_report.build_report(question_of(config), models_of(db, models), runs, source)
 
@@ -353,7 +351,7 @@ def test_control_characters_in_stored_text_are_shown_escaped_never_raw(
 def test_a_bfloat16_answer_for_a_cpu_below_avx512_notes_that_onednn_does_not_run_it(
     db: Path, models: list[Predictor], runs: pd.DataFrame
 ) -> None:
-    machine = machines.choose_machine(db, "unet3d", INTEL)
+    machine = stored.choose_machine(db, "unet3d", INTEL)
     avx2 = dataclasses.replace(machine.profile, cpu_isa="avx2", onednn_enabled=False)
     half = UNetConfig((64, 64, 64), 2, precision="mixed_bfloat16")
 
@@ -435,7 +433,7 @@ def test_the_report_leads_with_the_memory_to_buy_and_names_the_machine_by_its_fa
     db: Path, models: list[Predictor], runs: pd.DataFrame
 ) -> None:
     # Issue 26, finding 6: the downloaded report held no buy figure, and said "— this machine".
-    machine = machines.choose_machine(db, "unet3d", INTEL)
+    machine = stored.choose_machine(db, "unet3d", INTEL)
     source = sizing_report.ReportSource(
         "for this machine", profile=machine.profile, created_at=CREATED
     )

@@ -21,14 +21,13 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from application.carry import carry_models, latest_evaluation_id
 from core import database, store, workloads
 from modeling.errors import ModelingError
 from modeling.evaluation.bounds import ConformalBound
 from modeling.evaluation.protocol import PREDICTION_COLUMNS, Evaluation, Score
 from modeling.stored import codec
-from modeling.stored.carry import carry_models
 from modeling.stored.predictor import Predictor
-from modeling.stored.tables import latest_evaluation_id
 
 SCORE_COLUMNS: tuple[str, ...] = tuple(Score.__dataclass_fields__)
 # Libraries whose versions a stored model was written with.

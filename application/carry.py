@@ -1,7 +1,8 @@
 """An evaluation of some models keeps the others: ``memplan evaluate --models`` adds, never drops.
 
 Answers and pages read a workload and profile's *latest* evaluation
-(`modeling.stored.tables.latest_evaluation_id`). An evaluation of a few models
+(`core.snapshot.Snapshot.latest_evaluation_id`; `latest_evaluation_id` here asks the
+same of the connection that stores the next one). An evaluation of a few models
 (``--models least_squares``) used to become that latest evaluation with only
 those models, and every other model of the catalogue vanished from the answers
 and the pages. `carry_models` copies the other models of the evaluation it
@@ -21,8 +22,23 @@ from core import schema
 
 # Where each results table names a row's model.
 _MODEL_COLUMN = {"scores": "model", "predictions": "model", "models": "name"}
-# A fresh id for a copied model row, as `modeling.stored.writer` makes them (uuid4, hex).
+# A fresh id for a copied model row, as `application.results_store` makes them (uuid4, hex).
 _NEW_MODEL_ID = "replace(CAST(uuid() AS VARCHAR), '-', '')"
+
+
+def latest_evaluation_id(
+    con: duckdb.DuckDBPyConnection, workload: str, machine: str | None
+) -> str | None:
+    """The newest stored evaluation of ``workload`` (of profile ``machine`` when given)."""
+    chosen = {"workload": workload, "machine_profile": machine}
+    given = {name: value for name, value in chosen.items() if value is not None}
+    where = " AND ".join(f"{name} = ?" for name in given)
+    found = con.execute(
+        f"SELECT evaluation_id FROM evaluations WHERE {where}"
+        " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        list(given.values()),
+    ).fetchone()
+    return None if found is None else str(found[0])
 
 
 def carry_models(
