@@ -137,7 +137,9 @@ def _device(line: _Line, default_alloc_conf: str | None) -> GpuDevice:
     alloc_conf = line.fields.get("alloc_conf", default_alloc_conf)
     if alloc_conf is None:
         raise line.error(
-            "alloc_conf", "missing; say which PYTORCH_CUDA_ALLOC_CONF the runs were measured with"
+            "alloc_conf",
+            "missing; say which PYTORCH_CUDA_ALLOC_CONF the runs were measured with "
+            "(memplan import --alloc-conf '' for the allocator's default)",
         )
     if not isinstance(alloc_conf, str) or len(alloc_conf) > MAX_TEXT_CHARACTERS:
         raise line.error("alloc_conf", f"{alloc_conf!r} is not a PYTORCH_CUDA_ALLOC_CONF text")
