@@ -41,7 +41,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from core import device_records, device_runs, plausibility, schema
+from core import device_records, device_runs, plausibility, schema, targets
 from core.errors import DataFileError
 from core.exportfile import MAX_ROWS, VERSION_METADATA_KEY, check_size, listed, open_export
 from core.exportversion import VERSION_COLUMN, check_columns, version_of
@@ -173,6 +173,9 @@ def check_record(
     """
     if not isinstance(row, Mapping):
         raise DataFileError(f"{path}: the run is a {type(row).__name__}, not an object of columns")
+    # A record written before schema 9 (a pending one kept across an upgrade) says no
+    # target: every run then measured host RAM, as a migrated database's older runs did.
+    row = {targets.TARGET_COLUMN: targets.HOST_RAM, **row}
     unknown = sorted(set(row) - set(RUN_COLUMNS))
     if unknown:
         raise DataFileError(

@@ -9,18 +9,20 @@ message naming the line and the field. Host-RAM readers never see them.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from core import datafiles, device_records, device_runs, profiles, store
+from core import database, datafiles, device_records, device_runs, profiles, store
 from core.errors import DataFileError
 from memplan import cli
 from profiling import exchange
 
 H200_RUNS = Path(__file__).resolve().parents[2] / "data" / "gpu" / "h200-torch-2026-11-28.jsonl"
 LINES = H200_RUNS.read_text().splitlines()
+SCHEMA8_DB = Path(__file__).resolve().parents[1] / "fixtures" / "schema8" / "memplan.duckdb"
 
 
 def _tampered(tmp_path: Path, number: int, **changes: object) -> Path:
@@ -65,6 +67,20 @@ def test_host_ram_readers_never_see_gpu_runs(tmp_path: Path, make_record) -> Non
     assert list(store.load_runs(db)["run_id"]) == [host.run_id]  # host RAM unless asked
     assert len(store.load_runs(db, target=None)) == 51
     assert len(profiles.profiles_in(store.load_runs(db, target=None))) == 2
+
+
+def test_a_migrated_schema_8_database_takes_gpu_runs_and_answers_as_before(tmp_path: Path) -> None:
+    db = Path(shutil.copy(SCHEMA8_DB, tmp_path / "memplan.duckdb"))
+    database.ensure_database(db)  # migrated to schema 9
+    before = store.load_runs(db)
+
+    exchange.import_runs(db, H200_RUNS, alloc_conf="")
+
+    # What host-RAM answers read is what it was; the GPU runs are one profile beside it.
+    pd.testing.assert_frame_equal(store.load_runs(db), before)
+    every = profiles.profiles_in(store.load_runs(db, target=None))
+    assert len(every) == len(profiles.profiles_in(before)) + 1
+    assert [p.target.label for p in every.values()].count("GPU memory") == 1
 
 
 def test_importing_the_same_lines_again_stores_nothing_twice(tmp_path: Path) -> None:
