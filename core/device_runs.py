@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core import workloads
+from core import targets, workloads
 from core.errors import ConfigError, DataFileError
 from core.units import format_bytes
 from core.workloads.base import parse_image_shape
@@ -44,8 +44,7 @@ GPU_STATUSES = ("ok", "oom", "error")
 # The peaks an ``ok`` line must have, smallest first: what the tensors needed, what the
 # caching allocator held, what the device had in use (context and workspaces included).
 PEAK_FIELDS = ("allocated_peak_bytes", "reserved_peak_bytes", "nvml_used_peak_bytes")
-# A GPU of 2026 has at most 288 GB (AMD MI355X); ten times that is not a GPU.
-MAX_DEVICE_BYTES = 10 * 288 * 10**9
+MAX_DEVICE_BYTES = targets.MAX_DEVICE_BYTES
 MAX_LINE_CHARACTERS = 64 * 1024
 MAX_TEXT_CHARACTERS = 256
 

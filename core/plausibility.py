@@ -47,10 +47,10 @@ from core.errors import ConfigError, DataFileError
 from core.filecolumns import first_true
 from core.frameworks import FRAMEWORKS
 from core.records import ADDED_KNOB_COLUMNS, STATUSES
-from core.units import GIB, MIB, TIB, format_bytes
+from core.units import GIB, MIB, format_bytes
 
 MIN_MEMORY_BYTES = 1 * MIB
-MAX_MEMORY_BYTES = 64 * TIB
+MAX_MEMORY_BYTES = targets.MAX_HOST_BYTES  # 64 TiB
 MAX_SEED = 2**32 - 1
 MAX_CPU_CORES = 2**16
 MAX_ESTIMATE_BYTES = 2**62

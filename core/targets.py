@@ -28,12 +28,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from core.units import TIB
+
 HOST_RAM = "host_ram"
 GPU_MEMORY = "gpu_memory"
 # The runs column that says a run's target.
 TARGET_COLUMN = "memory_target"
 # The largest host memory a run may report: as `core.plausibility.MAX_MEMORY_BYTES`.
-MAX_HOST_BYTES = 64 * 2**40
+MAX_HOST_BYTES = 64 * TIB
 # A GPU of 2026 has at most 288 GB (AMD MI355X); ten times that is not a GPU.
 MAX_DEVICE_BYTES = 10 * 288 * 10**9
 
