@@ -8,6 +8,7 @@ message naming the line and the field. Host-RAM readers never see them.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -225,3 +226,17 @@ def test_a_gpu_run_needs_no_host_facts_but_a_host_ram_run_does(make_record) -> N
 
     with pytest.raises(DataFileError, match="row 1: total_ram_bytes is empty; it needs a whole"):
         datafiles.check_record(Path("runs.csv"), row, [])
+
+
+def test_list_shows_gpu_runs_with_their_figures_only_when_asked(tmp_path: Path, capsys) -> None:
+    db = tmp_path / "memplan.duckdb"
+    exchange.import_runs(db, H200_RUNS, alloc_conf="")
+
+    assert cli.main(["list", "--db", str(db)]) == 0
+    assert capsys.readouterr().out == "no runs match\n"  # host RAM unless asked
+    assert cli.main(["list", "--target", "gpu_memory", "--csv", "--db", str(db)]) == 0
+
+    listed = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert len(listed) == 50
+    assert {"allocated_peak_bytes", "reserved_peak_bytes", "gpu_name"} <= set(listed.columns)
+    assert "peak_hwm_bytes" not in listed.columns
