@@ -63,6 +63,19 @@ class GpuDevice:
     framework_version: str
     alloc_conf: str  # PYTORCH_CUDA_ALLOC_CONF; "" is the allocator's default
 
+    def facts(self) -> dict[str, str]:
+        """Every fact in words, for tables (a GPU profile's `core.profiles` facts)."""
+        return {
+            "GPU": self.name,
+            "usable memory": format_bytes(self.total_bytes),
+            "compute capability": self.compute_capability,
+            "driver": self.driver,
+            "CUDA": self.cuda,
+            "cuDNN": self.cudnn,
+            "framework": f"{self.framework} {self.framework_version}",
+            "PYTORCH_CUDA_ALLOC_CONF": self.alloc_conf or "(the allocator's default)",
+        }
+
 
 @dataclass(frozen=True)
 class GpuRun:

@@ -145,11 +145,9 @@ class MachineProfile:
         return f"family {shown[0]}, model {shown[1]}"
 
     def same_but_generation(self, other: MachineProfile) -> bool:
-        """Whether ``other`` has these facts except a CPU generation it did not record.
-
-        Such a profile is not this one (an unknown fact never joins a known one), but it
-        is this machine as far as its runs said: what an answer falls back to first.
-        """
+        """Whether ``other`` has these facts except a CPU generation it did not record: not
+        this profile (an unknown fact never joins a known one), but this machine as far as its
+        runs said, what an answer falls back to first."""
         return (
             other.generation is None
             and replace(self, cpu_family=None, cpu_model_number=None) == other
@@ -227,6 +225,8 @@ class MachineProfile:
         def shown(value: Any) -> str:
             return UNKNOWN if value is None else str(value)
 
+        if self.gpu is not None:
+            return {"profile": self.key, "machine": self.label, **self.gpu.facts()}
         onednn = None if self.onednn_enabled is None else ("on" if self.onednn_enabled else "off")
         return {
             "profile": self.key,

@@ -477,5 +477,17 @@ def test_a_gpu_profile_is_keyed_by_its_devices_facts_alone() -> None:
     }
     keys = {profiles.profile_of(H200 | {name: value}).key for name, value in changed.items()}
     assert key not in keys and len(keys) == len(changed)
+    assert profile.facts() == {
+        "profile": key,
+        "machine": profile.label,
+        "GPU": "NVIDIA H200",
+        "usable memory": "139.80 GiB",
+        "compute capability": "9.0",
+        "driver": "580.159.04",
+        "CUDA": "13.0",
+        "cuDNN": "9.19.0",
+        "framework": "torch 2.11.0+cu130",
+        "PYTORCH_CUDA_ALLOC_CONF": "(the allocator's default)",
+    }
     # Never the key of a host-RAM profile with the same framework.
     assert key != profiles.profile_of(XEON | {"framework": "torch"}).key
