@@ -12,6 +12,8 @@ type (`core.filecolumns`), and whether the values could have been measured
 (`core.plausibility`). `profiling.exchange` moves exports in and out of a
 database file, `core.database` fills the repository's new database from the
 bundled exports; both insert with `insert_runs` on a connection they opened.
+GPU runs measured outside memplan, one JSON object a line (`core.device_runs`), are
+read into the same rows by `read_gpu_runs` and checked the same way.
 
 Schema versions
 ---------------
@@ -39,9 +41,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from core import plausibility, schema
+from core import device_records, device_runs, plausibility, schema, targets
 from core.errors import DataFileError
-from core.exportfile import MAX_ROWS, VERSION_METADATA_KEY, listed, open_export
+from core.exportfile import MAX_ROWS, VERSION_METADATA_KEY, check_size, listed, open_export
 from core.exportversion import VERSION_COLUMN, check_columns, version_of
 from core.filecolumns import ColumnRule, convert_value, typed_table
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS
@@ -118,6 +120,31 @@ def read_runs(path: Path) -> pa.Table:
     return table
 
 
+def read_gpu_runs(
+    path: Path, created_at: str | None = None, default_alloc_conf: str | None = None
+) -> pa.Table:
+    """A file of GPU runs, one JSON object a line (`core.device_runs`), as checked ``runs`` rows.
+
+    Each line is read and typed by `core.device_runs` (a bad line: a `DataFileError` naming
+    the line and the field), converted by `core.device_records`, then checked as any
+    import's rows are (`core.plausibility`, row N being the Nth run). All or nothing.
+    """
+    path = Path(path)
+    check_size(path, path.stat().st_size, "runs")
+    texts = path.read_text(encoding="utf-8").splitlines()
+    runs = device_runs.read_lines(path, texts, default_alloc_conf)
+    if not runs:
+        raise DataFileError(f"{path}: no GPU run in the file; give one JSON object a line")
+    when = device_records.created_at_of(path, created_at)
+    rows = [
+        device_records.run_row(run, device_records.run_id_of(path, run, texts[run.line - 1]), when)
+        for run in runs
+    ]
+    table = pa.Table.from_pylist(rows, schema=schema.RUNS_ARROW_SCHEMA)
+    plausibility.check_runs(path, {name: table.column(name).to_pylist() for name in RUN_COLUMNS})
+    return table
+
+
 def read_samples(path: Path, run_ids: set[str]) -> pa.Table:
     """A samples file, fully checked against the runs it belongs to."""
     path = Path(path)
@@ -146,6 +173,9 @@ def check_record(
     """
     if not isinstance(row, Mapping):
         raise DataFileError(f"{path}: the run is a {type(row).__name__}, not an object of columns")
+    # A record written before schema 9 (a pending one kept across an upgrade) says no
+    # target: every run then measured host RAM, as a migrated database's older runs did.
+    row = {targets.TARGET_COLUMN: targets.HOST_RAM, **row}
     unknown = sorted(set(row) - set(RUN_COLUMNS))
     if unknown:
         raise DataFileError(

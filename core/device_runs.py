@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core import workloads
+from core import targets, workloads
 from core.errors import ConfigError, DataFileError
 from core.units import format_bytes
 from core.workloads.base import parse_image_shape
@@ -44,8 +44,7 @@ GPU_STATUSES = ("ok", "oom", "error")
 # The peaks an ``ok`` line must have, smallest first: what the tensors needed, what the
 # caching allocator held, what the device had in use (context and workspaces included).
 PEAK_FIELDS = ("allocated_peak_bytes", "reserved_peak_bytes", "nvml_used_peak_bytes")
-# A GPU of 2026 has at most 288 GB (AMD MI355X); ten times that is not a GPU.
-MAX_DEVICE_BYTES = 10 * 288 * 10**9
+MAX_DEVICE_BYTES = targets.MAX_DEVICE_BYTES
 MAX_LINE_CHARACTERS = 64 * 1024
 MAX_TEXT_CHARACTERS = 256
 
@@ -63,6 +62,19 @@ class GpuDevice:
     framework: str
     framework_version: str
     alloc_conf: str  # PYTORCH_CUDA_ALLOC_CONF; "" is the allocator's default
+
+    def facts(self) -> dict[str, str]:
+        """Every fact in words, for tables (a GPU profile's `core.profiles` facts)."""
+        return {
+            "GPU": self.name,
+            "usable memory": format_bytes(self.total_bytes),
+            "compute capability": self.compute_capability,
+            "driver": self.driver,
+            "CUDA": self.cuda,
+            "cuDNN": self.cudnn,
+            "framework": f"{self.framework} {self.framework_version}",
+            "PYTORCH_CUDA_ALLOC_CONF": self.alloc_conf or "(the allocator's default)",
+        }
 
 
 @dataclass(frozen=True)
@@ -137,7 +149,9 @@ def _device(line: _Line, default_alloc_conf: str | None) -> GpuDevice:
     alloc_conf = line.fields.get("alloc_conf", default_alloc_conf)
     if alloc_conf is None:
         raise line.error(
-            "alloc_conf", "missing; say which PYTORCH_CUDA_ALLOC_CONF the runs were measured with"
+            "alloc_conf",
+            "missing; say which PYTORCH_CUDA_ALLOC_CONF the runs were measured with "
+            "(memplan import --alloc-conf '' for the allocator's default)",
         )
     if not isinstance(alloc_conf, str) or len(alloc_conf) > MAX_TEXT_CHARACTERS:
         raise line.error("alloc_conf", f"{alloc_conf!r} is not a PYTORCH_CUDA_ALLOC_CONF text")

@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 
-from core import profiles, schema
+from core import profiles, schema, targets
 from core.errors import StoreError
 from core.schema import SCHEMA_VERSION
 
@@ -259,6 +259,26 @@ def _v7_to_v8(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE runs ADD COLUMN torch_intra_op_threads BIGINT")
 
 
+_V9_TYPES = {
+    "gpu_total_bytes": "BIGINT",
+    **dict.fromkeys(targets.DEVICE_FIGURE_COLUMNS, "BIGINT"),
+}
+
+
+def _v8_to_v9(con: duckdb.DuckDBPyConnection) -> None:
+    # Appended at the end of the table, as `_v7_to_v8`'s framework: the target NOT NULL with
+    # a default that fills the older rows, then dropped (a new table has none).
+    column = targets.TARGET_COLUMN
+    con.execute(f"ALTER TABLE runs ADD COLUMN {column} VARCHAR DEFAULT '{targets.HOST_RAM}'")
+    con.execute(f"ALTER TABLE runs ALTER COLUMN {column} SET NOT NULL")
+    con.execute(f"ALTER TABLE runs ALTER COLUMN {column} DROP DEFAULT")
+    for name in schema.TARGET_COLUMNS[1:]:
+        con.execute(f"ALTER TABLE runs ADD COLUMN {name} {_V9_TYPES.get(name, 'VARCHAR')}")
+    # What a GPU run measured outside memplan did not record (`core.targets`).
+    for name in targets.HOST_FACT_COLUMNS:
+        con.execute(f"ALTER TABLE runs ALTER COLUMN {name} DROP NOT NULL")
+
+
 # In order: MIGRATIONS[i] goes from version i + 1 to i + 2.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -303,6 +323,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         "tensorflow_version for every older run) and torch's intra-op threads (NULL: "
         "TensorFlow runs)",
         _v7_to_v8,
+    ),
+    Migration(
+        8,
+        "runs say which memory they measured ('host_ram' for every older run) and, for a GPU "
+        "run, the device's facts and its allocator and NVML peaks (NULL for older runs); the "
+        "host facts may be NULL for a GPU run measured outside memplan",
+        _v8_to_v9,
     ),
 )
 

@@ -17,7 +17,8 @@ header), its value, and what would be right:
   take (0 to 2^32 - 1);
 * ``created_at`` is an ISO 8601 time no later than now (plus MAX_CLOCK_SKEW_S for
   a node whose clock runs a little ahead);
-* an ``ok`` run has both peaks and a baseline;
+* an ``ok`` run has its target's figures (`core.targets`: host RAM, both peaks and a
+  baseline); its target's facts and the device's limits are `core.target_checks`';
 * text is at most MAX_TEXT_CHARS long (a message MAX_MESSAGE_CHARS, a step list
   MAX_STEP_LIST_CHARS, a run id MAX_RUN_ID_CHARS), so no file can store a 300 MB
   message that every later reader loads;
@@ -41,22 +42,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core import workloads
+from core import target_checks, targets, workloads
 from core.errors import ConfigError, DataFileError
 from core.filecolumns import first_true
 from core.frameworks import FRAMEWORKS
 from core.records import ADDED_KNOB_COLUMNS, STATUSES
-from core.units import GIB, MIB, TIB, format_bytes
+from core.units import GIB, MIB, format_bytes
 
 MIN_MEMORY_BYTES = 1 * MIB
-MAX_MEMORY_BYTES = 64 * TIB
+MAX_MEMORY_BYTES = targets.MAX_HOST_BYTES  # 64 TiB
 MAX_SEED = 2**32 - 1
 MAX_CPU_CORES = 2**16
 MAX_ESTIMATE_BYTES = 2**62
 # Ten times the largest L3 cache of 2026's CPUs (1.1 GiB, AMD EPYC 9684X).
 MAX_L3_CACHE_BYTES = 16 * GIB
-# The measurements an ``ok`` run must have.
-OK_NEEDS = ("peak_sampled_bytes", "peak_hwm_bytes", "baseline_bytes")
+# The measurements an ``ok`` host-RAM run must have (a GPU run's: `core.targets`).
+OK_NEEDS = targets.HOST_RAM_TARGET.ok_needs
 JSON_LIST_COLUMNS: dict[str, type] = {"step_times_s": float, "step_hwm_bytes": int}
 # How far ahead of this machine's clock a run's created_at may be (a node's clock drifts).
 MAX_CLOCK_SKEW_S = 3600
@@ -244,11 +245,14 @@ def _check_status(path: Path, columns: dict[str, list[Any]]) -> None:
             )
         if status != "ok":
             continue
-        missing = [name for name in OK_NEEDS if columns[name][row - 1] is None]
+        target = targets.target(columns[targets.TARGET_COLUMN][row - 1])
+        missing = [name for name in target.ok_needs if columns[name][row - 1] is None]
+        kind = "" if target is targets.HOST_RAM_TARGET else f" {target.label}"
         if missing:
             raise DataFileError(
                 f"{path}: row {row} (run {columns['run_id'][row - 1]}): status is ok but "
-                f"{', '.join(missing)} is empty; an ok run has {', '.join(OK_NEEDS)} "
+                f"{', '.join(missing)} is empty; an ok{kind} run has "
+                f"{', '.join(target.ok_needs)} "
                 "(give a run that did not measure them another status, e.g. error)"
             )
 
@@ -301,6 +305,7 @@ def check_runs(path: Path, columns: dict[str, list[Any]]) -> None:
         first_row[run_id.lower()] = (row, run_id)
     _check_ranges(path, columns, RUN_RANGES)
     _check_created_at(path, columns)
+    target_checks.check_targets(path, columns)
     _check_status(path, columns)
     _check_framework(path, columns)
     _check_json_lists(path, columns)

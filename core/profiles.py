@@ -21,6 +21,8 @@ intra-op threads; runs measured before schema 7 no CPU family or model number) s
 None and is shown as "unknown": such a run never joins a profile whose fact is
 known. The CPU vendor of an older run is read from the model name it stored
 ("Intel(R) Xeon(R) ..." is Intel), which is a reading of what it stored, not a guess.
+A GPU run's profile (schema 9, `core.targets`) is its device's facts alone: GPU name,
+total bytes, compute capability, driver, CUDA, cuDNN, framework and version, allocator setting.
 """
 
 from __future__ import annotations
@@ -34,10 +36,12 @@ from typing import Any
 
 import pandas as pd
 
-from core import frameworks
+from core import frameworks, profile_notes, targets
 from core.cpu_names import ISA_TITLES, UNKNOWN, short_model, vendor_from_model
+from core.device_runs import GpuDevice
 from core.errors import StoreError
-from core.units import GIB
+from core.profile_notes import HALF_ON_ONEDNN_PROFILE, HALF_WITHOUT_ONEDNN, ONEDNN_OFF_NOTE
+from core.units import GIB, format_bytes
 
 # The column a runs frame carries each run's profile key in (`with_keys`).
 KEY_COLUMN = "machine_profile"
@@ -58,40 +62,13 @@ PROFILE_COLUMNS: tuple[str, ...] = (
     "framework",
     "framework_version",
     "torch_intra_op_threads",
+    targets.TARGET_COLUMN,
+    *targets.DEVICE_FACT_COLUMNS,
 )
 
 # How many hex digits of the fact hash make a profile key (collisions among a few
 # hundred profiles are then vanishingly unlikely; a prefix of it selects one).
 KEY_LENGTH = 10
-# What an answer for a profile whose runs had oneDNN off must add: TensorFlow's own
-# default turned it off there (`core.machine.ONEDNN_DEFAULT_FLAGS`), one variable turns it
-# on, and the peaks differ by that much (data/REFERENCE.md, the knob design measured
-# both ways on one AVX2-only EPYC: `memplan machines --compare`).
-ONEDNN_OFF_NOTE = (
-    "On this profile TensorFlow runs without oneDNN, its default on CPUs without AVX-512 "
-    "VNNI or BF16, AVX-VNNI or AMX. TF_ENABLE_ONEDNN_OPTS=1 in the training job's "
-    "environment turns it on: on an AVX2-only AMD EPYC that lowered the peak of each of "
-    "the 36 float32 configurations measured both ways, by a median 1.72x and up to 2.50x "
-    "(data/REFERENCE.md). Size for the setting the job will run with."
-)
-# Instruction-set levels (`core.cpu_names.ISA_LEVELS`) whose CPUs all have AVX-512F, with which
-# TensorFlow's oneDNN runs bfloat16 (`core.machine.onednn_takes`). Below them only
-# AVX-NE-CONVERT lets it, a flag the levels do not record; float16 needs AVX-512 FP16.
-_HALF_ONEDNN_LEVELS = frozenset({"amx", "avx512_bf16", "avx512"})
-# What an answer at a half precision must add for a CPU below AVX-512: oneDNN does not
-# run it there, on or off (data/REFERENCE.md, mixed_bfloat16 measured both ways on
-# one AVX2-only EPYC).
-HALF_WITHOUT_ONEDNN = (
-    "TensorFlow runs {precision} on oneDNN only on CPUs with AVX-512 or AVX-NE-CONVERT; "
-    "elsewhere it runs TensorFlow's own kernels whatever TF_ENABLE_ONEDNN_OPTS says. On an "
-    "AVX2-only AMD EPYC, mixed_bfloat16 with TF_ENABLE_ONEDNN_OPTS=1 peaked 0.94-0.99x "
-    "the same runs without it (48^3: 1.25 and 1.86 GiB at batch 1 and 2, against 1.26 "
-    "and 1.89), and above float32 with oneDNN (1.05 and 1.23 GiB)."
-)
-HALF_ON_ONEDNN_PROFILE = (
-    " This profile's runs had oneDNN, so its models describe float32 on oneDNN: for "
-    "{precision} on this machine ask profile {off_key}, the same machine without oneDNN."
-)
 # The MachineProfile fields a run records since schema 7, last in the dataclass
 # (`MachineProfile.key` leaves them out where both are unknown).
 GENERATION_FIELDS: tuple[str, ...] = ("cpu_family", "cpu_model_number")
@@ -128,6 +105,8 @@ class MachineProfile:
     # oneDNN fact (oneDNN on/off is TensorFlow's setting), and its intra_op_threads are torch's
     framework: str = frameworks.TENSORFLOW
     framework_version: str | None = None
+    # schema 9: a GPU profile's device, its software and allocator setting (None: host RAM)
+    gpu: GpuDevice | None = None
 
     @property
     def key(self) -> str:
@@ -135,9 +114,11 @@ class MachineProfile:
 
         A TensorFlow profile hashes the facts it had before schema 8, and one that does
         not know its CPU generation those it had before schema 7 only, so its key is the
-        one stored evaluations and the docs name.
+        one stored evaluations and the docs name. A GPU profile hashes its device's facts.
         """
-        facts = astuple(self)
+        if self.gpu is not None:
+            return _hashed((targets.GPU_MEMORY, *astuple(self.gpu)))
+        facts = astuple(self)[:-1]
         if self.framework == frameworks.TENSORFLOW:
             facts = facts[: -len(FRAMEWORK_FIELDS)]
         else:
@@ -164,11 +145,9 @@ class MachineProfile:
         return f"family {shown[0]}, model {shown[1]}"
 
     def same_but_generation(self, other: MachineProfile) -> bool:
-        """Whether ``other`` has these facts except a CPU generation it did not record.
-
-        Such a profile is not this one (an unknown fact never joins a known one), but it
-        is this machine as far as its runs said: what an answer falls back to first.
-        """
+        """Whether ``other`` has these facts except a CPU generation it did not record: not
+        this profile (an unknown fact never joins a known one), but this machine as far as its
+        runs said, what an answer falls back to first."""
         return (
             other.generation is None
             and replace(self, cpu_family=None, cpu_model_number=None) == other
@@ -177,7 +156,12 @@ class MachineProfile:
     @property
     def determined(self) -> bool:
         """Whether the run said which CPU it ran on; without that it fits with no other run."""
-        return self.cpu_model is not None
+        return self.cpu_model is not None or self.gpu is not None
+
+    @property
+    def target(self) -> targets.MemoryTarget:
+        """The memory this profile's runs measured (`core.targets`)."""
+        return targets.target(targets.HOST_RAM if self.gpu is None else targets.GPU_MEMORY)
 
     @property
     def cores(self) -> int | None:
@@ -187,6 +171,8 @@ class MachineProfile:
     @property
     def machine_label(self) -> str:
         """The machine alone, no framework: "AMD EPYC (family 25, model 1), AVX2, 2 cores"."""
+        if self.gpu is not None:
+            return f"{self.gpu.name} ({format_bytes(self.gpu.total_bytes)} usable)"
         if not self.determined:
             return "unknown machine (its runs did not record the CPU)"
         model = self.cpu_model or UNKNOWN
@@ -204,6 +190,10 @@ class MachineProfile:
         if not self.determined:
             return self.machine_label
         parts = [self.machine_label, self.framework_title]
+        if self.gpu is not None:
+            conf = self.gpu.alloc_conf or "allocator default"
+            parts[1:1] = [f"compute {self.gpu.compute_capability}", f"CUDA {self.gpu.cuda}"]
+            parts.append(conf)
         if self.onednn_enabled is False:
             parts.append("oneDNN off")
         return ", ".join(parts)
@@ -220,7 +210,7 @@ class MachineProfile:
         profile whose runs had oneDNN, which profile describes such a job); otherwise
         `ONEDNN_OFF_NOTE` for a profile whose runs had oneDNN off.
         """
-        half = precision != "float32" and self.cpu_isa not in _HALF_ONEDNN_LEVELS
+        half = precision != "float32" and self.cpu_isa not in profile_notes.HALF_ONEDNN_LEVELS
         if half and self.cpu_isa is not None and self.onednn_enabled is not None:
             note = HALF_WITHOUT_ONEDNN.format(precision=precision)
             if self.onednn_enabled:
@@ -235,6 +225,8 @@ class MachineProfile:
         def shown(value: Any) -> str:
             return UNKNOWN if value is None else str(value)
 
+        if self.gpu is not None:
+            return {"profile": self.key, "machine": self.label, **self.gpu.facts()}
         onednn = None if self.onednn_enabled is None else ("on" if self.onednn_enabled else "off")
         return {
             "profile": self.key,
@@ -268,11 +260,9 @@ def _value(row: Mapping[str, Any], name: str) -> Any:
 def whole_gib(total_ram_bytes: int) -> int:
     """Total RAM as the whole GiB it groups by: rounded *up*, never to the nearest.
 
-    The kernel reports a little less than the machine has (it reserves some), and
-    by an amount that varies a few MiB between boots and VMs of one kind: a 24 GiB
-    VM reads about 23.5 GiB. Rounding to the nearest GiB would put the boundary
-    right there and split one VM kind into two profiles; rounding up puts it at
-    whole GiB, which a reported total stays just under.
+    The kernel reports a little less than the machine has, by a few MiB that vary between
+    boots of one VM kind (a 24 GiB VM reads about 23.5): rounding to the nearest would
+    split that kind into two profiles; a reported total stays just under a whole GiB.
     """
     return math.ceil(total_ram_bytes / GIB)
 
@@ -292,6 +282,8 @@ def profile_of(row: Mapping[str, Any]) -> MachineProfile:
         found = _value(row, name)
         return None if found is None or found in ("", "not installed") else str(found)
 
+    if _value(row, targets.TARGET_COLUMN) == targets.GPU_MEMORY:
+        return _gpu_profile(row)
     # A torch run's TensorFlow columns say what was installed beside it, not what trained it.
     framework = text("framework") or frameworks.TENSORFLOW
     tensorflow = framework == frameworks.TENSORFLOW
@@ -312,6 +304,15 @@ def profile_of(row: Mapping[str, Any]) -> MachineProfile:
         framework=framework,
         framework_version=None if tensorflow else text("framework_version"),
     )
+
+
+def _gpu_profile(row: Mapping[str, Any]) -> MachineProfile:
+    """The profile of a GPU run: its device's facts (`core.targets.DEVICE_FACT_COLUMNS`)."""
+    name, total, *software, conf = (_value(row, n) for n in targets.DEVICE_FACT_COLUMNS)
+    framework, version = (str(_value(row, n)) for n in ("framework", "framework_version"))
+    device = GpuDevice(str(name), int(total), *map(str, software), framework, version, conf or "")
+    # No host fact: the ten CPU, RAM and TensorFlow facts a GPU run did not record.
+    return MachineProfile(*[None] * 10, framework=framework, framework_version=version, gpu=device)
 
 
 def profile_keys(runs: pd.DataFrame) -> list[str]:

@@ -5,7 +5,7 @@ column order of the table and of CSV/Parquet exports, and its annotations are th
 column types (``X | None``: the column may be NULL; `core.schema` reads them).
 Memory is in bytes, times in seconds.
 
-The knob columns up to schema 8 are spelled out where the table has them; a knob
+The knob columns up to schema 9 are spelled out where the table has them; a knob
 a workload declares later (`core.workloads.KNOBS`) gets a nullable column of its
 type appended after the last field (`with_knob_columns`), where the migration
 that adds it (`core.schema`) puts it too.
@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import workloads
+from core import targets, workloads
 
 # killed: ended by a signal from outside memplan that the kernel does not count as an OOM kill.
 STATUSES = ("ok", "oom", "timeout", "error", "skipped", "interrupted", "killed")
@@ -58,9 +58,9 @@ class _RunRecordFields:
     steps: int
     seed: int
     repeat: int
-    sample_interval_s: float
-    timeout_s: float
-    memory_limit_bytes: int
+    sample_interval_s: float | None
+    timeout_s: float | None
+    memory_limit_bytes: int | None
     estimate_bytes: int | None
     # measurements (None when the point did not run far enough to have them)
     peak_sampled_bytes: int | None
@@ -72,21 +72,21 @@ class _RunRecordFields:
     # machine
     # (runs before schema 3 have no cpu_vendor, cpu_isa, usable_cores or intra_op_threads;
     # `core.profiles` groups runs by these facts)
-    hostname: str
+    hostname: str | None
     cpu_vendor: str | None  # "Intel", "AMD", or the raw vendor_id
-    cpu_model: str
+    cpu_model: str | None
     cpu_isa: str | None  # the best level oneDNN can use (`core.cpu_names.ISA_LEVELS`)
-    cpu_cores: int  # CPUs in the machine
+    cpu_cores: int | None  # CPUs in the machine
     usable_cores: int | None  # CPUs this process may run on (affinity)
     intra_op_threads: int | None  # TensorFlow's intra-op thread pool size (None: torch)
-    total_ram_bytes: int
-    os: str
+    total_ram_bytes: int | None
+    os: str | None
     # software
-    python_version: str
-    tensorflow_version: str
-    keras_version: str
-    numpy_version: str
-    onednn_enabled: bool
+    python_version: str | None
+    tensorflow_version: str | None
+    keras_version: str | None
+    numpy_version: str | None
+    onednn_enabled: bool | None
     # cluster (schema 4): the Slurm job that measured the run, None when measured locally
     slurm_job_id: str | None = None  # "1234", or "1234_5" for an array task
     slurm_cpus_per_task: int | None = None  # the job's --cpus-per-task
@@ -104,6 +104,22 @@ class _RunRecordFields:
     framework: str = field(kw_only=True)
     framework_version: str = field(kw_only=True)
     torch_intra_op_threads: int | None = None
+    # schema 9: which memory the run measured (`core.targets`: "host_ram" for every older
+    # run, whose figures are the peaks above) and, for a GPU run, the device's facts and
+    # its figures. A GPU run measured outside memplan leaves the host facts and protocol
+    # settings above None (`core.targets.HOST_FACT_COLUMNS`); a host-RAM run has them all.
+    memory_target: str = targets.HOST_RAM
+    gpu_name: str | None = None
+    gpu_total_bytes: int | None = None  # usable memory as the framework reports it
+    gpu_compute_capability: str | None = None
+    gpu_driver: str | None = None
+    cuda_version: str | None = None
+    cudnn_version: str | None = None
+    alloc_conf: str | None = None  # PYTORCH_CUDA_ALLOC_CONF; "" is the allocator's default
+    allocated_peak_bytes: int | None = None
+    reserved_peak_bytes: int | None = None
+    nvml_used_peak_bytes: int | None = None
+    context_bytes: int | None = None  # the CUDA context alone
     samples: tuple[Sample, ...] = field(default=(), compare=False, repr=False)
 
     def row(self) -> dict[str, Any]:
@@ -126,7 +142,7 @@ def with_knob_columns(record: type, columns: tuple[str, ...]) -> type:
     return extended
 
 
-# The knob columns declared after schema 8, appended in declaration order; NULL in every
+# The knob columns declared after schema 9, appended in declaration order; NULL in every
 # run stored before its migration, which reads as the knob's default.
 ADDED_KNOB_COLUMNS: tuple[str, ...] = tuple(
     name

@@ -49,6 +49,14 @@ Versions
    older run trained with TensorFlow: it gets ``'tensorflow'`` and its own
    ``tensorflow_version``. The framework is part of the machine profile; a TensorFlow
    run's profile key is what it was.
+9. Which memory a run measured (`core.targets`): ``runs`` gains ``memory_target``
+   (``'host_ram'`` for every older run) and, for a GPU run, the device's facts
+   (``gpu_name``, ``gpu_total_bytes``, ``gpu_compute_capability``, ``gpu_driver``,
+   ``cuda_version``, ``cudnn_version``, ``alloc_conf``) and figures
+   (``allocated_peak_bytes``, ``reserved_peak_bytes``, ``nvml_used_peak_bytes``,
+   ``context_bytes``) at the end of the table, NULL for every older run. The host facts
+   and protocol settings only memplan's child records (`core.targets.HOST_FACT_COLUMNS`)
+   may be NULL: a GPU run measured by an outside script did not record them.
 
 Changing the schema
 -------------------
@@ -83,10 +91,11 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from core import targets
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # Where a database keeps its version: the ``meta`` row with this key.
 VERSION_KEY = "schema_version"
 # What every run and evaluation before schema 2 measured.
@@ -106,6 +115,12 @@ GENERATION_COLUMNS: tuple[str, ...] = ("cpu_family", "cpu_model_number", "cpu_st
 FRAMEWORK_COLUMNS: tuple[str, ...] = ("framework", "framework_version", "torch_intra_op_threads")
 # What every run before schema 8 trained with.
 LEGACY_FRAMEWORK = "tensorflow"
+# What schema 9 added to runs: the target, the device's facts and figures (`core.targets`).
+TARGET_COLUMNS: tuple[str, ...] = (
+    targets.TARGET_COLUMN,
+    *targets.DEVICE_FACT_COLUMNS,
+    *targets.DEVICE_FIGURE_COLUMNS,
+)
 
 
 @dataclass(frozen=True)
@@ -210,6 +225,12 @@ ADDED_COLUMNS: Mapping[int, Mapping[str, Mapping[str, Any]]] = types.MappingProx
                 "framework": LEGACY_FRAMEWORK,
                 "framework_version": SameAs("tensorflow_version"),
                 "torch_intra_op_threads": None,
+            }
+        },
+        9: {
+            "runs": {
+                name: targets.HOST_RAM if name == targets.TARGET_COLUMN else None
+                for name in TARGET_COLUMNS
             }
         },
     }

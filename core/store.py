@@ -19,7 +19,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from core import profiles, schema
+from core import profiles, schema, targets
 from core.database import (
     connect,
     first_line,
@@ -177,6 +177,8 @@ def interrupt_sweeps(path: Path, sweep_ids: list[str]) -> list[str]:
     return marked
 
 
+# Seven parameters: the database and six optional filters, keyword-only, that one query
+# combines (a request object would be built only to be taken apart here).
 def load_runs(
     path: Path,
     *,
@@ -185,18 +187,22 @@ def load_runs(
     hostname: str | None = None,
     workload: str | None = None,
     machine: str | None = None,
+    target: str | None = targets.DEFAULT_TARGET,
 ) -> pd.DataFrame:
     """Runs (columns RUN_COLUMNS) ordered by created_at then run_id; filters combine with AND.
 
     ``machine`` is a profile key (`core.profiles`): only runs of that machine
     profile. It is a filter in pandas after the query because a profile is
-    computed from a run's columns, never stored.
+    computed from a run's columns, never stored. ``target`` is the memory the runs
+    measured (`core.targets`): host RAM unless asked, so everything that fits or answers
+    for host RAM reads host-RAM runs only; None reads the runs of every target.
     """
     filters = {
         "sweep_id": sweep_id,
         "status": status,
         "hostname": hostname,
         "workload": workload,
+        targets.TARGET_COLUMN: target,
     }
     with connect(path, read_only=True) as con:
         runs = runs_in(con, filters)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from core import profiles, store, workloads
+from core import profiles, store, targets, workloads
 from core.records import STATUSES
 from memplan import jsonout, options
 from memplan.commands import add_db_option, open_db
@@ -42,7 +42,22 @@ def _add_output_options(parser: argparse.ArgumentParser, *others: tuple[str, str
 # --- list --------------------------------------------------------------------------------
 
 
+def list_columns(target: targets.MemoryTarget) -> list[str]:
+    """The columns `list` shows for runs of ``target``: its figures where host RAM's are."""
+    if target is targets.HOST_RAM_TARGET:
+        return LIST_COLUMNS
+    at = LIST_COLUMNS.index("peak_sampled_bytes")
+    return [*LIST_COLUMNS[:at], *target.columns, "gpu_name"]
+
+
 def prepare_list(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target",
+        choices=tuple(targets.TARGETS),
+        default=targets.DEFAULT_TARGET,
+        help="which memory the runs measured: host_ram (the default: runs memplan measures) "
+        "or gpu_memory (GPU runs imported from JSON lines)",
+    )
     parser.add_argument("--sweep", help="only this sweep id")
     parser.add_argument("--status", choices=STATUSES)
     parser.add_argument("--host", help="only runs measured on this hostname")
@@ -54,11 +69,17 @@ def prepare_list(parser: argparse.ArgumentParser) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     db_path = open_db(args)
+    target = targets.target(args.target)
     runs = store.load_runs(
-        db_path, sweep_id=args.sweep, status=args.status, hostname=args.host, workload=args.workload
+        db_path,
+        sweep_id=args.sweep,
+        status=args.status,
+        hostname=args.host,
+        workload=args.workload,
+        target=target.name,
     )
     if not args.all_columns:
-        runs = runs[LIST_COLUMNS]
+        runs = runs[list_columns(target)]
     if args.json:
         return jsonout.emit(jsonout.records(runs))
     if args.csv:
@@ -68,7 +89,8 @@ def run_list(args: argparse.Namespace) -> int:
         print("no runs match")
         return 0
     shown = runs.copy()
-    for column in ("peak_sampled_bytes", "peak_hwm_bytes"):
+    host = target is targets.HOST_RAM_TARGET
+    for column in ("peak_sampled_bytes", "peak_hwm_bytes") if host else target.columns:
         if column in shown:
             shown[column.replace("_bytes", "_gib")] = shown.pop(column).map(
                 lambda v: "" if pd.isna(v) else f"{v / 2**30:.3f}"

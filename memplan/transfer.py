@@ -30,13 +30,34 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def prepare_import(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", type=Path, help="runs file, .csv or .parquet (as `export` writes)")
+    parser.add_argument(
+        "runs",
+        type=Path,
+        help="runs file, .csv or .parquet (as `export` writes), or .jsonl: GPU runs, one JSON "
+        "object a line (docs/data.md)",
+    )
     parser.add_argument("--timelines", type=Path, help="the matching samples file")
+    parser.add_argument(
+        "--created-at",
+        help="for .jsonl: when the runs were measured (ISO 8601); default: the date in the "
+        "file's name, at midnight UTC",
+    )
+    parser.add_argument(
+        "--alloc-conf",
+        help="for .jsonl: the PYTORCH_CUDA_ALLOC_CONF of lines that do not say theirs "
+        "('' for the allocator's default)",
+    )
     add_db_option(parser)
 
 
 def run_import(args: argparse.Namespace) -> int:
     db_path = open_db(args)
-    count = exchange.import_runs(db_path, args.runs, args.timelines)
+    count = exchange.import_runs(
+        db_path,
+        args.runs,
+        args.timelines,
+        created_at=args.created_at,
+        alloc_conf=args.alloc_conf,
+    )
     print(f"imported {count} run(s) into {db_path}")
     return 0

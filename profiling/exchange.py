@@ -9,7 +9,8 @@ transaction: a file with any problem stores nothing, and the error names the
 problem (column, row, value) and what would be right. The checks are of size
 (`core.exportfile.MAX_FILE_BYTES`, MAX_ROWS), columns, types and plausibility
 (`core.plausibility`: finite times, memory between 1 MiB and 64 TiB, an ``ok``
-run with its peaks, one sample per run and time).
+run with its peaks, one sample per run and time). GPU runs measured outside memplan
+import from JSON lines (`core.datafiles.read_gpu_runs`) with the same checks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import uuid
 from pathlib import Path
 
-from core import database, datafiles, exportfile
+from core import database, datafiles, device_records, exportfile
 from core.datafiles import read_runs, read_samples
 from core.errors import DataFileError
 from core.exportfile import FORMATS
@@ -83,15 +84,32 @@ def export_runs(
     return int(count)
 
 
-def import_runs(db_path: Path, runs_file: Path, samples_file: Path | None = None) -> int:
+def import_runs(
+    db_path: Path,
+    runs_file: Path,
+    samples_file: Path | None = None,
+    *,
+    created_at: str | None = None,
+    alloc_conf: str | None = None,
+) -> int:
     """Store the runs (and timelines) of an export; returns how many runs were stored.
 
+    A ``.jsonl`` file holds GPU runs, one JSON object a line (`core.device_runs`), as an
+    outside script measured them: ``created_at`` (ISO 8601) says when, if the file's name
+    carries no date, and ``alloc_conf`` the PYTORCH_CUDA_ALLOC_CONF of lines that do not
+    say theirs ("": the allocator's default). They have no timelines.
     All or nothing: every check runs before the first write, and the writes are
     one transaction. Raises DataFileError naming the first problem found.
     """
     database.check_writable(db_path, "an import")
     runs_file = Path(runs_file)
-    runs = read_runs(runs_file)
+    gpu_lines = runs_file.suffix.lower() == device_records.SUFFIX
+    if gpu_lines and samples_file is not None:
+        raise DataFileError(f"{runs_file}: GPU runs have no timelines; import it without one")
+    if gpu_lines:
+        runs = datafiles.read_gpu_runs(runs_file, created_at, alloc_conf)
+    else:
+        runs = read_runs(runs_file)
     run_ids = runs.column("run_id").to_pylist()
     samples = read_samples(Path(samples_file), set(run_ids)) if samples_file is not None else None
     with database.transaction(db_path) as con:

@@ -1,4 +1,4 @@
-"""What earlier releases left on disk still opens: schema-1 to -7 databases and exports.
+"""What earlier releases left on disk still opens: schema-1 to -8 databases and exports.
 
 The fixtures in tests/fixtures/schema1/ were written by memplan 256831b (schema 1),
 those in tests/fixtures/schema2/ by memplan 99b704d (schema 2), those in
@@ -6,7 +6,8 @@ tests/fixtures/schema3/ by memplan 82bb04d (schema 3) and those in
 tests/fixtures/schema4/ by memplan fabaf94 (schema 4), those in
 tests/fixtures/schema5/ by memplan 9c1906c (schema 5) and those in
 tests/fixtures/schema6/ by memplan 8c5ac2b (schema 6) and those in
-tests/fixtures/schema7/ by memplan 0bc34a1 (schema 7), each with its own code
+tests/fixtures/schema7/ by memplan 0bc34a1 (schema 7) and those in
+tests/fixtures/schema8/ by memplan 87f3837 (schema 8), each with its own code
 (see the README in each). Every test copies what it changes to tmp_path
 first, so the fixtures themselves are never written to.
 """
@@ -49,6 +50,21 @@ STEPS_COLUMNS = ("steps", "other_steps_json")
 GENERATION_COLUMNS = ("cpu_family", "cpu_model_number", "cpu_stepping")
 # The framework schema 8 added to runs, after them: every older run trained with TensorFlow.
 FRAMEWORK_COLUMNS = ("framework", "framework_version", "torch_intra_op_threads")
+# What schema 9 added to runs, after them: the memory measured, a GPU's facts and figures.
+TARGET_COLUMNS = (
+    "memory_target",
+    "gpu_name",
+    "gpu_total_bytes",
+    "gpu_compute_capability",
+    "gpu_driver",
+    "cuda_version",
+    "cudnn_version",
+    "alloc_conf",
+    "allocated_peak_bytes",
+    "reserved_peak_bytes",
+    "nvml_used_peak_bytes",
+    "context_bytes",
+)
 # Every fixture's runs trained for 3 steps (the test helper's default at each release).
 FIXTURE_STEPS = 3
 
@@ -161,6 +177,15 @@ SCHEMA7 = Generation(
     rows=SCHEMA3.rows,
     run_ids=tuple(run_id.replace("v3-", "v7-") for run_id in SCHEMA3.run_ids),
 )
+# 87f3837 wrote the schema-7 fixtures' runs again, renamed, and one AlexNet run trained with torch.
+SCHEMA8 = Generation(
+    version=8,
+    rows={**SCHEMA3.rows, "runs": 9, "samples": 38},
+    run_ids=(
+        *(run_id.replace("v3-", "v8-") for run_id in SCHEMA3.run_ids),
+        "v8-torch-alex-96-b2",
+    ),
+)
 # The profile key 0bc34a1 stored for the schema-7 evaluation (its README): the Intel VM with
 # its CPU generation.
 SCHEMA7_PROFILE = "a152bafe0b"
@@ -169,8 +194,8 @@ SCHEMA7_PROFILE = "a152bafe0b"
 SCHEMA3_PROFILE = "e347700dc4"
 GENERATIONS = pytest.mark.parametrize(
     "generation",
-    [SCHEMA1, SCHEMA2, SCHEMA3, SCHEMA4, SCHEMA5, SCHEMA6, SCHEMA7],
-    ids=["schema1", "schema2", "schema3", "schema4", "schema5", "schema6", "schema7"],
+    [SCHEMA1, SCHEMA2, SCHEMA3, SCHEMA4, SCHEMA5, SCHEMA6, SCHEMA7, SCHEMA8],
+    ids=["schema1", "schema2", "schema3", "schema4", "schema5", "schema6", "schema7", "schema8"],
 )
 # The generations from before schema 7, whose runs recorded no CPU generation.
 BEFORE_CPU_GENERATION = pytest.mark.parametrize(
@@ -264,13 +289,14 @@ def _file_state(db: Path) -> tuple[bytes, int, list[str]]:
 
 def test_there_is_one_migration_per_version_step_up_to_the_current_one() -> None:
     assert [m.from_version for m in migrations.MIGRATIONS] == list(range(1, schema.SCHEMA_VERSION))
-    assert [m.to_version for m in migrations.migrations_from(1)] == [2, 3, 4, 5, 6, 7, 8]
-    assert [m.to_version for m in migrations.migrations_from(2)] == [3, 4, 5, 6, 7, 8]
-    assert [m.to_version for m in migrations.migrations_from(3)] == [4, 5, 6, 7, 8]
-    assert [m.to_version for m in migrations.migrations_from(4)] == [5, 6, 7, 8]
-    assert [m.to_version for m in migrations.migrations_from(5)] == [6, 7, 8]
-    assert [m.to_version for m in migrations.migrations_from(6)] == [7, 8]
-    assert [m.to_version for m in migrations.migrations_from(7)] == [8]
+    assert [m.to_version for m in migrations.migrations_from(1)] == [2, 3, 4, 5, 6, 7, 8, 9]
+    assert [m.to_version for m in migrations.migrations_from(2)] == [3, 4, 5, 6, 7, 8, 9]
+    assert [m.to_version for m in migrations.migrations_from(3)] == [4, 5, 6, 7, 8, 9]
+    assert [m.to_version for m in migrations.migrations_from(4)] == [5, 6, 7, 8, 9]
+    assert [m.to_version for m in migrations.migrations_from(5)] == [6, 7, 8, 9]
+    assert [m.to_version for m in migrations.migrations_from(6)] == [7, 8, 9]
+    assert [m.to_version for m in migrations.migrations_from(7)] == [8, 9]
+    assert [m.to_version for m in migrations.migrations_from(8)] == [9]
     assert migrations.migrations_from(schema.SCHEMA_VERSION) == ()
 
 
@@ -292,7 +318,7 @@ def test_an_older_database_is_migrated_keeping_every_row_and_value(
     database.ensure_database(db)
 
     after = _tables(db)
-    assert _version(db) == str(schema.SCHEMA_VERSION) == "8"
+    assert _version(db) == str(schema.SCHEMA_VERSION) == "9"
     for name in schema.TABLES:
         if name == "meta":
             continue  # only the version changed (checked above)
@@ -329,7 +355,12 @@ def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(
         *CACHE_COLUMNS,
         *GENERATION_COLUMNS,
         *FRAMEWORK_COLUMNS,
+        *TARGET_COLUMNS,
     ]
+    # What a GPU run measured outside memplan did not record may be NULL (`core.targets`).
+    nullable = {row[0]: row[2] == "YES" for row in _columns(db)["runs"]}
+    assert nullable["hostname"] and nullable["total_ram_bytes"] and nullable["timeout_s"]
+    assert not nullable["memory_target"] and not nullable["workload"]
 
 
 @BEFORE_MACHINE_FACTS
@@ -419,6 +450,24 @@ def test_migrated_schema_7_runs_trained_with_tensorflow_and_keep_their_profiles(
         "refined",
         "least_squares",
     ]
+
+
+def test_migrated_schema_8_runs_measured_host_ram_and_keep_their_profiles(tmp_path: Path) -> None:
+    before = profiles.profiles_in(_tables(SCHEMA8.db)["runs"])  # as schema 8 stored them
+    db, runs = _migrated_runs(SCHEMA8, tmp_path)
+
+    assert set(runs["memory_target"]) == {"host_ram"}
+    assert runs[list(TARGET_COLUMNS[1:])].isna().all().all()  # no GPU: not guessed
+    # Host RAM is every profile's target: a TensorFlow and a torch profile keep their keys,
+    # and the stored evaluation still answers for the runs it fit.
+    assert profiles.profiles_in(runs) == before and SCHEMA7_PROFILE in before
+    assert {p.framework for p in before.values()} == {"tensorflow", "torch"}
+    assert [p.name for p in results.load_predictors(db, machine=SCHEMA7_PROFILE)] == [
+        "paper",
+        "refined",
+        "least_squares",
+    ]
+    assert store.get_run(db, "v8-torch-alex-96-b2")["memory_target"] == "host_ram"
 
 
 def test_a_migrated_schema_6_evaluation_still_answers_for_its_profile(tmp_path: Path) -> None:
@@ -757,7 +806,7 @@ def test_a_failed_migration_leaves_the_database_as_it_was(
 
     assert _version(db) == str(generation.version)
     after = _tables(db)
-    assert not set(FRAMEWORK_COLUMNS) & set(after["runs"].columns)
+    assert not set(TARGET_COLUMNS) & set(after["runs"].columns)
     assert _columns(db) == _columns(generation.db)
     for name in schema.TABLES:
         pd.testing.assert_frame_equal(after[name], before[name])
@@ -831,9 +880,13 @@ def test_an_older_export_imports_as_the_migrated_database_holds_it(
 
     assert stored == len(generation.run_ids)
     imported = store.load_runs(target)
-    # Every older export trained with TensorFlow, at the version it recorded.
-    assert set(imported["framework"]) == {"tensorflow"}
-    assert list(imported["framework_version"]) == list(imported["tensorflow_version"])
+    # Every older export measured host RAM; every one before schema 8 trained with
+    # TensorFlow, at the version it recorded.
+    assert set(imported["memory_target"]) == {"host_ram"}
+    assert imported[list(TARGET_COLUMNS[1:])].isna().all().all()
+    if generation.version < 8:
+        assert set(imported["framework"]) == {"tensorflow"}
+        assert list(imported["framework_version"]) == list(imported["tensorflow_version"])
     if generation.version < 7:
         assert imported[list(GENERATION_COLUMNS)].isna().all().all()
     if generation.version < 5:
@@ -882,6 +935,10 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
     assert from_1.column("framework").to_pylist() == ["tensorflow", "tensorflow"]
     assert from_1.column("framework_version").to_pylist() == ["2.16.1", "2.21.0"]
     assert from_1.column("torch_intra_op_threads").to_pylist() == [None, None]
+    # Every run before schema 9 measured host RAM; none has a GPU's facts or figures.
+    assert from_1.column("memory_target").to_pylist() == ["host_ram", "host_ram"]
+    for name in TARGET_COLUMNS[1:]:
+        assert from_1.column(name).to_pylist() == [None, None]
     own = ["run_id", "tensorflow_version"]
     assert schema.upgrade_export("runs", runs, 2).column_names == [
         *own,
@@ -890,6 +947,7 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
         *CACHE_COLUMNS,
         *GENERATION_COLUMNS,
         *FRAMEWORK_COLUMNS,
+        *TARGET_COLUMNS,
     ]
     assert schema.upgrade_export("runs", runs, 3).column_names == [
         *own,
@@ -897,19 +955,27 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
         *CACHE_COLUMNS,
         *GENERATION_COLUMNS,
         *FRAMEWORK_COLUMNS,
+        *TARGET_COLUMNS,
     ]
     assert schema.upgrade_export("runs", runs, 4).column_names == [
         *own,
         *CACHE_COLUMNS,
         *GENERATION_COLUMNS,
         *FRAMEWORK_COLUMNS,
+        *TARGET_COLUMNS,
     ]
     assert schema.upgrade_export("runs", runs, 6).column_names == [
         *own,
         *GENERATION_COLUMNS,
         *FRAMEWORK_COLUMNS,
+        *TARGET_COLUMNS,
     ]
-    assert schema.upgrade_export("runs", runs, 7).column_names == [*own, *FRAMEWORK_COLUMNS]
+    assert schema.upgrade_export("runs", runs, 7).column_names == [
+        *own,
+        *FRAMEWORK_COLUMNS,
+        *TARGET_COLUMNS,
+    ]
+    assert schema.upgrade_export("runs", runs, 8).column_names == [*own, *TARGET_COLUMNS]
     assert schema.upgrade_export("runs", runs, schema.SCHEMA_VERSION).column_names == own
     evaluations = schema.upgrade_export("evaluations", pa.table({"evaluation_id": ["e"]}), 2)
     assert evaluations.column("machine_profile").to_pylist() == [None]
@@ -922,12 +988,13 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
     # Schema 6 added nothing to runs: a schema-5 runs export reads as schema 6.
     assert schema.infer_version("runs", [*slurm, *CACHE_COLUMNS]) == 6
     assert schema.infer_version("runs", [*slurm, *CACHE_COLUMNS, *GENERATION_COLUMNS]) == 7
-    current = [*slurm, *CACHE_COLUMNS, *GENERATION_COLUMNS, *FRAMEWORK_COLUMNS]
-    assert schema.infer_version("runs", current) == schema.SCHEMA_VERSION
+    framework = [*slurm, *CACHE_COLUMNS, *GENERATION_COLUMNS, *FRAMEWORK_COLUMNS]
+    assert schema.infer_version("runs", framework) == 8
+    assert schema.infer_version("runs", [*framework, *TARGET_COLUMNS]) == schema.SCHEMA_VERSION
     profiled = ["evaluation_id", "workload", "machine_profile"]
     assert schema.infer_version("evaluations", profiled) == 5
-    # Schemas 7 and 8 added nothing to evaluations: a schema-6 one reads as the current one.
-    assert schema.infer_version("evaluations", [*profiled, *STEPS_COLUMNS]) == 8
+    # Schemas 7 to 9 added nothing to evaluations: a schema-6 one reads as the current one.
+    assert schema.infer_version("evaluations", [*profiled, *STEPS_COLUMNS]) == 9
     assert schema.upgrade_export("evaluations", pa.table({"evaluation_id": ["e"]}), 5).column(
         "steps"
     ).to_pylist() == [None]
@@ -939,7 +1006,7 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
         None,
     ]
     no_gpu = ["run_id", "workload", *MACHINE_COLUMNS, *SLURM_COLUMNS, *CACHE_COLUMNS]
-    no_gpu.extend([*GENERATION_COLUMNS, *FRAMEWORK_COLUMNS])
+    no_gpu.extend([*GENERATION_COLUMNS, *FRAMEWORK_COLUMNS, *TARGET_COLUMNS])
     assert schema.infer_version("runs", no_gpu) == latest - 1  # no gpu: older
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import cpu_names, profiles
+from core import cpu_names, profiles, targets
 from core.errors import StoreError
 from core.units import GIB
 
@@ -199,8 +199,10 @@ def test_the_key_is_stable_and_differs_when_any_fact_differs() -> None:
         "cpu_model_number": 143,
         "framework": "torch",
     }
-    # A TensorFlow run's version is tensorflow_version; torch's threads are not its own.
-    assert set(changed) | set(TORCH_FACTS) == set(profiles.PROFILE_COLUMNS)
+    # A TensorFlow run's version is tensorflow_version; torch's threads are not its own;
+    # a GPU run's facts are its device's (below).
+    gpu = {targets.TARGET_COLUMN, *targets.DEVICE_FACT_COLUMNS}
+    assert set(changed) | set(TORCH_FACTS) | gpu == set(profiles.PROFILE_COLUMNS)
     keys = {name: profiles.profile_of(XEON | {name: value}).key for name, value in changed.items()}
     assert key not in keys.values()
     assert len(set(keys.values())) == len(changed)
@@ -436,3 +438,56 @@ def test_resolve_refuses_an_ambiguous_prefix() -> None:
         f"machine profile {first.key[0]!r} is ambiguous: it starts 2 keys; give more of the key."
     )
     assert first.key in str(refused.value) and twin.key in str(refused.value)
+
+
+# The device facts of the bundled H200 runs (data/gpu/), as a GPU run stores them.
+H200 = {
+    "memory_target": "gpu_memory",
+    "gpu_name": "NVIDIA H200",
+    "gpu_total_bytes": 150_109_880_320,
+    "gpu_compute_capability": "9.0",
+    "gpu_driver": "580.159.04",
+    "cuda_version": "13.0",
+    "cudnn_version": "9.19.0",
+    "alloc_conf": "",
+    "framework": "torch",
+    "framework_version": "2.11.0+cu130",
+}
+
+
+def test_a_gpu_profile_is_keyed_by_its_devices_facts_alone() -> None:
+    profile = profiles.profile_of(H200)
+    key = profile.key
+
+    assert profile.gpu is not None and profile.target.label == "GPU memory"
+    assert profile.label == (
+        "NVIDIA H200 (139.80 GiB usable), compute 9.0, CUDA 13.0, PyTorch 2.11, allocator default"
+    )
+    # The host it ran on is not part of a GPU profile; every device fact is.
+    assert profiles.profile_of(H200 | {"hostname": "other", "cpu_model": "AMD EPYC"}).key == key
+    changed = {
+        "gpu_name": "NVIDIA H100 80GB HBM3",
+        "gpu_total_bytes": 85_017_624_576,
+        "gpu_compute_capability": "8.0",
+        "gpu_driver": "570.86.15",
+        "cuda_version": "12.8",
+        "cudnn_version": "9.7.1",
+        "alloc_conf": "expandable_segments:True",
+        "framework_version": "2.10.0+cu128",
+    }
+    keys = {profiles.profile_of(H200 | {name: value}).key for name, value in changed.items()}
+    assert key not in keys and len(keys) == len(changed)
+    assert profile.facts() == {
+        "profile": key,
+        "machine": profile.label,
+        "GPU": "NVIDIA H200",
+        "usable memory": "139.80 GiB",
+        "compute capability": "9.0",
+        "driver": "580.159.04",
+        "CUDA": "13.0",
+        "cuDNN": "9.19.0",
+        "framework": "torch 2.11.0+cu130",
+        "PYTORCH_CUDA_ALLOC_CONF": "(the allocator's default)",
+    }
+    # Never the key of a host-RAM profile with the same framework.
+    assert key != profiles.profile_of(XEON | {"framework": "torch"}).key

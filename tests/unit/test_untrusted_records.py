@@ -47,6 +47,8 @@ BAD_RECORDS = {
     "ok_no_peak": ({"peak_hwm_bytes": None}, "status is ok but peak_hwm_bytes is empty"),
     "bad_status": ({"status": "great"}, "'great' is not one of"),
     "foreign_column": ({"evil": 1}, "evil is not a column of runs"),
+    "host_run_no_ram": ({"total_ram_bytes": None}, "row 1: total_ram_bytes is empty; it needs"),
+    "gpu_run_no_device": ({"memory_target": "gpu_memory"}, "row 1: gpu_name is empty; it needs"),
 }  # fmt: skip
 
 
@@ -67,6 +69,18 @@ def test_implausible_pending_records_are_quarantined_and_never_stored(db: Path, 
     # The next sweep starts cleanly: nothing left to crash on.
     assert pending.ingest(db) == 0
     assert len(store.load_runs(db)) == 1
+
+
+def test_a_pending_record_from_before_schema_9_is_stored_as_a_host_ram_run(db: Path) -> None:
+    path = _pending_file(db, "before-9")
+    values = json.loads(path.read_text())
+    for name in ("memory_target", "gpu_name", "allocated_peak_bytes", "context_bytes"):
+        del values["run"][name]  # the columns a schema-8 memplan did not write
+    path.write_text(json.dumps(values))
+
+    assert pending.ingest(db) == 1
+
+    assert store.load_runs(db)["memory_target"].tolist() == ["host_ram"]
 
 
 NOT_RECORDS = ["[1, 2]", '{"run": [1]}', '{"run": {}}', '{"samples": []}', "nul"]
