@@ -67,7 +67,8 @@ SHORT_LABELS = {
 st.title("Sweeps")
 st.caption(
     "Every stored run — measured here, launched from the sidebar, or imported from another "
-    "machine. Memory is in GiB (2^30 bytes)."
+    "machine. Memory is host RAM (the machine's main memory, not a GPU's), in GiB (2^30 "
+    "bytes)."
 )
 
 db = data.database()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app.helpers import APP, open_page, shown
@@ -110,3 +111,12 @@ def test_every_figure_is_said_to_be_host_ram_not_gpu_memory(shared_reference_db:
 
     captions = [shown(c.value) for c in at.main.caption]
     assert any("not a GPU's memory" in c and "host RAM" in c for c in captions)
+
+
+@pytest.mark.parametrize("page", ["dashboard/models_page.py", "dashboard/sweeps_page.py"])
+def test_the_other_pages_say_their_memory_is_host_ram_too(
+    shared_reference_db: Path, page: str
+) -> None:
+    at = open_page(page)
+
+    assert any("host RAM" in c.value and "not a GPU" in c.value for c in at.main.caption)
