@@ -18,13 +18,17 @@ FAVICON = Path(__file__).resolve().parent / "dashboard" / "favicon.svg"
 
 st.set_page_config(page_title="memplan", page_icon=FAVICON, layout="wide")
 
+# Sizing first and at the root: the question a person comes with, and its answer. Its
+# address before it was the root, "/sizing_page", still opens it, the link's question
+# kept: the same script, a hidden page of its own (the root's is named "sizing").
+SIZING_SCRIPT = "dashboard/sizing_page.py"
+SIZING_ICON = ":material/straighten:"
 pages = st.navigation(
     [
-        st.Page(
-            "dashboard/models_page.py", title="Models", icon=":material/show_chart:", default=True
-        ),
-        st.Page("dashboard/sizing_page.py", title="Sizing", icon=":material/straighten:"),
+        st.Page(SIZING_SCRIPT, title="Sizing", icon=SIZING_ICON, url_path="sizing", default=True),
+        st.Page("dashboard/models_page.py", title="Models", icon=":material/show_chart:"),
         st.Page("dashboard/sweeps_page.py", title="Sweeps", icon=":material/table_view:"),
+        st.Page(SIZING_SCRIPT, title="Sizing", url_path="sizing_page", visibility="hidden"),
     ]
 )
 # The footer is written first, below the page's container, so a page (or the

@@ -2,10 +2,11 @@
 
 Drawn above every page (`app.py`). A database the dashboard created just now
 is filled with the bundled measurements (`dashboard.data._prepared`), and one
-line says so and what they are. An existing database that holds no runs, not
-created by memplan just now (e.g. by ``memplan list`` on a new ``$MEMPLAN_DB``),
-gets a button that loads them, so no page is a dead end. A read-only dashboard
-writes nothing, so it offers nothing.
+line says so and what they are, once a session (on the first page a visitor
+opens). An existing database that holds no runs, not created by memplan just now
+(e.g. by ``memplan list`` on a new ``$MEMPLAN_DB``), gets a button that loads
+them, so no page is a dead end. A read-only dashboard writes nothing, so it
+offers nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from presentation.text import plain
 LOAD_BUTTON = "Load the bundled measurements"
 # Session state: how many runs the button just loaded, said once after the rerun.
 LOADED_KEY = "first_start_loaded"
+# Session state: the seeded note was shown (it is said once a session).
+SEEDED_SAID_KEY = "first_start_seeded_said"
 
 
 def render() -> None:
@@ -29,7 +32,9 @@ def render() -> None:
     db = data.database()
     runs = data.runs(db, data.version(db))
     if data.seeded_now(db):
-        if not runs.empty:
+        # Once a session: not above every page for as long as the server runs.
+        if not runs.empty and not st.session_state.get(SEEDED_SAID_KEY):
+            st.session_state[SEEDED_SAID_KEY] = True
             st.caption(plain(first_start.seeded_note(str(db), runs)))
         return
     loaded = st.session_state.pop(LOADED_KEY, None)

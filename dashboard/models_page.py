@@ -259,9 +259,9 @@ def formula(models: Models, workload: str) -> None:
 def render() -> None:
     st.title("Models")
     st.caption(
-        "Measured peak memory against the paper's analytical model, memplan's refined "
-        "analytical model, symbolic regression and the machine-learning baselines, "
-        "for one machine profile at a time."
+        "Measured peak memory (host RAM, not a GPU's memory) against the paper's analytical "
+        "model, memplan's refined analytical model, symbolic regression and the "
+        "machine-learning baselines, for one machine profile at a time."
     )
     view, picked = choose_view()
     scores = data.scores(view.db, view.version, view.workload, view.machine)

@@ -17,7 +17,12 @@ budget     memory budget, GiB                              256
 headroom   memory kept free, % of the bound                20
 model      a stored model's name (of that workload)        symbolic
 framework  one of `core.frameworks.FRAMEWORKS`             tensorflow, torch
+ask        the question whose answer heads the page        buy, image, batch
 =========  ==============================================  ======================
+
+``ask`` (`ask_from`, `write_ask`) says which answer heads the page: the memory to
+buy (a buyer's question, the default), the largest image or the largest batch (a
+researcher's); it changes what is shown first, never a figure.
 
 ``framework`` is read and written apart from the rest (`framework_from`,
 `write_framework`), and only where the database has runs of more than one
@@ -72,6 +77,8 @@ __all__ = [
     "read",
     "write",
     "write_framework",
+    "ask_from",
+    "write_ask",
     "write_view",
 ]
 
@@ -98,6 +105,9 @@ PARAMETERS: tuple[str, ...] = (
 # Which framework's runs and models the Sizing, Models and Sweeps pages show; apart from
 # PARAMETERS, so writing a question leaves it alone (`write_framework` writes it).
 FRAMEWORK = "framework"
+ASK = "ask"
+# The questions that can head the Sizing page (`application.sizing.KINDS`), the default first.
+ASKED = ("buy", "image", "batch")
 # What the Models page keeps in the URL.
 VIEW_PARAMETERS: tuple[str, ...] = (WORKLOAD, MACHINE)
 
@@ -162,6 +172,16 @@ def framework_from(params: Params, offered: Sequence[str], default: str) -> tupl
         return text, []
     reason = f"the frameworks with runs here are {_listed(list(offered))}"
     return default, [_ignored(FRAMEWORK, text, reason, default)]
+
+
+def ask_from(params: Params) -> tuple[str, list[str]]:
+    """The question a link puts first (``buy`` without one), and a sentence if unknown."""
+    if ASK not in params:
+        return ASKED[0], []
+    text = _one(params[ASK])
+    if text in ASKED:
+        return text, []
+    return ASKED[0], [_ignored(ASK, text, f"the questions are {_listed(ASKED)}", ASKED[0])]
 
 
 def machine_from(params: Params, offered: Sequence[str], default: str) -> tuple[str, list[str]]:
@@ -320,6 +340,12 @@ def write(state: SizingState) -> None:
 def write_framework(framework: str) -> None:
     """Put ``framework`` in this session's URL (others stay)."""
     _replace({FRAMEWORK: framework}, (FRAMEWORK,))
+
+
+def write_ask(kind: str) -> None:
+    """Put the question heading the page in this session's URL (others stay); the default
+    is left out, as a link without it asks it."""
+    _replace({ASK: kind} if kind != ASKED[0] else {}, (ASK,))
 
 
 def write_view(workload: str, machine: str) -> None:

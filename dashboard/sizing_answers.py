@@ -357,10 +357,13 @@ def largest_batch(asked: Asked) -> None:
         verified(asked, found.claim)
 
 
-def render(asked: Asked) -> None:
-    """Largest image at this batch and largest batch at this image, each with its verdict."""
-    image_col, batch_col = st.columns(2)
-    with image_col:
-        largest_image(asked)
-    with batch_col:
-        largest_batch(asked)
+LARGEST = {sizing.IMAGE: largest_image, sizing.BATCH: largest_batch}
+
+
+def render(asked: Asked, headed: str = sizing.BUY) -> None:
+    """Largest image at this batch and largest batch at this image, each with its verdict,
+    but the one heading the page (``headed``, shown there)."""
+    shown = [answer for kind, answer in LARGEST.items() if kind != headed]
+    for column, answer in zip(st.columns(2), shown, strict=False):
+        with column:
+            answer(asked)

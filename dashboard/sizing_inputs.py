@@ -61,6 +61,37 @@ def choose_workload(linked: str) -> str:
     )
 
 
+def _on_typed(slider_key: str, offered: tuple[int, ...], what: str) -> None:
+    """A typed value moves its slider (to the nearest offered value, said under it)."""
+    typed = st.session_state[f"{slider_key}_typed"]
+    if typed is None:
+        return
+    value, problem = sizing_view.typed_value(typed, offered, what)
+    st.session_state[slider_key] = value
+    st.session_state[f"{slider_key}_typed_problem"] = problem
+
+
+def typed_beside(slider_key: str, offered: tuple[int, ...], what: str) -> None:
+    """A number typed in place of sliding: a batch of 16 is not 15 key presses away.
+
+    It shows the slider's value, and a value typed moves the slider before the page reruns
+    (`_on_typed`), so the slider, its key and the URL stay the one source of the value.
+    """
+    typed_key = f"{slider_key}_typed"
+    st.session_state[typed_key] = int(st.session_state[slider_key])
+    st.number_input(
+        f"Or type the {what}",
+        step=1,
+        key=typed_key,
+        on_change=_on_typed,
+        args=(slider_key, offered, what),
+        help=f"Offered: {sizing_view.sides_text(offered)}; another value takes the nearest.",
+    )
+    problem = st.session_state.pop(f"{typed_key}_problem", None)
+    if problem:
+        st.caption(plain(problem))
+
+
 def image_inputs(start: SizingState, choices: SizingChoices) -> tuple[tuple[int, ...], bool]:
     """The image shape: one side of a cube or square, or every side."""
     workload = choices.workload
@@ -83,6 +114,7 @@ def image_inputs(start: SizingState, choices: SizingChoices) -> tuple[tuple[int,
             persist_state=PERSIST,
             help=side_help,
         )
+        typed_beside(key(workload, "side"), tuple(sides), "image side")
         return (side,) * choices.dims, True
     picked = []
     for name, value in zip(workloads.get(workload).SHAPE_COLUMNS, start.image_shape, strict=True):
@@ -105,6 +137,7 @@ def _batch_input(start: SizingState, choices: SizingChoices) -> int:
     batch = st.select_slider(
         "Batch size", options=choices.batch_sizes, key=key(workload, "batch"), persist_state=PERSIST
     )
+    typed_beside(key(workload, "batch"), tuple(choices.batch_sizes), "batch size")
     return int(batch)
 
 
@@ -140,7 +173,8 @@ def _memory_inputs(start: SizingState, choices: SizingChoices) -> tuple[float, f
         step=16.0,
         key=key(workload, "budget"),
         persist_state=PERSIST,
-        help="The machine's memory, in GiB (server 'GB' are binary: 256 GB = 256 GiB).",
+        help="The machine's host RAM (its main memory, not a GPU's), in GiB (server 'GB' "
+        "are binary: 256 GB = 256 GiB).",
     )
     seed(key(workload, "headroom"), float(start.headroom_pct))
     headroom = st.number_input(
@@ -178,12 +212,42 @@ def _model_input(start: SizingState, choices: SizingChoices, titles: dict[str, s
     )
 
 
-def inputs(start: SizingState, choices: SizingChoices, titles: dict[str, str]) -> SizingState:
-    """The question, as widgets started from ``start``; returns what they say now."""
+ASK_KEY = "sizing_ask"
+# The question heading the page, in `dashboard.query_state.ASKED`'s order.
+ASK_LABELS = {
+    "buy": "Host RAM to buy",
+    "image": "Largest image that fits",
+    "batch": "Largest batch that fits",
+}
+
+
+def choose_ask(linked: str) -> str:
+    """Which answer heads the page: the memory to buy (a buyer's), the largest image or
+    batch (a researcher's); started at the link's."""
+    seed(ASK_KEY, linked, tuple(ASK_LABELS))
+    return st.radio(
+        "Your question",
+        list(ASK_LABELS),
+        key=ASK_KEY,
+        persist_state=PERSIST,
+        format_func=ASK_LABELS.__getitem__,
+        help="Whose answer comes first; every answer is on the page below it.",
+    )
+
+
+def inputs(
+    start: SizingState, choices: SizingChoices, titles: dict[str, str], memory_place: Any
+) -> SizingState:
+    """The question, as widgets started from ``start``; returns what they say now.
+
+    memory_place : the container the budget and headroom are drawn in (beside the
+    headline answer, at the top of the page, as a researcher's question needs them).
+    """
     image_shape, one_side = image_inputs(start, choices)
     batch = _batch_input(start, choices)
     knobs = _knob_inputs(start, choices)
-    budget_gib, headroom_pct = _memory_inputs(start, choices)
+    with memory_place:
+        budget_gib, headroom_pct = _memory_inputs(start, choices)
     return SizingState(
         workload=choices.workload,
         image_shape=image_shape,

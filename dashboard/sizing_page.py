@@ -46,7 +46,7 @@ from dashboard import (
     sizing_answers,
 )
 from dashboard.sizing_answers import Asked
-from dashboard.sizing_inputs import PERSIST, choose_workload, inputs, key
+from dashboard.sizing_inputs import PERSIST, choose_ask, choose_workload, inputs, key
 from modeling.decision import Decision
 from modeling.stored.predictor import Predictor
 from presentation import (
@@ -118,7 +118,7 @@ def breakdown(config: WorkloadConfig, runs: pd.DataFrame, predicted_bytes: float
     )
 
 
-def what_fits(asked: Asked, decision: Decision) -> None:
+def what_fits(asked: Asked, decision: Decision, headed: str) -> None:
     """The largest image and batch, after the share of the budget they use and why; each
     says whether a run of the machine's verified it."""
     state = asked.state
@@ -129,7 +129,7 @@ def what_fits(asked: Asked, decision: Decision) -> None:
         f"Answers use what training may use of the budget: {plain(usable_words)}; "
         f"{plain(asked.picked.words)}."
     )
-    sizing_answers.render(asked)
+    sizing_answers.render(asked, headed)
 
 
 def no_models(asked: Asked) -> None:
@@ -146,10 +146,11 @@ def no_models(asked: Asked) -> None:
     breakdown(state.config, asked.runs, None)
 
 
-def answers(asked: Asked) -> Decision:
-    """The answers column: the memory to buy, the verdict, what it rests on, the report."""
+def answers(asked: Asked, headed: str) -> Decision:
+    """The answers column: the memory to buy (unless it heads the page), the verdict, what
+    it rests on, the report."""
     decision = sizing_answers.decision_of(asked)
-    if not decision.untrainable:  # what a buyer asks first, needing no budget
+    if not decision.untrainable and headed != sizing.BUY:  # it needs no budget
         sizing_answers.buy(asked)
     machine_panel.transfer_note(asked.picked)  # another machine's answer: before the verdict
     sizing_answers.verdict(decision, asked)
@@ -163,7 +164,7 @@ def answers(asked: Asked) -> Decision:
     return decision
 
 
-def below(asked: Asked, decision: Decision | None, problems: dict[str, str]) -> None:
+def below(asked: Asked, decision: Decision | None, problems: dict[str, str], headed: str) -> None:
     """Under the two columns: every model's estimate, what fits, the study's figures."""
     refused = decision is not None and bool(decision.untrainable)
     if decision is not None and not refused:
@@ -176,7 +177,7 @@ def below(asked: Asked, decision: Decision | None, problems: dict[str, str]) -> 
     elif refused:
         st.info("No sizing answers for a setting that does not train here (above).")
     elif decision is not None:
-        what_fits(asked, decision)
+        what_fits(asked, decision, headed)
     workload = asked.state.workload
     if workload == published_panel.STUDY_WORKLOAD:
         panel = sizing_answers.study_panel(
@@ -238,24 +239,55 @@ def start_of(
     return start, choices, picked, runs
 
 
+HOST_RAM_NOTE = (
+    "Every figure here is host RAM, the machine's main memory, as the runs measured it: "
+    "not a GPU's memory, which these models do not predict."
+)
+
+
+def headline(asked: Asked, headed: str, problems: dict[str, str]) -> None:
+    """The answer to the question heading the page, under the question in words: the
+    memory to buy, or the largest image or batch (with what the runs say of it)."""
+    state = asked.state
+    st.subheader(
+        f"{workload_labels.title(state.workload)}: {state.image_label} at batch {state.batch_size}"
+    )
+    if problems:
+        st.info(sizing_view.waiting_text(problems))
+    elif sizing_answers.decision_of(asked).untrainable:
+        st.info("No answer: this setting does not train here (below).")
+    elif headed == sizing.BUY:
+        sizing_answers.buy(asked)
+    else:
+        sizing_answers.LARGEST[headed](asked)
+
+
 def render() -> None:
     st.title("Sizing")
     st.caption(
-        "How much memory will training this network take, and what is the largest image "
+        "How much host RAM will training this network take, and what is the largest image "
         "or batch that fits the memory you have? Upper bounds, not point predictions, "
         "decide: a point prediction is low half the time."
     )
+    # The first screen: the question and its answer, above what selects the machine.
+    asking, heading = st.columns([1, 2], gap="large")
+    with asking:
+        linked, ask_problems = query_state.ask_from(query_state.current())
+        headed = choose_ask(linked)
     db = data.database()
     version = data.version(db)
     start, choices, picked, runs = start_of(db, version)
+    for problem in ask_problems:
+        st.warning(query_state.plain(problem))
     predictors = data.predictors(db, version, choices.workload, picked.machine)
     question, answered = st.columns([1, 2], gap="large")
     with question:
         st.subheader("Question")
-        state = inputs(start, choices, {p.name: p.title for p in predictors})
+        state = inputs(start, choices, {p.name: p.title for p in predictors}, asking)
     problems = sizing_view.input_problems(state, choices)
     if not problems:  # a link never carries a value the page refuses
         query_state.write(state)
+        query_state.write_ask(headed)
     asked = Asked(db, version, state, picked, runs)
     decision = None
     with answered:
@@ -267,13 +299,15 @@ def render() -> None:
             st.subheader("Refined analytical breakdown")
             breakdown(state.config, runs, None)
             return
-        st.subheader(f"{state.image_label} at batch {state.batch_size}")
-        if problems:
-            st.info(sizing_view.waiting_text(problems))
-        else:
+        if not problems:
             sizing_answers.predict_ahead(asked, choices)
-            decision = answers(asked)
-    below(asked, decision, problems)
+        with heading:
+            headline(asked, headed, problems)
+            st.caption(HOST_RAM_NOTE)
+        if not problems:  # else the headline says what the answers wait for
+            st.subheader("Against your budget")
+            decision = answers(asked, headed)
+    below(asked, decision, problems, headed)
     refused = decision is not None and bool(decision.untrainable)
     st.subheader("Refined analytical breakdown")
     breakdown(state.config, runs, None if refused else chosen_prediction(predictors, state))

@@ -67,7 +67,8 @@ SHORT_LABELS = {
 st.title("Sweeps")
 st.caption(
     "Every stored run — measured here, launched from the sidebar, or imported from another "
-    "machine. Memory is in GiB (2^30 bytes)."
+    "machine. Memory is host RAM (the machine's main memory, not a GPU's), in GiB (2^30 "
+    "bytes)."
 )
 
 db = data.database()
@@ -236,40 +237,17 @@ else:
         "median kernel high-water mark of each machine's runs (GiB), and how many times the "
         f"reference's ({plain(machine_names.get(reference, reference))}) it is."
     )
-    table = machines_compared.side_by_side(compared)
-    # A machine's label is ~60 characters: its columns are headed by its profile key
-    # (the Machines table's first column), the label in the header's tooltip.
-    keys = dict(zip(compared["machine"], compared[machines.PROFILE_COLUMN], strict=True))
-    machine_columns = {
-        name: (label, what)
-        for name in table.columns
-        if ": " in name
-        for label, what in [name.rsplit(": ", 1)]
-        if label in keys
-    }
-    headers = {
-        name: f"{keys[label]} {'GiB' if what == 'peak (GiB)' else 'x ref.'}"
-        for name, (label, what) in machine_columns.items()
-    }
+    # One row per configuration and machine, the machine by name: a column per machine
+    # was headed by its profile key (a name is ~60 characters) to fit (issue 42).
     number = st.column_config.NumberColumn
     st.dataframe(
-        table,
+        machines_compared.by_machine(compared),
         hide_index=True,
         placeholder=MISSING_CELL,
         column_config={
-            name: number(
-                headers[name],
-                help=f"{plain(label)}: {what}",
-                format="%.3f" if what == "peak (GiB)" else "%.2fx",
-            )
-            for name, (label, what) in machine_columns.items()
+            "peak (GiB)": number("peak (GiB)", format="%.3f"),
+            "x reference": number("x reference", format="%.2fx"),
         },
-    )
-    # With three machines or more the table scrolls at 1024 px: its columns are named here.
-    st.caption(
-        "Each machine's columns are headed by its profile key (hover a header for its label), "
-        f"after the configuration's: {plain(', '.join(headers.values()))}. GiB: the machine's "
-        "median peak; x ref.: that peak over the reference's."
     )
     st.altair_chart(charts_sweeps.machines_compared(compared), width="stretch")
 

@@ -37,6 +37,10 @@ PREDICTED_TITLE = "predicted peak (GiB)"
 ERROR_TITLE = ["error (%):", "(predicted - measured) / measured"]
 # Dash patterns far enough apart to tell the models' curves apart (solid first).
 DASHES = [[1, 0], [8, 4], [2, 3], [12, 3, 2, 3], [4, 4], [1, 6], [16, 6]]
+# The legend's line samples: Vega's default, ~10 px of line, is shorter than one period
+# of most dashes, so six models read as six solid lines (issue 42, point 8). A stroke
+# symbol of this size is a sqrt(size) = 44 px line: two periods of the longest dash.
+DASH_SYMBOL_SIZE = 44**2
 # What a residual plot can be drawn against: column -> axis title.
 RESIDUAL_AXES: dict[str, str] = {"side": SIDE_TITLE, "measured_gib": MEASURED_TITLE}
 # Reference lines (identity, zero error) are named in a legend of their own, in grey.
@@ -112,7 +116,12 @@ def peak_vs_size(
                 "title:N",
                 title=MODEL_LEGEND,
                 scale=alt.Scale(range=DASHES),
-                legend=alt.Legend(labelLimit=LABEL_LIMIT_PX, symbolStrokeWidth=2),
+                legend=alt.Legend(
+                    labelLimit=LABEL_LIMIT_PX,
+                    symbolStrokeWidth=2,
+                    symbolType="stroke",
+                    symbolSize=DASH_SYMBOL_SIZE,
+                ),
             ),
             detail="model:N",
             opacity=alt.condition(pick_model, alt.value(0.9), alt.value(0.15)),

@@ -22,7 +22,6 @@ from core import published, workloads
 from core.units import GIB
 from presentation import workload_labels
 from presentation.chart_parts import (
-    CHART_HEIGHT_PX,
     LABEL_FONT_PX,
     LABEL_OFFSET_PX,
     LEGEND_FILL,
@@ -47,6 +46,10 @@ SERIES_SHAPES = {OUR_RUNS: "circle", OUR_PREDICTION: "diamond", PUBLISHED_PEAK: 
 SERVER_OUTCOMES = {"out of memory": [6, 3], "ran": [1, 0]}
 SERVER_LEGEND = "published server sizes"
 OUR_RUNS_COLOUR = "#888888"
+# The whole chart's height, its two legends below included (Streamlit fits the chart to
+# it): at `CHART_HEIGHT_PX` they left a plot ~200 px high, its y title cut to "log sca"
+# and the 192 and 384 GB rules' labels drawn over each other (issue 42, point 8).
+STUDY_CHART_HEIGHT_PX = 640
 PUBLISHED_COLOUR = "black"
 
 
@@ -244,4 +247,4 @@ def published_points(
         _our_runs(measured, plane),
         _our_predictions(predictions, plane),
         *_published_peak(published[published["kind"] == PEAK_KIND], plane),
-    ).properties(height=CHART_HEIGHT_PX)
+    ).properties(height=STUDY_CHART_HEIGHT_PX)

@@ -18,12 +18,17 @@ RSS_TITLE = "resident memory (GiB)"
 SIDE_TITLE = "image side (of the cube or square with as many voxels or pixels)"
 # Two lines: in one, the title is longer than the plot is high, and is cut.
 PEAK_TITLE = ["peak memory (GiB),", "kernel high-water mark"]
-COMPARED_TITLE = "median peak, kernel high-water mark (GiB)"
+# Two lines too: in one, a narrow plot (Machines compared at 1024 px) cut it.
+COMPARED_TITLE = ["median peak (GiB),", "kernel high-water mark"]
 # Machines compared: one row per configuration, its label in full.
 CONFIGURATION_ROW_PX = 22
 CONFIGURATION_LABEL_PX = 360
 # A profile's label is long ("AMD EPYC, AVX2, 2 cores, TensorFlow 2.21"): below the chart, whole.
 LONG_LEGEND = alt.Legend(orient="bottom", direction="vertical", labelLimit=0)
+# Streamlit fits a chart, its legends below included, to its height: each entry of a
+# vertical legend and each legend's title takes about this much of it. At a fixed
+# height, 8 machines and their networks left the plot a line, its y axis reading "0".
+LEGEND_ENTRY_PX = 20
 # Every mark of the timeline in one legend, "drawn": name -> colour and dash (solid: [1, 0]).
 # The dashes differ so two rules at the same height (a sampled peak equal to the
 # high-water mark) both show.
@@ -196,7 +201,9 @@ def peaks_by_machine(points: pd.DataFrame, side_title: str = SIDE_TITLE) -> alt.
         )
         .properties(name="measured")
     )
-    return alt.layer(lines, dots).properties(height=CHART_HEIGHT_PX)
+    # Room for both legends below (machines, networks) besides the plot's own height.
+    entries = points["machine"].nunique() + points["network"].nunique() + 2
+    return alt.layer(lines, dots).properties(height=CHART_HEIGHT_PX + LEGEND_ENTRY_PX * entries)
 
 
 def machines_compared(frame: pd.DataFrame) -> alt.LayerChart:

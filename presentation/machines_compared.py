@@ -196,6 +196,22 @@ def described(frame: pd.DataFrame, then: list[str]) -> pd.DataFrame:
     )
 
 
+BY_MACHINE_HEADINGS = {
+    "configuration": "configuration",
+    "machine": "machine",
+    "runs": "runs",
+    "peak_gib": "peak (GiB)",
+    "ratio": "x reference",
+}
+
+
+def by_machine(frame: pd.DataFrame) -> pd.DataFrame:
+    """`compared` as the Sweeps page shows it: one row per configuration and machine, the
+    machine by name, its median peak and its ratio to the reference's. (A column per
+    machine, `side_by_side`, is headed by ~60 characters a machine, past 1024 px.)"""
+    return frame[list(BY_MACHINE_HEADINGS)].rename(columns=BY_MACHINE_HEADINGS)
+
+
 def side_by_side(frame: pd.DataFrame) -> pd.DataFrame:
     """`compared` as a table: one row per configuration, each profile's peak and ratio beside.
 

@@ -54,11 +54,12 @@ def usable_text(budget_gib: float, headroom_pct: float, usable_bytes: float) -> 
     1 + headroom (`usable_budget_bytes`), not the budget less that percentage of it.
     """
     if headroom_pct == 0:
-        return f"all of the {budget_gib:,g} GiB budget, no headroom kept"
+        return f"all of the {budget_gib:,g} GiB host RAM budget, no headroom kept"
     usable = gib(usable_bytes)
     return (
-        f"the {budget_gib:,g} GiB budget leaves {usable} for training once {headroom_pct:g}% "
-        f"headroom is added on top of it ({usable} + {headroom_pct:g}% = {budget_gib:,g} GiB)"
+        f"the {budget_gib:,g} GiB host RAM budget leaves {usable} for training once "
+        f"{headroom_pct:g}% headroom is added on top of it "
+        f"({usable} + {headroom_pct:g}% = {budget_gib:,g} GiB)"
     )
 
 
@@ -69,7 +70,7 @@ def image_caption(found: sizing.ImageSizeAnswer, dims: int) -> str:
         else f"{workload_labels.power(found.next_side, dims)} would need "
         f"{format_bound(found.next_bound_bytes or 0)}"
     )
-    return f"Needs up to {gib(found.bound_bytes)}; {following}."
+    return f"Needs up to {gib(found.bound_bytes)} of host RAM; {following}."
 
 
 def batch_figure(found: sizing.BatchAnswer) -> str:
@@ -86,13 +87,13 @@ def batch_caption(found: sizing.BatchAnswer) -> str:
         if found.next_batch is None
         else f"batch {found.next_batch} would need {format_bound(found.next_bound_bytes or 0)}"
     )
-    return f"Needs up to {gib(found.bound_bytes)}; {following}."
+    return f"Needs up to {gib(found.bound_bytes)} of host RAM; {following}."
 
 
 def memory_caption(found: sizing.MemoryAnswer) -> str:
     return (
-        f"Needs up to {gib(found.bound_bytes)}; {gib(found.required_bytes)} with "
-        f"{found.headroom:.0%} headroom. Server 'GB' are binary: 1 GB = 1 GiB."
+        f"Needs up to {gib(found.bound_bytes)} of host RAM; {gib(found.required_bytes)} "
+        f"with {found.headroom:.0%} headroom. Server 'GB' are binary: 1 GB = 1 GiB."
     )
 
 
@@ -154,7 +155,7 @@ def decision_sentence(decision: Decision, image_label: str, machine: str) -> str
     """
     estimate = decision.estimate
     config = decision.config
-    budget = f"{decision.budget_bytes / GIB:,g} GiB"
+    budget = f"{decision.budget_bytes / GIB:,g} GiB host RAM"
     if decision.untrainable:
         return (
             f"{decision.untrainable} Asked: {image_label} at batch {config.batch_size}, {machine}."

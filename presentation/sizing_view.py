@@ -251,6 +251,18 @@ def default_state(
     )
 
 
+def typed_value(typed: float, offered: Sequence[int], what: str) -> tuple[int, str | None]:
+    """The offered value a typed ``what`` (``batch size``, ``image side``) stands for: itself
+    when offered, else the nearest offered one, with a sentence saying so."""
+    value = _nearest(offered, round(typed))
+    if value == typed:
+        return value, None
+    return value, (
+        f"A typed {what} of {typed:g} is not offered (the offered ones: {sides_text(offered)}): "
+        f"showing the nearest, {value}."
+    )
+
+
 def nearest_sides(side: int, sides: Sequence[int]) -> list[int]:
     """The offered sides just below and just above ``side`` (one at either end)."""
     below = [candidate for candidate in sides if candidate <= side]

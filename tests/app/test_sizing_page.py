@@ -184,7 +184,7 @@ def test_the_headline_is_the_bound_worded_by_how_far_it_lies_from_any_run(
     assert headline(at).startswith(
         "**Predicted to fit, 12x beyond the largest measured run: verify first.** 240x240x144 at "
         "batch 16 needs up to 164 GiB (least squares on analytical terms; its point prediction "
-        "is 152 GiB), 197 GiB with 20% headroom, of the 256 GiB budget; for Intel Xeon"
+        "is 152 GiB), 197 GiB with 20% headroom, of the 256 GiB host RAM budget; for Intel Xeon"
     )
     # What the bound rests on: its configurations (an older evaluation: that it counted runs).
     assert " Its bound rests on " in headline(at)
@@ -306,7 +306,7 @@ def test_a_link_with_three_sides_opens_the_d_h_w_inputs(shared_reference_db: Pat
     sides = [widget(at.select_slider, name).value for name in ("Depth", "Height", "Width")]
     assert sides == [240, 240, 144]
     assert at.query_params["image"] == "240x240x144"
-    assert "240x240x144 at batch 16" in at.subheader[1].value
+    assert at.subheader[0].value.endswith(": 240x240x144 at batch 16")  # the headline's
 
 
 @pytest.mark.parametrize(
@@ -385,7 +385,7 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
     }
     assert widget(at.selectbox, "Model").value in stored
     assert 0 < gib(metric(at, "Upper bound")) <= gib(metric(at, "Upper bound"))
-    assert at.subheader[1].value == "224^2 at batch 32"
+    assert at.subheader[0].value.endswith(": 224^2 at batch 32")  # the headline's
     assert metric(at, "Largest square at batch 32").endswith("^2")
     # AlexNet's synthetic runs fit every batch memplan accepts: "4,096 or more".
     assert re.fullmatch(r"[\d,]+( or more)?", metric(at, "Largest batch at 224^2"))
@@ -638,7 +638,7 @@ def test_a_budget_of_nothing_says_why_under_it_and_the_answers_wait(
         shown(c.value) for c in at.caption if shown(c.value).startswith("Answers use what")
     ]
     assert usable.startswith(
-        "Answers use what training may use of the budget: the 128 GiB budget leaves "
+        "Answers use what training may use of the budget: the 128 GiB host RAM budget leaves "
         "106.67 GiB for training once 20% headroom is added on top of it "
         "(106.67 GiB + 20% = 128 GiB); "
     )

@@ -325,15 +325,15 @@ def test_the_same_configurations_on_two_machines_are_compared_side_by_side(share
     reference = at.main.selectbox(key="sweeps_reference_machine")
     assert len(reference.options) == 2
     at = reference.set_value(profile_key()).run()
-    table = table_with(at, f"{first}: peak (GiB)")
+    table = table_with(at, "x reference")
+    # One row per configuration and machine, each machine by name (issue 42: by hash before).
+    assert list(table.columns) == ["configuration", "machine", "runs", "peak (GiB)", "x reference"]
     # Every square x batch and the oblong image, measured ok on both: not the oom point.
-    assert len(table) == 21
-    assert list(table.columns[-3:]) == [
-        f"{first}: peak (GiB)",
-        f"{other}: peak (GiB)",
-        f"{other}: x reference",
-    ]
-    assert table[f"{other}: x reference"].tolist() == pytest.approx([2.5] * 21, abs=0.01)
+    assert len(table) == 42
+    assert set(table["machine"]) == {first, other}
+    ratios = table.groupby("machine")["x reference"]
+    assert ratios.get_group(other).tolist() == pytest.approx([2.5] * 21, abs=0.01)
+    assert ratios.get_group(first).tolist() == pytest.approx([1.0] * 21)
     chart = charts(at)[2]
     assert set(layers(chart)) == {"spread", "peaks"}
     drawn = rows_of(chart, "peaks")
@@ -341,8 +341,8 @@ def test_the_same_configurations_on_two_machines_are_compared_side_by_side(share
     assert len(drawn) == 42
 
     at = at.main.selectbox(key="sweeps_reference_machine").set_value(other_key).run()
-    table = table_with(at, f"{first}: peak (GiB)")
-    assert table[f"{first}: x reference"].tolist() == pytest.approx(
+    table = table_with(at, "x reference")
+    assert table[table["machine"] == first]["x reference"].tolist() == pytest.approx(
         [1 / OTHER_MACHINE_SCALE] * 21, abs=0.01
     )
 

@@ -14,9 +14,9 @@ in the laid-out page (the sidebar included):
 * **broken word**: a word of a widget label or a select's value laid out on
   two lines (a label wrapped mid-word).
 
-Charts (Vega draws text in SVG: checked against their chart's box by the
-tests) and interactive tables (Glide draws them on a canvas) are not HTML text
-and are left out (static tables, ``st.table``, are HTML and checked), and so
+Charts (Vega draws text in SVG) and interactive tables (Glide draws them on a
+canvas) are not HTML text and are left out here: `tests.e2e.drawn_defects` checks
+them (static tables, ``st.table``, are HTML and checked), and so
 is text inside an element that scrolls sideways on purpose (``st.code``):
 scrolling shows all of it.
 """

@@ -30,9 +30,10 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 pytestmark = pytest.mark.e2e
 
 # Each page's address under the server's URL: Streamlit names it after the page's script.
-# Where each page lives: the default page (Models) at the root; at "models_page" Streamlit
-# shows a "Page not found" dialog over it (seen on the 1024 px screenshots).
-PAGE_PATHS = {"Models": "", "Sizing": "sizing_page", "Sweeps": "sweeps_page"}
+# Where each page lives: the default page (Sizing) at the root (issue 42); its address
+# before, "sizing_page", still opens it (app.py), and Streamlit names the others after
+# their scripts.
+PAGE_PATHS = {"Sizing": "", "Models": "models_page", "Sweeps": "sweeps_page"}
 # The smallest workload the network takes (16 is 2^(levels-1)), on a tiny network.
 TINY_SWEEP = {"Image sizes": "16", "Batch sizes": "1", "Base filters": "4"}
 TINY_STEPS = 2

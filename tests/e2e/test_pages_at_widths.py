@@ -3,7 +3,10 @@
 Every page (Models, Sizing, Sweeps, the sidebar beside each) renders without an
 exception, is screenshot at both widths into ``artifacts/screenshots/``
 (``sizing_1024.png``, ...) and fails on any text the browser cut, pushed off the
-page or broke mid-word (`tests.e2e.clipped_text`; issue 26, finding 9).
+page or broke mid-word (`tests.e2e.clipped_text`; issue 26, finding 9), and on any
+chart or table defect it cannot see (`tests.e2e.drawn_defects`; issue 42, point 8): a
+plot squashed to a line, an axis title cut, chart labels drawn over each other, a
+table's columns past its edge or the window's.
 
 At each width: every legend entry of the charts checked here lies inside its
 chart (not cut at the edge), the published study's reference points are drawn
@@ -22,6 +25,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from core.published import PUBLISHED_POINTS
 from tests.e2e.clipped_text import clipped_text
+from tests.e2e.drawn_defects import drawn_defects
 from tests.e2e.test_dashboard import no_exception, open_page, save_whole_page
 
 pytestmark = pytest.mark.e2e
@@ -147,5 +151,7 @@ def test_every_page_renders_whole_at_this_width(
     save_whole_page(page, screenshots_dir / f"{title.lower()}_{width}.png")
 
     found = clipped_text(page)
+    drawn = drawn_defects(page)
 
     assert not found, "\n".join(str(item) for item in found)
+    assert not drawn, "\n".join(drawn)

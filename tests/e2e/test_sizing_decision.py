@@ -51,7 +51,7 @@ DELL_QUESTION = {
 
 def open_sizing(page: Page, url: str, width: int, **params: str) -> Locator:
     page.set_viewport_size({"width": width, "height": HEIGHT})
-    page.goto(f"{url}/sizing_page?{urlencode(params)}")
+    page.goto(f"{url}/?{urlencode(params)}")
     main = page.get_by_test_id("stMain")
     expect(main.get_by_role("heading", name="Sizing").first).to_be_visible(
         timeout=RENDER_TIMEOUT_MS

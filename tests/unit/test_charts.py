@@ -46,6 +46,17 @@ def test_peak_vs_size_draws_measured_dots_over_one_line_per_model_and_batch(runs
     assert measured["encoding"]["y"]["field"] == "peak_gib"
 
 
+def test_the_model_legend_draws_each_dash_long_enough_to_tell_it_apart(runs) -> None:
+    # Issue 42: at Vega's ~10 px default sample, six models' dashes read as six solid lines.
+    frame = curves.predicted_curves(curves.closed_form_models(runs), [32, 64], [1])
+    spec = charts.peak_vs_size(curves.measured_points(runs), frame).to_dict()
+    legend = _layers(spec)["predicted"]["encoding"]["strokeDash"]["legend"]
+
+    assert legend["symbolType"] == "stroke"
+    sample_px = legend["symbolSize"] ** 0.5
+    assert all(sample_px >= 2 * sum(dash) for dash in charts.DASHES)
+
+
 def test_log_axes_use_log_scales_and_drop_what_a_log_scale_cannot_place(runs) -> None:
     points = curves.measured_points(runs)
     frame = curves.predicted_curves(curves.closed_form_models(runs), [32, 64], [1])

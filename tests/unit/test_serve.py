@@ -87,3 +87,19 @@ def test_a_read_only_warm_up_creates_nothing(tmp_path: Path) -> None:
 
     assert _warm_up_in(db_path, MEMPLAN_READ_ONLY="1") == "0 False"
     assert not db_path.exists()
+
+
+def test_the_served_app_watches_no_files() -> None:
+    # Read as `streamlit run` reads it, from the repository's .streamlit/config.toml.
+    probe = (
+        "from streamlit import config; config.get_config_options(force_reparse=True); "
+        "print(config.get_option('server.fileWatcherType'), "
+        "config.get_option('server.runOnSave'))"
+    )
+    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent"}
+
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    )
+
+    assert done.stdout.split() == ["none", "False"]

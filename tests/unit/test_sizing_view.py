@@ -102,8 +102,8 @@ def test_the_headroom_sentence_does_the_arithmetic_it_states() -> None:
     sentence = sizing_text.usable_text(256.0, 20.0, usable)
 
     assert sentence == (
-        "the 256 GiB budget leaves 213.33 GiB for training once 20% headroom is added on top "
-        "of it (213.33 GiB + 20% = 256 GiB)"
+        "the 256 GiB host RAM budget leaves 213.33 GiB for training once 20% headroom is added "
+        "on top of it (213.33 GiB + 20% = 256 GiB)"
     )
     assert usable * 1.2 == pytest.approx(256 * GIB, abs=2)  # what the words say
     assert "less" not in sentence
@@ -111,7 +111,7 @@ def test_the_headroom_sentence_does_the_arithmetic_it_states() -> None:
 
 def test_without_headroom_the_whole_budget_is_for_training() -> None:
     assert sizing_text.usable_text(64.0, 0.0, 64 * GIB) == (
-        "all of the 64 GiB budget, no headroom kept"
+        "all of the 64 GiB host RAM budget, no headroom kept"
     )
 
 
@@ -131,3 +131,15 @@ def test_a_batch_search_stopped_at_its_limit_reads_as_at_least_that():
     assert f"up to {MAX_BATCH_SIZE:,}" in sizing_text.batch_caption(at_limit)
     full = BatchAnswer((224, 224), 64 * GIB, 96, GIB, 2 * GIB, 97, 64.5 * GIB, basis)
     assert sizing_text.batch_figure(full) == "96"
+
+
+def test_a_typed_value_takes_the_nearest_offered_one_and_says_so() -> None:
+    sides = tuple(range(16, 1025, 16))
+
+    assert sizing_view.typed_value(128, sides, "image side") == (128, None)
+    assert sizing_view.typed_value(100, sides, "image side") == (
+        96,
+        "A typed image side of 100 is not offered (the offered ones: multiples of 16 from 16 "
+        "to 1024): showing the nearest, 96.",
+    )
+    assert sizing_view.typed_value(0, tuple(range(1, 129)), "batch size")[0] == 1
