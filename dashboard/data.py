@@ -33,6 +33,11 @@ import pandas as pd
 import streamlit as st
 
 from application import bundles, readonly, stored
+from application import machines as machine_choices
+from application import models as bundle
+from application import models as knob_splits
+from application.machines import MachineChoice
+from application.models import FitEvidence, KnobEvidence, Predictor, load_evidence
 from core import frameworks, profiles, store
 from core.database import (
     created_seeded,
@@ -42,15 +47,8 @@ from core.database import (
     seed_bundled,
     seeded_by_this_process,
 )
-from core.errors import StoreError
+from core.errors import ModelingError, NoModelsError, StoreError
 from core.snapshot import Snapshot
-from modeling import machines as machine_choices
-from modeling.errors import ModelingError, NoModelsError
-from modeling.machines import MachineChoice
-from modeling.stored import bundle, knob_splits
-from modeling.stored.evidence import FitEvidence, load_evidence
-from modeling.stored.predictor import Predictor
-from modeling.unmeasured import KnobEvidence
 from presentation import text
 
 # Set to 1/true/yes to hide everything that writes (sweep launcher, import) and

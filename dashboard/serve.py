@@ -35,7 +35,7 @@ PAGE_MODULES = (
 def warm_up() -> None:
     """Import what the pages and the stored models need, then read the default database
     as its first visitor's page will (`read_default_models`)."""
-    from modeling.stored import codec
+    from application import models as codec
 
     for name in PAGE_MODULES:
         importlib.import_module(name)
@@ -54,11 +54,10 @@ def read_default_models() -> None:
     (`dashboard.data`; its first page still says it was seeded), except read-only,
     where nothing is written and a missing file is left for the page to explain, as
     is one that cannot be read."""
-    from application import bundles, stored
+    from application import bundles, machines, stored
+    from application import models as bundle
     from core import database, workloads
     from core.errors import MemplanError
-    from modeling import machines
-    from modeling.stored import bundle
 
     db_path = database.default_db_path()
     writable = not database.read_only_mode()
