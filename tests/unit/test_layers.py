@@ -5,7 +5,9 @@ Layers, bottom up: ``core`` (workloads, store, units, errors) <- ``profiling``
 ``application`` (the use cases, composing both) <- ``presentation``
 (Streamlit-free frames, charts and text reports) <-
 ``dashboard`` and ``app.py``, and beside them ``memplan`` (the command line),
-which never import each other. No special case: ``memplan`` and
+which never import each other, and which reach ``profiling`` and ``modeling`` only
+through ``application`` (the one door: they import ``application``, ``presentation``
+and ``core``). No special case: ``memplan`` and
 ``memplan`` are aliases that start ``python -m memplan`` as a new
 process, importing nothing. Every import counts, inside functions too.
 """
