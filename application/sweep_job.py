@@ -4,7 +4,8 @@
 of `profiling.sweep_job.run`, guarded by the fitted models' bounds
 (`application.sweep_guard`), which profiling cannot give itself. `launch`
 starts a checked request as a detached job (`profiling.launcher`), whose
-process runs ``python -m application.sweep_job SPEC.json``: `main` reads the
+process runs ``python -m application.sweep_job SPEC.json`` (then, if asked, the refit's
+``python -m application.refit``): `main` reads the
 job, checked field by field, and calls `run` — the same path, in a process of
 its own, so neither a page nor its server runs the sweep. No ``memplan``
 command line is built on the way.
@@ -14,11 +15,12 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from application import refit as refit_job
+from application.refit import RefitJob
 from application.sweep_guard import fitted_precheck
 from core import database, profiles, store
 from core.errors import ERROR_EXIT_CODE, INTERRUPTED_EXIT_CODE, MemplanError
@@ -56,16 +58,18 @@ def run(job: SweepJob) -> int:
 def launch(
     db_path: Path,
     request: SweepRequest,
-    refit_command: Sequence[str] | None = None,
+    refit: RefitJob | None = None,
     *,
     refit_needs_new_runs: bool = False,
     target: SlurmOptions | None = None,
 ) -> JobStatus:
     """Start ``request`` on ``db_path`` (here, or on ``target``) as a detached job, then
-    ``refit_command`` if given (`profiling.launcher.launch` says when)."""
+    ``refit`` if given, in a process of its own (``python -m application.refit``;
+    `profiling.launcher.launch` says when)."""
     job = request.job(Path(db_path).resolve(), target)
+    typed = None if refit is None else (refit_job.RUNNER, refit.to_json())
     return launcher.launch(
-        db_path, job, RUNNER, refit_command, refit_needs_new_runs=refit_needs_new_runs
+        db_path, job, RUNNER, refit_needs_new_runs=refit_needs_new_runs, refit=typed
     )
 
 

@@ -24,3 +24,11 @@ class DataFileError(MemplanError, ValueError):
 
 class StoreError(MemplanError):
     """The database could not be opened or used (lock held too long, bad schema)."""
+
+
+class ModelingError(MemplanError, ValueError):
+    """Input a model or a sizing question cannot take; the message says what would work."""
+
+
+class NoModelsError(ModelingError):
+    """The database holds no fitted models yet (run ``memplan evaluate``)."""

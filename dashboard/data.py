@@ -33,6 +33,10 @@ import pandas as pd
 import streamlit as st
 
 from application import bundles, readonly, stored
+from application import machines as machine_choices
+from application import models as stored_models
+from application.machines import MachineChoice
+from application.models import FitEvidence, KnobEvidence, Predictor, load_evidence
 from core import frameworks, profiles, store
 from core.database import (
     created_seeded,
@@ -42,15 +46,8 @@ from core.database import (
     seed_bundled,
     seeded_by_this_process,
 )
-from core.errors import StoreError
+from core.errors import ModelingError, NoModelsError, StoreError
 from core.snapshot import Snapshot
-from modeling import machines as machine_choices
-from modeling.errors import ModelingError, NoModelsError
-from modeling.machines import MachineChoice
-from modeling.stored import bundle, knob_splits
-from modeling.stored.evidence import FitEvidence, load_evidence
-from modeling.stored.predictor import Predictor
-from modeling.unmeasured import KnobEvidence
 from presentation import text
 
 # Set to 1/true/yes to hide everything that writes (sweep launcher, import) and
@@ -166,11 +163,11 @@ def _snapshot(db_path: Path, db_version: Version, workload: str) -> Snapshot:
 def _stored_models(
     db_path: Path, db_version: Version, workload: str, machine: str | None, decoded: bool
 ) -> tuple[list[Predictor], str | None]:
-    """The models (`modeling.stored.bundle.load_predictors`, each decoded now or, if not
+    """The models (`application.models.load_predictors`, each decoded now or, if not
     ``decoded``, when it first predicts) and why they were refused, if so."""
     try:
         read = _snapshot(db_path, db_version, workload)
-        return bundle.load_predictors(read, machine, lazy=not decoded), None
+        return stored_models.load_predictors(read, machine, lazy=not decoded), None
     except NoModelsError:
         return [], None
     except ModelingError as error:  # a row not stored as data: refused, nothing of it ran
@@ -227,7 +224,7 @@ def scores(
 ) -> pd.DataFrame:
     """The latest scores of ``workload`` on ``machine``; empty when none was stored yet."""
     try:
-        return bundle.load_scores(_snapshot(db_path, db_version, workload), machine)
+        return stored_models.load_scores(_snapshot(db_path, db_version, workload), machine)
     except NoModelsError:
         return pd.DataFrame()
 
@@ -239,7 +236,7 @@ def held_out_predictions(
 ) -> pd.DataFrame:
     """The latest held-out predictions of ``workload`` on ``machine``; empty when none yet."""
     try:
-        return bundle.load_predictions(_snapshot(db_path, db_version, workload), machine)
+        return stored_models.load_predictions(_snapshot(db_path, db_version, workload), machine)
     except NoModelsError:
         return pd.DataFrame()
 
@@ -274,5 +271,5 @@ def run_counts(db_path: Path, db_version: Version, workload: str) -> dict[str, i
 @_stops_on_store_error
 @st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS * 4)
 def knob_evidence(db_path: Path, db_version: Version, workload: str) -> KnobEvidence:
-    """Every fitted profile's knob split results for ``workload`` (`knob_splits`)."""
-    return knob_splits.load_knob_evidence(_snapshot(db_path, db_version, workload))
+    """Every fitted profile's knob split results for ``workload`` (`load_knob_evidence`)."""
+    return stored_models.load_knob_evidence(_snapshot(db_path, db_version, workload))

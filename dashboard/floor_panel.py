@@ -12,9 +12,9 @@ from dataclasses import asdict
 import pandas as pd
 import streamlit as st
 
+from application import floor
 from dashboard.models_data import View, floor_figures
 from presentation.text import MISSING_CELL, plain
-from profiling import floor
 
 
 def render(view: View) -> None:

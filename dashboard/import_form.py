@@ -10,9 +10,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from application import runs as uploads
 from core.errors import MemplanError
 from presentation import text
-from profiling import uploads
 
 UPLOAD_TYPES = ["csv", "parquet"]
 RUNS_FILE_KEY = "import_runs_file"

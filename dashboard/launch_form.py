@@ -2,35 +2,36 @@
 
 The workload and where it runs ("This machine" or a Slurm partition) are chosen
 above the form, so the form redraws with that workload's own boxes and the Slurm
-boxes are checked as they are typed (`profiling.launch_target`). The launch parses
-what the boxes say (`profiling.requests`) and starts the detached job
-(`profiling.launcher`), then the refit chosen in "Refit models afterwards".
+boxes are checked as they are typed (`application.sweeps`). The launch parses
+what the boxes say (`application.sweeps.parse_request`) and starts the detached job
+(`application.sweep_job.launch`), then the refit chosen in "Refit models afterwards"
+(an `application.refit.RefitJob`).
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 import streamlit as st
 
-from application import sweep_job
+from application import sweep_job, sweeps
+from application.refit import RefitJob
+from application.sweeps import (
+    DEFAULT_CPUS_PER_TASK,
+    DEFAULT_MAX_PARALLEL,
+    DEFAULT_MEM_MARGIN,
+    DEFAULT_MEMORY_FRACTION,
+    DEFAULT_STEPS,
+    SlurmOptions,
+    default_work_dir,
+    stable_memory_limit_bytes,
+)
 from core import frameworks, workloads
 from core.errors import ConfigError, MemplanError
 from core.workloads import DEFAULT_WORKLOAD
 from presentation import text, workload_labels
-from profiling import launch_target, requests
-from profiling.runner import DEFAULT_STEPS
-from profiling.slurm_points import (
-    DEFAULT_CPUS_PER_TASK,
-    DEFAULT_MAX_PARALLEL,
-    DEFAULT_MEM_MARGIN,
-    SlurmOptions,
-)
-from profiling.slurm_workdir import default_work_dir
-from profiling.sweep import DEFAULT_MEMORY_FRACTION, stable_memory_limit_bytes
 
 # What "Refit models afterwards" offers, the quick refit first (the default): a sweep
 # of a few points should not cost a quarter of an hour of models. Durations on the
@@ -101,30 +102,31 @@ SIZES_HELP = {
 }
 
 
-def refit_command(
+def refit_job(
     choice: str,
     db: Path,
     workload: str | None = None,
     machine: str | None = None,
     framework: str = frameworks.DEFAULT_FRAMEWORK,
-) -> list[str] | None:
-    """The command that refits the models on ``db`` after the sweep, for a refit choice.
+) -> RefitJob | None:
+    """The job that refits the models on ``db`` after the sweep, for a refit choice.
 
     workload : refit only that workload's models (the one swept); None: every workload's.
     machine : refit only that machine profile's models; None: every profile's.
-    framework : the framework swept, whose profiles are refit (`memplan evaluate --framework`).
+    framework : the framework swept, whose profiles are refit.
     Only the profiles whose runs at their fitted step count changed are refit
-    (``--only-changed``): a 1-step smoke sweep joins no 6-step fit and refits nothing.
+    (``only_changed``): a 1-step smoke sweep joins no 6-step fit and refits nothing.
     """
     if choice == REFIT_NO:
         return None
-    command = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db), "--only-changed"]
-    if workload is not None:
-        command += ["--workload", workload]
-    if machine is not None:
-        command += ["--machine", machine]
-    command += frameworks.flag(framework)
-    return command + ["--quick"] if choice == REFIT_QUICK else command
+    return RefitJob(
+        db,
+        workload,
+        machine,
+        framework,
+        only_changed=True,
+        quick=choice == REFIT_QUICK,
+    )
 
 
 def submitted() -> bool:
@@ -178,7 +180,7 @@ def _restore_boxes() -> None:
         st.session_state.setdefault(KEYS[name], remembered.get(name, value))
     # Of the total RAM, not the memory available now, which moves between visits.
     limit_bytes = stable_memory_limit_bytes()
-    default_limit = requests.memory_limit_text(limit_bytes) if limit_bytes > 0 else ""
+    default_limit = sweeps.memory_limit_text(limit_bytes) if limit_bytes > 0 else ""
     st.session_state.setdefault(KEYS["limit"], remembered.get("limit", default_limit))
     st.session_state.setdefault(KEYS["refit"], remembered.get("refit", REFIT_CHOICES[0]))
 
@@ -242,7 +244,7 @@ def _run_boxes(on_slurm: bool) -> None:
 
 def _slurm_fields(db: Path) -> bool:
     """The Slurm partition's boxes, checked as typed; whether a sweep can be launched there."""
-    missing = launch_target.slurm_missing()
+    missing = sweeps.slurm_missing()
     if missing:
         st.warning(text.plain(missing))
     st.text_input(
@@ -291,7 +293,7 @@ def _slurm_fields(db: Path) -> bool:
 def _slurm_target(db: Path) -> SlurmOptions:
     """What the Slurm boxes say; `ConfigError` naming the box that is wrong."""
     state = st.session_state
-    return launch_target.slurm_options(
+    return sweeps.slurm_options(
         db,
         partition=state.get(KEYS["partition"], ""),
         account=state.get(KEYS["account"], ""),
@@ -336,16 +338,16 @@ def launch(db: Path) -> None:
         # Before anything else: without the framework nothing can train (says how to add it).
         frameworks.check_installed(framework)
         target = _slurm_target(db) if on_slurm else None
-        request = requests.parse_request(
+        request = sweeps.parse_request(
             state.get(KEYS["sizes"], ""),
             state.get(KEYS["batches"], ""),
             {knob: state.get(KEYS[knob], "") for knob in form_knobs},
             int(state.get(KEYS["steps"], DEFAULT_STEPS)),
-            launch_target.SLURM_FORM_MEMORY_LIMIT if on_slurm else state.get(KEYS["limit"], ""),
+            sweeps.SLURM_FORM_MEMORY_LIMIT if on_slurm else state.get(KEYS["limit"], ""),
             workload=workload,
         )
         request = replace(request, framework=framework)
-        refit = refit_command(state.get(KEYS["refit"], REFIT_NO), db, workload, framework=framework)
+        refit = refit_job(state.get(KEYS["refit"], REFIT_NO), db, workload, framework=framework)
         # No refit after a sweep that stored nothing new: it would change nothing.
         sweep_job.launch(db, request, refit, refit_needs_new_runs=True, target=target)
     except MemplanError as error:

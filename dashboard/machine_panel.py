@@ -32,16 +32,16 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from application import calibrate as calibration
+from application.machines import MachineChoice
 from core import frameworks, profiles
 from core.errors import MemplanError
 from core.machine import this_profile
 from core.profile_frameworks import of_framework, runs_of_framework
 from core.profiles import MachineProfile
 from dashboard import data, query_state, sidebar
-from modeling.machines import MachineChoice
 from presentation import calibration_view, machine_shortfall, machines, workload_labels
 from presentation.text import code, plain, sentence
-from profiling import calibration
 
 MACHINE_HELP = (
     "Models are fitted per machine profile (CPU, instruction set, cores, RAM, framework "

@@ -14,11 +14,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from application import floor
+from application.models import Predictor
+from core.errors import ModelingError
 from dashboard import data
-from modeling.errors import ModelingError
-from modeling.stored.predictor import Predictor
 from presentation import curves, machines, workload_labels
-from profiling import floor
 
 Models = list[Predictor] | list[curves.ClosedFormModel]
 

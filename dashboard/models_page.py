@@ -30,6 +30,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from application.models import Predictor
 from core import workloads
 from dashboard import (
     data,
@@ -50,7 +51,6 @@ from dashboard.models_data import (
     models_of,
     stored,
 )
-from modeling.stored.predictor import Predictor
 from presentation import charts, curves, formulas, model_errors, workload_labels
 from presentation.text import code, plain
 

@@ -35,11 +35,11 @@ PAGE_MODULES = (
 def warm_up() -> None:
     """Import what the pages and the stored models need, then read the default database
     as its first visitor's page will (`read_default_models`)."""
-    from modeling.stored import codec
+    from application import models
 
     for name in PAGE_MODULES:
         importlib.import_module(name)
-    codec.import_readers()
+    models.import_readers()
     read_default_models()
 
 
@@ -54,11 +54,9 @@ def read_default_models() -> None:
     (`dashboard.data`; its first page still says it was seeded), except read-only,
     where nothing is written and a missing file is left for the page to explain, as
     is one that cannot be read."""
-    from application import bundles, stored
+    from application import bundles, machines, models, stored
     from core import database, workloads
     from core.errors import MemplanError
-    from modeling import machines
-    from modeling.stored import bundle
 
     db_path = database.default_db_path()
     writable = not database.read_only_mode()
@@ -71,7 +69,7 @@ def read_default_models() -> None:
             bundles.install_every_bundle(db_path)
         read = stored.read(db_path, workloads.DEFAULT_WORKLOAD)
         choice = machines.choose_machine(read)
-        bundle.load_predictors(read, choice.key)
+        models.load_predictors(read, choice.key)
     except MemplanError:
         return
 

@@ -26,14 +26,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from application import sweep_job
+from application import calibrate, sweep_job, sweeps
+from application.sweeps import DEFAULT_STEPS, default_memory_limit_bytes
 from core import frameworks, workloads
 from core.errors import MemplanError
 from dashboard import data, import_form, launch_form, sweep_panel
 from presentation import text, workload_labels
-from profiling import calibration, requests
-from profiling.runner import DEFAULT_STEPS
-from profiling.sweep import default_memory_limit_bytes
 
 READ_ONLY_NOTE = (
     f"This dashboard is read-only ({data.READ_ONLY_ENV_VAR} is set): launching sweeps and "
@@ -78,7 +76,7 @@ def launch_grid(
     ``workload``'s default network on ``framework``, then fit profile ``machine``.
 
     What a page's "Launch" button starts: the sweep a machine profile lacks,
-    then the fit a calibration runs (`profiling.calibration.fit_command`: minutes,
+    then the fit a calibration runs (`application.calibrate.fit_job`: minutes,
     with the bounds the answers need). A refused launch (a sweep
     already runs, a grid over the memory limit, a framework not installed here, with
     how to install it) is an error on the page; otherwise the page reruns and the
@@ -89,17 +87,17 @@ def launch_grid(
     form_knobs = workloads.labels(workload).form_knobs
     limit_bytes = default_memory_limit_bytes()
     try:
-        request = requests.parse_request(
+        request = sweeps.parse_request(
             " ".join(map(str, image_sizes)),
             " ".join(map(str, batch_sizes)),
             {knob: str(defaults[knob]) for knob in form_knobs},
             DEFAULT_STEPS,
-            requests.memory_limit_text(limit_bytes) if limit_bytes > 0 else "",
+            sweeps.memory_limit_text(limit_bytes) if limit_bytes > 0 else "",
             workload=workload,
         )
         frameworks.check_installed(framework)
         request = replace(request, framework=framework)
-        fit = calibration.fit_command(workload, machine, db, framework)
+        fit = calibrate.fit_job(workload, machine, db, framework)
         sweep_job.launch(db, request, fit)
     except MemplanError as error:
         st.error(text.plain(error))

@@ -33,7 +33,8 @@ import pandas as pd
 import streamlit as st
 
 from application import sizing, sweep_job, verify, verify_here, widening
-from application.sizing import Models, SizingAnswer, SizingError, SizingQuestion
+from application.machines import MachineChoice
+from application.sizing import Decision, Models, SizingAnswer, SizingError, SizingQuestion
 from application.verify import Claim, Verdict
 from core import frameworks, workloads
 from core.errors import MemplanError
@@ -41,8 +42,6 @@ from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
 from core.units import GIB, approx_gib
 from dashboard import data, published_panel, sidebar
 from dashboard.machine_panel import Picked
-from modeling.decision import Decision
-from modeling.machines import MachineChoice
 from presentation import charts, charts_study, curves, sizing_text, verification, workload_labels
 from presentation.sizing_view import SizingChoices, SizingState
 from presentation.text import plain, sentence

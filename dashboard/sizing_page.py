@@ -35,6 +35,8 @@ import pandas as pd
 import streamlit as st
 
 from application import sizing
+from application.models import Predictor
+from application.sizing import Decision
 from core.analytical import refined_breakdown
 from core.workloads.base import WorkloadConfig
 from dashboard import (
@@ -47,8 +49,6 @@ from dashboard import (
 )
 from dashboard.sizing_answers import Asked
 from dashboard.sizing_inputs import PERSIST, choose_ask, choose_workload, inputs, key
-from modeling.decision import Decision
-from modeling.stored.predictor import Predictor
 from presentation import (
     charts,
     curves,

@@ -1,10 +1,10 @@
 """The sidebar's sweep panel: the running sweep's progress, log and Cancel button, or how
 the last one ended.
 
-It reads the detached job's state from disk every POLL_S seconds (`profiling.launcher`)
+It reads the detached job's state from disk every POLL_S seconds (`application.jobs`)
 in a fragment of its own, and reruns the whole page when a point is done or a phase
 passed, so the page's charts read the new runs. A sweep on a Slurm partition shows each
-point's state and job (`profiling.cluster_progress`).
+point's state and job (`application.jobs`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from application import jobs
 from dashboard import data
 from presentation import text
-from profiling import cluster_progress, joblog, jobstatus, launcher
-from profiling import job as jobs
 
 # How often the job panel re-reads the job's state: gentle on a 2-core machine,
 # and still a fresh progress bar for points that take tens of seconds.
@@ -28,18 +27,18 @@ SEEN_KEY = "launch_seen_job"
 DRAWN_KEY = "launch_job_drawn"
 
 
-def job_status(db: Path) -> jobstatus.JobStatus:
+def job_status(db: Path) -> jobs.JobStatus:
     """The sweep writing to ``db`` now, or the last one."""
     # The cached sweeps table: re-read only when the database changed.
-    return launcher.status(db, sweeps=data.sweeps(db, data.version(db)))
+    return jobs.status(db, sweeps=data.sweeps(db, data.version(db)))
 
 
-def _signature(job: jobstatus.JobStatus) -> tuple:
+def _signature(job: jobs.JobStatus) -> tuple:
     """What, when it changes, means the page should redraw: a point done, a phase passed."""
     return (job.running, job.phase, job.points_done)
 
 
-def remember(job: jobstatus.JobStatus) -> None:
+def remember(job: jobs.JobStatus) -> None:
     """Note ``job``, just read by a whole-page run, as what the page and the panel draw."""
     st.session_state[SEEN_KEY] = _signature(job)
     # The panel draws this same snapshot now; on its own reruns it reads a fresh one.
@@ -60,13 +59,13 @@ def panel(db: Path) -> None:
             st.rerun()
     if job.running:
         _progress(db, job)
-    elif job.phase != jobstatus.PHASE_IDLE:
+    elif job.phase != jobs.PHASE_IDLE:
         _outcome(job)
 
 
-def _progress(db: Path, job: jobstatus.JobStatus) -> None:
+def _progress(db: Path, job: jobs.JobStatus) -> None:
     if job.point_states:
-        points = cluster_progress.cluster_progress(job.point_states)
+        points = jobs.cluster_progress(job.point_states)
         st.progress(points.fraction_done, text=points.text)
     else:
         total = f"{job.points_total}" if job.points_total is not None else "?"
@@ -83,7 +82,7 @@ def _progress(db: Path, job: jobstatus.JobStatus) -> None:
     cancelling = job.on_slurm and job.cancelling
     if cancelling:
         st.info(CANCELLING_SLURM)
-    elif job.phase == jobstatus.PHASE_REFITTING:
+    elif job.phase == jobs.PHASE_REFITTING:
         st.write("Refitting the models on every stored run…")
     elif job.on_slurm:
         _cluster_points(job)
@@ -92,15 +91,15 @@ def _progress(db: Path, job: jobstatus.JobStatus) -> None:
     else:
         st.write("Starting the sweep…")
     # Jobs waiting in a queue make a cluster sweep's rate no guide to the time left.
-    if job.phase == jobstatus.PHASE_SWEEPING and job.elapsed_s is not None and not job.on_slurm:
+    if job.phase == jobs.PHASE_SWEEPING and job.elapsed_s is not None and not job.on_slurm:
         # The sweep has no estimate until its first point has given it a rate.
         points_left = None
         if job.points_total is not None:
             points_left = job.points_total - (job.points_done or 0)
-        eta = joblog.eta_caption(job.eta_s, job.elapsed_s, points_left, bool(job.current_point))
+        eta = jobs.eta_caption(job.eta_s, job.elapsed_s, points_left, bool(job.current_point))
         if eta:
             st.caption(eta)
-    if job.refit and job.phase != jobstatus.PHASE_REFITTING:
+    if job.refit and job.phase != jobs.PHASE_REFITTING:
         st.caption(f"Then: {text.plain(job.refit)}.")
     if not job.external:  # a sweep started elsewhere writes its log where it was started
         st.code("\n".join(job.log_tail) or "(no output yet)", language=None, wrap_lines=True)
@@ -108,13 +107,13 @@ def _progress(db: Path, job: jobstatus.JobStatus) -> None:
         # LauncherError: it ended on its own meanwhile, and the page shows how.
         with (
             st.spinner(CANCELLING_SLURM if job.on_slurm else "Cancelling…"),
-            contextlib.suppress(launcher.LauncherError),
+            contextlib.suppress(jobs.LauncherError),
         ):
-            launcher.cancel(db)
+            jobs.cancel(db)
         st.rerun()
 
 
-def _cluster_points(job: jobstatus.JobStatus) -> None:
+def _cluster_points(job: jobs.JobStatus) -> None:
     """Where a cluster sweep runs and each point's state and Slurm job."""
     st.caption(f"On {text.plain(job.executor or 'Slurm')}: each point is one Slurm job.")
     if not job.point_states:
@@ -122,13 +121,13 @@ def _cluster_points(job: jobstatus.JobStatus) -> None:
         return
     # A dataframe shows its cells as text: a label or job id is never read as Markdown.
     st.dataframe(
-        cluster_progress.point_table(job.point_states),
+        jobs.point_table(job.point_states),
         hide_index=True,
         placeholder=text.MISSING_CELL,
     )
 
 
-def _outcome(job: jobstatus.JobStatus) -> None:
+def _outcome(job: jobs.JobStatus) -> None:
     points = (
         f"{job.points_done} / {job.points_total} points"
         if job.points_total is not None

@@ -14,6 +14,16 @@ import sys
 import time
 from pathlib import Path
 
+from application import sweeps as pending
+from application.calibrate import (
+    CALIBRATION_FILE,
+    Calibration,
+    calibration_for,
+    fit_job,
+    missing_points,
+)
+from application.refit import RefitJob
+from application.sweeps import RunSettings, SweepPlan, run_sweep
 from core import frameworks
 from core.errors import ConfigError
 from core.machine import this_profile
@@ -22,17 +32,6 @@ from memplan import options
 from memplan.commands import add_workload_option, open_db
 from memplan.exitcodes import INTERRUPTED_EXIT_CODE
 from memplan.sweep import stored_command
-from profiling import pending
-from profiling.calibration import (
-    CALIBRATION_FILE,
-    Calibration,
-    calibration_for,
-    fit_command,
-    missing_points,
-)
-from profiling.lifecycle import SweepPlan
-from profiling.local_sweep import run_sweep
-from profiling.runner import RunSettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The budget and batch of the sizing command `calibrate` ends with (an example to edit).
@@ -149,12 +148,33 @@ def _measure(
         )
 
 
+def fit_command(job: RefitJob) -> list[str]:
+    """The ``memplan evaluate`` that runs calibration fit ``job`` (`calibrate.fit_job`)."""
+    return [
+        sys.executable,
+        "-m",
+        "memplan",
+        "evaluate",
+        "--workload",
+        str(job.workload),
+        "--machine",
+        str(job.machine),
+        "--db",
+        str(job.db_path),
+        "--seeds",
+        str(job.seeds),
+        "--extrapolation-seeds",
+        str(job.extrapolation_seeds),
+        *frameworks.flag(job.framework),
+    ]
+
+
 def _fit(workload: str, here: MachineProfile, db_path: Path) -> int:
     """Fit profile ``here``'s models with ``memplan evaluate``; its exit code."""
-    fitting = fit_command(workload, here.key, db_path, here.framework)
+    fitting = fit_command(fit_job(workload, here.key, db_path, here.framework))
     print(f"fitting: {shlex.join(['python', *fitting[1:]])}", flush=True)
     fit_started = time.perf_counter()
-    # A process of its own, as when the dashboard launches a calibration (`fit_command`).
+    # A process of its own, as when the dashboard launches a calibration (`fit_job`).
     code = subprocess.run(fitting, cwd=REPO_ROOT, check=False).returncode
     if code != 0:
         print(f"error: fitting failed (exit code {code}); see above", file=sys.stderr)
@@ -174,6 +194,6 @@ def _print_next_steps(args: argparse.Namespace, here: MachineProfile, db_path: P
     if args.fit:
         print(f"Size for this machine: {sizing}")
     else:
-        fitting = fit_command(args.workload, here.key, db_path, here.framework)
+        fitting = fit_command(fit_job(args.workload, here.key, db_path, here.framework))
         fit = shlex.join(["memplan", *fitting[3:]])
         print(f"Fit its models with `{fit}`, then size with: {sizing}")

@@ -16,15 +16,12 @@ from pathlib import Path
 from typing import TextIO
 
 from application.calibration_loop import LoopPlan, Outcome, Step, run_loop
+from application.sweeps import KNOB_LISTS, Grid, RunSettings, SweepPlan, run_sweep
 from core import database, workloads
 from core.machine import this_profile
 from memplan import jsonout, options
 from memplan.commands import open_db
 from memplan.sweep import stored_command
-from profiling.lifecycle import SweepPlan
-from profiling.local_sweep import run_sweep
-from profiling.runner import RunSettings
-from profiling.sweep import KNOB_LISTS, Grid
 
 
 def one_point_measure(

@@ -7,6 +7,7 @@ import argparse
 
 import pandas as pd
 
+from application.machines import calibration_for, profile_table
 from core import profiles, store, workloads
 from core.machine import this_profile
 from core.units import GIB
@@ -15,7 +16,6 @@ from memplan import jsonout, options
 from memplan.commands import add_db_option, open_db
 from presentation import frameworks_compared, machines_compared
 from presentation.report import markdown_table
-from profiling.calibration import calibration_for, profile_table
 
 
 def prepare(parser: argparse.ArgumentParser) -> None:
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         print(table.to_string(index=False))
     if here.key not in set(table["profile"]):
         # Here, not at the top: modeling.evaluation.protocol loads scikit-learn (seconds).
-        from modeling.evaluation.protocol import MIN_POINTS
+        from application.machines import MIN_POINTS
 
         workload = args.workload or workloads.DEFAULT_WORKLOAD
         how = (

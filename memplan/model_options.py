@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from application import models as results
 from application import readonly
 from application.sizing import DEFAULT_HEADROOM_PCT
 from core import database, frameworks, workloads
@@ -20,7 +21,6 @@ from memplan.commands import (
     given_knobs,
     open_db,
 )
-from modeling.stored import tables as results
 
 BUDGET_HELP = (
     "host RAM available, with its unit, e.g. 256GiB, 256GB or 64G; every unit is binary "

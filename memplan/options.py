@@ -12,6 +12,13 @@ import argparse
 
 import pandas as pd
 
+from application.sweeps import (
+    DEFAULT_SAMPLE_INTERVAL_S,
+    DEFAULT_STEPS,
+    DEFAULT_TIMEOUT_S,
+    RunSettings,
+    default_memory_limit_bytes,
+)
 from core import frameworks, profiles, workloads
 from core.plausibility import MAX_SEED
 from core.units import check_memory_limit, format_gib, parse_bytes
@@ -22,13 +29,6 @@ from memplan.commands import (
     positive_int,
     seed,
 )
-from profiling.runner import (
-    DEFAULT_SAMPLE_INTERVAL_S,
-    DEFAULT_STEPS,
-    DEFAULT_TIMEOUT_S,
-    RunSettings,
-)
-from profiling.sweep import default_memory_limit_bytes
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:

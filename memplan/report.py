@@ -9,11 +9,11 @@ from pathlib import Path
 
 from application import sizing, stored
 from core import database, frameworks
+from core.errors import ModelingError
 from core.units import GIB, parse_budget
 from memplan import model_options
 from memplan.commands import config_from_args, positive_int
 from memplan.size import question_of, stored_models
-from modeling.errors import ModelingError
 from presentation import sizing_report, sizing_report_html
 
 DESCRIPTION = (

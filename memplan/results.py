@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from application import bundles, stored
+from application import models as results
 from memplan import model_options
 from memplan.commands import add_db_option, add_workload_option
-from modeling.stored import tables as results
 
 DESCRIPTION = (
     "write the latest evaluation and its models as Parquet files; "

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from application.runs import run_point
 from core import store
 from memplan import options
 from memplan.commands import add_knob_options, add_workload_option, config_from_args, open_db
 from memplan.exitcodes import FAILED_EXIT_CODE, SUCCESS_EXIT_CODE
-from profiling.runner import run_point
 
 
 def prepare(parser: argparse.ArgumentParser) -> None:

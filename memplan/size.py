@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from application import sizing, stored
+from application import machines, sizing, stored
+from application.machines import Transfer
+from application.models import load_evidence
 from application.sizing import Models, SizingAnswer, SizingQuestion
 from application.verify import Verification
 from core import database, workloads
@@ -22,9 +24,6 @@ from core.snapshot import Snapshot
 from core.units import parse_budget
 from memplan import jsonout, model_options, options
 from memplan.commands import add_commands, positive_int
-from modeling import machines
-from modeling.stored.evidence import load_evidence
-from modeling.transfer import Transfer
 from presentation import report
 from presentation.evidence import evidence_line
 

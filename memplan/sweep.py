@@ -16,23 +16,25 @@ from pathlib import Path
 
 from application import sweep_job
 from application.sweep_guard import fitted_precheck
+from application.sweeps import (
+    DEFAULT_CPUS_PER_TASK,
+    DEFAULT_MAX_PARALLEL,
+    DEFAULT_MEM_MARGIN,
+    DEFAULT_POLL_S,
+    GRID_KNOBS,
+    Grid,
+    SlurmOptions,
+    SweepJob,
+    SweepPlan,
+    grid_from_mapping,
+    run_here,
+)
 from core import workloads
 from core.errors import ConfigError
 from core.settings import read_settings_file
 from core.units import parse_bytes
 from memplan import options
 from memplan.commands import SIZE_HELP, open_db, positive_float, positive_int
-from profiling.jobspec import SweepJob
-from profiling.lifecycle import SweepPlan
-from profiling.slurm_points import (
-    DEFAULT_CPUS_PER_TASK,
-    DEFAULT_MAX_PARALLEL,
-    DEFAULT_MEM_MARGIN,
-    DEFAULT_POLL_S,
-    SlurmOptions,
-)
-from profiling.sweep import GRID_KNOBS, Grid, grid_from_mapping
-from profiling.sweep_job import run_here
 
 # What a sweep stores as its command line: `profiling.launcher` finds its job's sweep by it.
 PROGRAM = "memplan"

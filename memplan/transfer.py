@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from application import runs as exchange
 from memplan import options
 from memplan.commands import add_db_option, open_db
-from profiling import exchange
 
 
 def prepare_export(parser: argparse.ArgumentParser) -> None:

@@ -15,14 +15,13 @@ import pandas as pd
 
 from application import readonly, verify_here
 from application import verify as verification
+from application.sweeps import RunSettings, SweepPlan
 from application.verify import Claim, Verdict, Verification
 from core import store
+from core.errors import ModelingError
 from core.machine import this_profile
 from memplan.exitcodes import FAILED_EXIT_CODE, SUCCESS_EXIT_CODE
 from memplan.sweep import command_of, sweep_here
-from modeling.errors import ModelingError
-from profiling.lifecycle import SweepPlan
-from profiling.runner import RunSettings
 
 # `size ... --verify`'s exit codes: a run verified the answer, or refuted it (2: cannot tell).
 VERIFIED_EXIT_CODE, REFUTED_EXIT_CODE = SUCCESS_EXIT_CODE, FAILED_EXIT_CODE

@@ -1,11 +1,6 @@
-"""modeling's user-facing errors, in profiling's tree so the CLIs print them as one line."""
+"""modeling's user-facing errors, declared in `core.errors` (shared with the CLI and the
+pages, which catch them without importing modeling) and named here for modeling's code."""
 
-from core.errors import MemplanError
+from core.errors import ModelingError, NoModelsError
 
-
-class ModelingError(MemplanError, ValueError):
-    """Input a model or a sizing question cannot take; the message says what would work."""
-
-
-class NoModelsError(ModelingError):
-    """The database holds no fitted models yet (run ``memplan evaluate``)."""
+__all__ = ["ModelingError", "NoModelsError"]

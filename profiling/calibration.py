@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from core import database, frameworks, profiles, store, workloads
+from core import database, profiles, store, workloads
 from core.errors import ConfigError
 from core.units import GIB
 from core.workloads.base import format_image_shape
@@ -255,7 +254,8 @@ def profile_table(db_path: Path, here_key: str, workload: str | None = None) -> 
     return table.sort_values(["runs", "profile", "workload"], ascending=[False, True, True])
 
 
-# The evaluation a calibration runs: 3 random splits (a MAPE with a spread, and no
+# The evaluation a calibration runs (`application.calibrate.fit_job`): 3 random splits
+# (a MAPE with a spread, and no
 # more: the stored bounds come from the cross-conformal folds, which hold each of
 # the grid's 12 configurations out once, past the 9 a 90% bound needs) and one
 # extrapolation split, which is fixed: more seeds only vary the models' own
@@ -263,27 +263,3 @@ def profile_table(db_path: Path, here_key: str, workload: str | None = None) -> 
 # cross-conformal folds were added (docs/machines.md), against ~9 for the default.
 FIT_SEEDS = 3
 FIT_EXTRAPOLATION_SEEDS = 1
-
-
-def fit_command(
-    workload: str, machine: str, db_path: Path, framework: str = frameworks.DEFAULT_FRAMEWORK
-) -> list[str]:
-    """The ``memplan evaluate`` that fits profile ``machine`` (of ``framework``) after
-    calibrating."""
-    return [
-        sys.executable,
-        "-m",
-        "memplan",
-        "evaluate",
-        "--workload",
-        workload,
-        "--machine",
-        machine,
-        "--db",
-        str(db_path),
-        "--seeds",
-        str(FIT_SEEDS),
-        "--extrapolation-seeds",
-        str(FIT_EXTRAPOLATION_SEEDS),
-        *frameworks.flag(framework),
-    ]

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,8 @@ SLURM_CANCEL_GRACE_S = slurm.COMMAND_TIMEOUT_S + CANCEL_GRACE_S
 CANCEL_POLL_S = 0.1
 # The launched sweep's `SweepJob`, as JSON, in the job's folder.
 SPEC_FILE = "sweep_job.json"
+# The refit's job, as JSON, beside it: what ``python -m REFIT_RUNNER REFIT_SPEC_FILE`` reads.
+REFIT_SPEC_FILE = "refit_job.json"
 
 
 class LauncherError(MemplanError):
@@ -84,13 +86,16 @@ def launch(
     refit_command: Sequence[str] | None = None,
     *,
     refit_needs_new_runs: bool = False,
+    refit: tuple[str, str] | None = None,
 ) -> JobStatus:
-    """Start sweep ``job`` on ``db_path`` as a detached job, then ``refit_command`` if given.
+    """Start sweep ``job`` on ``db_path`` as a detached job, then the refit if given.
 
     ``job`` is written, as JSON, to the job's folder (`SPEC_FILE`), and the job's sweep
     is ``python -m RUNNER SPEC_FILE``: ``runner`` names the module whose ``main`` reads
     the spec and runs it (`profiling.sweep_job.run`) with the pre-check its layer can
-    give (`application.sweep_job`); no ``memplan`` command line is built. With
+    give (`application.sweep_job`); no ``memplan`` command line is built. The refit is
+    ``refit`` (a runner module and the refit job's JSON, written to `REFIT_SPEC_FILE`:
+    ``python -m RUNNER REFIT_SPEC_FILE``, `application.refit`) or ``refit_command``. With
     ``refit_needs_new_runs`` the refit runs only if the sweep stored a new ``ok`` or
     ``oom`` run (the sidebar's refit); without it, always (a calibration's fit, which
     may be what is missing even when every point was measured before). Raises
@@ -110,25 +115,19 @@ def launch(
     # What the sweep records as its command: unique, so status finds this job's sweep by it.
     origin = f"launched job {uuid.uuid4().hex[:12]}: {points} {job.grid.workload} point(s)"
     job = dataclasses.replace(job, db_path=db_path, origin=origin)
-    spec = jobstatus.state_dir(db_path) / SPEC_FILE
-    commands = [JobCommand(PHASE_SWEEPING, (sys.executable, "-m", runner, str(spec)))]
+    directory = jobstatus.state_dir(db_path)
+    commands = [
+        JobCommand(PHASE_SWEEPING, (sys.executable, "-m", runner, str(directory / SPEC_FILE)))
+    ]
+    specs = {SPEC_FILE: job.to_json()}
+    if refit is not None:
+        refit_command = (sys.executable, "-m", refit[0], str(directory / REFIT_SPEC_FILE))
+        specs[REFIT_SPEC_FILE] = refit[1]
     if refit_command:
-        commands.append(
-            JobCommand(
-                PHASE_REFITTING,
-                tuple(refit_command),
-                optional=True,
-                needs_new_runs=refit_needs_new_runs,
-            )
-        )
-    return start_job(
-        db_path,
-        commands,
-        origin,
-        points_total=points,
-        executor=launch_target.describe(job.slurm),
-        spec=job.to_json(),
-    )
+        refitting = JobCommand(PHASE_REFITTING, tuple(refit_command), optional=True)
+        commands.append(dataclasses.replace(refitting, needs_new_runs=refit_needs_new_runs))
+    executor = launch_target.describe(job.slurm)
+    return start_job(db_path, commands, origin, points, executor, specs)
 
 
 def start_job(
@@ -137,7 +136,7 @@ def start_job(
     sweep_command: str = "",
     points_total: int | None = None,
     executor: str | None = None,
-    spec: str | None = None,
+    specs: Mapping[str, str] | None = None,
 ) -> JobStatus:
     """Run ``commands`` in order as one detached job for ``db_path`` (see `launch`).
 
@@ -145,16 +144,17 @@ def start_job(
     sweeps table, which is how `status` finds its points done and total;
     ``points_total`` stands in for the total until the sweep has recorded itself,
     ``executor`` (``Slurm partition debug``; None: this machine) for where it says it runs;
-    ``spec``, the sweep job's JSON, is written to `SPEC_FILE` before the job starts.
+    ``specs``, the job files by name (the sweep job's JSON as `SPEC_FILE`, the refit's as
+    `REFIT_SPEC_FILE`), are written before the job starts.
     """
     db_path = Path(db_path).resolve()
     directory = jobstatus.state_dir(db_path)
     with jobstatus.locked(directory, exclusive=True):
         _refuse_if_running(db_path, directory)
-        for stale in (job.STATE_FILE, CANCEL_FILE, SPEC_FILE):
+        for stale in (job.STATE_FILE, CANCEL_FILE, SPEC_FILE, REFIT_SPEC_FILE):
             (directory / stale).unlink(missing_ok=True)
-        if spec is not None:
-            (directory / SPEC_FILE).write_text(spec)
+        for name, text in (specs or {}).items():
+            (directory / name).write_text(text)
         plan = _plan(db_path, commands, sweep_command, points_total, executor)
         job.write_json(directory / job.JOB_FILE, plan)
         process, create_time = _spawn(directory)

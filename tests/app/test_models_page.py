@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from application import sweep_job
+from application.calibrate import fit_job
 from application.stored import choose_machine
 from application.stored import read as read_db
 from core import database, profiles, store
@@ -19,7 +20,7 @@ from modeling.stored import tables as results
 from presentation import formulas
 from presentation.text import plain
 from profiling import floor
-from profiling.calibration import calibration_for, fit_command
+from profiling.calibration import calibration_for
 from tests.app.helpers import (
     ALEXNET_BATCHES,
     ALEXNET_SIDES,
@@ -362,7 +363,7 @@ def test_this_machine_without_runs_says_what_it_lacks_and_launches_the_sweep(
     assert [shape[0] for shape in request.grid.image_sizes] == list(CALIBRATION.image_sizes)
     assert tuple(request.grid.batch_sizes) == CALIBRATION.batch_sizes
     # Then this machine's models are fitted the way `memplan calibrate` fits them.
-    assert refit == fit_command("unet3d", here.key, reference_db)
+    assert refit == fit_job("unet3d", here.key, reference_db)
 
 
 def test_another_machines_runs_are_drawn_alone_and_must_be_measured_there(alexnet_db: Path):

@@ -119,7 +119,7 @@ def test_the_default_refit_is_the_quick_one_and_waits_for_new_runs(reference_db,
     at = launch_from_form(app(), "32")
     assert not at.exception
     [(refit, options)] = launched
-    assert refit[-1] == "--quick"
+    assert refit.quick and refit.only_changed
     # A sweep that stores nothing new (all points measured before) is not followed by a refit.
     assert options == {"refit_needs_new_runs": True, "target": None}  # on this machine
 
@@ -176,21 +176,16 @@ def test_an_alexnet_grid_is_checked_as_an_alexnet_before_anything_starts(shared_
 def test_the_refit_after_a_sweep_evaluates_only_what_changed_of_the_swept_workload(
     reference_db,
 ):
-    from dashboard.launch_form import REFIT_NO, REFIT_QUICK, refit_command
+    from application.refit import RefitJob
+    from dashboard.launch_form import REFIT_NO, REFIT_QUICK, refit_job
 
-    command = refit_command(REFIT_QUICK, reference_db, "alexnet")
-    assert command[1:] == [
-        "-m",
-        "memplan",
-        "evaluate",
-        "--db",
-        str(reference_db),
-        "--only-changed",
-        "--workload",
-        "alexnet",
-        "--quick",
-    ]
-    assert refit_command(REFIT_NO, reference_db, "alexnet") is None
+    refit = refit_job(REFIT_QUICK, reference_db, "alexnet")
+    assert refit == RefitJob(reference_db, "alexnet", only_changed=True, quick=True)
+    # What its evaluation records as its command, as when the refit ran `memplan evaluate`.
+    assert refit.command_text() == (
+        f"memplan evaluate --db {reference_db} --only-changed --workload alexnet --quick"
+    )
+    assert refit_job(REFIT_NO, reference_db, "alexnet") is None
 
 
 # --- a job running ---------------------------------------------------------------------

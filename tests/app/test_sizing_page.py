@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from application import sweep_job
+from application.calibrate import fit_job
 from application.stored import choose_machine, run_profiles
 from application.stored import read as read_db
 from core import database
@@ -17,7 +18,7 @@ from core.machine import this_profile
 from core.profiles import profile_of
 from modeling.stored import tables as results
 from presentation.text import plain
-from profiling.calibration import calibration_for, fit_command
+from profiling.calibration import calibration_for
 from tests.app.helpers import (
     ALEXNET_SIDES,
     OTHER_MACHINE,
@@ -537,7 +538,7 @@ def test_this_machine_without_models_gets_the_sweep_that_gives_it_some(
     widget(at.main.button, "Launch this sweep").click().run()
     [(request, refit)] = launched
     assert request.points == calibration_for("unet3d").points
-    assert refit == fit_command("unet3d", here.key, reference_db)
+    assert refit == fit_job("unet3d", here.key, reference_db)
 
 
 def test_each_machine_answers_with_its_own_models(

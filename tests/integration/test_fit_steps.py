@@ -17,10 +17,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from application import bundles, stored
+from application import bundles, refit, stored
 from application.stored import load_evidence
 from core import database
-from dashboard.launch_form import REFIT_QUICK, refit_command
+from dashboard.launch_form import REFIT_QUICK, refit_job
 from memplan import cli
 from modeling.stored import bundle
 from profiling import exchange
@@ -142,11 +142,11 @@ def test_the_refit_after_a_smoke_sweep_re_evaluates_no_profile(
     add_copies(db, BUNDLED_UNET_MACHINE, SMOKE_STEPS, SMOKE_RUNS)
     before = _evaluations(db)
     # What the sidebar runs after a U-Net sweep with its default refit.
-    command = refit_command(REFIT_QUICK, db, "unet3d")
-    assert "--only-changed" in command
+    job = refit_job(REFIT_QUICK, db, "unet3d")
+    assert job is not None and job.only_changed
     capsys.readouterr()
 
-    assert cli.main(command[command.index("evaluate") :]) == 0
+    assert refit.run(job) == 0
 
     assert _evaluations(db) == before
     log = capsys.readouterr().err

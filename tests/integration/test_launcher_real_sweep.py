@@ -7,7 +7,6 @@ dashboard's sidebar launches it.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import psutil
 import pytest
 
 from application import bundles, stored, sweep_job
+from application.refit import RefitJob
 from core import database, store
 from core.machine import this_profile
 from modeling.stored import tables as results
@@ -28,16 +28,12 @@ SWEEP_TIMEOUT_S = 600
 # The claim below is which runs the refit fits (each machine on its own), not the
 # comparison: one split of each kind and the two models it asserts on. The whole
 # catalogue, seeds included, costs 166 CPU s here (scripts/cpu_time.py).
-SMALL_REFIT = (
-    "--quick",
-    "--seeds",
-    "1",
-    "--extrapolation-seeds",
-    "1",
-    "--models",
-    "refined",
-    "symbolic",
-)
+SMALL_REFIT = {
+    "seeds": 1,
+    "extrapolation_seeds": 1,
+    "quick": True,
+    "models": ("refined", "symbolic"),
+}
 
 
 def tiny_request(batch_sizes: str = "1") -> requests.SweepRequest:
@@ -55,12 +51,12 @@ def db(tmp_path: Path):
 
 
 def test_a_launched_sweep_runs_detached_stores_its_run_and_reports_the_refit(db: Path):
-    refit = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db), "--quick"]
-    started = sweep_job.launch(db, tiny_request(), refit_command=refit)
+    refit = RefitJob(db, quick=True)
+    started = sweep_job.launch(db, tiny_request(), refit)
     assert started.running
 
     with pytest.raises(LauncherError, match=rf"already running .*\(pid {started.pid}, started"):
-        sweep_job.launch(db, tiny_request(), refit_command=refit)
+        sweep_job.launch(db, tiny_request(), refit)
 
     seen_points, seen_elapsed = set(), set()
     deadline = time.monotonic() + SWEEP_TIMEOUT_S
@@ -111,9 +107,7 @@ def test_after_a_sweep_the_models_are_refit_on_every_stored_run_of_each_machine(
     db = database.ensure_database(tmp_path / "reference.duckdb")
     exchange.import_runs(db, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
     assert bundles.install_bundled_results(db)
-    refit = [sys.executable, "-m", "memplan", "evaluate", "--db", str(db), *SMALL_REFIT]
-
-    sweep_job.launch(db, tiny_request(), refit_command=refit)
+    sweep_job.launch(db, tiny_request(), RefitJob(db, **SMALL_REFIT))
     deadline = time.monotonic() + SWEEP_TIMEOUT_S
     while (current := launcher.status(db)).running:
         assert time.monotonic() < deadline, current

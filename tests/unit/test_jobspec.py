@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from application import sweep_job
+from application.refit import RefitJob
 from core.errors import ConfigError
 from memplan import cli
 from memplan import sweep as sweep_command
@@ -100,20 +101,27 @@ def test_a_launched_sweep_runs_its_job_file_not_a_memplan_command_line(tmp_path:
     db = tmp_path / "runs.duckdb"
     started = {}
 
-    def start_job(db_path, commands, sweep_command, **details):
-        started.update(commands=commands, sweep_command=sweep_command, **details)
+    def start_job(db_path, commands, sweep_command, points_total, executor, specs):
+        started.update(commands=commands, sweep_command=sweep_command, specs=specs)
+        started.update(points_total=points_total)
 
     monkeypatch.setattr(launcher, "start_job", start_job)
     request = requests.parse_request("96", "1 2", {}, 2, "2GiB", workload="alexnet")
-    sweep_job.launch(db, request, ["refit"])
+    fit = RefitJob(db, "alexnet", only_changed=True, quick=True)
+    sweep_job.launch(db, request, fit)
     [sweep, refit] = started["commands"]
-    spec_file = str(launcher.jobstatus.state_dir(db.resolve()) / launcher.SPEC_FILE)
+    state = launcher.jobstatus.state_dir(db.resolve())
+    spec_file = str(state / launcher.SPEC_FILE)
     assert sweep.argv == (sys.executable, "-m", "application.sweep_job", spec_file)
     assert not any(arg.startswith("--") for arg in sweep.argv)
-    job = SweepJob.from_json(started["spec"])
+    # The refit too is a job file its own process reads, not `memplan evaluate`'s flags.
+    refit_file = str(state / launcher.REFIT_SPEC_FILE)
+    assert refit.argv == (sys.executable, "-m", "application.refit", refit_file)
+    assert RefitJob.from_json(started["specs"][launcher.REFIT_SPEC_FILE]) == fit
+    job = SweepJob.from_json(started["specs"][launcher.SPEC_FILE])
     assert job == dataclasses.replace(request.job(db.resolve()), origin=started["sweep_command"])
     assert started["sweep_command"].startswith("launched job ")
-    assert started["points_total"] == 2 and refit.argv == ("refit",)
+    assert started["points_total"] == 2 and refit.optional
 
 
 def test_the_job_process_refuses_a_bad_spec_in_one_line(tmp_path: Path, capsys):

@@ -5,7 +5,9 @@ Layers, bottom up: ``core`` (workloads, store, units, errors) <- ``profiling``
 ``application`` (the use cases, composing both) <- ``presentation``
 (Streamlit-free frames, charts and text reports) <-
 ``dashboard`` and ``app.py``, and beside them ``memplan`` (the command line),
-which never import each other. No special case: ``memplan`` and
+which never import each other, and which reach ``profiling`` and ``modeling`` only
+through ``application`` (the one door: they import ``application``, ``presentation``
+and ``core``). No special case: ``memplan`` and
 ``memplan`` are aliases that start ``python -m memplan`` as a new
 process, importing nothing. Every import counts, inside functions too.
 """
@@ -156,6 +158,26 @@ def test_the_command_line_reaches_no_dashboard_module_even_indirectly():
     assert [m for m in loaded if _package(m) in ("dashboard", "app")] == []
 
 
+# The one door (issue 39): the pages and the command reach every use case through
+# `application`, and import `presentation` and `core` (types, constants, errors) besides.
+FRONT_DOORS = ("dashboard", "memplan", "app")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if _package(m) in FRONT_DOORS))
+def test_the_pages_and_the_command_reach_modeling_and_profiling_only_through_application(module):
+    walked_around = sorted(t for t in GRAPH[module] if _package(t) in ("modeling", "profiling"))
+    assert walked_around == [], (
+        f"{module} imports {walked_around}: call a use case of `application` instead "
+        "(or import the type from `core`)"
+    )
+
+
+def test_the_door_check_sees_an_import_inside_a_function():
+    # A guard against a walker that skips function bodies: `dashboard.serve` imports
+    # `application.models` inside `warm_up`, not at the top.
+    assert "application.models" in GRAPH["dashboard.serve"]
+
+
 @pytest.mark.parametrize("package", ["profiling", "modeling"])
 def test_the_old_entry_points_import_nothing_of_the_project(package):
     # `memplan` / `memplan` exec `python -m memplan` instead.
@@ -177,15 +199,16 @@ def _cli_words(path: Path) -> list[str]:
     return found
 
 
-# Still there (issue 39): the refit and a calibration's fit run `memplan evaluate`, whose use
-# case is not yet in `application`; the one-release aliases exec `memplan`; the verifying
-# command shown to a person names its database.
+# Still there, each a text or an alias, never a command line built to run: the one-release
+# aliases exec `memplan`; the verifying command shown to a person names its database
+# (`application/verify.py`), and so does the `memplan evaluate` line a refit job records
+# as its evaluation's command (`application/refit.py`, read back for `--quick`). The
+# refit and a calibration's fit are typed jobs (`application.refit.RefitJob`).
 KNOWN_CLI_WORDS = {
+    "application/refit.py": ['"--db"'],
     "application/verify.py": ['"--db"'],
-    "dashboard/launch_form.py": ['"--db"', '"-m", "memplan"'],
     "modeling/__main__.py": ['"-m", "memplan"'],
     "profiling/__main__.py": ['"-m", "memplan"'],
-    "profiling/calibration.py": ['"--db"', '"-m", "memplan"'],
 }
 
 
@@ -206,7 +229,7 @@ def test_the_cli_words_finder_sees_a_command_line_however_it_is_laid_out(tmp_pat
 
 def test_the_graph_holds_the_command_line():
     # memplan.cli loads its subcommands' modules by name (importlib); each is walked itself.
-    assert "profiling.sweep" in GRAPH["memplan.sweep"]
+    assert "application.sweeps" in GRAPH["memplan.sweep"]
     assert "application.sizing" in GRAPH["memplan.size"]
 
 

@@ -9,14 +9,15 @@ import pandas as pd
 import pytest
 
 from application import verify
+from application.calibrate import fit_job
 from core import profile_frameworks, profiles
 from core.errors import StoreError
 from core.workloads.unet3d import UNetConfig
 from dashboard.query_state import framework_from
+from memplan.calibrate import fit_command
 from modeling import transfer
 from modeling.errors import ModelingError
 from presentation import machine_shortfall
-from profiling.calibration import fit_command
 from tests.conftest import build_record
 
 TORCH_RUN = {"framework": "torch", "framework_version": "2.13.0+cpu", "torch_intra_op_threads": 8}
@@ -73,8 +74,8 @@ def test_the_commands_a_torch_profile_is_told_to_run_carry_the_flag(tmp_path: Pa
     found = machine_shortfall.shortfall(profile)
     assert found.sweep.command().startswith("memplan sweep --workload unet3d --framework torch ")
     assert "`memplan evaluate --workload unet3d --framework torch --machine abc`" in found.message()
-    assert fit_command("unet3d", "abc", tmp_path, "torch")[-2:] == ["--framework", "torch"]
-    assert "--framework" not in fit_command("unet3d", "abc", tmp_path)
+    assert fit_command(fit_job("unet3d", "abc", tmp_path, "torch"))[-2:] == ["--framework", "torch"]
+    assert "--framework" not in fit_command(fit_job("unet3d", "abc", tmp_path))
 
 
 def test_verifying_a_torch_answer_sweeps_torch():

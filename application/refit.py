@@ -1,0 +1,202 @@
+"""A refit as a typed job: the evaluation a launched job runs after its sweep.
+
+The sidebar's "Refit models afterwards" and a page's calibration ("Launch this
+sweep", then its fit) both end a sweep job with a `RefitJob`: the database, which
+workload and machine profile, the framework, the seeds, whether only what changed
+is refit, whether quickly. It crosses into the job's process as JSON checked
+field by field (`RefitJob.to_json` / `from_json`; a wrong key or value is one
+`ConfigError` naming the field), and that process, ``python -m application.refit
+SPEC.json``, runs it through `application.evaluate.run` — no ``memplan`` command
+line is built. `command_text` is what the stored evaluation records as its
+command: the `memplan evaluate` line an operator would type for the same fit (a
+text shown on the pages and read back for ``--quick``, never run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from application import evaluate, readonly
+from application.evaluate import DEFAULT_EXTRAPOLATION_SEEDS, DEFAULT_SEEDS, EvaluateRequest
+from core import database, frameworks, workloads
+from core.errors import ERROR_EXIT_CODE, INTERRUPTED_EXIT_CODE, ConfigError, MemplanError
+
+# The module a launched job's refit runs (`main`); `python -m` names it so.
+RUNNER = "application.refit"
+# How a message names the thing it refuses.
+WHAT = "refit job"
+
+
+@dataclass(frozen=True)
+class RefitJob:
+    """One refit after a sweep; ``workload`` / ``machine`` None: every one's models."""
+
+    db_path: Path
+    workload: str | None = None
+    machine: str | None = None  # a machine profile key
+    framework: str = frameworks.DEFAULT_FRAMEWORK
+    seeds: int = DEFAULT_SEEDS
+    extrapolation_seeds: int = DEFAULT_EXTRAPOLATION_SEEDS
+    # Refit only the profiles whose runs at their fitted step count changed: a 1-step
+    # smoke sweep joins no 6-step fit and refits nothing.
+    only_changed: bool = False
+    quick: bool = False  # tiny symbolic-regression settings
+    models: tuple[str, ...] | None = None  # None: the whole catalogue
+
+    def request(self) -> EvaluateRequest:
+        """The evaluation this refit is (`application.evaluate.run` runs it)."""
+        return EvaluateRequest(
+            db_path=self.db_path,
+            workload=self.workload,
+            machine=self.machine,
+            framework=self.framework,
+            seeds=self.seeds,
+            extrapolation_seeds=self.extrapolation_seeds,
+            only_changed=self.only_changed,
+            quick=self.quick,
+            models=self.models,
+            command=self.command_text(),
+        )
+
+    def command_text(self) -> str:
+        """The `memplan evaluate` line that fits the same models (a text, never run)."""
+        words = ["memplan", "evaluate", "--db", str(self.db_path)]
+        words += ["--only-changed"] if self.only_changed else []
+        words += ["--workload", self.workload] if self.workload is not None else []
+        words += ["--machine", self.machine] if self.machine is not None else []
+        if self.seeds != DEFAULT_SEEDS:
+            words += ["--seeds", str(self.seeds)]
+        if self.extrapolation_seeds != DEFAULT_EXTRAPOLATION_SEEDS:
+            words += ["--extrapolation-seeds", str(self.extrapolation_seeds)]
+        words += ["--models", *self.models] if self.models is not None else []
+        words += frameworks.flag(self.framework)
+        return shlex.join(words + (["--quick"] if self.quick else []))
+
+    def to_json(self) -> str:
+        values = dataclasses.asdict(self) | {"db_path": str(self.db_path)}
+        return json.dumps(values, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> RefitJob:
+        """The job ``text`` holds; `ConfigError` naming the first field that is wrong."""
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{WHAT}: not JSON ({error})") from None
+        if not isinstance(values, dict):
+            raise ConfigError(f"{WHAT}: must be a JSON object, got {type(values).__name__}")
+        unknown = sorted(set(values) - set(_FIELDS))
+        if unknown:
+            known = ", ".join(_FIELDS)
+            raise ConfigError(f"{WHAT}: unknown key(s) {', '.join(unknown)}; known: {known}")
+        if "db_path" not in values:
+            raise ConfigError(f"{WHAT}: missing db_path")
+        return cls(**{name: _FIELDS[name](name, value) for name, value in values.items()})
+
+
+def _refuse(name: str, value: Any, wanted: str) -> ConfigError:
+    return ConfigError(f"{WHAT}: {name} must be {wanted}, got {value!r}")
+
+
+def _choice(options: Callable[[], list[str]]) -> Callable[[str, Any], str]:
+    def check(name: str, value: Any) -> str:
+        if value not in options():
+            raise _refuse(name, value, f"one of {', '.join(options())}")
+        return value
+
+    return check
+
+
+def _named(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _refuse(name, value, "a name (text, not blank)")
+    return value
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _refuse(name, value, "a whole number from 1 up")
+    return value
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _refuse(name, value, "true or false")
+    return value
+
+
+def _models(name: str, value: Any) -> tuple[str, ...]:
+    known = evaluate.spec_names(evaluate.catalogue())
+    if not isinstance(value, list) or not value or not set(value) <= set(known):
+        raise _refuse(name, value, f"a list of model names among {', '.join(known)}")
+    return tuple(value)
+
+
+def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    return lambda name, value: None if value is None else check(name, value)
+
+
+_FIELDS: dict[str, Callable[[str, Any], Any]] = {
+    "db_path": lambda name, value: Path(_named(name, value)),
+    "workload": _optional(_choice(lambda: list(workloads.WORKLOADS))),
+    "machine": _optional(_named),
+    "framework": _choice(lambda: list(frameworks.FRAMEWORKS)),
+    "seeds": _count,
+    "extrapolation_seeds": _count,
+    "only_changed": _flag,
+    "quick": _flag,
+    "models": _optional(_models),
+}
+
+
+def run(job: RefitJob) -> int:
+    """Refit ``job``'s models on its database; the exit code (`application.evaluate.run`)."""
+    if readonly.read_only():
+        raise ConfigError(
+            f"{readonly.READ_ONLY_ENV_VAR} is set, so a refit would store nothing; unset it"
+        )
+    database.ensure_database(job.db_path)
+    return evaluate.run(job.request())
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m application.refit SPEC.json``: run the refit the file holds.
+
+    A bad spec or a refit that cannot run is one ``error: ...`` line and exit 2 (the
+    job's log shows it as the reason), as `memplan evaluate`'s are.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(f"usage: python -m {RUNNER} SPEC.json", file=sys.stderr)
+        return ERROR_EXIT_CODE
+    try:
+        code = run(RefitJob.from_json(Path(args[0]).read_text()))
+    except MemplanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ERROR_EXIT_CODE
+    except OSError as error:
+        print(f"error: cannot read the refit job {args[0]}: {error.strerror}", file=sys.stderr)
+        return ERROR_EXIT_CODE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE
+    sys.stdout.flush()
+    return code
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    sys.exit(main())
