@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from core import database, schema, store
 from core.analytical import refined_breakdown
+from core.targets import HOST_RAM
 from core.units import GIB
 from core.workloads.unet3d import UNetConfig, config_columns, valid_sides
 
@@ -137,6 +138,7 @@ def runs_frame(count: int, seed: int = 0) -> pd.DataFrame:
             "tensorflow_version": "2.21.0",
             "framework": "tensorflow",
             "framework_version": "2.21.0",
+            "memory_target": HOST_RAM,
             "keras_version": "3.15.1",
             "numpy_version": "2.4.6",
             "onednn_enabled": True,

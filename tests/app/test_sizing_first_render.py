@@ -15,9 +15,9 @@ REFERENCE_PROFILE = "9b59349f74"
 HEADLINE = (
     "**Fits, verified by a run (measured 10.6 GiB).** 128^3 at batch 4 needs up to 11.1 GiB "
     "(least squares on analytical terms; its point prediction is 10.5 GiB), 13.3 GiB with "
-    "20% headroom, of the 256 GiB budget; for Intel Xeon, instruction set unknown, 2 cores, "
-    "TensorFlow 2.21 — this machine. Its bound rests on 5-fold cross-conformal, 33 distinct "
-    "configurations."
+    "20% headroom, of the 256 GiB host RAM budget; for Intel Xeon, instruction set unknown, "
+    "2 cores, TensorFlow 2.21 — this machine. Its bound rests on 5-fold cross-conformal, "
+    "33 distinct configurations."
 )
 METRICS = {
     "Memory to buy": "64 GB",

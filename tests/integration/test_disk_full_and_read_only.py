@@ -17,6 +17,7 @@ import duckdb
 import pytest
 
 from core import database, store
+from core.schema import SCHEMA_VERSION
 from memplan import cli
 from profiling import local_sweep, pending
 from tests.unit.test_sweep_disk_and_resume import SWEEP, fake_point
@@ -177,8 +178,9 @@ def test_a_current_database_missing_a_column_is_named_not_a_binder_error(
     monkeypatch.chdir(tmp_path)
     assert cli.main([*command, "--db", str(db)]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"error: database {db} says schema version 8 but lacks runs.hostname: it was changed "
-        "outside memplan and nothing reads or writes it; restore it from a backup, or point "
+        f"error: database {db} says schema version {SCHEMA_VERSION} but lacks runs.hostname: "
+        "it was changed outside memplan and nothing reads or writes it; restore it from a "
+        "backup, or point "
         "--db or MEMPLAN_DB at another database"
     ]
     assert digest(db) == before

@@ -462,7 +462,7 @@ def test_migrated_schema_8_runs_measured_host_ram_and_keep_their_profiles(tmp_pa
     # and the stored evaluation still answers for the runs it fit.
     assert profiles.profiles_in(runs) == before and SCHEMA7_PROFILE in before
     assert {p.framework for p in before.values()} == {"tensorflow", "torch"}
-    assert [p.name for p in results.load_predictors(db, machine=SCHEMA7_PROFILE)] == [
+    assert [p.name for p in results.load_predictors(stored.read(db), machine=SCHEMA7_PROFILE)] == [
         "paper",
         "refined",
         "least_squares",

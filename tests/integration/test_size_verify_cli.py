@@ -72,7 +72,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
         pytest.skip(f"this machine cannot give a run {budget} bytes now")
 
     result = subprocess.run(
-        [sys.executable, "-m", "memplan", "size", "image", "--budget", str(budget)]
+        [sys.executable, "-m", "memplan", "size", "image", "--budget", f"{budget}B"]
         + ["--headroom", "0", "--batch-size", "1", *TINY_FLAGS, "--db", str(db), "--verify"],
         cwd=REPO,
         capture_output=True,
@@ -90,7 +90,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
     assert (runs["memory_limit_bytes"] == budget).all()
 
     again = subprocess.run(
-        [sys.executable, "-m", "memplan", "size", "image", "--budget", str(budget)]
+        [sys.executable, "-m", "memplan", "size", "image", "--budget", f"{budget}B"]
         + ["--headroom", "0", "--batch-size", "1", *TINY_FLAGS, "--db", str(db)],
         cwd=REPO,
         capture_output=True,
