@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
-import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,8 +25,9 @@ from typing import Any
 
 from application import evaluate, readonly
 from application.evaluate import DEFAULT_EXTRAPOLATION_SEEDS, DEFAULT_SEEDS, EvaluateRequest
+from application.job_process import run_spec_file, serve
 from core import database, frameworks, workloads
-from core.errors import ERROR_EXIT_CODE, INTERRUPTED_EXIT_CODE, ConfigError, MemplanError
+from core.errors import ConfigError
 
 # The module a launched job's refit runs (`main`); `python -m` names it so.
 RUNNER = "application.refit"
@@ -167,8 +167,8 @@ def run(job: RefitJob) -> int:
     return evaluate.run(job.request())
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def _run_text(text: str) -> int:
+    return run(RefitJob.from_json(text))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,26 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     A bad spec or a refit that cannot run is one ``error: ...`` line and exit 2 (the
     job's log shows it as the reason), as `memplan evaluate`'s are.
     """
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print(f"usage: python -m {RUNNER} SPEC.json", file=sys.stderr)
-        return ERROR_EXIT_CODE
-    try:
-        code = run(RefitJob.from_json(Path(args[0]).read_text()))
-    except MemplanError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return ERROR_EXIT_CODE
-    except OSError as error:
-        print(f"error: cannot read the refit job {args[0]}: {error.strerror}", file=sys.stderr)
-        return ERROR_EXIT_CODE
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return INTERRUPTED_EXIT_CODE
-    sys.stdout.flush()
-    return code
+    return run_spec_file(sys.argv[1:] if argv is None else argv, RUNNER, "refit job", _run_text)
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
-    sys.exit(main())
+    serve(main)

@@ -13,17 +13,16 @@ command line is built on the way.
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from application import refit as refit_job
+from application.job_process import run_spec_file, serve
 from application.refit import RefitJob
 from application.sweep_guard import fitted_precheck
 from core import database, profiles, store
-from core.errors import ERROR_EXIT_CODE, INTERRUPTED_EXIT_CODE, MemplanError
 from profiling import launcher, sweep_job
 from profiling.jobspec import SweepJob
 from profiling.jobstatus import JobStatus
@@ -73,8 +72,10 @@ def launch(
     )
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def _run_text(text: str) -> int:
+    job = SweepJob.from_json(text)
+    database.ensure_database(job.db_path)
+    return run(job)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,28 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     A bad spec or setting is one ``error: ...`` line and exit 2 (the job's log shows
     it as the reason); as a process, SIGTERM (the launcher's cancel) stops it as Ctrl-C does.
     """
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print(f"usage: python -m {RUNNER} SPEC.json", file=sys.stderr)
-        return ERROR_EXIT_CODE
-    try:
-        job = SweepJob.from_json(Path(args[0]).read_text())
-        database.ensure_database(job.db_path)
-        code = run(job)
-    except MemplanError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return ERROR_EXIT_CODE
-    except OSError as error:
-        print(f"error: cannot read the sweep job {args[0]}: {error.strerror}", file=sys.stderr)
-        return ERROR_EXIT_CODE
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return INTERRUPTED_EXIT_CODE
-    sys.stdout.flush()
-    return code
+    return run_spec_file(sys.argv[1:] if argv is None else argv, RUNNER, "sweep job", _run_text)
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
-    sys.exit(main())
+    serve(main)
