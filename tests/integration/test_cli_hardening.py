@@ -26,16 +26,23 @@ from profiling import exchange
 REPO = Path(__file__).resolve().parents[2]
 
 
-def memplan(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def python(
+    *args: str, env: dict[str, str] | None = None, timeout_s: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` in the repository, with no ``MEMPLAN_DB`` but what ``env`` sets."""
     environment = {k: v for k, v in os.environ.items() if k != database.DB_ENV_VAR}
     return subprocess.run(
-        [sys.executable, "-m", "memplan", *args],
+        [sys.executable, *args],
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout_s,
         env={**environment, **(env or {})},
     )
+
+
+def memplan(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return python("-m", "memplan", *args, env=env)
 
 
 def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -243,15 +250,9 @@ def test_a_signal_during_a_duckdb_query_is_an_interruption(tmp_path):
     db = tmp_path / "bundled.duckdb"
     assert database.created_seeded(db)
     out = tmp_path / "runs.parquet"
-    environment = {k: v for k, v in os.environ.items() if k != database.DB_ENV_VAR}
 
-    child = subprocess.run(
-        [sys.executable, "-c", _TERMINATED_INSIDE_A_QUERY, "export", str(out), "--db", str(db)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=300,
+    child = python(
+        "-c", _TERMINATED_INSIDE_A_QUERY, "export", str(out), "--db", str(db), timeout_s=300
     )
 
     assert child.returncode == 130, child.stderr
@@ -299,16 +300,7 @@ def test_a_sigterm_while_memplan_starts_is_an_interruption(tmp_path):
         "cli.importlib.import_module = slow\n"
         "sys.exit(cli.main(sys.argv[1:]))\n"
     )
-    environment = {k: v for k, v in os.environ.items() if k != database.DB_ENV_VAR}
-
-    child = subprocess.run(
-        [sys.executable, "-c", script, "machines", "--db", str(tmp_path / "x.duckdb")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=300,
-    )
+    child = python("-c", script, "machines", "--db", str(tmp_path / "x.duckdb"), timeout_s=300)
 
     assert child.returncode == 130, child.stderr
     assert child.stderr.strip() == "interrupted"
