@@ -37,7 +37,7 @@ from pathlib import Path
 
 import duckdb
 
-from core import datafiles, migrations, schema
+from core import bundled_gpu, datafiles, migrations, schema
 from core.dbopen import DB_ENV_VAR as DB_ENV_VAR
 from core.dbopen import (
     LOCK_RETRY_FIRST_S,
@@ -175,7 +175,7 @@ def seeded_by_this_process(path: Path) -> bool:
 
 
 def seed_bundled(path: Path) -> int:
-    """Insert every bundled export (`BUNDLED_EXPORTS`) into the existing ``path``; runs added.
+    """Insert every bundled export (`BUNDLED_EXPORTS`, `core.bundled_gpu`) into ``path``; runs.
 
     For a database that holds no runs yet, in one transaction: a bundled run
     already stored makes it refuse, naming the run, and nothing is added.
@@ -189,7 +189,7 @@ def seed_bundled(path: Path) -> int:
 
 
 def _insert_bundled(con: duckdb.DuckDBPyConnection, target: Path) -> int:
-    """Insert every bundled export present on disk through ``con``; how many runs."""
+    """Insert every bundled export present on disk, then the bundled GPU runs; how many runs."""
     added = 0
     for runs_file, samples_file in BUNDLED_EXPORTS:
         if not runs_file.exists():
@@ -201,7 +201,7 @@ def _insert_bundled(con: duckdb.DuckDBPyConnection, target: Path) -> int:
             samples = datafiles.read_samples(samples_file, run_ids)
         datafiles.insert_runs(con, runs, samples, source=runs_file, target=target)
         added += runs.num_rows
-    return added
+    return added + bundled_gpu.insert_bundled_gpu_runs(con, target)
 
 
 def _create(path: Path, *, seed: bool = False) -> bool:

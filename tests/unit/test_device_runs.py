@@ -98,7 +98,9 @@ def test_a_bad_line_is_refused_naming_the_line_and_the_field(changes, message):
 def test_nan_and_infinity_are_not_measurements():
     text = _line().replace('"allocated_peak_bytes": 114103808', '"allocated_peak_bytes": NaN')
 
-    with pytest.raises(DataFileError, match="line 3: not a JSON object"):
+    with pytest.raises(
+        DataFileError, match="line 3, field 'allocated_peak_bytes': nan is not a positive whole"
+    ):
         parse_line("runs.jsonl", 3, text, default_alloc_conf="")
 
 

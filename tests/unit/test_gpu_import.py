@@ -108,8 +108,12 @@ def test_importing_the_same_lines_again_stores_nothing_twice(tmp_path: Path) -> 
         ),
         ({"gpu_name": ...}, "line 7, field 'gpu_name': missing; every GPU line names it"),
         ({"workload": "resnet"}, "line 7, field 'workload': unknown workload 'resnet'"),
+        (
+            {"nvml_used_peak_bytes": float("nan")},
+            "line 7, field 'nvml_used_peak_bytes': nan is not a positive whole number of bytes",
+        ),
     ],
-    ids=["negative_peak", "peak_over_the_device", "no_gpu_name", "unknown_workload"],
+    ids=["negative_peak", "peak_over_the_device", "no_gpu_name", "unknown_workload", "nan_peak"],
 )
 def test_a_tampered_line_is_refused_naming_line_and_field_and_nothing_is_stored(
     tmp_path: Path, changes: dict[str, object], expected: str
