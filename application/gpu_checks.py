@@ -26,6 +26,9 @@ LARGEST_CUBE = "largest-cube"
 LARGEST_BATCH = "largest-batch"
 WHICH_GPUS = "which-gpus"
 KINDS = (LARGEST_CUBE, LARGEST_BATCH, WHICH_GPUS)
+# A line of fewer runs passes through them all: its left-out ratios measure nothing, so its
+# bound says at most "verify first" (AlexNet in bfloat16 on the H200: 2 runs).
+MIN_RUNS_TO_FIT = 3
 
 
 class Verdict(Enum):
@@ -129,8 +132,18 @@ def check(
             f"{need.beyond_factor:.1f}x beyond the measured range"
         )
         return replace(made, reason=reason)
+    if need.run_count < MIN_RUNS_TO_FIT:
+        reason = (
+            f"the bound ({format_bytes(need.bound_bytes)}) is under {format_bytes(usable)}, but "
+            f"its line rests on {need.run_count} runs: too few to have measured its spread"
+        )
+        return replace(made, reason=reason)
     if transfer is not None and not transfer.bounded:
-        return replace(made, reason="no bound on another architecture than the one measured")
+        reason = (
+            f"the measured GPU's bound ({format_bytes(need.bound_bytes)}) is under "
+            f"{format_bytes(usable)}, but no run on this architecture says it holds there"
+        )
+        return replace(made, reason=reason)
     reason = f"the bound ({format_bytes(need.bound_bytes)}) is under {format_bytes(usable)} usable"
     return replace(made, verdict=Verdict.FITS, reason=reason)
 

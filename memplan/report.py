@@ -11,10 +11,10 @@ from application import sizing, stored
 from core import database, frameworks
 from core.errors import ModelingError
 from core.units import GIB, parse_budget
-from memplan import model_options
+from memplan import gpu_size, model_options
 from memplan.commands import config_from_args, positive_int
 from memplan.size import question_of, stored_models
-from presentation import sizing_report, sizing_report_html
+from presentation import gpu_report_html, sizing_report, sizing_report_html
 
 DESCRIPTION = (
     "write a self-contained HTML sizing report for one question: the decision, "
@@ -36,6 +36,7 @@ def prepare(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     model_options.add_model_options(parser)
+    gpu_size.add_gpu_options(parser)  # --gpu: the report carries the GPU answer too
 
 
 def _report_target(output: Path, force: bool) -> Path:
@@ -83,8 +84,11 @@ def run(args: argparse.Namespace) -> int:
         command=_report_command(args, asked.name, None if machine.transfer else machine.key),
     )
     built = sizing_report.build_report(replace(question, model=asked.name), models, runs, source)
+    html = sizing_report_html.render_html(built)
+    if args.gpu is not None:
+        html = gpu_report_html.with_gpu_section(html, gpu_size.answered(args, gpu_size.WHICH_GPUS))
     try:
-        output.write_text(sizing_report_html.render_html(built), encoding="utf-8")
+        output.write_text(html, encoding="utf-8")
     except OSError as error:
         raise ModelingError(f"cannot write {output}: {error.strerror or error}") from error
     print(f"wrote {output}")

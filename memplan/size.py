@@ -22,7 +22,7 @@ from application.verify import Verification
 from core import database, workloads
 from core.snapshot import Snapshot
 from core.units import parse_budget
-from memplan import jsonout, model_options, options
+from memplan import gpu_size, jsonout, model_options, options
 from memplan.commands import add_commands, positive_int
 from presentation import report
 from presentation.evidence import evidence_line
@@ -247,6 +247,7 @@ COMMANDS = {
     "image": (prepare_image, run_image, IMAGE_SUMMARY),
     "batch": (prepare_batch, run_batch, BATCH_SUMMARY),
     "buy": (prepare_buy, run_buy, BUY_SUMMARY),
+    "gpu": (gpu_size.prepare, gpu_size.run, gpu_size.SUMMARY),
 }
 
 

@@ -128,3 +128,26 @@ def test_report_with_the_default_model_and_headroom_says_what_it_used(
     html = output.read_text(encoding="utf-8")
     assert "20% on top of the upper bound" in html
     assert "64 GiB" in html
+
+
+def test_report_carries_the_gpu_answer_when_asked_and_only_then(
+    db: Path, tmp_path: Path, capsys
+) -> None:
+    exchange.import_runs(
+        db, database.REPO_ROOT / "data/gpu/h200-torch-2026-11-28.jsonl", alloc_conf=""
+    )
+    asked = ["--db", str(db), "--image-size", "240x240x144", "--batch-size", "4"]
+    plain, gpu = tmp_path / "plain.html", tmp_path / "gpu.html"
+    report = [*DELL_REPORT[:1], *DELL_REPORT[5:]]  # the Dell question's model and machine
+
+    assert cli.main([*report, *asked, "--output", str(plain)]) == 0
+    assert cli.main([*report, *asked, "--gpu", "80GB", "--output", str(gpu)]) == 0
+    assert cli.main(["size", "gpu", "which-gpus", *asked, "--gpu", "80GB"]) == 0
+
+    printed = capsys.readouterr().out.splitlines()
+    html = gpu.read_text(encoding="utf-8")
+    assert 'id="gpu-memory"' not in plain.read_text(encoding="utf-8")
+    headline = [line for line in printed if "(unet3d, float32" in line][0]
+    assert f"GPU memory: {headline}" in html.replace("&#39;", "'")  # the CLI's sentence
+    assert "80 GB (H100 80GB, 79.18 GiB usable)" in html and "host RAM a GPU training" in html
+    assert html.rstrip().endswith("</html>")

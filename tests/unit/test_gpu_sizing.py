@@ -182,3 +182,19 @@ def test_a_listed_size_is_its_usable_memory_with_its_source() -> None:
 
     assert card.cards == "H100 NVL" and card.usable_bytes == round(93.02 * GIB)
     assert "out-of-memory messages" in card.source
+
+
+def test_a_line_of_two_runs_says_at_most_verify_first(models) -> None:
+    said = answer(
+        GpuQuestion(
+            WHICH_GPUS,
+            workload="alexnet",
+            image_shape=(224, 224),
+            batch_size=512,
+            precision="mixed_bfloat16",
+        ),
+        models,
+    )
+
+    assert said.check is not None and said.check.verdict is Verdict.VERIFY_FIRST
+    assert "rests on 2 runs" in said.check.reason

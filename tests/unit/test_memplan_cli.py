@@ -58,7 +58,7 @@ def test_every_subcommand_is_in_the_parser(capsys) -> None:
 
 def test_size_help_lists_every_question(capsys) -> None:
     out = _help(capsys, "size")
-    assert _listed(out) == ["image", "batch", "buy"]
+    assert _listed(out) == ["image", "batch", "buy", "gpu"]
 
 
 def test_a_listing_loads_neither_the_models_nor_a_framework() -> None:
