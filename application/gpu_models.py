@@ -116,8 +116,8 @@ def nearest(
     transfer, or None when it answers for its own device with its own allocator setting."""
     if not models:
         raise ConfigError(
-            "no GPU profile in this database: import GPU runs first (memplan import "
-            "FILE.jsonl), or use the default database, which holds the bundled H200 runs"
+            "no GPU profile in this database: import GPU runs first, e.g. the bundled H200 "
+            "runs: memplan import data/gpu/h200-torch-2026-11-28.jsonl --alloc-conf ''"
         )
     if key is not None:
         if key not in models:
