@@ -132,9 +132,9 @@ GPU_MEMORY_TARGET = MemoryTarget(
         Figure("nvml_used_peak_bytes", "device memory used at its peak (NVML, as nvidia-smi)"),
         Figure("context_bytes", "CUDA context"),
     ),
-    # Until GPU models choose the figure that decides a fit (issue 40, point 3): what the
-    # device had in use, context and cached blocks included, which no configuration that
-    # trained needed more of.
+    # What the device had in use, context and cached blocks included: no configuration
+    # that trained needed more. The GPU model (`modeling.gpu_memory`) predicts the
+    # allocated peak and bounds the fit need by this figure (docs/predictions.md).
     peak_column="nvml_used_peak_bytes",
     ok_needs=DEVICE_FIGURE_COLUMNS,
     facts=(*DEVICE_FACT_COLUMNS, "context_bytes"),

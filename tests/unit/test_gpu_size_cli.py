@@ -120,3 +120,17 @@ def test_the_report_section_escapes_what_it_shows(db: Path) -> None:
 
     assert "<script" not in html and "&#39;" not in html.split("<h2")[0]
     assert 'id="gpu-memory"' in html and "Largest cube at batch 1" in html
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_a_gpu_answer_writes_nothing_to_the_database(
+    db: Path, read_only: bool, monkeypatch, capsys
+) -> None:
+    if read_only:
+        monkeypatch.setenv("MEMPLAN_READ_ONLY", "1")
+    before = db.read_bytes(), db.stat().st_mtime_ns, sorted(p.name for p in db.parent.iterdir())
+
+    _said(capsys, "which-gpus", "--image-size", "96", "--batch-size", "1", "--db", str(db))
+
+    after = db.read_bytes(), db.stat().st_mtime_ns, sorted(p.name for p in db.parent.iterdir())
+    assert after == before
