@@ -123,5 +123,6 @@ def _next_gpu(
         transfer = gpu_models.transfer_of(model, larger, question.alloc_conf)
         checked = check(model, asked.config, larger, transfer)
         if checked.verdict is Verdict.FITS:
-            return GpuOption(f"a {larger.size_gb} GB GPU ({larger.cards})", checked)
+            article = "an" if str(larger.size_gb).startswith(("8", "11", "18")) else "a"
+            return GpuOption(f"{article} {larger.size_gb} GB GPU ({larger.cards})", checked)
     return None

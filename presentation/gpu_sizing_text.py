@@ -49,6 +49,11 @@ def check_line(check: GpuCheck) -> str:
     )
 
 
+def table_line(check: GpuCheck) -> str:
+    """One GPU size of a WHICH_GPUS table (the figures are the answer line's): verdict, why."""
+    return f"  {check.card.label}: {check.verdict.value}: {check.reason}"
+
+
 def option_line(option: GpuOption) -> str:
     return f"  - {option.change}: {check_line(option.check)}"
 
@@ -111,7 +116,7 @@ def answer_lines(said: GpuAnswer) -> list[str]:
         lines.append(f"{check_line(said.check)} ({where})")
     if said.table:
         lines.append("GPU sizes (usable memory as the framework reports it):")
-        lines += [f"  {check_line(check)}" for check in said.table]
+        lines += [table_line(check) for check in said.table]
     if said.options:
         lines.append("What would make it fit:")
         lines += [option_line(option) for option in said.options]

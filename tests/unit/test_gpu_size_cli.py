@@ -59,7 +59,7 @@ def test_which_gpus_as_json_has_a_verdict_per_size_and_the_options(db: Path, cap
     assert data["answer"]["usable_bytes"] == round(39.39 * 2**30)
     changes = [option["change"] for option in data["options"]]
     assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in changes
-    assert changes[-1] == "a 80 GB GPU (H100 80GB)"
+    assert changes[-1] == "an 80 GB GPU (H100 80GB)"
     assert data["evidence"]["random_split_coverage"] == 1.0
     assert data["notes"] == [gpu_sizing.HOST_RAM_NOTE]
 

@@ -91,9 +91,9 @@ def test_which_gpus_fit_a_patch_says_a_verdict_per_size_and_what_would_make_it_f
     changes = {option.change: option.check for option in said.options}
     assert set(changes) >= {
         "precision mixed_bfloat16 (bfloat16 autocast)",
-        "a 80 GB GPU (H100 80GB)",
+        "an 80 GB GPU (H100 80GB)",
     }
-    assert changes["a 80 GB GPU (H100 80GB)"].verdict is Verdict.FITS
+    assert changes["an 80 GB GPU (H100 80GB)"].verdict is Verdict.FITS
     assert any(change.startswith("batch ") or change.startswith("cube ") for change in changes)
     assert all(option.check.bound_bytes is not None for option in said.options)
 
