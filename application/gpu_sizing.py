@@ -51,6 +51,7 @@ __all__ = [
     "WHICH_GPUS",
     "GpuAnswer",
     "GpuCheck",
+    "GpuChoices",
     "GpuEvidence",
     "GpuOption",
     "GpuQuestion",
@@ -58,6 +59,7 @@ __all__ = [
     "answer",
     "ask",
     "check",
+    "gpu_choices",
     "check_question",
     "config_of",
 ]
@@ -94,6 +96,26 @@ class GpuAnswer:
     options: tuple[GpuOption, ...]  # where the asked configuration does not fit
     evidence: GpuEvidence
     notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GpuChoices:
+    """What a GPU selector offers: the GPU sizes and the GPU profiles, each (value, label).
+
+    A size's value is what `GpuQuestion.gpu` takes ("80GB"); a profile's is its key,
+    what `GpuQuestion.profile` takes.
+    """
+
+    sizes: tuple[tuple[str, str], ...]
+    profiles: tuple[tuple[str, str], ...]
+
+
+def gpu_choices(models: dict[str, GpuProfileModel]) -> GpuChoices:
+    """The GPU sizes (`core.gpu_cards.GPU_CARDS`) and the GPU profiles of ``models``."""
+    return GpuChoices(
+        sizes=tuple((f"{card.size_gb}GB", card.label) for card in GPU_CARDS),
+        profiles=tuple((key, model.label) for key, model in models.items()),
+    )
 
 
 def card_of(question: GpuQuestion, models: dict[str, GpuProfileModel]) -> GpuCard:

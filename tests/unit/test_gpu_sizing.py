@@ -198,3 +198,17 @@ def test_a_line_of_two_runs_says_at_most_verify_first(models) -> None:
 
     assert said.check is not None and said.check.verdict is Verdict.VERIFY_FIRST
     assert "rests on 2 runs" in said.check.reason
+
+
+def test_a_gpu_selector_offers_every_size_and_profile_as_a_question_takes_them(models) -> None:
+    from application.gpu_sizing import gpu_choices
+
+    choices = gpu_choices(models)
+
+    assert [value for value, _ in choices.sizes] == [
+        "24GB", "40GB", "48GB", "80GB", "94GB", "141GB",
+    ]  # fmt: skip
+    [(key, label)] = choices.profiles
+    value, shown = choices.sizes[3]
+    said = answer(GpuQuestion(LARGEST_CUBE, batch_size=2, gpu=value, profile=key), models)
+    assert said.card.label == shown and said.evidence.profile_label == label
