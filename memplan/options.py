@@ -17,9 +17,11 @@ from application.sweeps import (
     DEFAULT_STEPS,
     DEFAULT_TIMEOUT_S,
     RunSettings,
+    check_device,
     default_memory_limit_bytes,
 )
 from core import frameworks, profiles, workloads
+from core.errors import ConfigError
 from core.plausibility import MAX_SEED
 from core.units import check_memory_limit, format_gib, parse_bytes
 from memplan.commands import (
@@ -82,10 +84,27 @@ def add_measure_options(parser: argparse.ArgumentParser) -> None:
     add_db_option(parser)
 
 
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    """``--device`` of `run` and `sweep` (calibrating is of host RAM only)."""
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="where each point trains: cpu (default), or cuda / cuda:N, the torch network on "
+        "that GPU, recording its allocator peaks, NVML used memory and facts (docs/gpu.md)",
+    )
+
+
 def settings(args: argparse.Namespace) -> RunSettings:
     """The measuring flags; `ConfigError` for a memory limit above this machine's RAM, or
     a framework this Python does not have (saying how to install it)."""
     frameworks.check_installed(args.framework)
+    device = getattr(args, "device", "cpu")
+    if device != "cpu" and args.framework != frameworks.TORCH:
+        raise ConfigError(
+            f"--device {device} trains the torch network (--framework torch); memplan's "
+            "child does not measure TensorFlow on a GPU (docs/gpu.md)"
+        )
+    check_device(device)
     if args.memory_limit is not None:
         check_memory_limit(args.memory_limit)
     return RunSettings(
@@ -95,6 +114,7 @@ def settings(args: argparse.Namespace) -> RunSettings:
         sample_interval_s=args.interval,
         timeout_s=args.timeout,
         framework=args.framework,
+        device=device,
     )
 
 

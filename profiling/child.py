@@ -1,12 +1,15 @@
 """The profiled process: one fresh interpreter trains one configuration.
 
 Run as ``python -m profiling.child --workload NAME --config JSON [--framework NAME]
---steps N --seed S --result PATH [--parent-pid PID]``
+[--device cuda[:N]] --steps N --seed S --result PATH [--parent-pid PID]``
 by `profiling.runner`, never by hand. It imports the framework (TensorFlow, or torch
 for ``--framework torch``, never both), records its own resident memory right after
 (the framework's baseline), builds the model (Keras', or the workload's native
 PyTorch model), trains on seeded synthetic data and, after every phase, rewrites the
 result file atomically, so a run that is killed part-way still leaves what it reached.
+With ``--device cuda[:N]`` it trains the torch network on that GPU and records the
+device's facts and figures as well (`profiling.gpu`); out of device memory is a result
+(``device_status`` ``oom``), not a crash.
 
 It never outlives the sweep that started it: the runner asks the kernel to kill
 it when its parent dies (`profiling.processes.die_with_parent`), and, where that
@@ -27,6 +30,7 @@ from typing import Any
 from core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, TENSORFLOW, TORCH
 from core.machine import onednn_enabled, read_proc_status_bytes
 from core.workloads.base import COMPUTE_DTYPE
+from profiling import gpu
 
 
 def _tensorflow_uses_onednn(precision: str) -> bool:
@@ -156,6 +160,43 @@ def _train_torch(args: argparse.Namespace, progress: _Progress) -> None:
     )
 
 
+def _train_torch_on_gpu(args: argparse.Namespace, progress: _Progress) -> None:
+    """Train the workload's torch network on GPU ``--device`` and record its device figures:
+    NVML opened before torch touches CUDA, so the context is measured on its own."""
+    import pynvml
+
+    _, index = gpu.parse_device(args.device)
+    sampler = gpu.NvmlSampler(pynvml, index)
+    import numpy as np
+    import torch
+
+    from core import workloads
+    from core.workloads import torch_training
+
+    config = workloads.get(args.workload).Config.from_dict(json.loads(args.config))
+    device = torch.device(gpu.CUDA, index)
+    torch.zeros(1, device=device)  # the CUDA context, before anything of the run
+    torch.cuda.synchronize(device)
+    progress.imported(
+        numpy_version=np.__version__,
+        torch_intra_op_threads=torch.get_num_threads(),
+        context_bytes=sampler.since_before(),
+        **gpu.gpu_facts(torch, index, sampler.driver, os.environ),
+    )
+    sampler.start()
+    try:
+        torch_training.train_steps(
+            config, args.steps, args.seed, progress.stepped, progress.built, device=device
+        )
+    except Exception as error:
+        message = gpu.out_of_memory(error, torch)
+        if message is None:
+            raise  # any other CUDA error ends the child: the run is an error
+        progress.result |= {"device_status": "oom", "device_message": message}
+    progress.result |= gpu.allocator_peaks(torch, index)
+    progress.result["nvml_used_peak_bytes"] = sampler.stop()
+
+
 _TRAINERS = {TENSORFLOW: _train_keras, TORCH: _train_torch}
 
 
@@ -164,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workload", required=True, help="a name from core.workloads")
     parser.add_argument("--config", required=True, help="the workload's config as JSON")
     parser.add_argument("--framework", choices=FRAMEWORKS, default=DEFAULT_FRAMEWORK)
+    parser.add_argument("--device", default=gpu.CPU, help="cpu, or cuda[:N] (torch only)")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--result", type=Path, required=True)
@@ -174,7 +216,11 @@ def main(argv: list[str] | None = None) -> int:
         watcher.start()
 
     progress = _Progress(args.result, time.monotonic())
-    _TRAINERS[args.framework](args, progress)
+    on_gpu = gpu.parse_device(args.device)[0] == gpu.CUDA
+    if on_gpu and args.framework != TORCH:
+        parser.error(f"--device {args.device} trains the torch network: give --framework torch")
+    trainer = _train_torch_on_gpu if on_gpu else _TRAINERS[args.framework]
+    trainer(args, progress)
     progress.done()
     return 0
 

@@ -207,8 +207,10 @@ class LocalExecutor:
         if resume and resume.done(config, steps, repeat, skipped=False):
             return None
         bound = sweep.bounds[config]
-        reason = sweep.blocked_by(config, "under the same limit") or skip_reason(
-            config, bound, settings, self.run_over_bound
+        # A GPU point's host-RAM bound says nothing of the device: it runs, and may be oom.
+        on_host = settings.device == "cpu"
+        reason = sweep.blocked_by(config, "under the same limit") or (
+            on_host and skip_reason(config, bound, settings, self.run_over_bound)
         )
         sweep_id, estimate = sweep.summary.sweep_id, bound.bound_bytes
         if reason:
