@@ -174,7 +174,7 @@ def _train_torch_on_gpu(args: argparse.Namespace, progress: _Progress) -> None:
     from core.workloads import torch_training
 
     config = workloads.get(args.workload).Config.from_dict(json.loads(args.config))
-    device = torch.device(gpu.CUDA, index)
+    device = torch.device(gpu.torch_device(index))
     torch.zeros(1, device=device)  # the CUDA context, before anything of the run
     torch.cuda.synchronize(device)
     progress.imported(

@@ -88,6 +88,11 @@ def check_available(device: str, python: str) -> None:
         raise ConfigError(f"--device {device} reads the GPU's used memory with NVML: {NVML_HINT}")
 
 
+def torch_device(index: int) -> str:
+    """What torch calls GPU ``index``."""
+    return f"{CUDA}:{index}"
+
+
 def dotted_cudnn(value: int | None) -> str | None:
     """torch's cuDNN number (91900) as the dotted version the runs store (9.19.0)."""
     if value is None:
