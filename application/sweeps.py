@@ -79,6 +79,6 @@ __all__ = [
 ]
 
 
-def check_device(device: str) -> None:
-    """Refuse, in one line, a ``--device`` this machine cannot train on (`ConfigError`)."""
-    gpu.check_available(device, sys.executable)
+def check_device(device: str, framework: str) -> None:
+    """Refuse, in one line, a ``--device`` ``framework`` cannot train on here (`ConfigError`)."""
+    gpu.check_available(device, sys.executable, framework)

@@ -21,7 +21,6 @@ from application.sweeps import (
     default_memory_limit_bytes,
 )
 from core import frameworks, profiles, workloads
-from core.errors import ConfigError
 from core.plausibility import MAX_SEED
 from core.units import check_memory_limit, format_gib, parse_bytes
 from memplan.commands import (
@@ -89,8 +88,8 @@ def add_device_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device",
         default="cpu",
-        help="where each point trains: cpu (default), or cuda / cuda:N, the torch network on "
-        "that GPU, recording its allocator peaks, NVML used memory and facts (docs/gpu.md)",
+        help="where each point trains: cpu (default), or cuda / cuda:N, that GPU, recording "
+        "its allocator peaks, NVML used memory and facts (docs/gpu.md)",
     )
 
 
@@ -99,12 +98,7 @@ def settings(args: argparse.Namespace) -> RunSettings:
     a framework this Python does not have (saying how to install it)."""
     frameworks.check_installed(args.framework)
     device = getattr(args, "device", "cpu")
-    if device != "cpu" and args.framework != frameworks.TORCH:
-        raise ConfigError(
-            f"--device {device} trains the torch network (--framework torch); memplan's "
-            "child does not measure TensorFlow on a GPU (docs/gpu.md)"
-        )
-    check_device(device)
+    check_device(device, args.framework)
     if args.memory_limit is not None:
         check_memory_limit(args.memory_limit)
     return RunSettings(

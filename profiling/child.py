@@ -7,9 +7,9 @@ for ``--framework torch``, never both), records its own resident memory right af
 (the framework's baseline), builds the model (Keras', or the workload's native
 PyTorch model), trains on seeded synthetic data and, after every phase, rewrites the
 result file atomically, so a run that is killed part-way still leaves what it reached.
-With ``--device cuda[:N]`` it trains the torch network on that GPU and records the
-device's facts and figures as well (`profiling.gpu`); out of device memory is a result
-(``device_status`` ``oom``), not a crash.
+With ``--device cuda[:N]`` it trains on that GPU and records the device's facts and
+figures as well (`profiling.gpu`; a GPU build of TensorFlow: `profiling.gpu_tensorflow`);
+out of device memory is a result (``device_status`` ``oom``), not a crash.
 
 It never outlives the sweep that started it: the runner asks the kernel to kill
 it when its parent dies (`profiling.processes.die_with_parent`), and, where that
@@ -30,7 +30,7 @@ from typing import Any
 from core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, TENSORFLOW, TORCH
 from core.machine import onednn_enabled, read_proc_status_bytes
 from core.workloads.base import COMPUTE_DTYPE
-from profiling import gpu
+from profiling import gpu, gpu_tensorflow
 
 
 def _tensorflow_uses_onednn(precision: str) -> bool:
@@ -197,7 +197,60 @@ def _train_torch_on_gpu(args: argparse.Namespace, progress: _Progress) -> None:
     progress.result["nvml_used_peak_bytes"] = sampler.stop()
 
 
+def _train_keras_on_gpu(args: argparse.Namespace, progress: _Progress) -> None:
+    """Train the workload's Keras model on GPU ``--device`` (a GPU build of TensorFlow)
+    and record its device figures (`profiling.gpu_tensorflow` says what they are)."""
+    import pynvml
+
+    _, index = gpu.parse_device(args.device)
+    sampler = gpu.NvmlSampler(pynvml, index)
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from core import workloads
+
+    physical = tf.config.list_physical_devices("GPU")[index]
+    tf.config.experimental.set_memory_growth(physical, True)
+    name = f"GPU:{index}"
+    with tf.device(name):
+        tf.zeros(1).numpy()  # the CUDA context, before anything of the run
+    context_bytes = sampler.since_before()
+    total_bytes = pynvml.nvmlDeviceGetMemoryInfo(sampler.handle).total
+    workload = workloads.get(args.workload)
+    config = workload.Config.from_dict(json.loads(args.config))
+    progress.imported(
+        tensorflow_version=tf.__version__,
+        keras_version=keras.__version__,
+        numpy_version=np.__version__,
+        onednn_enabled=_tensorflow_uses_onednn(config.precision),
+        context_bytes=context_bytes,
+        **gpu_tensorflow.tensorflow_facts(tf, physical, total_bytes, sampler.driver, os.environ),
+    )
+    sampler.start()
+    keras.utils.set_random_seed(args.seed)
+    inputs, targets = workload.synthetic_batch(config, np.random.default_rng(args.seed))
+    try:
+        with tf.device(name):
+            model = workload.build_model(config)
+            progress.built()
+            for _ in range(args.steps):
+                model.train_on_batch(inputs, targets)
+                progress.stepped()
+    except Exception as error:
+        message = gpu_tensorflow.out_of_memory(error, tf)
+        if message is None:
+            raise
+        progress.result |= {"device_status": "oom", "device_message": message}
+    nvml_used_peak_bytes = sampler.stop()
+    progress.result["nvml_used_peak_bytes"] = nvml_used_peak_bytes
+    progress.result |= gpu_tensorflow.tensorflow_peaks(
+        tf, name, nvml_used_peak_bytes, context_bytes
+    )
+
+
 _TRAINERS = {TENSORFLOW: _train_keras, TORCH: _train_torch}
+_GPU_TRAINERS = {TENSORFLOW: _train_keras_on_gpu, TORCH: _train_torch_on_gpu}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,9 +270,7 @@ def main(argv: list[str] | None = None) -> int:
 
     progress = _Progress(args.result, time.monotonic())
     on_gpu = gpu.parse_device(args.device)[0] == gpu.CUDA
-    if on_gpu and args.framework != TORCH:
-        parser.error(f"--device {args.device} trains the torch network: give --framework torch")
-    trainer = _train_torch_on_gpu if on_gpu else _TRAINERS[args.framework]
+    trainer = (_GPU_TRAINERS if on_gpu else _TRAINERS)[args.framework]
     trainer(args, progress)
     progress.done()
     return 0

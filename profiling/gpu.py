@@ -29,6 +29,7 @@ from typing import Any
 
 from core import targets
 from core.errors import ConfigError
+from core.frameworks import TENSORFLOW, TORCH
 
 CPU, CUDA = "cpu", "cuda"
 # measure.py's sampling interval: short enough that a step's peak is not missed.
@@ -49,38 +50,51 @@ def parse_device(text: str) -> tuple[str, int]:
     raise ConfigError(f"--device {text!r} is not a device; give cpu, cuda or cuda:N (N from 0)")
 
 
-# What the check runs in a fresh interpreter: the parent never imports torch.
-_CHECK = (
-    "import importlib.util, torch\n"
-    "print(torch.cuda.device_count() if torch.cuda.is_available() else 0, "
-    "importlib.util.find_spec('pynvml') is not None)"
-)
+# What the check runs in a fresh interpreter (the parent never imports a framework): the
+# GPUs the framework can use, whether it is a GPU build, whether nvidia-ml-py is there.
+_NVML_FOUND = "importlib.util.find_spec('pynvml') is not None"
+_CHECKS = {
+    TORCH: "import importlib.util, torch\nprint(torch.cuda.device_count() "
+    f"if torch.cuda.is_available() else 0, True, {_NVML_FOUND})",
+    TENSORFLOW: "import importlib.util, tensorflow as tf\nprint(len(tf.config."
+    f"list_physical_devices('GPU')), tf.test.is_built_with_cuda(), {_NVML_FOUND})",
+}
 CHECK_TIMEOUT_S = 120.0
 
 
-def check_available(device: str, python: str) -> None:
+def check_available(device: str, python: str, framework: str = TORCH) -> None:
     """Refuse, in one line, a ``device`` this machine cannot train on (`ConfigError`).
 
-    ``cuda[:N]`` needs torch with CUDA, GPU N, and nvidia-ml-py (the device's used
-    memory); ``python`` is the interpreter the child will run, asked in a fresh process.
+    ``cuda[:N]`` needs ``framework`` built with CUDA, GPU N, and nvidia-ml-py (the
+    device's used memory); ``python`` is the interpreter the child will run, asked in a
+    fresh process.
     """
     kind, index = parse_device(device)
     if kind == CPU:
         return
     try:
         done = subprocess.run(
-            [python, "-c", _CHECK], capture_output=True, text=True, timeout=CHECK_TIMEOUT_S
+            [python, "-c", _CHECKS[framework]],
+            capture_output=True,
+            text=True,
+            timeout=CHECK_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
         raise ConfigError(
-            f"--device {device}: torch did not answer within {CHECK_TIMEOUT_S:g} s"
+            f"--device {device}: {framework} did not answer within {CHECK_TIMEOUT_S:g} s"
         ) from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ConfigError(f"--device {device} needs torch here ({last}); pip install torch")
-    count, has_nvml = done.stdout.split()[-2:]
+        raise ConfigError(f"--device {device} needs {framework} here ({last})")
+    count, gpu_build, has_nvml = done.stdout.split()[-3:]
+    if gpu_build != "True":
+        raise ConfigError(
+            f"--device {device}: this {framework} is not a GPU build "
+            "(tf.test.is_built_with_cuda() is False); install one "
+            "(pip install 'tensorflow[and-cuda]') or train with --framework torch"
+        )
     if index >= int(count):
-        has = f"{count} CUDA GPU(s)" if int(count) else "no CUDA GPU that torch can use"
+        has = f"{count} CUDA GPU(s)" if int(count) else f"no CUDA GPU that {framework} can use"
         raise ConfigError(
             f"--device {device}: this machine has {has}; give --device cpu, or run on a GPU machine"
         )

@@ -15,7 +15,7 @@ import pytest
 
 from core import datafiles, device_records, device_runs, targets, workloads
 from core.errors import ConfigError
-from profiling import gpu, runner
+from profiling import gpu, gpu_tensorflow, runner
 
 H200_LINES = Path(__file__).resolve().parents[2] / "data" / "gpu" / "h200-torch-2026-11-28.jsonl"
 
@@ -153,12 +153,14 @@ def _fake_python(tmp_path: Path, answer: str) -> str:
 def test_a_cuda_device_this_machine_lacks_is_refused_in_one_line(tmp_path: Path) -> None:
     gpu.check_available("cpu", "/nonexistent/python")  # the CPU needs no check
     with pytest.raises(ConfigError, match="this machine has no CUDA GPU that torch can use"):
-        gpu.check_available("cuda", _fake_python(tmp_path, "0 True"))
+        gpu.check_available("cuda", _fake_python(tmp_path, "0 True True"))
     with pytest.raises(ConfigError, match=r"this machine has 2 CUDA GPU\(s\)"):
-        gpu.check_available("cuda:2", _fake_python(tmp_path, "2 True"))
+        gpu.check_available("cuda:2", _fake_python(tmp_path, "2 True True"))
     with pytest.raises(ConfigError, match="pip install nvidia-ml-py"):
-        gpu.check_available("cuda", _fake_python(tmp_path, "1 False"))
-    gpu.check_available("cuda:1", _fake_python(tmp_path, "2 True"))
+        gpu.check_available("cuda", _fake_python(tmp_path, "1 True False"))
+    gpu.check_available("cuda:1", _fake_python(tmp_path, "2 True True"))
+    with pytest.raises(ConfigError, match="this tensorflow is not a GPU build"):
+        gpu.check_available("cuda", _fake_python(tmp_path, "0 False True"), "tensorflow")
 
 
 def test_a_gpu_childs_result_makes_a_gpu_memory_record_that_an_import_accepts() -> None:
@@ -202,14 +204,20 @@ def _gpu_child_result(row: dict, **more: object) -> dict:
 def _run_with_fake_child(monkeypatch, tmp_path: Path, result: dict):
     """`profiling.runner.run_point` on cuda, its child a script that writes ``result``."""
     script = tmp_path / "child.py"
-    script.write_text(f"import sys\nopen(sys.argv[1], 'w').write({json.dumps(result)!r})\n")
+    # It lives a moment, so that the sampler sees the interpreter (an import's check
+    # refuses a sampled peak under 1 MiB, all a process that just started may have).
+    script.write_text(
+        f"import sys, time\nopen(sys.argv[1], 'w').write({json.dumps(result)!r})\ntime.sleep(0.5)\n"
+    )
     monkeypatch.setattr(
         runner,
         "child_command",
         lambda config, settings, path, parent_pid=None: [sys.executable, str(script), str(path)],
     )
     config = workloads.get("unet3d").Config(image_shape=(32, 32, 32), batch_size=1)
-    settings = runner.RunSettings(memory_limit_bytes=8 * 2**30, framework="torch", device="cuda")
+    settings = runner.RunSettings(
+        memory_limit_bytes=8 * 2**30, framework="torch", device="cuda", sample_interval_s=0.02
+    )
     return runner.run_point(config, settings)
 
 
@@ -246,3 +254,46 @@ def test_the_child_is_told_its_device_only_off_the_cpu() -> None:
     assert "--device" not in runner.child_command(config, on_cpu, Path("r.json"))
     command = runner.child_command(config, on_gpu, Path("r.json"))
     assert command[command.index("--device") + 1] == "cuda:1"
+
+
+class FakeResourceExhaustedError(RuntimeError):
+    pass
+
+
+def fake_tensorflow(row: dict, peak_bytes: int) -> SimpleNamespace:
+    """A GPU build of TensorFlow on ``row``'s H200, its allocator's peak ``peak_bytes``."""
+    details = {"device_name": row["gpu_name"], "compute_capability": (9, 0)}
+    experimental = SimpleNamespace(
+        get_device_details=lambda device: details,
+        get_memory_info=lambda name: {"current": 0, "peak": peak_bytes},
+    )
+    return SimpleNamespace(
+        __version__="2.21.0",
+        config=SimpleNamespace(experimental=experimental),
+        sysconfig=SimpleNamespace(get_build_info=lambda: {"cuda_version": "12.5.1"}),
+        errors=SimpleNamespace(ResourceExhaustedError=FakeResourceExhaustedError),
+    )
+
+
+def test_a_tensorflow_gpu_run_records_the_same_columns_and_passes_an_imports_checks() -> None:
+    row = h200_rows()[3]
+    tf = fake_tensorflow(row, peak_bytes=row["allocated_peak_bytes"])
+    facts = gpu_tensorflow.tensorflow_facts(tf, "GPU 0", row["gpu_total_bytes"], "580.159.04", {})
+    peaks = gpu_tensorflow.tensorflow_peaks(
+        tf, "GPU:0", row["nvml_used_peak_bytes"], row["context_bytes"]
+    )
+    assert facts["gpu_compute_capability"] == "9.0" and facts["cudnn_version"] == "unknown"
+    # TensorFlow publishes no reserved figure: NVML's used peak less the context stands in.
+    assert peaks["reserved_peak_bytes"] == row["nvml_used_peak_bytes"] - row["context_bytes"]
+    record = {
+        **imported_columns(row),
+        **facts,
+        **peaks,
+        "run_id": "tf1",
+        "framework": "tensorflow",
+    }
+    typed, _ = datafiles.check_record(Path("record.json"), record, [])
+    assert typed["framework_version"] == "2.21.0"
+    error = FakeResourceExhaustedError("OOM when allocating tensor with shape[8,16,256,256,256]")
+    assert gpu_tensorflow.out_of_memory(error, tf) == str(error)
+    assert gpu_tensorflow.out_of_memory(ValueError("bad shape"), tf) is None
