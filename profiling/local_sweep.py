@@ -64,7 +64,13 @@ def estimated_seconds(config: WorkloadConfig, steps: int) -> float:
 def skip_reason(
     config: WorkloadConfig, bound: PeakBound, settings: RunSettings, run_over_bound: bool = False
 ) -> str | None:
-    """Why ``config`` cannot run here: its bound over the memory limit or what is available."""
+    """Why ``config`` cannot run here: its bound over the memory limit or what is available.
+
+    None on a GPU: the bound is of host RAM and says nothing of the device's memory (a point
+    that cannot fit there is a measured ``oom``).
+    """
+    if settings.device != "cpu":
+        return None
     estimate = f"estimated peak {format_gib(bound.bound_bytes)} ({bound.source})"
     if bound.bound_bytes > settings.memory_limit_bytes and not run_over_bound:
         return f"{estimate} exceeds the memory limit {format_gib(settings.memory_limit_bytes)}"
@@ -207,10 +213,8 @@ class LocalExecutor:
         if resume and resume.done(config, steps, repeat, skipped=False):
             return None
         bound = sweep.bounds[config]
-        # A GPU point's host-RAM bound says nothing of the device: it runs, and may be oom.
-        on_host = settings.device == "cpu"
-        reason = sweep.blocked_by(config, "under the same limit") or (
-            on_host and skip_reason(config, bound, settings, self.run_over_bound)
+        reason = sweep.blocked_by(config, "under the same limit") or skip_reason(
+            config, bound, settings, self.run_over_bound
         )
         sweep_id, estimate = sweep.summary.sweep_id, bound.bound_bytes
         if reason:
