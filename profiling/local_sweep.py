@@ -166,7 +166,10 @@ class LocalExecutor:
     def measure(self, sweep: Sweep) -> None:
         plan, settings = sweep.plan, sweep.plan.settings
         points = Points(list(sweep.bounds), plan.repeats)
-        resume = _Resume.read(sweep) if plan.resume else None
+        # A GPU run's profile is its GPU's, which only the child reads: resuming by this
+        # machine's profile would take its CPU runs for done. A GPU sweep measures again.
+        on_host = plan.settings.device == "cpu"
+        resume = _Resume.read(sweep) if plan.resume and on_host else None
         # A point the estimate already rules out costs nothing, so it does not inflate the ETA.
         costs = {
             config: estimated_seconds(config, settings.steps)

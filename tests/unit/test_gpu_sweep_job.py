@@ -49,3 +49,32 @@ def test_no_host_ram_bound_stops_a_gpu_point() -> None:
     # Nor do this machine's fitted models, which bound host RAM.
     job = SweepJob(Path("/nonexistent/runs.duckdb"), GRID, framework="torch", device="cuda")
     assert sweep_job.precheck_for(job) is None
+
+
+def test_a_gpu_sweep_does_not_take_this_machines_cpu_runs_for_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resuming goes by this machine's profile, which a GPU run is not of: a GPU sweep
+    measures every point, even one a CPU sweep here already measured."""
+    from core import database, store
+    from memplan import cli, options
+    from profiling import local_sweep
+    from tests.unit.test_sweep_disk_and_resume import SWEEP, fake_point
+
+    devices = []
+
+    def point(config, settings, **kwargs):
+        devices.append(settings.device)
+        return fake_point(config, settings, **kwargs)
+
+    monkeypatch.setattr(local_sweep, "run_point", point)
+    monkeypatch.setattr(local_sweep, "skip_reason", lambda *args, **kwargs: None)
+    monkeypatch.setattr(options, "check_device", lambda device, framework: None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    db = tmp_path / "runs.duckdb"
+    database.ensure_database(db)
+    assert cli.main([*SWEEP, "--db", str(db)]) == 0
+    assert cli.main([*SWEEP, "--db", str(db)]) == 0  # resumed: nothing new on the CPU
+    assert cli.main([*SWEEP, "--device", "cuda", "--db", str(db)]) == 0
+    assert devices == ["cpu", "cuda"]
+    assert len(store.load_runs(db)) == 2
