@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from core import record_files
+from memplan import cli
 
 pytestmark = pytest.mark.torch
 
@@ -54,16 +55,6 @@ def _script(env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-def _memplan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "memplan", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     tmp_path = tmp_path_factory.mktemp("gpu-sweep")
@@ -87,22 +78,21 @@ def test_the_script_writes_a_record_and_says_there_is_nothing_to_compare_on_a_cp
 
 
 def test_the_folder_imports_once_and_is_refused_when_changed(
-    swept: tuple[Path, dict[str, str]], tmp_path: Path
+    swept: tuple[Path, dict[str, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     records = tmp_path / "records"
     shutil.copytree(swept[0] / "records", records)
     db = tmp_path / "memplan.duckdb"
-    done = _memplan("import", str(records), "--db", str(db))
-    assert done.returncode == 0 and "imported 1 run(s)" in done.stdout, done.stderr
+    assert cli.main(["import", str(records), "--db", str(db)]) == 0
+    assert "imported 1 run(s)" in capsys.readouterr().out
 
     (path,) = record_files.record_paths(records)
     body = json.loads(path.read_text())
     body["run"]["peak_hwm_bytes"] //= 2
     path.write_text(json.dumps(body))
-    changed = _memplan("import", str(records), "--db", str(tmp_path / "other.duckdb"))
-    assert changed.returncode == 2
-    assert changed.stderr.strip().endswith(
-        "its checksum does not match its run: the record was changed after it was written; "
-        "nothing was imported (measure that point again)"
+    assert cli.main(["import", str(records), "--db", str(tmp_path / "other.duckdb")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"error: {path}: its checksum does not match its run: the record was changed after it "
+        "was written; nothing was imported (measure that point again)\n"
     )
-    assert len(changed.stderr.strip().splitlines()) == 1

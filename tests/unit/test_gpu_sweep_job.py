@@ -78,3 +78,17 @@ def test_a_gpu_sweep_does_not_take_this_machines_cpu_runs_for_done(
     assert cli.main([*SWEEP, "--device", "cuda", "--db", str(db)]) == 0
     assert devices == ["cpu", "cuda"]
     assert len(store.load_runs(db)) == 2
+
+
+def test_an_unknown_device_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memplan import cli
+
+    db = tmp_path / "runs.duckdb"
+    flags = ["sweep", "--framework", "torch", "--image-sizes", "16", "--batch-sizes", "1"]
+    assert cli.main([*flags, "--device", "gpu0", "--db", str(db)]) == 2
+    assert capsys.readouterr().err == (
+        "error: --device 'gpu0' is not a device; give cpu, cuda or cuda:N (N from 0)\n"
+    )
+    assert not db.exists()
