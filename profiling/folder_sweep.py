@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import record_files, workloads
-from core.errors import ConfigError, DataFileError
+from core.errors import INTERRUPTED_EXIT_CODE, ConfigError, DataFileError
 from core.frameworks import TORCH
 from core.records import RunRecord
 from core.units import format_gib
@@ -125,9 +125,12 @@ def run(sweep: FolderSweep) -> int:
         settings = dataclasses.replace(sweep.settings, timeout_s=timeout_s)
         record = run_point(config, settings)
         samples = [(s.t_s, s.rss_bytes) for s in record.samples]
-        number += 1
-        record_files.write_record(sweep.out, number, record.row(), samples)
-        written += 1
+        try:
+            record_files.write_record(sweep.out, number + 1, record.row(), samples)
+        except DataFileError as error:  # a record an import would refuse: say so, go on
+            print(f"not written: {describe(record)}: {error}", flush=True)
+            continue
+        number, written = number + 1, written + 1
         print(describe(record), flush=True)
     return written
 
@@ -165,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, DataFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return USAGE_EXIT_CODE
+    except KeyboardInterrupt:  # the runner killed the child in flight; the folder keeps the rest
+        print("interrupted: run the same command to go on", file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE
     print(f"{written} run record(s) written to {sweep.out}")
     return 0
 

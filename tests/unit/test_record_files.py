@@ -145,3 +145,33 @@ def test_a_folder_sweep_stops_before_a_point_its_budget_leaves_no_room_for(
     )
     assert folder_sweep.run(sweep) == 0
     assert "time budget reached: 1 configuration(s) not run" in capsys.readouterr().out
+
+
+def test_a_run_whose_record_would_be_refused_is_said_and_the_sweep_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dataclasses
+
+    from core.records import RunRecord
+
+    good = h200_runs(2)[1]
+    runs = iter([{**good, "nvml_used_peak_bytes": None}, good])  # NVML missed the first
+
+    def point(config, settings):
+        run = next(runs)
+        fields = {f.name for f in dataclasses.fields(RunRecord)}
+        return RunRecord(**{name: value for name, value in run.items() if name in fields})
+
+    monkeypatch.setattr(folder_sweep, "run_point", point)
+    sweep = folder_sweep.FolderSweep(
+        out=tmp_path,
+        configs=tuple(
+            folder_sweep.parse_config(spec)
+            for spec in ("unet3d:96x96x96:1:float32", "unet3d:64x64x64:1:float32")
+        ),
+        settings=folder_sweep.RunSettings(memory_limit_bytes=2**30, framework="torch"),
+        budget_s=60.0,
+    )
+    assert folder_sweep.run(sweep) == 1
+    assert "lacks nvml_used_peak_bytes" in capsys.readouterr().out
+    assert [p.name[:4] for p in record_files.record_paths(tmp_path)] == ["001-"]
