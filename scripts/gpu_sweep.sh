@@ -16,6 +16,8 @@ PYTHON=${PYTHON:-python3}
 LINES=${LINES:-data/gpu/h200-torch-2026-11-28.jsonl}
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$OUT/records"
+need="import torch, numpy, psutil"; [ "$DEVICE" = cpu ] || need="$need, pynvml"
+"$PYTHON" -c "$need" || { echo "$PYTHON lacks one of: torch numpy psutil nvidia-ml-py (pynvml)"; exit 2; }
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1
   "$PYTHON" -c 'import sys, torch, numpy, psutil; print(sys.version); print("torch", torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), "numpy", numpy.__version__, "psutil", psutil.__version__)'
