@@ -38,8 +38,8 @@ from profiling.sweep import default_memory_limit_bytes
 
 USAGE_EXIT_CODE = 2
 DONE_STATUSES = ("ok", "oom")
-# A point no shorter than this is worth starting: a fresh child imports torch (4.5 s on
-# the H200 machine) and makes a CUDA context before its first step.
+# A point no shorter than this is worth starting: a fresh child imports torch (import_s
+# 4.54 s in data/gpu/h200-torch-2026-11-28.jsonl) and makes a CUDA context first.
 MIN_POINT_S = 15.0
 DEFAULT_TIMEOUT_S = 150.0
 
