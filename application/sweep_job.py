@@ -37,6 +37,8 @@ RUNNER = "application.sweep_job"
 def precheck_for(job: SweepJob) -> Precheck | None:
     """The fitted bounds that guard ``job``: this machine's models for a sweep here, the
     nodes' (``job.machine``) for a Slurm sweep, none for a Slurm sweep naming no machine."""
+    if job.slurm is None and job.device != "cpu":
+        return None  # this machine's models bound host RAM, not the GPU's memory
     if job.slurm is None:
         return fitted_precheck(job.db_path, framework=job.framework)
     if job.machine is None:

@@ -12,6 +12,9 @@ by the fitted models is `application.sweep_job`.
 
 from __future__ import annotations
 
+import sys
+
+from profiling import gpu
 from profiling.jobspec import SweepJob
 from profiling.launch_target import SLURM_FORM_MEMORY_LIMIT, slurm_missing, slurm_options
 from profiling.lifecycle import SweepPlan
@@ -61,6 +64,7 @@ __all__ = [
     "SweepJob",
     "SweepPlan",
     "SweepRequest",
+    "check_device",
     "default_memory_limit_bytes",
     "default_work_dir",
     "grid_from_mapping",
@@ -73,3 +77,8 @@ __all__ = [
     "slurm_options",
     "stable_memory_limit_bytes",
 ]
+
+
+def check_device(device: str, framework: str) -> None:
+    """Refuse, in one line, a ``--device`` ``framework`` cannot train on here (`ConfigError`)."""
+    gpu.check_available(device, sys.executable, framework)

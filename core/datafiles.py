@@ -13,7 +13,8 @@ type (`core.filecolumns`), and whether the values could have been measured
 database file, `core.database` fills the repository's new database from the
 bundled exports; both insert with `insert_runs` on a connection they opened.
 GPU runs measured outside memplan, one JSON object a line (`core.device_runs`), are
-read into the same rows by `read_gpu_runs` and checked the same way.
+read into the same rows by `read_gpu_runs` and checked the same way; so are the runs of a
+folder of run records (`core.record_files`: a folder sweep's), by `read_record_folder`.
 
 Schema versions
 ---------------
@@ -41,7 +42,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from core import device_records, device_runs, plausibility, schema, targets
+from core import device_records, device_runs, plausibility, record_files, schema, targets
 from core.errors import DataFileError
 from core.exportfile import MAX_ROWS, VERSION_METADATA_KEY, check_size, listed, open_export
 from core.exportversion import VERSION_COLUMN, check_columns, version_of
@@ -143,6 +144,25 @@ def read_gpu_runs(
     table = pa.Table.from_pylist(rows, schema=schema.RUNS_ARROW_SCHEMA)
     plausibility.check_runs(path, {name: table.column(name).to_pylist() for name in RUN_COLUMNS})
     return table
+
+
+def read_record_folder(folder: Path) -> tuple[pa.Table, pa.Table]:
+    """The runs and samples of a folder of run records (`core.record_files`), fully checked.
+
+    Each record's checksum first (a record changed after it was written is refused), then
+    its run and samples as `check_record` checks them, then the runs together as an
+    import's rows. All or nothing: the first problem raises, naming the record's file.
+    """
+    rows, sample_rows = [], []
+    for path in record_files.record_paths(folder):
+        run, samples = record_files.load(path)
+        typed, pairs = check_record(path, run, samples)
+        rows.append(typed)
+        sample_rows += [{"run_id": typed["run_id"], "t_s": t, "rss_bytes": r} for t, r in pairs]
+    runs = pa.Table.from_pylist(rows, schema=schema.RUNS_ARROW_SCHEMA)
+    plausibility.check_runs(folder, {name: runs.column(name).to_pylist() for name in RUN_COLUMNS})
+    samples_table = pa.Table.from_pylist(sample_rows, schema=schema.SAMPLES_ARROW_SCHEMA)
+    return runs, samples_table
 
 
 def read_samples(path: Path, run_ids: set[str]) -> pa.Table:

@@ -15,10 +15,14 @@ import subprocess
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
-from core import cpu_names, frameworks, profiles
+from core import cpu_names, frameworks
+
+if TYPE_CHECKING:  # core.profiles loads pandas, which a GPU sweep's machine may not have
+    from core import profiles
 from core.workloads.base import COMPUTE_DTYPE
 
 _KIB = 1024
@@ -260,6 +264,8 @@ def this_profile(
     """The profile of a ``framework`` run at ``precision`` measured from this process now
     (what sizing defaults to): the precision matters where oneDNN is on but cannot take
     its dtype."""
+    from core import profiles
+
     return profiles.profile_of(
         {
             **machine_info(),

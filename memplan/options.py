@@ -17,6 +17,7 @@ from application.sweeps import (
     DEFAULT_STEPS,
     DEFAULT_TIMEOUT_S,
     RunSettings,
+    check_device,
     default_memory_limit_bytes,
 )
 from core import frameworks, profiles, workloads
@@ -82,10 +83,22 @@ def add_measure_options(parser: argparse.ArgumentParser) -> None:
     add_db_option(parser)
 
 
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    """``--device`` of `run` and `sweep` (calibrating is of host RAM only)."""
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="where each point trains: cpu (default), or cuda / cuda:N, that GPU, recording "
+        "its allocator peaks, NVML used memory and facts (docs/gpu.md)",
+    )
+
+
 def settings(args: argparse.Namespace) -> RunSettings:
     """The measuring flags; `ConfigError` for a memory limit above this machine's RAM, or
     a framework this Python does not have (saying how to install it)."""
     frameworks.check_installed(args.framework)
+    device = getattr(args, "device", "cpu")
+    check_device(device, args.framework)
     if args.memory_limit is not None:
         check_memory_limit(args.memory_limit)
     return RunSettings(
@@ -95,6 +108,7 @@ def settings(args: argparse.Namespace) -> RunSettings:
         sample_interval_s=args.interval,
         timeout_s=args.timeout,
         framework=args.framework,
+        device=device,
     )
 
 

@@ -21,6 +21,7 @@ def prepare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=1)
     add_knob_options(parser)
     options.add_measure_options(parser)
+    options.add_device_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,6 +36,13 @@ def run(args: argparse.Namespace) -> int:
         f"high-water mark {options.gib(record.peak_hwm_bytes)}, {record.wall_s:.1f} s "
         f"(run {record.run_id[:12]} in {db_path})"
     )
+    if record.allocated_peak_bytes is not None:
+        print(
+            f"GPU {record.gpu_name}: allocated peak {options.gib(record.allocated_peak_bytes)}, "
+            f"reserved peak {options.gib(record.reserved_peak_bytes)}, NVML used peak "
+            f"{options.gib(record.nvml_used_peak_bytes)}, CUDA context "
+            f"{options.gib(record.context_bytes)}"
+        )
     if record.message:
         print(record.message)
     return SUCCESS_EXIT_CODE if record.status == "ok" else FAILED_EXIT_CODE

@@ -57,6 +57,8 @@ def command_of(job: SweepJob) -> str:
         args += ["--memory-limit", str(job.memory_limit_bytes)]
     if job.run_over_bound:
         args.append("--run-over-bound")
+    if job.device != "cpu":
+        args += ["--device", job.device]
     return stored_command([*args, "--db", str(job.db_path)])
 
 
@@ -90,6 +92,7 @@ def prepare(parser: argparse.ArgumentParser) -> None:
         "stop it (what verifying a sizing answer does for the next size up)",
     )
     options.add_measure_options(parser)
+    options.add_device_option(parser)
     _prepare_cluster(parser)
 
 
@@ -244,6 +247,7 @@ def job_of(args: argparse.Namespace, db_path: Path) -> SweepJob:
         slurm=slurm,
         machine=args.machine,
         origin=stored_command(sys.argv[1:]),
+        device=args.device,
     )
 
 

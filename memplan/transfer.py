@@ -34,7 +34,8 @@ def prepare_import(parser: argparse.ArgumentParser) -> None:
         "runs",
         type=Path,
         help="runs file, .csv or .parquet (as `export` writes), or .jsonl: GPU runs, one JSON "
-        "object a line (docs/data.md)",
+        "object a line (docs/data.md), or a folder of run records a folder sweep wrote "
+        "(docs/gpu.md)",
     )
     parser.add_argument("--timelines", type=Path, help="the matching samples file")
     parser.add_argument(

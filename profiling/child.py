@@ -1,12 +1,15 @@
 """The profiled process: one fresh interpreter trains one configuration.
 
 Run as ``python -m profiling.child --workload NAME --config JSON [--framework NAME]
---steps N --seed S --result PATH [--parent-pid PID]``
+[--device cuda[:N]] --steps N --seed S --result PATH [--parent-pid PID]``
 by `profiling.runner`, never by hand. It imports the framework (TensorFlow, or torch
 for ``--framework torch``, never both), records its own resident memory right after
 (the framework's baseline), builds the model (Keras', or the workload's native
 PyTorch model), trains on seeded synthetic data and, after every phase, rewrites the
 result file atomically, so a run that is killed part-way still leaves what it reached.
+With ``--device cuda[:N]`` it trains on that GPU and records the device's facts and
+figures as well (`profiling.gpu`; a GPU build of TensorFlow: `profiling.gpu_tensorflow`);
+out of device memory is a result (``device_status`` ``oom``), not a crash.
 
 It never outlives the sweep that started it: the runner asks the kernel to kill
 it when its parent dies (`profiling.processes.die_with_parent`), and, where that
@@ -27,6 +30,7 @@ from typing import Any
 from core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, TENSORFLOW, TORCH
 from core.machine import onednn_enabled, read_proc_status_bytes
 from core.workloads.base import COMPUTE_DTYPE
+from profiling import gpu, gpu_tensorflow
 
 
 def _tensorflow_uses_onednn(precision: str) -> bool:
@@ -156,7 +160,97 @@ def _train_torch(args: argparse.Namespace, progress: _Progress) -> None:
     )
 
 
+def _train_torch_on_gpu(args: argparse.Namespace, progress: _Progress) -> None:
+    """Train the workload's torch network on GPU ``--device`` and record its device figures:
+    NVML opened before torch touches CUDA, so the context is measured on its own."""
+    import pynvml
+
+    _, index = gpu.parse_device(args.device)
+    sampler = gpu.NvmlSampler(pynvml, index)
+    import numpy as np
+    import torch
+
+    from core import workloads
+    from core.workloads import torch_training
+
+    config = workloads.get(args.workload).Config.from_dict(json.loads(args.config))
+    device = torch.device(gpu.torch_device(index))
+    torch.zeros(1, device=device)  # the CUDA context, before anything of the run
+    torch.cuda.synchronize(device)
+    progress.imported(
+        numpy_version=np.__version__,
+        torch_intra_op_threads=torch.get_num_threads(),
+        context_bytes=sampler.since_before(),
+        **gpu.gpu_facts(torch, index, sampler.driver, os.environ),
+    )
+    sampler.start()
+    try:
+        torch_training.train_steps(
+            config, args.steps, args.seed, progress.stepped, progress.built, device=device
+        )
+    except Exception as error:
+        message = gpu.out_of_memory(error, torch)
+        if message is None:
+            raise  # any other CUDA error ends the child: the run is an error
+        progress.result |= {"device_status": "oom", "device_message": message}
+    progress.result |= gpu.allocator_peaks(torch, index)
+    progress.result["nvml_used_peak_bytes"] = sampler.stop()
+
+
+def _train_keras_on_gpu(args: argparse.Namespace, progress: _Progress) -> None:
+    """Train the workload's Keras model on GPU ``--device`` (a GPU build of TensorFlow)
+    and record its device figures (`profiling.gpu_tensorflow` says what they are)."""
+    import pynvml
+
+    _, index = gpu.parse_device(args.device)
+    sampler = gpu.NvmlSampler(pynvml, index)
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from core import workloads
+
+    physical = tf.config.list_physical_devices("GPU")[index]
+    tf.config.experimental.set_memory_growth(physical, True)
+    name = f"GPU:{index}"
+    with tf.device(name):
+        tf.zeros(1).numpy()  # the CUDA context, before anything of the run
+    context_bytes = sampler.since_before()
+    total_bytes = pynvml.nvmlDeviceGetMemoryInfo(sampler.handle).total
+    workload = workloads.get(args.workload)
+    config = workload.Config.from_dict(json.loads(args.config))
+    progress.imported(
+        tensorflow_version=tf.__version__,
+        keras_version=keras.__version__,
+        numpy_version=np.__version__,
+        onednn_enabled=_tensorflow_uses_onednn(config.precision),
+        context_bytes=context_bytes,
+        **gpu_tensorflow.tensorflow_facts(tf, physical, total_bytes, sampler.driver, os.environ),
+    )
+    sampler.start()
+    keras.utils.set_random_seed(args.seed)
+    inputs, targets = workload.synthetic_batch(config, np.random.default_rng(args.seed))
+    try:
+        with tf.device(name):
+            model = workload.build_model(config)
+            progress.built()
+            for _ in range(args.steps):
+                model.train_on_batch(inputs, targets)
+                progress.stepped()
+    except Exception as error:
+        message = gpu_tensorflow.out_of_memory(error, tf)
+        if message is None:
+            raise
+        progress.result |= {"device_status": "oom", "device_message": message}
+    nvml_used_peak_bytes = sampler.stop()
+    progress.result["nvml_used_peak_bytes"] = nvml_used_peak_bytes
+    progress.result |= gpu_tensorflow.tensorflow_peaks(
+        tf, name, nvml_used_peak_bytes, context_bytes
+    )
+
+
 _TRAINERS = {TENSORFLOW: _train_keras, TORCH: _train_torch}
+_GPU_TRAINERS = {TENSORFLOW: _train_keras_on_gpu, TORCH: _train_torch_on_gpu}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workload", required=True, help="a name from core.workloads")
     parser.add_argument("--config", required=True, help="the workload's config as JSON")
     parser.add_argument("--framework", choices=FRAMEWORKS, default=DEFAULT_FRAMEWORK)
+    parser.add_argument("--device", default=gpu.CPU, help="cpu, or cuda[:N] (torch only)")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--result", type=Path, required=True)
@@ -174,7 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         watcher.start()
 
     progress = _Progress(args.result, time.monotonic())
-    _TRAINERS[args.framework](args, progress)
+    on_gpu = gpu.parse_device(args.device)[0] == gpu.CUDA
+    trainer = (_GPU_TRAINERS if on_gpu else _TRAINERS)[args.framework]
+    trainer(args, progress)
     progress.done()
     return 0
 

@@ -97,12 +97,20 @@ def import_runs(
     A ``.jsonl`` file holds GPU runs, one JSON object a line (`core.device_runs`), as an
     outside script measured them: ``created_at`` (ISO 8601) says when, if the file's name
     carries no date, and ``alloc_conf`` the PYTORCH_CUDA_ALLOC_CONF of lines that do not
-    say theirs ("": the allocator's default). They have no timelines.
+    say theirs ("": the allocator's default). They have no timelines. A folder holds run
+    records (`core.record_files`: what a folder sweep wrote), each with its timeline.
     All or nothing: every check runs before the first write, and the writes are
     one transaction. Raises DataFileError naming the first problem found.
     """
     database.check_writable(db_path, "an import")
     runs_file = Path(runs_file)
+    if runs_file.is_dir():
+        if samples_file is not None:
+            raise DataFileError(f"{runs_file}: a folder of run records holds its timelines")
+        runs, samples = datafiles.read_record_folder(runs_file)
+        with database.transaction(db_path) as con:
+            datafiles.insert_runs(con, runs, samples, source=runs_file, target=Path(db_path))
+        return runs.num_rows
     gpu_lines = runs_file.suffix.lower() == device_records.SUFFIX
     if gpu_lines and samples_file is not None:
         raise DataFileError(f"{runs_file}: GPU runs have no timelines; import it without one")

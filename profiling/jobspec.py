@@ -24,6 +24,7 @@ from core.errors import ConfigError
 from core.frameworks import DEFAULT_FRAMEWORK
 from core.plausibility import MAX_MEMORY_BYTES, MAX_SEED
 from core.units import MIN_MEMORY_LIMIT_BYTES, check_memory_limit
+from profiling import gpu
 from profiling.runner import (
     DEFAULT_SAMPLE_INTERVAL_S,
     DEFAULT_STEPS,
@@ -57,8 +58,11 @@ class SweepJob:
     slurm: SlurmOptions | None = None  # None: the points run on this machine
     machine: str | None = None  # Slurm only: the nodes' machine profile, for their bounds
     origin: str = ""  # what the sweeps table records as the sweep's command
+    device: str = gpu.CPU  # "cuda[:N]": torch on that GPU (`profiling.gpu`), this machine only
 
     def __post_init__(self) -> None:
+        if self.device != gpu.CPU and self.slurm is not None:
+            raise ConfigError(f"{WHAT}: device {self.device} is for a sweep on this machine")
         if self.slurm is None:
             if self.machine is not None:
                 raise ConfigError(
@@ -88,6 +92,7 @@ class SweepJob:
             sample_interval_s=self.sample_interval_s,
             timeout_s=self.timeout_s,
             framework=self.framework,
+            device=self.device,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -181,6 +186,14 @@ def _framework(name: str, value: Any) -> str:
     return value
 
 
+def _device(name: str, value: Any) -> str:
+    try:
+        gpu.parse_device(_named(name, value))
+    except ConfigError:
+        raise _refuse(name, value, "cpu, cuda or cuda:N") from None
+    return value
+
+
 def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
     return lambda name, value: None if value is None else check(name, value)
 
@@ -240,6 +253,7 @@ _FIELDS: dict[str, Callable[[str, Any], Any]] = {
     "slurm": _optional(_slurm),
     "machine": _optional(_named),
     "origin": _text,
+    "device": _device,
 }
 _SLURM_FIELDS: dict[str, Callable[[str, Any], Any]] = {
     "partition": _named,

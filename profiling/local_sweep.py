@@ -64,7 +64,13 @@ def estimated_seconds(config: WorkloadConfig, steps: int) -> float:
 def skip_reason(
     config: WorkloadConfig, bound: PeakBound, settings: RunSettings, run_over_bound: bool = False
 ) -> str | None:
-    """Why ``config`` cannot run here: its bound over the memory limit or what is available."""
+    """Why ``config`` cannot run here: its bound over the memory limit or what is available.
+
+    None on a GPU: the bound is of host RAM and says nothing of the device's memory (a point
+    that cannot fit there is a measured ``oom``).
+    """
+    if settings.device != "cpu":
+        return None
     estimate = f"estimated peak {format_gib(bound.bound_bytes)} ({bound.source})"
     if bound.bound_bytes > settings.memory_limit_bytes and not run_over_bound:
         return f"{estimate} exceeds the memory limit {format_gib(settings.memory_limit_bytes)}"
@@ -160,7 +166,10 @@ class LocalExecutor:
     def measure(self, sweep: Sweep) -> None:
         plan, settings = sweep.plan, sweep.plan.settings
         points = Points(list(sweep.bounds), plan.repeats)
-        resume = _Resume.read(sweep) if plan.resume else None
+        # A GPU run's profile is its GPU's, which only the child reads: resuming by this
+        # machine's profile would take its CPU runs for done. A GPU sweep measures again.
+        on_host = plan.settings.device == "cpu"
+        resume = _Resume.read(sweep) if plan.resume and on_host else None
         # A point the estimate already rules out costs nothing, so it does not inflate the ETA.
         costs = {
             config: estimated_seconds(config, settings.steps)

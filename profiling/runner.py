@@ -1,9 +1,9 @@
 """Profile one sweep point: a fresh child process, sampled by memory_profiler.
 
 The parent never imports TensorFlow or torch. It starts `profiling.child` in its own
-session, lets memory_profiler sample the child's resident memory (children
-included) at a fixed interval, and on every sample enforces the memory limit
-and the wall-clock timeout by killing the child's whole process group. Every
+session, lets memory_profiler (or psutil alone, `profiling.sampler`) sample the child's
+resident memory (children included) at a fixed interval, and on every sample enforces
+the memory limit and the wall-clock timeout by killing the child's process group. Every
 outcome — ok, oom, timeout, error, killed — comes back as a `RunRecord`; none
 raises, except an interrupt (Ctrl-C, SIGTERM), which kills the child before it
 propagates. The child dies with this process, even by ``kill -9``
@@ -27,13 +27,13 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
-from memory_profiler import memory_usage
 
-from core import store, workloads
+from core import workloads
 from core.frameworks import DEFAULT_FRAMEWORK
 from core.machine import (
     framework_facts,
@@ -45,7 +45,8 @@ from core.machine import (
 from core.records import RunRecord, Sample
 from core.units import format_gib
 from core.workloads.base import WorkloadConfig
-from profiling import processes
+from profiling import gpu, processes
+from profiling.sampler import memory_usage
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _MIB = 2**20
@@ -73,6 +74,7 @@ class RunSettings:
     sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
     timeout_s: float = DEFAULT_TIMEOUT_S
     framework: str = DEFAULT_FRAMEWORK  # what trains the points (`core.frameworks`)
+    device: str = gpu.CPU  # where: "cpu", or "cuda[:N]" (torch on a GPU, `profiling.gpu`)
 
 
 class _Watchdog:
@@ -161,6 +163,7 @@ def child_command(
     parent_pid : the child stops on its own when this process is no longer its parent.
     """
     watch = ["--parent-pid", str(parent_pid)] if parent_pid else []
+    watch += ["--device", settings.device] if settings.device != gpu.CPU else []
     return [
         sys.executable,
         "-m",
@@ -210,7 +213,8 @@ def run_point(
         status, message = _classify(
             process.returncode, watchdog, stderr_path, oom_kills_before, oom_kills_after, elsewhere
         )
-
+    if status == "ok" and result.get("device_status") == "oom":  # out of GPU memory
+        status, message = "oom", result.get("device_message", "")
     samples = tuple(watchdog.samples)
     return _record(
         config,
@@ -232,6 +236,7 @@ def run_point(
         onednn_enabled=result.get("onednn_enabled", onednn_enabled(config.precision)),
         # torch's own answer where the child got that far (`core.machine` reads its rule)
         **{key: result[key] for key in _CHILD_FRAMEWORK_FACTS if key in result},
+        **gpu.device_columns(result),
         samples=samples,
     )
 
@@ -263,7 +268,7 @@ def _watch_child(
         try:
             # NoSuchProcess: the child exited between memory_profiler's poll and a sample.
             with contextlib.suppress(psutil.NoSuchProcess):
-                memory_usage(
+                memory_usage()(
                     process,
                     interval=settings.sample_interval_s,
                     include_children=True,
@@ -379,7 +384,7 @@ def _record(
     return RunRecord(
         run_id=uuid.uuid4().hex,
         sweep_id=sweep_id,
-        created_at=store.now_iso(),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),  # as core.store.now_iso
         status=status,
         message=message,
         **workloads.config_columns(config),

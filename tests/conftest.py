@@ -223,7 +223,7 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
 # --- tiers: markers by fixture and directory, for -m and for pytest-xdist -------------
 
 # A test with any of these markers is also `slow`: `-m "not slow"` is the inner loop.
-SLOW_KINDS = ("tensorflow", "torch", "e2e", "slurm", "app")
+SLOW_KINDS = ("tensorflow", "torch", "gpu", "e2e", "slurm", "app")
 APP_TESTS = Path(__file__).resolve().parent / "app"
 # What collecting the suite must never import (a worker pays seconds and ~0.5 GiB for
 # TensorFlow, about 2 CPU seconds and 0.25 GiB for torch).

@@ -71,18 +71,22 @@ def train_steps(
     seed: int,
     after_step: Callable[[int], None] | None = None,
     after_build: Callable[[], None] | None = None,
+    device: str | torch.device = "cpu",
 ) -> list[float]:
     """Train ``config`` in PyTorch for ``steps`` steps on its seeded synthetic batch.
 
     Seeds torch's initialisers and dropout and NumPy's batch with ``seed``; calls
     ``after_build()`` once the model and the batch exist, and ``after_step(step)`` after
     each step (0-based): where the profiled child records its phases, step times and
-    memory. Returns each step's loss.
+    memory. ``device`` is where the model and the batch live (``"cuda:0"``: on the GPU, as
+    ``shared/gpu/measure.py`` moved them). Returns each step's loss.
     """
     torch.manual_seed(seed)
     training = build(config)
+    training.model.to(device)  # in place: the optimizer keeps the same parameters
     images, targets = workloads.of(config).synthetic_batch(config, np.random.default_rng(seed))
-    inputs, target_tensor = channels_first(images), training.targets(targets)
+    inputs = channels_first(images).to(device)
+    target_tensor = training.targets(targets).to(device)
     if after_build is not None:
         after_build()
     losses = []
