@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from core import database, profiles, store
+from core import database, profiles, store, targets
 
 RESULT_ROWS = ("scores", "predictions", "models")
 
@@ -120,8 +120,12 @@ def read(path: Path, workload: str) -> Snapshot:
 
 
 def read_from(con: duckdb.DuckDBPyConnection, source: str, workload: str) -> Snapshot:
-    """``workload``'s snapshot through an open connection ``con`` to the database ``source``."""
-    runs = store.runs_in(con, {"workload": workload})
+    """``workload``'s snapshot through an open connection ``con`` to the database ``source``.
+
+    Its runs are the host-RAM runs: the models, machines and answers a snapshot feeds
+    are host RAM's, and a GPU run (no host figure, no CPU facts) is not a machine of
+    theirs. GPU answers read their own runs (`application.gpu_models`)."""
+    runs = store.runs_in(con, {"workload": workload, targets.TARGET_COLUMN: targets.HOST_RAM})
     evaluations = con.execute(
         "SELECT * FROM evaluations WHERE workload = ? ORDER BY created_at DESC, rowid DESC",
         [workload],
