@@ -27,6 +27,7 @@ from application import evaluate, readonly
 from application.evaluate import DEFAULT_EXTRAPOLATION_SEEDS, DEFAULT_SEEDS, EvaluateRequest
 from application.job_process import run_spec_file, serve
 from core import database, frameworks, workloads
+from core.dbopen import DB_FLAG
 from core.errors import ConfigError
 
 # The module a launched job's refit runs (`main`); `python -m` names it so.
@@ -68,7 +69,7 @@ class RefitJob:
 
     def command_text(self) -> str:
         """The `memplan evaluate` line that fits the same models (a text, never run)."""
-        words = ["memplan", "evaluate", "--db", str(self.db_path)]
+        words = ["memplan", "evaluate", DB_FLAG, str(self.db_path)]
         words += ["--only-changed"] if self.only_changed else []
         words += ["--workload", self.workload] if self.workload is not None else []
         words += ["--machine", self.machine] if self.machine is not None else []
