@@ -7,9 +7,8 @@ Layers, bottom up: ``core`` (workloads, store, units, errors) <- ``profiling``
 ``dashboard`` and ``app.py``, and beside them ``memplan`` (the command line),
 which never import each other, and which reach ``profiling`` and ``modeling`` only
 through ``application`` (the one door: they import ``application``, ``presentation``
-and ``core``). No special case: ``memplan`` and
-``memplan`` are aliases that start ``python -m memplan`` as a new
-process, importing nothing. Every import counts, inside functions too.
+and ``core``). No special case: ``memplan`` is the one package to run. Every import
+counts, inside functions too.
 """
 
 from __future__ import annotations
@@ -178,10 +177,11 @@ def test_the_door_check_sees_an_import_inside_a_function():
     assert "application.models" in GRAPH["dashboard.serve"]
 
 
-@pytest.mark.parametrize("package", ["profiling", "modeling"])
-def test_the_old_entry_points_import_nothing_of_the_project(package):
-    # `memplan` / `memplan` exec `python -m memplan` instead.
-    assert GRAPH[f"{package}.__main__"] == set()
+@pytest.mark.parametrize("package", [p for p in PACKAGES if p != "memplan"])
+def test_only_the_command_line_is_a_package_to_run(package):
+    # `memplan` is the one command (`python -m memplan`); a job's process runs its own
+    # module (`python -m application.sweep_job`, `application.refit`), not a package.
+    assert not (REPO / package / "__main__.py").exists()
 
 
 # How to start the command line and its database flag: only `memplan` may spell them. A
@@ -204,13 +204,6 @@ def _cli_words(path: Path) -> list[str]:
     return sorted(set(found))
 
 
-# Still there: the one-release aliases exec `memplan`.
-KNOWN_CLI_WORDS = {
-    "modeling/__main__.py": ['"-m", "memplan"'],
-    "profiling/__main__.py": ['"-m", "memplan"'],
-}
-
-
 def test_nothing_below_the_command_line_builds_its_argv_or_names_its_db_flag():
     found = {
         str(path.relative_to(REPO)): words
@@ -218,7 +211,7 @@ def test_nothing_below_the_command_line_builds_its_argv_or_names_its_db_flag():
         for path in sorted((REPO / package).rglob("*.py"))
         if (words := _cli_words(path))
     }
-    assert found == KNOWN_CLI_WORDS
+    assert found == {}
 
 
 def test_the_cli_words_finder_sees_a_command_line_however_it_is_laid_out(tmp_path: Path):
