@@ -186,10 +186,10 @@ def test_only_the_command_line_is_a_package_to_run(package):
 
 # How to start the command line and its database flag: only `memplan` may spell them. A
 # sweep below it is a typed job (`profiling.jobspec.SweepJob`), not a command line; a
-# message or a suggested command below it names the database option as
+# message or a suggested command below it, or on a page, names the database option as
 # `core.dbopen.DB_FLAG`, declared once, as the knobs' flags are.
 CLI_WORDS = ('"-m", "memplan"', "--db")
-BELOW_THE_COMMAND_LINE = ("core", "profiling", "modeling", "application", "presentation")
+NOT_THE_COMMAND_LINE = PACKAGES[:-1]
 
 
 def _cli_words(path: Path) -> list[str]:
@@ -204,10 +204,11 @@ def _cli_words(path: Path) -> list[str]:
     return sorted(set(found))
 
 
-def test_nothing_below_the_command_line_builds_its_argv_or_names_its_db_flag():
+def test_nothing_but_the_command_line_builds_its_argv_or_names_its_db_flag():
+    assert "memplan" not in NOT_THE_COMMAND_LINE
     found = {
         str(path.relative_to(REPO)): words
-        for package in BELOW_THE_COMMAND_LINE
+        for package in NOT_THE_COMMAND_LINE
         for path in sorted((REPO / package).rglob("*.py"))
         if (words := _cli_words(path))
     }
