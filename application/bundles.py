@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 
 from core import database, datafiles, migrations, schema, snapshot
+from core.dbopen import DB_FLAG
 from core.workloads import DEFAULT_WORKLOAD
 from modeling.errors import ModelingError
 from modeling.stored import bundle
@@ -45,7 +46,7 @@ def export_results(
         if evaluation_id is None:
             raise ModelingError(
                 f"{db_path} holds no evaluation to export; run "
-                f"`memplan evaluate --db {db_path}` first"
+                f"`memplan evaluate {DB_FLAG} {db_path}` first"
             )
         for table in RESULT_TABLES:
             datafiles.write(

@@ -174,7 +174,9 @@ def candidates(plan: LoopPlan, prior: Prior) -> list[Candidate]:
 def measured_points(plan: LoopPlan) -> pd.DataFrame:
     """One run per cube of the plan's network this profile measured ok at the plan's steps
     (the run of the median peak), as `measured_frame` rows with ``side`` and ``batch_size``."""
-    runs = store.load_runs(plan.db_path, status="ok", workload=plan.workload, machine=plan.here.key)
+    runs = store.load_runs(
+        plan.db_path, store.RunFilter(status="ok", workload=plan.workload, machine=plan.here.key)
+    )
     runs = runs[runs["steps"] == plan.steps]
     keep = []
     for row in runs.to_dict("records"):

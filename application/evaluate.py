@@ -139,7 +139,9 @@ def _runs_and_groups(
     pairs to evaluate; says which profiles of another framework are left out, and refuses
     a database without runs of ``request.framework``."""
     db_path, framework = request.db_path, request.framework
-    runs = profiles.with_keys(store.load_runs(db_path, status="ok", workload=request.workload))
+    runs = profiles.with_keys(
+        store.load_runs(db_path, store.RunFilter(status="ok", workload=request.workload))
+    )
     groups = _evaluation_groups(runs, request.machine, framework)
     left_out = other_frameworks_note(profiles.profiles_in(runs), framework)
     if left_out and request.machine is None:

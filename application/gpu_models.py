@@ -98,7 +98,7 @@ def gpu_models_of(runs: pd.DataFrame) -> dict[str, GpuProfileModel]:
 
 @lru_cache(maxsize=4)
 def _loaded(path: Path, stamp: tuple[int, ...]) -> dict[str, GpuProfileModel]:
-    return gpu_models_of(store.load_runs(path, target=targets.GPU_MEMORY))
+    return gpu_models_of(store.load_runs(path, store.RunFilter(target=targets.GPU_MEMORY)))
 
 
 def load_gpu_models(db_path: Path) -> dict[str, GpuProfileModel]:

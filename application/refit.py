@@ -18,7 +18,6 @@ import dataclasses
 import json
 import shlex
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,9 @@ from application import evaluate, readonly
 from application.evaluate import DEFAULT_EXTRAPOLATION_SEEDS, DEFAULT_SEEDS, EvaluateRequest
 from application.job_process import run_spec_file, serve
 from core import database, frameworks, workloads
+from core.dbopen import DB_FLAG
 from core.errors import ConfigError
+from core.jobfields import Check, Fields, optional
 
 # The module a launched job's refit runs (`main`); `python -m` names it so.
 RUNNER = "application.refit"
@@ -68,7 +69,7 @@ class RefitJob:
 
     def command_text(self) -> str:
         """The `memplan evaluate` line that fits the same models (a text, never run)."""
-        words = ["memplan", "evaluate", "--db", str(self.db_path)]
+        words = ["memplan", "evaluate", DB_FLAG, str(self.db_path)]
         words += ["--only-changed"] if self.only_changed else []
         words += ["--workload", self.workload] if self.workload is not None else []
         words += ["--machine", self.machine] if self.machine is not None else []
@@ -87,73 +88,29 @@ class RefitJob:
     @classmethod
     def from_json(cls, text: str) -> RefitJob:
         """The job ``text`` holds; `ConfigError` naming the first field that is wrong."""
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"{WHAT}: not JSON ({error})") from None
-        if not isinstance(values, dict):
-            raise ConfigError(f"{WHAT}: must be a JSON object, got {type(values).__name__}")
-        unknown = sorted(set(values) - set(_FIELDS))
-        if unknown:
-            known = ", ".join(_FIELDS)
-            raise ConfigError(f"{WHAT}: unknown key(s) {', '.join(unknown)}; known: {known}")
-        if "db_path" not in values:
-            raise ConfigError(f"{WHAT}: missing db_path")
-        return cls(**{name: _FIELDS[name](name, value) for name, value in values.items()})
+        return cls(**FIELDS.checked(FIELDS.read(text), _FIELDS, ("db_path",)))
 
 
-def _refuse(name: str, value: Any, wanted: str) -> ConfigError:
-    return ConfigError(f"{WHAT}: {name} must be {wanted}, got {value!r}")
-
-
-def _choice(options: Callable[[], list[str]]) -> Callable[[str, Any], str]:
-    def check(name: str, value: Any) -> str:
-        if value not in options():
-            raise _refuse(name, value, f"one of {', '.join(options())}")
-        return value
-
-    return check
-
-
-def _named(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _refuse(name, value, "a name (text, not blank)")
-    return value
-
-
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _refuse(name, value, "a whole number from 1 up")
-    return value
-
-
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _refuse(name, value, "true or false")
-    return value
+FIELDS = Fields(WHAT)
 
 
 def _models(name: str, value: Any) -> tuple[str, ...]:
     known = evaluate.spec_names(evaluate.catalogue())
     if not isinstance(value, list) or not value or not set(value) <= set(known):
-        raise _refuse(name, value, f"a list of model names among {', '.join(known)}")
+        raise FIELDS.refuse(name, value, f"a list of model names among {', '.join(known)}")
     return tuple(value)
 
 
-def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
-    return lambda name, value: None if value is None else check(name, value)
-
-
-_FIELDS: dict[str, Callable[[str, Any], Any]] = {
-    "db_path": lambda name, value: Path(_named(name, value)),
-    "workload": _optional(_choice(lambda: list(workloads.WORKLOADS))),
-    "machine": _optional(_named),
-    "framework": _choice(lambda: list(frameworks.FRAMEWORKS)),
-    "seeds": _count,
-    "extrapolation_seeds": _count,
-    "only_changed": _flag,
-    "quick": _flag,
-    "models": _optional(_models),
+_FIELDS: dict[str, Check] = {
+    "db_path": FIELDS.path,
+    "workload": optional(FIELDS.choice(lambda: workloads.WORKLOADS)),
+    "machine": optional(FIELDS.named),
+    "framework": FIELDS.choice(lambda: frameworks.FRAMEWORKS),
+    "seeds": FIELDS.whole(1),
+    "extrapolation_seeds": FIELDS.whole(1),
+    "only_changed": FIELDS.flag,
+    "quick": FIELDS.flag,
+    "models": optional(_models),
 }
 
 

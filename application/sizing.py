@@ -5,9 +5,8 @@
   at a batch; ``batch``: the largest batch at an image; ``buy``: the memory to buy for
   both), the workload, the machine profile, the knobs, the steps, the budget and its
   headroom, the model;
-* `Models` — one profile's stored models, widened where it answers for another machine
-  and to cover its kept runs of other hosts (`models_of`: `load_models` and the page's
-  cached loaders both go through it, one answer on every path);
+* `Models` — one profile's stored models (`Loaded`), widened where it answers for another
+  machine and to its kept runs of other hosts (`models_of`, one answer on every path);
 * `answer` — the `SizingAnswer`: the figures, the model and its bound, the machine's
   facts, the verdict of the runs where there are any, the warnings;
 * `decide` — whether the image and batch fit the budget, with its evidence
@@ -162,32 +161,33 @@ class Models:
         raise SizingError(f"no stored model {wanted!r} in {self.source}; known: {known}")
 
 
-# Seven parameters: what the page's cached loaders and `load_models` each read.
-def models_of(
-    workload: str,
-    choice: machines.MachineChoice,
-    predictors: Sequence[Predictor],
-    scores: pd.DataFrame,
-    source: Path | str = "the stored models",
-    fit_steps: int | None = None,
-    runs: pd.DataFrame | None = None,
-) -> Models:
-    """`Models` of the profile ``choice`` names, from its loaded predictors and their
-    evaluation's ``scores`` (for the default).
+@dataclass(frozen=True)
+class Loaded:
+    """What the page's cached loaders and `load_models` each read of one profile's models."""
+
+    predictors: Sequence[Predictor]
+    scores: pd.DataFrame  # their evaluation's scores (for the default)
+    source: Path | str = "the stored models"  # where they were read, for an error
+    fit_steps: int | None = None  # the steps of the runs the evaluation fit
+    # The runs by whose other hosts every bound widens (`widening.with_host_spread`); None: not.
+    runs: pd.DataFrame | None = None
+
+
+def models_of(workload: str, choice: machines.MachineChoice, loaded: Loaded) -> Models:
+    """`Models` of the profile ``choice`` names, from what was ``loaded`` of it.
 
     Where ``choice`` answers for another machine (`MachineChoice.transfer`), every bound
     widens by its factor and lies beyond this machine's range (`widening.with_transfer`); where
     it has no bound (`Transfer.bounded`), `SizingError` says why and what to run. A profile
     asked for by name answers for itself. Knob values never measured widen only where the
-    predictors carry the stored knob splits. fit_steps : the steps of the runs the evaluation
-    fit. runs : the database's runs, against which the kept runs of other hosts widen every
-    bound (`widening.with_host_spread`); None: not (models built by hand).
+    predictors carry the stored knob splits.
     """
+    predictors, scores = loaded.predictors, loaded.scores
     if choice.transfer is not None and not choice.transfer.bounded:
         raise SizingError(" ".join(filter(None, [f"{choice.transfer.refusal()}.", choice.note])))
     default = results.best_model_name(scores) if not scores.empty else None
-    if runs is not None:
-        spread = host_spread.spread_of(runs, choice.key, choice.profile, workload)
+    if loaded.runs is not None:
+        spread = host_spread.spread_of(loaded.runs, choice.key, choice.profile, workload)
         predictors = widening.with_host_spread(predictors, spread)
     widened = tuple(widening.with_transfer(predictors, choice.transfer))
     framework = choice.profile.framework if choice.profile else frameworks.DEFAULT_FRAMEWORK
@@ -197,9 +197,9 @@ def models_of(
         widened,
         default,
         choice.facts,
-        str(source),
+        str(loaded.source),
         choice.transfer,
-        fit_steps,
+        loaded.fit_steps,
         framework,
     )
 
@@ -233,7 +233,8 @@ def load_models(
     if widening.asks_unmeasured(predictors, workload, knobs):
         predictors = widening.with_stored_knob_evidence(predictors, read)
     steps, runs = _fit_steps(read, choice.key), read.ok_runs()
-    return models_of(workload, choice, predictors, scores, read.source, steps, runs), choice
+    loaded = Loaded(predictors, scores, read.source, steps, runs)
+    return models_of(workload, choice, loaded), choice
 
 
 def _fit_steps(read: Snapshot, machine: str | None) -> int | None:

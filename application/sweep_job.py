@@ -45,7 +45,9 @@ def precheck_for(job: SweepJob) -> Precheck | None:
         return None
     db_path = job.db_path
     runs = (
-        store.load_runs(db_path, workload=job.grid.workload) if db_path.exists() else pd.DataFrame()
+        store.load_runs(db_path, store.RunFilter(workload=job.grid.workload))
+        if db_path.exists()
+        else pd.DataFrame()
     )
     known = profiles.profiles_in(runs) if not runs.empty else {}
     return fitted_precheck(db_path, profiles.resolve(job.machine, known).key)

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from core import frameworks, profiles, workloads
+from core.dbopen import DB_FLAG
 from core.units import GIB, budget_argument, gib_words
 from core.workloads.base import WorkloadConfig, format_image_shape
 from modeling.decision import PEAK_COLUMN, same_config, sampled_aside, stored_number
@@ -311,7 +312,7 @@ def verify_command(claim: Claim, db_path: Path | None = None) -> str:
     if claim.machine:
         words += ["--machine", claim.machine]
     if db_path is not None:
-        words += ["--db", str(db_path)]
+        words += [DB_FLAG, str(db_path)]
     return shlex.join([*words, VERIFY_FLAG])
 
 

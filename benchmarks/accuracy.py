@@ -252,7 +252,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     db_path = database.ensure_database(args.db or database.default_db_path())
-    runs = profiles.with_keys(store.load_runs(db_path, status="ok", workload=args.workload))
+    runs = profiles.with_keys(
+        store.load_runs(db_path, store.RunFilter(status="ok", workload=args.workload))
+    )
     known = profiles.profiles_in(runs)
     if not known:
         raise SystemExit(f"{db_path} has no ok {args.workload} runs")

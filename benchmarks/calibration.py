@@ -128,7 +128,7 @@ def read_runs(path: Path) -> pd.DataFrame:
     if not path.exists():
         raise ConfigError(f"no runs at {path}: give a DuckDB file or a runs export")
     if path.suffix in DUCKDB_SUFFIXES:
-        runs = store.load_runs(path, status="ok")
+        runs = store.load_runs(path, store.RunFilter(status="ok"))
     else:
         runs = datafiles.read_runs(path).to_pandas()
     return runs[runs["status"] == "ok"].reset_index(drop=True)

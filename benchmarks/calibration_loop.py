@@ -57,7 +57,9 @@ def _copy_point(oracle: Path, db: Path, side: int, batch: int, steps: int) -> No
 def _grid(oracle: Path, key: str) -> tuple[list, np.ndarray, np.ndarray]:
     """Every configuration the oracle measured ok on profile ``key``, its median peak and
     median wall seconds."""
-    runs = profiles.with_keys(store.load_runs(oracle, status="ok", workload=WORKLOAD))
+    runs = profiles.with_keys(
+        store.load_runs(oracle, store.RunFilter(status="ok", workload=WORKLOAD))
+    )
     runs = runs[runs[profiles.KEY_COLUMN] == key]
     configs = [workloads.config_from_row(row) for row in runs.to_dict("records")]
     runs = runs.assign(config=configs)
@@ -155,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         db = Path(scratch) / "calib.duckdb"
         shutil.copy(template, db)
         oracle = _oracle_db(args.oracle, Path(scratch), db)
-        ok = profiles.with_keys(store.load_runs(oracle, status="ok", workload=WORKLOAD))
+        ok = profiles.with_keys(
+            store.load_runs(oracle, store.RunFilter(status="ok", workload=WORKLOAD))
+        )
         here = profiles.profiles_in(ok)[str(ok[profiles.KEY_COLUMN].mode().iloc[0])]
         steps = int(ok["steps"].mode().iloc[0])
         limit = int(args.memory_limit_gib * 2**30)

@@ -67,7 +67,7 @@ def line_rows(runs: pd.DataFrame) -> list[str]:
 
 def _runs(args: argparse.Namespace) -> pd.DataFrame:
     if args.db is not None:
-        return store.load_runs(args.db, target=targets.GPU_MEMORY)
+        return store.load_runs(args.db, store.RunFilter(target=targets.GPU_MEMORY))
     path, alloc_conf = bundled_gpu.BUNDLED_GPU_RUNS[0]
     runs = args.runs or path
     return datafiles.read_gpu_runs(runs, default_alloc_conf=alloc_conf).to_pandas()

@@ -97,15 +97,14 @@ def answer_for(bundled: Bundled, key: str) -> Answer:
     others = KnobEvidence(tuple(h for h in bundled.knob_evidence.held_out if h.profile != key))
     ok = bundled.runs[bundled.runs["status"] == "ok"]
     try:
-        models = sizing.models_of(
-            WORKLOAD,
-            choice,
+        loaded = sizing.Loaded(
             widening.with_knob_evidence([own], others),
             bundle.load_scores(bundled.snap, choice.key),
             bundled.db,
             evidence.load_evidence(bundled.snap, choice.key).steps,
             ok.drop(columns=[profiles.KEY_COLUMN]),
         )
+        models = sizing.models_of(WORKLOAD, choice, loaded)
     except sizing.SizingError as error:
         return Answer(choice, own, None, str(error))
     return Answer(choice, own, models.pick(None), "")

@@ -14,9 +14,8 @@ Schema versions (`core.schema` has the tables, `core.migrations` the migrations)
   dashboard call first, or any write), in one transaction: every row is kept
   with its values, and a failure leaves the file exactly as it was. A migrated
   file no longer opens in the older memplan.
-* Opened read-only (``connect(path, read_only=True)``), an older database is
-  never written to: the open fails with a StoreError saying to open it once
-  read-write, e.g. ``memplan list --db PATH``, which migrates it.
+* Opened read-only (``connect(path, read_only=True)``), an older database is never
+  written to: the open fails with a StoreError saying to open it once read-write.
 * A database from a newer memplan is refused, read-only or not, naming both
   versions; nothing is written to it.
 
@@ -40,6 +39,7 @@ import duckdb
 from core import bundled_gpu, datafiles, migrations, schema
 from core.dbopen import DB_ENV_VAR as DB_ENV_VAR
 from core.dbopen import (
+    DB_FLAG,
     LOCK_RETRY_FIRST_S,
     LOCK_RETRY_JITTER,
     LOCK_RETRY_MAX_S,
@@ -108,7 +108,7 @@ def existing(path: Path) -> Path:
         raise StoreError(
             f"database {path} does not exist, and {READ_ONLY_ENV_VAR} is set, so none is "
             f"created: point {DB_ENV_VAR} at an existing memplan database, or create this one "
-            f"first without {READ_ONLY_ENV_VAR} (e.g. `memplan list --db {path}`)"
+            f"first without {READ_ONLY_ENV_VAR} (e.g. `memplan list {DB_FLAG} {path}`)"
         )
     return path
 
@@ -128,8 +128,8 @@ class _NeedsMigration(StoreError):
 def ensure_database(path: Path, *, seed_new: bool = False) -> Path:
     """Make ``path`` a database of the current schema: create it, or migrate an older one.
 
-    A new file gets every table and no runs, however it was named (``--db``
-    or ``$MEMPLAN_DB``), except the repository's own ``data/memplan.duckdb``
+    A new file gets every table and no runs, however it was named (the command line's
+    option or ``$MEMPLAN_DB``), except the repository's own ``data/memplan.duckdb``
     (REPOSITORY_DB), which a fresh checkout fills from the bundled reference
     exports so the dashboard has data on first use, and any new file when
     ``seed_new`` asks for that (the dashboard's first start on a new
@@ -222,7 +222,7 @@ def _create(path: Path, *, seed: bool = False) -> bool:
     except (OSError, duckdb.Error) as error:
         # /sys, /proc/nope, a read-only mount, a folder of someone else's: one line, exit 2.
         raise StoreError(
-            f"cannot create database {path}: {first_line(error)}; point {DB_ENV_VAR} or --db "
+            f"cannot create database {path}: {first_line(error)}; point {DB_ENV_VAR} or {DB_FLAG} "
             "at a file in a folder you can write"
         ) from None
     finally:
@@ -246,7 +246,7 @@ def _build(path: Path, temp: Path, *, seed: bool = False) -> None:
 
 
 def _is_repository_db(path: Path) -> bool:
-    """Whether ``path`` is REPOSITORY_DB, whether named by ``--db``, ``$MEMPLAN_DB`` or neither."""
+    """Whether ``path`` is REPOSITORY_DB, named on the command line, by ``$MEMPLAN_DB`` or not."""
     return path.resolve() == REPOSITORY_DB.resolve()
 
 
@@ -293,7 +293,7 @@ def _check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -
         raise _NeedsMigration(
             f"database {path} has schema version {found}, older than this memplan's "
             f"{SCHEMA_VERSION}, and a read-only open never migrates it; open it once read-write "
-            f"to migrate it in place, e.g. `memplan list --db {path}`"
+            f"to migrate it in place, e.g. `memplan list {DB_FLAG} {path}`"
         )
     _migrate(con, path, found)
 

@@ -31,6 +31,12 @@ import duckdb
 from core.errors import StoreError
 
 DB_ENV_VAR = "MEMPLAN_DB"
+# The command line's option that names the database, beside DB_ENV_VAR: declared once, here,
+# as the knobs' flags are (`core.workloads.knobs.Knob.flag`), so the messages and suggested
+# commands below `memplan` say it without spelling it, and `memplan.commands` declares the
+# option from it.
+DB_OPTION = "db"
+DB_FLAG = f"--{DB_OPTION}"
 LOCK_TIMEOUT_ENV_VAR = "MEMPLAN_LOCK_TIMEOUT_S"
 # A sweep holds the write lock only for one insert (milliseconds), so a minute of
 # waiting means something else is wrong, e.g. a stray process holding the file open.
@@ -144,7 +150,7 @@ def damaged(path: Path, error: BaseException) -> StoreError:
     """The one-line error for a damaged database file: which file, why, and what to do."""
     return StoreError(
         f"{path} is not a readable DuckDB database ({first_line(error)}); restore it from a "
-        f"backup or point {DB_ENV_VAR}/--db at another file"
+        f"backup or point {DB_ENV_VAR}/{DB_FLAG} at another file"
     )
 
 
@@ -192,7 +198,7 @@ def check_file_writable(path: Path, what: str) -> None:
     why = "is on a read-only file system" if read_only_mount else "or its folder is not writable"
     raise StoreError(
         f"database {path} {why}, so {what} cannot write to it (nothing was changed); copy it "
-        f"to a folder you can write and point --db or {DB_ENV_VAR} at the copy"
+        f"to a folder you can write and point {DB_FLAG} or {DB_ENV_VAR} at the copy"
     )
 
 

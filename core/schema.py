@@ -92,6 +92,7 @@ import duckdb
 import pyarrow as pa
 
 from core import targets
+from core.dbopen import DB_ENV_VAR, DB_FLAG
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
 
@@ -303,7 +304,7 @@ def check_columns(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
         raise StoreError(
             f"database {path} says schema version {SCHEMA_VERSION} but lacks {shown}: it was "
             "changed outside memplan and nothing reads or writes it; restore it from a backup, "
-            "or point --db or MEMPLAN_DB at another database"
+            f"or point {DB_FLAG} or {DB_ENV_VAR} at another database"
         )
 
 

@@ -67,7 +67,7 @@ class Snapshot:
 
     def ok_runs(self, machine: str | None = None) -> pd.DataFrame:
         """The ok runs, of the profile ``machine`` if given (a key; `core.profiles`): what
-        `core.store.load_runs` with ``status="ok"`` returns, column types too."""
+        `core.store.load_runs` of ``RunFilter(status="ok")`` returns, column types too."""
         ok = (self.runs["status"] == "ok").to_numpy()
         runs = as_queried(self.runs[ok].reset_index(drop=True))
         if machine is None or runs.empty:

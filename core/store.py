@@ -11,6 +11,7 @@ import json
 import socket
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -177,38 +178,41 @@ def interrupt_sweeps(path: Path, sweep_ids: list[str]) -> list[str]:
     return marked
 
 
-# Seven parameters: the database and six optional filters, keyword-only, that one query
-# combines (a request object would be built only to be taken apart here).
-def load_runs(
-    path: Path,
-    *,
-    sweep_id: str | None = None,
-    status: str | None = None,
-    hostname: str | None = None,
-    workload: str | None = None,
-    machine: str | None = None,
-    target: str | None = targets.DEFAULT_TARGET,
-) -> pd.DataFrame:
-    """Runs (columns RUN_COLUMNS) ordered by created_at then run_id; filters combine with AND.
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs `load_runs` reads: each field None is any, and they combine with AND.
 
-    ``machine`` is a profile key (`core.profiles`): only runs of that machine
-    profile. It is a filter in pandas after the query because a profile is
-    computed from a run's columns, never stored. ``target`` is the memory the runs
-    measured (`core.targets`): host RAM unless asked, so everything that fits or answers
-    for host RAM reads host-RAM runs only; None reads the runs of every target.
+    ``machine`` is a profile key (`core.profiles`): only runs of that machine profile, a
+    filter in pandas after the query because a profile is computed from a run's columns,
+    never stored. ``target`` is the memory the runs measured (`core.targets`): host RAM
+    unless asked, so everything that fits or answers for host RAM reads host-RAM runs
+    only; None reads the runs of every target.
     """
+
+    sweep_id: str | None = None
+    status: str | None = None
+    hostname: str | None = None
+    workload: str | None = None
+    machine: str | None = None
+    target: str | None = targets.DEFAULT_TARGET
+
+
+def load_runs(path: Path, where: RunFilter | None = None) -> pd.DataFrame:
+    """Runs (columns RUN_COLUMNS) ordered by created_at then run_id, those ``where`` picks
+    (None: every host-RAM run, `RunFilter`'s defaults)."""
+    where = RunFilter() if where is None else where
     filters = {
-        "sweep_id": sweep_id,
-        "status": status,
-        "hostname": hostname,
-        "workload": workload,
-        targets.TARGET_COLUMN: target,
+        "sweep_id": where.sweep_id,
+        "status": where.status,
+        "hostname": where.hostname,
+        "workload": where.workload,
+        targets.TARGET_COLUMN: where.target,
     }
     with connect(path, read_only=True) as con:
         runs = runs_in(con, filters)
-    if machine is None or runs.empty:
+    if where.machine is None or runs.empty:
         return runs
-    keep = [key == machine for key in profiles.profile_keys(runs)]
+    keep = [key == where.machine for key in profiles.profile_keys(runs)]
     return runs[keep].reset_index(drop=True)
 
 

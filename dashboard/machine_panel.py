@@ -85,27 +85,31 @@ def _known(db: Path, version: data.Version, workload: str) -> dict[str, MachineP
     return profiles.profiles_in(workload_labels.runs_of(data.runs(db, version), workload))
 
 
-# Seven parameters: the database and its version (the cache key), what the selector is for
-# (workload, framework), and how it is drawn (widget key, link, persistence), each a page's.
-def choose(
-    db: Path,
-    version: data.Version,
-    workload: str,
-    key: str,
-    params: query_state.Params,
-    persist: str | None = None,
-    framework: str = frameworks.DEFAULT_FRAMEWORK,
-) -> tuple[Picked, list[str]]:
-    """The machine selector among the profiles of ``framework`` (`dashboard.framework_panel`;
-    started from the link's ``machine`` in ``params``, else the default), its key and reason
-    in small print; returns what it says and the link's problems.
+@dataclass(frozen=True)
+class Selector:
+    """A page's machine selector: what it is for, and how it is drawn."""
+
+    workload: str
+    key: str  # the widget's key
+    params: query_state.Params  # the page link's parameters ({}: not linked)
+    persist: str | None = None  # Streamlit's persist_state, where the page keeps it
+    framework: str = frameworks.DEFAULT_FRAMEWORK  # whose profiles it offers
+
+
+def choose(db: Path, version: data.Version, selector: Selector) -> tuple[Picked, list[str]]:
+    """The machine selector among the profiles of ``selector.framework``
+    (`dashboard.framework_panel`; started from the link's ``machine`` in its ``params``, else
+    the default), its key and reason in small print; returns what it says and the link's
+    problems. ``db`` and ``version`` are the cache key of the page's loaders.
     """
+    workload, key, framework = selector.workload, selector.key, selector.framework
     here = this_profile(framework=framework)
     known = of_framework(_known(db, version, workload), framework)
     fitted = data.fitted_default(db, version, workload, framework)
     default = machines.default_choice(fitted, known, here)
     options = machines.offered(known, here, default)
-    linked, problems = query_state.machine_from(params, list(options), machines.option_key(default))
+    default_key = machines.option_key(default)
+    linked, problems = query_state.machine_from(selector.params, list(options), default_key)
     if key not in st.session_state or st.session_state[key] not in options:
         st.session_state[key] = linked
     option = st.selectbox(
@@ -114,7 +118,7 @@ def choose(
         key=key,
         format_func=lambda name: machines.option_label(name, options, here.key),
         help=MACHINE_HELP,
-        persist_state=persist,
+        persist_state=selector.persist,
     )
     choice = machines.choice_for(option, default, options, here)
     picked = Picked(option, choice, default, here, linked)

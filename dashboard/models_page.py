@@ -97,9 +97,10 @@ def choose_view() -> tuple[View, machine_panel.Picked]:
     link = params if workload == linked else {}
     framework = framework_panel.choose(db, version, link, f"models_{workload}_framework")
     link = link if framework.as_linked else {}
-    picked, machine_problems = machine_panel.choose(
-        db, version, workload, f"models_{workload}_machine", link, framework=framework.framework
+    selector = machine_panel.Selector(
+        workload, f"models_{workload}_machine", link, framework=framework.framework
     )
+    picked, machine_problems = machine_panel.choose(db, version, selector)
     for problem in problems + framework.problems + machine_problems:
         st.warning(query_state.plain(problem))
     query_state.write_view(workload, picked.option)

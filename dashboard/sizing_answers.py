@@ -97,9 +97,7 @@ def _models(
     and every answer asks for them)."""
     machine = choice.key
     fitted = data.fit_evidence(db_path, db_version, workload, machine)
-    return sizing.models_of(
-        workload,
-        choice,
+    loaded = sizing.Loaded(
         # Every knob value the page offers may be one a model never measured.
         widening.with_knob_evidence(
             data.predictors(db_path, db_version, workload, machine),
@@ -110,6 +108,7 @@ def _models(
         None if fitted is None else fitted.steps,
         data.runs(db_path, db_version),
     )
+    return sizing.models_of(workload, choice, loaded)
 
 
 def models_for(asked: Asked) -> Models:

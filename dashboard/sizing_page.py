@@ -221,9 +221,10 @@ def start_of(
     framework = framework_panel.choose(db, version, link, key(workload, "framework"))
     # Nor, after switching frameworks, are they: its machine is another framework's.
     link = link if framework.as_linked else {}
-    picked, machine_problems = machine_panel.choose(
-        db, version, workload, key(workload, "machine"), link, PERSIST, framework.framework
+    selector = machine_panel.Selector(
+        workload, key(workload, "machine"), link, PERSIST, framework.framework
     )
+    picked, machine_problems = machine_panel.choose(db, version, selector)
     refused = data.refused_models(db, version, workload, picked.machine)
     if refused:
         st.error(plain(refused))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core import database, workloads
+from core.dbopen import DB_FLAG
 from core.errors import ERROR_EXIT_CODE, ConfigError, MemplanError
 from core.plausibility import MAX_SEED
 from core.units import SIZE_UNITS_HELP
@@ -57,7 +58,7 @@ def positive_float(text: str) -> float:
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--db",
+        DB_FLAG,
         type=Path,
         default=None,
         help="DuckDB file (default: $MEMPLAN_DB, else data/memplan.duckdb). A new file "

@@ -45,7 +45,7 @@ def prepare(parser: argparse.ArgumentParser) -> None:
 
 
 def _compared(args: argparse.Namespace) -> pd.DataFrame:
-    runs = store.load_runs(open_db(args), workload=args.workload)
+    runs = store.load_runs(open_db(args), store.RunFilter(workload=args.workload))
     reference = None
     if args.reference:
         reference = profiles.resolve(args.reference, profiles.profiles_in(runs)).key
@@ -79,7 +79,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _frameworks(args: argparse.Namespace) -> int:
     """The configurations measured in both frameworks on one machine, and their ratios."""
-    runs = store.load_runs(open_db(args), workload=args.workload)
+    runs = store.load_runs(open_db(args), store.RunFilter(workload=args.workload))
     frame = frameworks_compared.compared(runs)
     if args.json:
         peaks = {

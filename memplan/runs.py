@@ -72,11 +72,13 @@ def run_list(args: argparse.Namespace) -> int:
     target = targets.target(args.target)
     runs = store.load_runs(
         db_path,
-        sweep_id=args.sweep,
-        status=args.status,
-        hostname=args.host,
-        workload=args.workload,
-        target=target.name,
+        store.RunFilter(
+            sweep_id=args.sweep,
+            status=args.status,
+            hostname=args.host,
+            workload=args.workload,
+            target=target.name,
+        ),
     )
     if not args.all_columns:
         runs = runs[list_columns(target)]
@@ -152,7 +154,8 @@ def prepare_summary(parser: argparse.ArgumentParser) -> None:
 
 def run_summary(args: argparse.Namespace) -> int:
     runs = store.load_runs(
-        open_db(args), sweep_id=args.sweep, hostname=args.host, workload=args.workload
+        open_db(args),
+        store.RunFilter(sweep_id=args.sweep, hostname=args.host, workload=args.workload),
     )
     runs = options.runs_of_machine(runs, args.machine)
     if args.json:

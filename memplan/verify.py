@@ -28,7 +28,7 @@ VERIFIED_EXIT_CODE, REFUTED_EXIT_CODE = SUCCESS_EXIT_CODE, FAILED_EXIT_CODE
 
 
 def runs_for(db_path: Path, claim: Claim) -> pd.DataFrame:
-    return store.load_runs(db_path, workload=claim.workload)
+    return store.load_runs(db_path, store.RunFilter(workload=claim.workload))
 
 
 class SweepStopped(Exception):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from core import frameworks, profiles
 from core.database import CALIBRATION_FILE
+from core.dbopen import DB_FLAG
 from core.machine import this_profile
 from core.profile_frameworks import check_framework, keys_of_framework, of_framework
 from core.profiles import MachineProfile
@@ -214,7 +215,7 @@ def _no_framework_models(
     """The error for a question about ``framework``, which no fitted profile of ``workload``
     trained with: what to measure and fit (never another framework's answer)."""
     title, workload, source = frameworks.TITLES[framework], snapshot.workload, snapshot.source
-    fit = f"`memplan evaluate --workload {workload} --framework {framework} --db {source}`"
+    fit = f"`memplan evaluate --workload {workload} --framework {framework} {DB_FLAG} {source}`"
     measure = (
         f"its runs have too few configurations or no fit yet: {fit} fits them"
         if has_runs

@@ -119,7 +119,8 @@ def _of_value(runs: pd.DataFrame, knob: str, value: Any) -> Untrainable | None:
 def failing_values(runs: pd.DataFrame, workload: str) -> dict[str, dict[Any, Untrainable]]:
     """Each network knob of ``workload`` -> its values that never trained on ``runs``' profile.
 
-    runs : one machine profile's runs, any status (`core.store.load_runs` with ``machine=``).
+    runs : one machine profile's runs, any status (`core.store.load_runs` of a `RunFilter`
+    naming the machine).
     """
     telling = _telling(runs, workload)
     found: dict[str, dict[Any, Untrainable]] = {}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from core import frameworks, workloads
+from core.dbopen import DB_FLAG
 from modeling.evaluation.protocol import MIN_POINTS
 from modeling.features import MEASURED_PEAK_COLUMN, OK_STATUS
 from presentation import workload_labels
@@ -56,7 +57,7 @@ class Sweep:
         """
         sizes = " ".join(map(str, self.image_sizes))
         batches = " ".join(map(str, self.batch_sizes))
-        where = f" --db {db}" if db is not None else ""
+        where = f" {DB_FLAG} {db}" if db is not None else ""
         return (
             f"memplan sweep --workload {self.workload}{_flag(self.framework)} --image-sizes "
             f"{sizes} --batch-sizes {batches}{where}"
@@ -94,7 +95,7 @@ class Shortfall:
         return max(0, self.needed - self.profile.configurations)
 
     def evaluate_command(self, db: object | None = None) -> str:
-        where = f" --db {db}" if db is not None else ""
+        where = f" {DB_FLAG} {db}" if db is not None else ""
         profile = self.profile
         return (
             f"memplan evaluate --workload {profile.workload}{_flag(profile.framework)} "

@@ -178,7 +178,9 @@ def missing_points(
     db_path: Path, calibration: Calibration, profile_key: str
 ) -> list[tuple[str, int]]:
     """The grid's (image size, batch) points with no ok run on profile ``profile_key`` yet."""
-    runs = store.load_runs(db_path, status="ok", workload=calibration.workload, machine=profile_key)
+    runs = store.load_runs(
+        db_path, store.RunFilter(status="ok", workload=calibration.workload, machine=profile_key)
+    )
     measured = {_default_point(row) for row in runs.to_dict("records")}
     return [
         (format_image_shape(config.image_shape), config.batch_size)
@@ -226,7 +228,7 @@ def profile_table(db_path: Path, here_key: str, workload: str | None = None) -> 
     workload on that profile is stored in this database; ``this machine`` marks
     the profile ``here_key`` (`core.machine.this_profile`). Most runs first.
     """
-    runs = store.load_runs(db_path, workload=workload)
+    runs = store.load_runs(db_path, store.RunFilter(workload=workload))
     if runs.empty:
         return pd.DataFrame(columns=list(PROFILE_TABLE_COLUMNS))
     runs = profiles.with_keys(runs)

@@ -109,7 +109,7 @@ def sweep_stored_new_runs(plan: dict[str, Any]) -> bool:
         sweep = sweep_row(plan, store.load_sweeps(db_path))
         if sweep is None:
             return True  # no sweep of this job on record: run the command as before
-        runs = store.load_runs(db_path, sweep_id=str(sweep["sweep_id"]))
+        runs = store.load_runs(db_path, store.RunFilter(sweep_id=str(sweep["sweep_id"])))
     except StoreError:
         return True
     return bool(runs["status"].isin(MEASURED_STATUSES).any())

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 from core import frameworks
 from core.errors import ConfigError
 from core.frameworks import DEFAULT_FRAMEWORK
+from core.jobfields import Check, Fields, optional
 from core.plausibility import MAX_MEMORY_BYTES, MAX_SEED
 from core.units import MIN_MEMORY_LIMIT_BYTES, check_memory_limit
 from profiling import gpu
@@ -111,96 +110,32 @@ class SweepJob:
     @classmethod
     def from_json(cls, text: str) -> SweepJob:
         """The job ``text`` holds; `ConfigError` naming the first field that is wrong."""
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"{WHAT}: not JSON ({error})") from None
-        return cls.from_dict(values)
+        return cls.from_dict(FIELDS.read(text))
 
     @classmethod
     def from_dict(cls, values: Any) -> SweepJob:
-        if not isinstance(values, dict):
-            raise ConfigError(f"{WHAT}: must be a JSON object, got {type(values).__name__}")
-        checked = _checked(values, _FIELDS, WHAT, required=("db_path", "grid"))
+        checked = FIELDS.checked(FIELDS.object_of(values), _FIELDS, ("db_path", "grid"))
         return cls(**checked)
 
 
-# --- checking one field ----------------------------------------------------------------
+# --- checking one field (`core.jobfields`) ---------------------------------------------
 
-
-def _refuse(name: str, value: Any, wanted: str) -> ConfigError:
-    return ConfigError(f"{WHAT}: {name} must be {wanted}, got {value!r}")
-
-
-def _whole(least: int, most: int | None = None) -> Callable[[str, Any], int]:
-    wanted = f"a whole number from {least}" + (f" to {most}" if most is not None else " up")
-
-    def check(name: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _refuse(name, value, wanted)
-        if value < least or (most is not None and value > most):
-            raise _refuse(name, value, wanted)
-        return value
-
-    return check
-
-
-def _number(least: float, above: bool = True) -> Callable[[str, Any], float]:
-    wanted = f"a number {'above' if above else 'of at least'} {least:g}"
-
-    def check(name: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _refuse(name, value, wanted)
-        if not math.isfinite(value) or value < least or (above and value == least):
-            raise _refuse(name, value, wanted)
-        return float(value)
-
-    return check
-
-
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _refuse(name, value, "true or false")
-    return value
-
-
-def _text(name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise _refuse(name, value, "text")
-    return value
-
-
-def _named(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _refuse(name, value, "a name (text, not blank)")
-    return value
-
-
-def _path(name: str, value: Any) -> Path:
-    return Path(_named(name, value))
-
-
-def _framework(name: str, value: Any) -> str:
-    if value not in frameworks.FRAMEWORKS:
-        raise _refuse(name, value, f"one of {', '.join(frameworks.FRAMEWORKS)}")
-    return value
+FIELDS = Fields(WHAT)
 
 
 def _device(name: str, value: Any) -> str:
     try:
-        gpu.parse_device(_named(name, value))
+        gpu.parse_device(FIELDS.named(name, value))
     except ConfigError:
-        raise _refuse(name, value, "cpu, cuda or cuda:N") from None
+        raise FIELDS.refuse(name, value, "cpu, cuda or cuda:N") from None
     return value
-
-
-def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
-    return lambda name, value: None if value is None else check(name, value)
 
 
 def _grid(name: str, value: Any) -> Grid:
     if not isinstance(value, dict):
-        raise _refuse(name, value, "an object of lists (workload, image_sizes, batch_sizes, ...)")
+        raise FIELDS.refuse(
+            name, value, "an object of lists (workload, image_sizes, batch_sizes, ...)"
+        )
     try:
         return grid_from_mapping(value)
     except ConfigError as error:
@@ -209,8 +144,8 @@ def _grid(name: str, value: Any) -> Grid:
 
 def _slurm(name: str, value: Any) -> SlurmOptions:
     if not isinstance(value, dict):
-        raise _refuse(name, value, "an object (partition, account, max_parallel, ...)")
-    options = SlurmOptions(**_checked(value, _SLURM_FIELDS, f"{WHAT}: {name}", ("partition",)))
+        raise FIELDS.refuse(name, value, "an object (partition, account, max_parallel, ...)")
+    options = SlurmOptions(**FIELDS.checked(value, _SLURM_FIELDS, ("partition",), within=name))
     try:
         check_options(options)
     except ConfigError as error:
@@ -218,50 +153,31 @@ def _slurm(name: str, value: Any) -> SlurmOptions:
     return options
 
 
-def _checked(
-    values: dict[str, Any],
-    checks: dict[str, Callable[[str, Any], Any]],
-    what: str,
-    required: tuple[str, ...],
-) -> dict[str, Any]:
-    """``values`` with each field checked; `ConfigError` for an unknown or missing key."""
-    unknown = sorted(set(values) - set(checks))
-    if unknown:
-        raise ConfigError(
-            f"{what}: unknown key(s) {', '.join(unknown)}; known: {', '.join(checks)}"
-        )
-    missing = [name for name in required if name not in values]
-    if missing:
-        raise ConfigError(f"{what}: missing {', '.join(missing)}")
-    prefix = "" if what == WHAT else f"{what.removeprefix(WHAT + ': ')}."
-    return {name: checks[name](prefix + name, value) for name, value in values.items()}
-
-
-_FIELDS: dict[str, Callable[[str, Any], Any]] = {
-    "db_path": _path,
+_FIELDS: dict[str, Check] = {
+    "db_path": FIELDS.path,
     "grid": _grid,
-    "framework": _framework,
-    "steps": _whole(1),
-    "memory_limit_bytes": _optional(_whole(MIN_MEMORY_LIMIT_BYTES, MAX_MEMORY_BYTES)),
-    "seed": _whole(0, MAX_SEED),
-    "sample_interval_s": _number(0),
-    "timeout_s": _number(0),
-    "repeats": _whole(1, MAX_REPEATS),
-    "resume": _flag,
-    "run_over_bound": _flag,
-    "show_progress": _flag,
-    "slurm": _optional(_slurm),
-    "machine": _optional(_named),
-    "origin": _text,
+    "framework": FIELDS.choice(lambda: frameworks.FRAMEWORKS),
+    "steps": FIELDS.whole(1),
+    "memory_limit_bytes": optional(FIELDS.whole(MIN_MEMORY_LIMIT_BYTES, MAX_MEMORY_BYTES)),
+    "seed": FIELDS.whole(0, MAX_SEED),
+    "sample_interval_s": FIELDS.number(0),
+    "timeout_s": FIELDS.number(0),
+    "repeats": FIELDS.whole(1, MAX_REPEATS),
+    "resume": FIELDS.flag,
+    "run_over_bound": FIELDS.flag,
+    "show_progress": FIELDS.flag,
+    "slurm": optional(_slurm),
+    "machine": optional(FIELDS.named),
+    "origin": FIELDS.text,
     "device": _device,
 }
-_SLURM_FIELDS: dict[str, Callable[[str, Any], Any]] = {
-    "partition": _named,
-    "account": _optional(_named),
-    "max_parallel": _whole(1),
-    "cpus_per_task": _whole(1),
-    "mem_margin": _number(0, above=False),
-    "mem_bytes": _optional(_whole(1, MAX_MEMORY_BYTES)),
-    "work_dir": _optional(_path),
-    "poll_s": _number(0),
+_SLURM_FIELDS: dict[str, Check] = {
+    "partition": FIELDS.named,
+    "account": optional(FIELDS.named),
+    "max_parallel": FIELDS.whole(1),
+    "cpus_per_task": FIELDS.whole(1),
+    "mem_margin": FIELDS.number(0, above=False),
+    "mem_bytes": optional(FIELDS.whole(1, MAX_MEMORY_BYTES)),
+    "work_dir": optional(FIELDS.path),
+    "poll_s": FIELDS.number(0),
 }

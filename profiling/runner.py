@@ -217,13 +217,9 @@ def run_point(
         status, message = "oom", result.get("device_message", "")
     samples = tuple(watchdog.samples)
     return _record(
-        config,
-        settings,
+        _Point(config, settings, sweep_id, repeat, estimate_bytes),
         status,
         message,
-        sweep_id=sweep_id,
-        repeat=repeat,
-        estimate_bytes=estimate_bytes,
         peak_sampled_bytes=max((s.rss_bytes for s in samples), default=None),
         # The child's own last reading, or the parent's when the child was killed first.
         peak_hwm_bytes=max(
@@ -351,13 +347,9 @@ def skipped_record(
 ) -> RunRecord:
     """The record of a point that was never launched (it could not fit)."""
     return _record(
-        config,
-        settings,
+        _Point(config, settings, sweep_id, repeat, estimate_bytes),
         "skipped",
         reason,
-        sweep_id=sweep_id,
-        repeat=repeat,
-        estimate_bytes=estimate_bytes,
         peak_sampled_bytes=None,
         peak_hwm_bytes=None,
         baseline_bytes=None,
@@ -368,33 +360,35 @@ def skipped_record(
     )
 
 
-# Which point of which sweep (5 parameters), then the figures of the run as RunRecord's own
-# keyword columns: one call site per way a run ends, each naming every column it fills.
-def _record(
-    config: WorkloadConfig,
-    settings: RunSettings,
-    status: str,
-    message: str,
-    *,
-    sweep_id: str | None,
-    repeat: int,
-    estimate_bytes: int | None,
-    **measured: Any,
-) -> RunRecord:
+@dataclass(frozen=True)
+class _Point:
+    """Which point of which sweep a record is of."""
+
+    config: WorkloadConfig
+    settings: RunSettings
+    sweep_id: str | None
+    repeat: int
+    estimate_bytes: int | None
+
+
+def _record(point: _Point, status: str, message: str, **measured: Any) -> RunRecord:
+    """The record of ``point``; ``measured``: the figures of the run, as RunRecord's own
+    keyword columns (one call site per way a run ends, each naming every column it fills)."""
+    config, settings = point.config, point.settings
     return RunRecord(
         run_id=uuid.uuid4().hex,
-        sweep_id=sweep_id,
+        sweep_id=point.sweep_id,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),  # as core.store.now_iso
         status=status,
         message=message,
         **workloads.config_columns(config),
         steps=settings.steps,
         seed=settings.seed,
-        repeat=repeat,
+        repeat=point.repeat,
         sample_interval_s=settings.sample_interval_s,
         timeout_s=settings.timeout_s,
         memory_limit_bytes=settings.memory_limit_bytes,
-        estimate_bytes=estimate_bytes,
+        estimate_bytes=point.estimate_bytes,
         # what the child reported of its framework wins over this process's reading
         **(machine_info() | software_info() | framework_facts(settings.framework) | measured),
     )

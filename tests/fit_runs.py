@@ -40,7 +40,7 @@ def add_copies(
     steps : the copies' training steps; peak_scale : their peaks, relative to the
     originals'. Returns the new run ids.
     """
-    runs = store.load_runs(db, status="ok", workload="unet3d", machine=machine)
+    runs = store.load_runs(db, store.RunFilter(status="ok", workload="unet3d", machine=machine))
     runs = runs[runs["steps"] == PRODUCTION_STEPS].sort_values(["height", "batch_size", "run_id"])
     added = []
     for row in runs.head(count).to_dict("records"):

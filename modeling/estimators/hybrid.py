@@ -41,8 +41,9 @@ class HybridSymbolicRegression(PlainRegressor):
     ``baseline_bytes``); y and predictions in bytes.
     """
 
-    # One keyword parameter per hyperparameter: scikit-learn's get_params/set_params and
-    # clone read an estimator's settings from its __init__ parameters, by name.
+    # More than six parameters, by scikit-learn's estimator contract: one keyword parameter
+    # per hyperparameter, since get_params/set_params and clone read an estimator's settings
+    # from its __init__ parameters, by name (a request object would hide them from both).
     def __init__(
         self,
         *,

@@ -22,7 +22,7 @@ another machine do not affect it. A bundle from before schema 6 does not record
 its step count; it is the one whose runs match its fingerprint, and installing
 records it.
 
-    memplan export-results data/reference_results --db results.duckdb
+    memplan export-results data/reference_results   # from the evaluated database
 
 An export is stamped with its schema version like a runs export (Parquet
 metadata ``memplan_schema_version``, `core.datafiles`). One without it is from
@@ -55,6 +55,7 @@ import pyarrow.parquet as pq
 from core import exportfile, exportversion, schema
 from core import snapshot as snapshots
 from core.database import DATA_DIR
+from core.dbopen import DB_FLAG
 from core.snapshot import Snapshot
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.protocol import data_fingerprint
@@ -271,7 +272,7 @@ def load_predictors(
             raise
         rows = bundled_frame(applied.directory, "models")
         flags = f"--workload {workload}" + (f" --machine {machine}" if machine else "")
-        refit = f"memplan evaluate {flags} --db {snapshot.source}"
+        refit = f"memplan evaluate {flags} {DB_FLAG} {snapshot.source}"
         source = f"the bundled results of {workload}"
         records = tables.named(rows.to_dict("records"), names)
         predictors = [tables.predictor_from_row(row, source, refit, lazy) for row in records]

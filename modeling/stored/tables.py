@@ -40,6 +40,7 @@ from typing import Any
 import pandas as pd
 
 from core import schema, workloads
+from core.dbopen import DB_FLAG
 from core.snapshot import Snapshot
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.bounds import ConformalBound
@@ -66,8 +67,8 @@ def no_models_error(source: str, workload: str, machine: str | None = None) -> N
         which += f" for machine profile {machine}"
         flags += f" --machine {machine}"
     return NoModelsError(
-        f"no fitted models{which} in {source} yet; run `memplan evaluate{flags} --db {source}` "
-        "first"
+        f"no fitted models{which} in {source} yet; run "
+        f"`memplan evaluate{flags} {DB_FLAG} {source}` first"
     )
 
 
@@ -161,7 +162,7 @@ def load_predictors(
     if not rows:
         raise no_models_error(snapshot.source, snapshot.workload, machine)
     source = snapshot.source
-    refit = f"memplan evaluate --db {source}"
+    refit = f"memplan evaluate {DB_FLAG} {source}"
     return [predictor_from_row(row, source, refit, lazy) for row in named(rows, names)]
 
 

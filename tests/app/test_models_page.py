@@ -96,7 +96,7 @@ def test_measured_points_sit_over_one_curve_per_model_and_batch_size(
     chart = peak_chart(at)
 
     measured = chart["measured"]["rows"]
-    ok = store.load_runs(shared_reference_db, status="ok")
+    ok = store.load_runs(shared_reference_db, store.RunFilter(status="ok"))
     assert len(measured) == len(ok)
     curves = chart["predicted"]["rows"]
     lines = curves.groupby(["model", "batch_size"]).size()
@@ -197,7 +197,7 @@ def test_without_an_evaluation_the_page_says_how_and_still_draws_the_analytical_
     assert models.value == ["paper", "refined"]
     chart = peak_chart(at)
     assert set(chart["predicted"]["rows"]["model"]) == {"paper", "refined"}
-    assert len(chart["measured"]["rows"]) == len(store.load_runs(db, status="ok"))
+    assert len(chart["measured"]["rows"]) == len(store.load_runs(db, store.RunFilter(status="ok")))
     # Analytical models are not fit to peaks: every run is out of sample for them.
     held_out = layers(charts(at)[1])["held_out"]["rows"]
     assert len(held_out) == 2 * len(chart["measured"]["rows"])
@@ -236,7 +236,7 @@ def alexnet_page() -> AppTest:
 
 
 def ok_alexnet_runs(db: Path):
-    runs = store.load_runs(db, status="ok")
+    runs = store.load_runs(db, store.RunFilter(status="ok"))
     return runs[runs["workload"] == "alexnet"]
 
 

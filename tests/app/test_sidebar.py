@@ -310,7 +310,7 @@ def test_runs_from_another_machine_are_imported_and_counted(reference_db, tmp_pa
     assert not at.exception and not at.sidebar.error
     assert shown(at.sidebar.success[0].value) == "Imported 2 run(s) from runs.csv."
     assert len(store.load_runs(reference_db)) == REFERENCE_RUNS + 2
-    assert len(store.load_runs(reference_db, hostname="lab")) == 2
+    assert len(store.load_runs(reference_db, store.RunFilter(hostname="lab"))) == 2
 
 
 def test_a_bad_upload_shows_what_is_wrong_and_stores_nothing(reference_db, tmp_path):

@@ -43,7 +43,7 @@ MODELS = [
 def test_the_first_render_shows_the_reference_answer(
     reference_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runs = store.load_runs(reference_db, status="ok", workload="unet3d")
+    runs = store.load_runs(reference_db, store.RunFilter(status="ok", workload="unet3d"))
     this_machine_is(monkeypatch, profiles.profiles_in(runs)[REFERENCE_PROFILE])
 
     at = open_page("dashboard/sizing_page.py")

@@ -58,7 +58,7 @@ def imported_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def measured(db: Path, config: workloads.WorkloadConfig, status: str, peak: int | None) -> None:
     """A run of ``config`` on the knob profile, as a verifying sweep stores it now."""
-    runs = store.load_runs(db, workload="unet3d", machine=KNOBS)
+    runs = store.load_runs(db, store.RunFilter(workload="unet3d", machine=KNOBS))
     network = workloads.get("unet3d").Config
     # A run of the reference network, the page's default knobs: its facts are the profile's.
     row = next(

@@ -251,7 +251,7 @@ def test_an_alexnet_runs_timeline_is_picked_and_drawn(shared_alexnet_runs_db):
     at = sweeps_page()
     at = at.main.multiselect(key="sweeps_workload").set_value(["alexnet"]).run()
     picker = at.main.selectbox(key="sweeps_run")
-    runs = store.load_runs(shared_alexnet_runs_db, hostname=ALEXNET_HOST)
+    runs = store.load_runs(shared_alexnet_runs_db, store.RunFilter(hostname=ALEXNET_HOST))
     [run] = runs[(runs["height"] == 227) & (runs["width"] == 200)].to_dict("records")
     assert any(
         option.startswith("227x200 batch 4, 1000 classes, float32 · ok · alexnet-host")

@@ -58,7 +58,7 @@ def test_seven_machine_profiles_of_the_u_net_ship_and_four_share_their_grid(
     (TensorFlow's default there) and on."""
     monkeypatch.setattr(database, "REPOSITORY_DB", tmp_path / "memplan.duckdb")
     db = database.ensure_database(database.default_db_path())
-    runs = store.load_runs(db, workload="unet3d", status="ok")
+    runs = store.load_runs(db, store.RunFilter(workload="unet3d", status="ok"))
     runs["machine"] = profiles.profile_keys(runs)
 
     found = profiles.profiles_in(runs)
@@ -98,7 +98,7 @@ def _bundled_runs(tmp_path, index: int):
     db = database.ensure_database(tmp_path / f"fresh{index}.duckdb")
     runs_file, samples_file = database.BUNDLED_EXPORTS[index]
     exchange.import_runs(db, runs_file, samples_file)
-    return store.load_runs(db, workload="unet3d")
+    return store.load_runs(db, store.RunFilter(workload="unet3d"))
 
 
 @pytest.mark.parametrize("index", KNOB_SETS.values(), ids=KNOB_SETS.keys())
@@ -186,7 +186,7 @@ def test_the_bundled_alexnet_sweep_covers_its_grid_on_one_machine(tmp_path):
     db = database.ensure_database(tmp_path / "fresh.duckdb")
     runs_file, samples_file = database.BUNDLED_EXPORTS[1]
     exchange.import_runs(db, runs_file, samples_file)
-    runs = store.load_runs(db, workload="alexnet")
+    runs = store.load_runs(db, store.RunFilter(workload="alexnet"))
 
     grid = set(zip(runs["height"], runs["batch_size"], strict=True))
     assert {(s, b) for s in range(96, 289, 32) for b in (1, 2, 8, 32, 128)} <= grid

@@ -60,7 +60,7 @@ def test_models_stored_before_the_closed_form_excess_was_kept_get_it_from_the_ru
 
     loaded = stored.load_predictor(db, "least_squares")
 
-    frame = measured_frame(store.load_runs(db, status="ok"))
+    frame = measured_frame(store.load_runs(db, store.RunFilter(status="ok")))
     framework = int(loaded.training_range.framework_bytes)
     estimates = [
         refined_breakdown(config_of(row), framework).total_bytes for _, row in frame.iterrows()
@@ -153,7 +153,8 @@ def test_each_bundled_default_model_answers_its_own_runs_as_its_scores_say(
         read_db(every_bundle, fitted_on.workload), results.BEST, machine=fitted_on.machine
     )
     runs = store.load_runs(
-        every_bundle, status="ok", workload=fitted_on.workload, machine=fitted_on.machine
+        every_bundle,
+        store.RunFilter(status="ok", workload=fitted_on.workload, machine=fitted_on.machine),
     )
     frame = measured_frame(runs)
     configs = [config_of(row) for _, row in frame.iterrows()]
@@ -198,7 +199,7 @@ def test_the_bundled_knob_models_were_scored_leaving_each_knob_value_out(
     assert list(stored.load_evaluations(db)["machine_profile"]) == [knobs.machine]
     scores = results.load_scores(read_db(db), machine=knobs.machine)
     assert set(scores["split"]) == {"random", "extrapolation", "knob"}
-    frame = measured_frame(store.load_runs(db, status="ok", machine=knobs.machine))
+    frame = measured_frame(store.load_runs(db, store.RunFilter(status="ok", machine=knobs.machine)))
     knob_seeds = sorted(scores.loc[scores["split"] == "knob", "seed"].unique())
     assert [knob_split_label(frame, int(seed)) for seed in knob_seeds] == splits
     reference = UNetConfig((64, 64, 64), 2)

@@ -51,7 +51,7 @@ def test_the_loop_measures_chosen_points_for_real_and_stores_a_model(tmp_path: P
     assert 3 <= len(outcome.points) <= 4, log.getvalue()
     assert len(outcome.steps) == len(outcome.points)
     assert log.getvalue().count("measured: 1 ok") == len(outcome.steps)
-    runs = store.load_runs(db, machine=here.key)
+    runs = store.load_runs(db, store.RunFilter(machine=here.key))
     assert len(runs) == len(outcome.points)
     assert set(profiles.profile_keys(runs)) == {here.key}
     assert set(runs["levels"]) == {2} and set(runs["base_filters"]) == {4}

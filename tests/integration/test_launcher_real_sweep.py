@@ -122,5 +122,5 @@ def test_after_a_sweep_the_models_are_refit_on_every_stored_run_of_each_machine(
     assert evaluations["machine_profile"].nunique() == 1
     here = this_profile().key
     assert here not in set(evaluations["machine_profile"])
-    assert len(store.load_runs(db, machine=here)) == 1
+    assert len(store.load_runs(db, store.RunFilter(machine=here))) == 1
     assert {p.name for p in results.load_predictors(stored.read(db))} >= {"symbolic", "refined"}

@@ -88,7 +88,7 @@ def test_a_resumed_sweep_counts_a_point_done_on_the_profile_its_precision_trains
         memplan("sweep", *grid, env=_environment(setting), check=True)
         monkeypatch.setattr(os, "environ", _environment(setting))
         state[setting] = {p: machine.onednn_enabled(p) for p in ("float32", "mixed_bfloat16")}
-    runs = store.load_runs(db, status="ok")
+    runs = store.load_runs(db, store.RunFilter(status="ok"))
     measured = runs.groupby("precision").size().to_dict()
     # Measured twice exactly where the two settings put the precision on different profiles.
     for precision, times in measured.items():

@@ -177,13 +177,13 @@ def test_a_sweep_resumes_skipping_points_already_measured(db):
         "sweep", *LIFECYCLE_FRAMEWORK, *TINY_GRID, "--repeats", "2", "--quiet", "--db", str(db)
     )
     assert "1 ok, 1 already measured" in again.stdout
-    assert len(store.load_runs(db, status="ok")) == 2
+    assert len(store.load_runs(db, store.RunFilter(status="ok"))) == 2
 
     forced = memplan(
         "sweep", *LIFECYCLE_FRAMEWORK, *TINY_GRID, "--no-resume", "--quiet", "--db", str(db)
     )
     assert "1 ok" in forced.stdout and "already" not in forced.stdout
-    assert len(store.load_runs(db, status="ok")) == 3
+    assert len(store.load_runs(db, store.RunFilter(status="ok"))) == 3
 
 
 def test_a_point_that_cannot_fit_is_skipped_with_its_reason_and_never_launched(db):

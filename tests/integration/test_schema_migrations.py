@@ -539,7 +539,9 @@ def test_migrated_schema_1_runs_read_back_as_unet_runs(old_db: Path) -> None:
 
     runs = store.load_runs(old_db)
     assert len(runs) == 6 and set(runs["workload"]) == {"unet3d"}
-    assert list(store.load_runs(old_db, status="ok", workload="unet3d")["run_id"]) == [
+    assert list(
+        store.load_runs(old_db, store.RunFilter(status="ok", workload="unet3d"))["run_id"]
+    ) == [
         "v1-ok-32-b1",
         "v1-ok-32-b2",
         "v1-ok-48-b1",
@@ -591,8 +593,11 @@ def test_migrated_schema_2_runs_of_two_vms_called_vm_are_told_apart(v2_db: Path)
         amd.key,
         profiles.profile_of(store.get_run(v2_db, "v2-alex-96")).key,
     }
-    assert list(store.load_runs(v2_db, machine=intel.key)["workload"]) == ["unet3d"] * 5
-    assert list(store.load_runs(v2_db, machine=amd.key)["run_id"]) == [
+    assert (
+        list(store.load_runs(v2_db, store.RunFilter(machine=intel.key))["workload"])
+        == ["unet3d"] * 5
+    )
+    assert list(store.load_runs(v2_db, store.RunFilter(machine=amd.key))["run_id"]) == [
         "v2-alex-67-b1",
         "v2-alex-224-b512",
     ]
@@ -663,7 +668,7 @@ def test_migrated_schema_3_runs_keep_the_machine_facts_they_recorded(v3_db: Path
     assert (intel.cpu_vendor, intel.cpu_isa, intel.usable_cores) == ("Intel", "avx512", 2)
     assert (amd.cpu_vendor, amd.cpu_isa, amd.usable_cores) == ("AMD", None, None)
     assert intel.key == SCHEMA3_PROFILE  # the same profile as the release computed
-    assert list(store.load_runs(v3_db, machine=intel.key)["run_id"]) == unet
+    assert list(store.load_runs(v3_db, store.RunFilter(machine=intel.key))["run_id"]) == unet
     assert store.get_run(v3_db, "v3-unet-48")["message"] == 'warm, "quoted"\nsecond line: ünïcode'
     assert sum(store.completed_points(v3_db, intel.key).values()) == 5  # 4 ok and 1 oom
     sweeps = store.load_sweeps(v3_db)

@@ -85,7 +85,7 @@ def test_verify_measures_the_answer_for_real_and_exits_0(
     assert lines[1].startswith(f"largest image: {SIDE}^3 at batch 1 within ")
     assert lines[-1].startswith(f"verified: {SIDE}x{SIDE}x{SIDE} at batch 1 fits at ")
     assert f"(measured); {NEXT_SIDE}x{NEXT_SIDE}x{NEXT_SIDE} measured at " in lines[-1]
-    runs = store.load_runs(db, sweep_id=store.load_sweeps(db)["sweep_id"].iloc[-1])
+    runs = store.load_runs(db, store.RunFilter(sweep_id=store.load_sweeps(db)["sweep_id"].iloc[-1]))
     assert sorted(runs["status"]) == ["ok", "ok"]
     assert (runs["memory_limit_bytes"] == budget).all()
 

@@ -83,7 +83,7 @@ def test_a_sweep_runs_a_point_whose_fitted_bound_fits_though_the_closed_form_doe
 
     ran = run_sweep(SweepPlan(db, grid, settings, show_progress=False, precheck=precheck))
     assert ran.counts == {"ok": 1}
-    run = store.load_runs(db, status="ok").iloc[0]
+    run = store.load_runs(db, store.RunFilter(status="ok")).iloc[0]
     assert run["estimate_bytes"] == fitted.bound_bytes  # the bound the pre-check used
 
 

@@ -136,7 +136,7 @@ def test_probe1_a_child_killed_from_outside_is_killed_not_oom_and_resume_measure
     resumed = run_sweep(db, "1", "2")
     assert resumed.returncode == 0, resumed.stderr
     assert "1 ok, 1 already measured" in resumed.stdout  # the killed point, measured again
-    assert sorted(store.load_runs(db, status="ok")["batch_size"]) == [1, 2]
+    assert sorted(store.load_runs(db, store.RunFilter(status="ok"))["batch_size"]) == [1, 2]
 
 
 # --- 2: a child never outlives its sweep ---------------------------------------------------

@@ -53,7 +53,7 @@ def _question(models: sizing.Models) -> SizingQuestion:
 def test_the_decision_and_the_answer_read_beyond_and_widen_the_bound(db: Path) -> None:
     models, _ = sizing.load_models(stored.read(db, "unet3d"), FLOAT32_ONLY, BF16)
     question = _question(models)
-    runs = store.load_runs(db, workload="unet3d", machine=FLOAT32_ONLY)
+    runs = store.load_runs(db, store.RunFilter(workload="unet3d", machine=FLOAT32_ONLY))
     # The same models with no knob split stored anywhere: the bound before widening.
     nothing = widening.with_knob_evidence(models.predictors, KnobEvidence())
     plain = dataclasses.replace(models, predictors=tuple(nothing))
@@ -71,7 +71,7 @@ def test_the_decision_and_the_answer_read_beyond_and_widen_the_bound(db: Path) -
 
 def test_the_report_names_the_unmeasured_value(db: Path) -> None:
     models, _ = sizing.load_models(stored.read(db, "unet3d"), FLOAT32_ONLY, BF16)
-    runs = store.load_runs(db, workload="unet3d", machine=FLOAT32_ONLY)
+    runs = store.load_runs(db, store.RunFilter(workload="unet3d", machine=FLOAT32_ONLY))
     source = sizing_report.ReportSource("profile cac47eeb1b", version="memplan test")
 
     built = sizing_report.build_report(_question(models), models, runs, source)

@@ -74,7 +74,7 @@ def test_the_report_command_refuses_with_the_reason(db: Path, tmp_path: Path, ca
 
 def test_the_report_says_the_reason_instead_of_a_prediction(db: Path) -> None:
     models = stored_models.load_predictors(db, workload="unet3d", machine=KNOBS)
-    runs = store.load_runs(db, workload="unet3d", machine=KNOBS)
+    runs = store.load_runs(db, store.RunFilter(workload="unet3d", machine=KNOBS))
     question = SizingQuestion(
         kind=sizing.BUY,
         workload="unet3d",
@@ -87,7 +87,9 @@ def test_the_report_says_the_reason_instead_of_a_prediction(db: Path) -> None:
         batch_size=2,
     )
     words = "for AMD EPYC (profile 259d139078)"
-    stored = sizing.models_of("unet3d", MachineChoice(KNOBS, None, words), models, pd.DataFrame())
+    stored = sizing.models_of(
+        "unet3d", MachineChoice(KNOBS, None, words), sizing.Loaded(models, pd.DataFrame())
+    )
     source = sizing_report.ReportSource(words, version="memplan test")
 
     built = sizing_report.build_report(question, stored, runs, source)

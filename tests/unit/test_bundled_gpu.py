@@ -25,7 +25,7 @@ def test_a_fresh_default_database_holds_the_h200_runs_as_one_gpu_profile(
 
     assert database.created_seeded(db)
 
-    runs = store.load_runs(db, target="gpu_memory")
+    runs = store.load_runs(db, store.RunFilter(target="gpu_memory"))
     assert len(runs) == 50 and set(runs["alloc_conf"]) == {""}
     [profile] = profiles.profiles_in(runs).values()
     assert profile.gpu is not None and profile.gpu.name == "NVIDIA H200"
@@ -39,7 +39,7 @@ def test_the_gpu_runs_leave_the_host_ram_runs_as_they_were(tmp_path: Path) -> No
 
     host = store.load_runs(db)
     assert set(host["memory_target"]) == {"host_ram"}
-    assert len(store.load_runs(db, target=None)) == len(host) + 50
+    assert len(store.load_runs(db, store.RunFilter(target=None))) == len(host) + 50
 
 
 def test_a_bad_bundled_gpu_line_stops_the_seeding_and_nothing_is_created(

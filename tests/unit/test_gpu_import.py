@@ -43,7 +43,7 @@ def test_the_h200_lines_import_as_fifty_runs_of_one_gpu_profile(tmp_path: Path, 
 
     assert code == 0
     assert capsys.readouterr().out == f"imported 50 run(s) into {db}\n"
-    runs = store.load_runs(db, target="gpu_memory")
+    runs = store.load_runs(db, store.RunFilter(target="gpu_memory"))
     assert len(runs) == 50 and set(runs["memory_target"]) == {"gpu_memory"}
     [profile] = profiles.profiles_in(runs).values()
     assert profile.gpu is not None and profile.gpu.name == "NVIDIA H200"
@@ -66,8 +66,8 @@ def test_host_ram_readers_never_see_gpu_runs(tmp_path: Path, make_record) -> Non
     exchange.import_runs(db, H200_RUNS, alloc_conf="")
 
     assert list(store.load_runs(db)["run_id"]) == [host.run_id]  # host RAM unless asked
-    assert len(store.load_runs(db, target=None)) == 51
-    assert len(profiles.profiles_in(store.load_runs(db, target=None))) == 2
+    assert len(store.load_runs(db, store.RunFilter(target=None))) == 51
+    assert len(profiles.profiles_in(store.load_runs(db, store.RunFilter(target=None)))) == 2
 
 
 def test_a_migrated_schema_8_database_takes_gpu_runs_and_answers_as_before(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_a_migrated_schema_8_database_takes_gpu_runs_and_answers_as_before(tmp_p
 
     # What host-RAM answers read is what it was; the GPU runs are one profile beside it.
     pd.testing.assert_frame_equal(store.load_runs(db), before)
-    every = profiles.profiles_in(store.load_runs(db, target=None))
+    every = profiles.profiles_in(store.load_runs(db, store.RunFilter(target=None)))
     assert len(every) == len(profiles.profiles_in(before)) + 1
     assert [p.target.label for p in every.values()].count("GPU memory") == 1
 
@@ -91,7 +91,7 @@ def test_importing_the_same_lines_again_stores_nothing_twice(tmp_path: Path) -> 
     with pytest.raises(DataFileError, match=r"50 run\(s\) already stored in .*imported"):
         exchange.import_runs(db, H200_RUNS, alloc_conf="")
 
-    assert len(store.load_runs(db, target=None)) == 50
+    assert len(store.load_runs(db, store.RunFilter(target=None))) == 50
 
 
 @pytest.mark.parametrize(
@@ -126,7 +126,7 @@ def test_a_tampered_line_is_refused_naming_line_and_field_and_nothing_is_stored(
 
     assert str(refused.value).startswith(f"{path}, {expected}")
     assert "\n" not in str(refused.value)
-    assert store.load_runs(db, target=None).empty
+    assert store.load_runs(db, store.RunFilter(target=None)).empty
 
 
 def test_a_file_without_a_date_needs_the_time_it_was_measured(tmp_path: Path) -> None:
@@ -138,7 +138,9 @@ def test_a_file_without_a_date_needs_the_time_it_was_measured(tmp_path: Path) ->
         exchange.import_runs(db, path, alloc_conf="")
     exchange.import_runs(db, path, created_at="2026-11-27T18:00:00+00:00", alloc_conf="")
 
-    assert list(store.load_runs(db, target=None)["created_at"]) == ["2026-11-27T18:00:00+00:00"]
+    assert list(store.load_runs(db, store.RunFilter(target=None))["created_at"]) == [
+        "2026-11-27T18:00:00+00:00"
+    ]
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
@@ -151,7 +153,8 @@ def test_gpu_runs_round_trip_through_an_export(tmp_path: Path, suffix: str) -> N
     assert exchange.import_runs(copy, exported) == 50
 
     pd.testing.assert_frame_equal(
-        store.load_runs(copy, target=None), store.load_runs(db, target=None)
+        store.load_runs(copy, store.RunFilter(target=None)),
+        store.load_runs(db, store.RunFilter(target=None)),
     )
 
 

@@ -7,9 +7,8 @@ Layers, bottom up: ``core`` (workloads, store, units, errors) <- ``profiling``
 ``dashboard`` and ``app.py``, and beside them ``memplan`` (the command line),
 which never import each other, and which reach ``profiling`` and ``modeling`` only
 through ``application`` (the one door: they import ``application``, ``presentation``
-and ``core``). No special case: ``memplan`` and
-``memplan`` are aliases that start ``python -m memplan`` as a new
-process, importing nothing. Every import counts, inside functions too.
+and ``core``). No special case: ``memplan`` is the one package to run. Every import
+counts, inside functions too.
 """
 
 from __future__ import annotations
@@ -178,53 +177,58 @@ def test_the_door_check_sees_an_import_inside_a_function():
     assert "application.models" in GRAPH["dashboard.serve"]
 
 
-@pytest.mark.parametrize("package", ["profiling", "modeling"])
-def test_the_old_entry_points_import_nothing_of_the_project(package):
-    # `memplan` / `memplan` exec `python -m memplan` instead.
-    assert GRAPH[f"{package}.__main__"] == set()
+@pytest.mark.parametrize("package", [p for p in PACKAGES if p != "memplan"])
+def test_only_the_command_line_is_a_package_to_run(package):
+    # `memplan` is the one command (`python -m memplan`); a job's process runs its own
+    # module (`python -m application.sweep_job`, `application.refit`), not a package.
+    assert not (REPO / package / "__main__.py").exists()
 
 
 # How to start the command line and its database flag: only `memplan` may spell them. A
-# sweep below it is a typed job (`profiling.jobspec.SweepJob`), not a command line.
+# sweep below it is a typed job (`profiling.jobspec.SweepJob`), not a command line; a
+# message or a suggested command below it, or on a page, names the database option as
+# `core.dbopen.DB_FLAG`, declared once, as the knobs' flags are.
+CLI_WORDS = ('"-m", "memplan"', "--db")
+NOT_THE_COMMAND_LINE = PACKAGES[:-1]
+
+
 def _cli_words(path: Path) -> list[str]:
-    """``"-m", "memplan"`` where a list or tuple holds them in a row, and each ``"--db"``."""
-    found = []
+    """``"-m", "memplan"`` where a list or tuple holds them in a row, however laid out, and
+    each of `CLI_WORDS` anywhere in the text (a message, a docstring, a comment)."""
+    found = [words for words in CLI_WORDS if words in path.read_text()]
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Constant) and node.value == "--db":
-            found.append('"--db"')
         if isinstance(node, ast.List | ast.Tuple):
             words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
             if any(pair == ("-m", "memplan") for pair in zip(words, words[1:], strict=False)):
                 found.append('"-m", "memplan"')
-    return found
+    return sorted(set(found))
 
 
-# Still there, each a text or an alias, never a command line built to run: the one-release
-# aliases exec `memplan`; the verifying command shown to a person names its database
-# (`application/verify.py`), and so does the `memplan evaluate` line a refit job records
-# as its evaluation's command (`application/refit.py`, read back for `--quick`). The
-# refit and a calibration's fit are typed jobs (`application.refit.RefitJob`).
-KNOWN_CLI_WORDS = {
-    "application/refit.py": ['"--db"'],
-    "application/verify.py": ['"--db"'],
-    "modeling/__main__.py": ['"-m", "memplan"'],
-    "profiling/__main__.py": ['"-m", "memplan"'],
-}
-
-
-def test_nothing_below_the_command_line_builds_its_argv_or_names_its_db_flag():
+def test_nothing_but_the_command_line_builds_its_argv_or_names_its_db_flag():
+    assert "memplan" not in NOT_THE_COMMAND_LINE
     found = {
-        str(path.relative_to(REPO)): sorted(words)
-        for module, path in MODULES.items()
-        if _package(module) not in ("memplan", "app") and (words := _cli_words(path))
+        str(path.relative_to(REPO)): words
+        for package in NOT_THE_COMMAND_LINE
+        for path in sorted((REPO / package).rglob("*.py"))
+        if (words := _cli_words(path))
     }
-    assert found == {path: sorted(words) for path, words in KNOWN_CLI_WORDS.items()}
+    assert found == {}
 
 
 def test_the_cli_words_finder_sees_a_command_line_however_it_is_laid_out(tmp_path: Path):
     built = tmp_path / "built.py"
-    built.write_text('ARGV = [\n    "python",\n    "-m",\n    "memplan",\n    "--db", "x"]\n')
-    assert _cli_words(built) == ['"-m", "memplan"', '"--db"']
+    built.write_text('ARGV = [\n    "python",\n    "-m",\n    "memplan",\n    "x"]\n')
+    assert _cli_words(built) == ['"-m", "memplan"']
+    said = tmp_path / "said.py"
+    said.write_text('HINT = f"run `memplan evaluate --db {path}`"\n')
+    assert _cli_words(said) == ["--db"]
+
+
+def test_the_command_line_declares_its_database_option_from_core():
+    from core.dbopen import DB_FLAG
+
+    assert DB_FLAG == "--db"
+    assert "DB_FLAG" in (REPO / "memplan" / "commands.py").read_text()
 
 
 def test_the_graph_holds_the_command_line():

@@ -26,7 +26,7 @@ def test_reads_inside_reading_open_the_file_once(
     with database.reading(db):
         runs = store.load_runs(db)
         sweeps = store.load_sweeps(db)
-        again = store.load_runs(db, status="ok")
+        again = store.load_runs(db, store.RunFilter(status="ok"))
 
     assert (runs.empty, sweeps.empty, again.empty) == (True, True, True)
     assert database_opens == [True]

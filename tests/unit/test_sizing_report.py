@@ -55,7 +55,7 @@ def models(db: Path) -> list[Predictor]:
 
 @pytest.fixture(scope="module")
 def runs(db: Path) -> pd.DataFrame:
-    return store.load_runs(db, workload="unet3d", machine=INTEL)
+    return store.load_runs(db, store.RunFilter(workload="unet3d", machine=INTEL))
 
 
 def question_of(
@@ -77,7 +77,7 @@ def question_of(
 
 def models_of(db: Path, models: list[Predictor]) -> sizing.Models:
     choice = stored.choose_machine(db, "unet3d", INTEL)
-    return sizing.models_of("unet3d", choice, models, pd.DataFrame())
+    return sizing.models_of("unet3d", choice, sizing.Loaded(models, pd.DataFrame()))
 
 
 def report_for(

@@ -14,7 +14,9 @@ def test_a_snapshot_of_a_database_holding_gpu_runs_reads_only_host_ram_runs(
     with database.connect(db) as con:
         imported = insert_bundled_gpu_runs(con, db)
     assert imported > 0
-    unet3d_gpu_runs = store.load_runs(db, target=targets.GPU_MEMORY, workload="unet3d")
+    unet3d_gpu_runs = store.load_runs(
+        db, store.RunFilter(target=targets.GPU_MEMORY, workload="unet3d")
+    )
     assert len(unet3d_gpu_runs) > 0
 
     read = snapshot.read(db, "unet3d")

@@ -196,10 +196,12 @@ def test_load_runs_filters_by_sweep_status_and_hostname(db, make_record):
     store.insert_run(db, make_record(run_id="b", sweep_id="s1", status="oom", hostname="h1"))
     store.insert_run(db, make_record(run_id="c", sweep_id="s2", status="ok", hostname="h2"))
 
-    assert list(store.load_runs(db, sweep_id="s1")["run_id"]) == ["a", "b"]
-    assert list(store.load_runs(db, status="ok")["run_id"]) == ["a", "c"]
-    assert list(store.load_runs(db, sweep_id="s1", status="ok", hostname="h1")["run_id"]) == ["a"]
-    assert store.load_runs(db, hostname="nowhere").empty
+    assert list(store.load_runs(db, store.RunFilter(sweep_id="s1"))["run_id"]) == ["a", "b"]
+    assert list(store.load_runs(db, store.RunFilter(status="ok"))["run_id"]) == ["a", "c"]
+    assert list(
+        store.load_runs(db, store.RunFilter(sweep_id="s1", status="ok", hostname="h1"))["run_id"]
+    ) == ["a"]
+    assert store.load_runs(db, store.RunFilter(hostname="nowhere")).empty
 
 
 def test_load_samples_of_chosen_runs_in_time_order(db, make_record):
@@ -301,8 +303,10 @@ def test_a_run_of_a_workload_without_the_unet_columns_stores_them_as_null(db, ma
         None,
         3,
     )
-    assert list(store.load_runs(db, workload="alexnet")["run_id"]) == [record.run_id]
-    assert store.load_runs(db, workload="unet3d").empty
+    assert list(store.load_runs(db, store.RunFilter(workload="alexnet"))["run_id"]) == [
+        record.run_id
+    ]
+    assert store.load_runs(db, store.RunFilter(workload="unet3d")).empty
 
 
 # Two different VMs that are both called "vm": what a hostname cannot tell apart.
@@ -388,13 +392,22 @@ def test_load_runs_keeps_only_the_runs_of_a_machine_profile(db, make_record):
     store.insert_run(db, make_record(run_id="intel-2", status="oom", **INTEL_VM))
     intel = _profile_key(make_record(**INTEL_VM))
 
-    assert list(store.load_runs(db, machine=intel)["run_id"]) == ["intel-1", "intel-2"]
-    assert list(store.load_runs(db, machine=intel, status="oom")["run_id"]) == ["intel-2"]
-    assert list(store.load_runs(db, machine=_profile_key(make_record(**AMD_VM)))["run_id"]) == [
-        "amd-1"
+    assert list(store.load_runs(db, store.RunFilter(machine=intel))["run_id"]) == [
+        "intel-1",
+        "intel-2",
     ]
-    assert list(store.load_runs(db, hostname="vm")["run_id"]) == ["amd-1", "intel-1", "intel-2"]
-    nowhere = store.load_runs(db, machine="0000000000")
+    assert list(store.load_runs(db, store.RunFilter(machine=intel, status="oom"))["run_id"]) == [
+        "intel-2"
+    ]
+    assert list(
+        store.load_runs(db, store.RunFilter(machine=_profile_key(make_record(**AMD_VM))))["run_id"]
+    ) == ["amd-1"]
+    assert list(store.load_runs(db, store.RunFilter(hostname="vm"))["run_id"]) == [
+        "amd-1",
+        "intel-1",
+        "intel-2",
+    ]
+    nowhere = store.load_runs(db, store.RunFilter(machine="0000000000"))
     assert nowhere.empty and tuple(nowhere.columns) == RUN_COLUMNS
 
 

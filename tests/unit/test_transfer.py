@@ -250,7 +250,7 @@ def test_no_path_answers_from_a_transfer_without_a_bound() -> None:
     choice = MachineChoice(moved.nearest.key, moved.nearest.profile, BUNDLED, note, moved)
 
     with pytest.raises(sizing.SizingError) as refused:
-        sizing.models_of("unet3d", choice, [], pd.DataFrame())
+        sizing.models_of("unet3d", choice, sizing.Loaded([], pd.DataFrame()))
     with pytest.raises(ModelingError, match="^no bound can be given for this machine"):
         widening.with_transfer([], moved)
 
