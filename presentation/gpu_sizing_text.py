@@ -29,13 +29,16 @@ def shape_words(shape: tuple[int, ...]) -> str:
 
 
 def figures_words(check: GpuCheck) -> str:
-    """``allocated 16.43 GiB, floor (with the context) 16.2 GiB, bound 22.84 GiB``."""
+    """``tensors' peak about 16.43 GiB; needs at least 16.2 GiB (context included), at most
+    22.84 GiB``: the floor is the line's lowest measured ratio less an allowance, so it
+    can be under the predicted peak itself (`modeling.gpu_memory`)."""
     if check.bound_bytes is None:
         return "no bound"
     assert check.allocated_bytes is not None and check.floor_bytes is not None
     return (
-        f"allocated {format_bytes(check.allocated_bytes)}, floor (with the CUDA context) "
-        f"{format_bytes(check.floor_bytes)}, bound {format_bytes(check.bound_bytes)}"
+        f"tensors' peak about {format_bytes(check.allocated_bytes)}; needs at least "
+        f"{format_bytes(check.floor_bytes)} (the floor, CUDA context included), at most "
+        f"{format_bytes(check.bound_bytes)} (the bound)"
     )
 
 
