@@ -42,7 +42,14 @@ from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
 from core.units import GIB, approx_gib
 from dashboard import data, published_panel, sidebar
 from dashboard.machine_panel import Picked
-from presentation import charts, charts_study, curves, sizing_text, verification, workload_labels
+from presentation import (
+    charts_sizing,
+    charts_study,
+    curves,
+    sizing_text,
+    verification,
+    workload_labels,
+)
 from presentation.sizing_view import SizingChoices, SizingState
 from presentation.text import plain, sentence
 
@@ -234,7 +241,7 @@ def every_model(decision: Decision, asked: Asked) -> None:
     st.table(sizing_text.models_table(decision), hide_index=True, border="horizontal")
     st.caption(sizing_text.MODELS_TABLE_NOTE)
     budget_gib = asked.state.budget_gib
-    chart = charts.bounds(
+    chart = charts_sizing.bounds(
         sizing_text.credible_frame(decision), budget_gib, decision.usable_bytes / GIB
     )
     st.altair_chart(chart, width="stretch")

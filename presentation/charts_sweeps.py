@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from presentation.chart_parts import series
+from presentation.chart_style import series
 
 CHART_HEIGHT_PX = 360
 TIME_TITLE = "time since the child started (s)"

@@ -257,7 +257,8 @@ def models_table(decision: Decision) -> pd.DataFrame:
 
 
 def credible_frame(decision: Decision) -> pd.DataFrame:
-    """The credible models' ``title, predicted_gib, upper_gib``, as `charts.bounds` draws them."""
+    """The credible models' ``title, predicted_gib, upper_gib``, as `charts_sizing.bounds`
+    draws them."""
     credible = decision.credibility.credible
     return pd.DataFrame(
         {

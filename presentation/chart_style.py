@@ -1,8 +1,12 @@
-"""What the chart modules share: sizes, the models' colour legend, series names, log filters.
+"""The encodings every chart shares: sizes, colours, legends, labels, series names, log filters.
 
-`presentation.charts`, `charts_study`, `charts_published` and `charts_sweeps`
-build Altair charts from frames; the pieces here keep their legends, labels
-and colours alike. Nothing here reads the database or Streamlit.
+The charts are grouped by what they show: `presentation.charts_models` (the
+Models page), `charts_sizing` (the Sizing page's bounds and terms),
+`charts_study` (the published study beside our runs and models),
+`charts_published` (one answer beside its runs and the study, the report's) and
+`charts_sweeps` (the Sweeps page). The pieces here keep their legends, labels,
+colours and the study's log-log plane alike. Nothing here reads the database or
+Streamlit.
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ LEGEND_PADDING_PX = 4
 LABEL_OFFSET_PX = 6
 LABEL_FONT_PX = 11
 SCALE_PADDING_PX = 16
+# Reference lines (identity, zero error, what training may use of a budget) are dashed.
+REFERENCE_DASH = [4, 4]
+# The plane the published study is drawn on (`charts_study`, `charts_published`).
+SAMPLE_LOG_TITLE = "image x batch (million voxels, log scale)"
+MEMORY_LOG_TITLE = "peak memory or server RAM (GiB, log scale)"
+PUBLISHED_COLOUR = "black"
 
 
 def series(name: str) -> str:
