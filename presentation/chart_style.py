@@ -26,6 +26,11 @@ LEGEND_PADDING_PX = 4
 LABEL_OFFSET_PX = 6
 LABEL_FONT_PX = 11
 SCALE_PADDING_PX = 16
+# A legend's line sample: Vega's default (~10 px) is shorter than two periods of most dashes,
+# so a dashed line and a solid one look alike there (tests/e2e/drawn_defects.py found it in
+# the timeline's, the bounds' and the study's legends). A stroke symbol of size s is a
+# sqrt(s) px line: 24 px shows two periods of any dash up to 12 px.
+DASH_SAMPLE_SIZE = 24**2
 # Reference lines (identity, zero error, what training may use of a budget) are dashed.
 REFERENCE_DASH = [4, 4]
 # The plane the published study is drawn on (`charts_study`, `charts_published`).

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 import altair as alt
 import pandas as pd
 
-from presentation.chart_style import LABEL_LIMIT_PX, REFERENCE_DASH, positive, series
+from presentation.chart_style import (
+    DASH_SAMPLE_SIZE,
+    LABEL_LIMIT_PX,
+    REFERENCE_DASH,
+    positive,
+    series,
+)
 
 # The bounds chart: its marks' legend entries, and when its GiB axis goes logarithmic.
 PREDICTED = "predicted peak"
@@ -70,7 +76,9 @@ class _BoundsAxes:
     @classmethod
     def make(cls, log: bool) -> _BoundsAxes:
         lines = [UPPER, BUDGET, USABLE]
-        legend = alt.Legend(orient="bottom", direction="vertical", symbolType="stroke")
+        legend = alt.Legend(
+            orient="bottom", direction="vertical", symbolType="stroke", symbolSize=DASH_SAMPLE_SIZE
+        )
         colours = [BOUND_COLOUR, BUDGET_COLOUR, BUDGET_COLOUR]
         return cls(
             gib=alt.Scale(type="log") if log else alt.Scale(zero=True),

@@ -22,6 +22,7 @@ from core import published, workloads
 from core.units import GIB
 from presentation import workload_labels
 from presentation.chart_style import (
+    DASH_SAMPLE_SIZE,
     LABEL_FONT_PX,
     LABEL_OFFSET_PX,
     LEGEND_FILL,
@@ -202,6 +203,7 @@ def _server_rules(servers: pd.DataFrame, plane: _Plane, left: float) -> list[alt
             orient="bottom-right",
             direction="vertical",
             symbolType="stroke",
+            symbolSize=DASH_SAMPLE_SIZE,
             fillColor=LEGEND_FILL,
             padding=LEGEND_PADDING_PX,
         ),

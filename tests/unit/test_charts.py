@@ -170,6 +170,15 @@ def test_every_mark_of_the_bounds_chart_has_a_legend_entry() -> None:
     assert _legend_entries(spec, layers["budget"], "line") == {"budget", "budget less headroom"}
 
 
+def test_a_dashed_line_and_a_solid_one_are_told_apart_in_the_bounds_legend() -> None:
+    # Vega's ~10 px line sample is one period of the headroom's 4+4 px dash: it looked solid.
+    spec = charts_sizing.bounds(_bounds([10.0], [11.0]), 240.0, 200.0).to_dict()
+    dash = _layers(spec)["budget"]["encoding"]["strokeDash"]
+
+    period_px = sum(charts_sizing.REFERENCE_DASH)
+    assert dash["legend"]["symbolSize"] ** 0.5 >= 2 * period_px
+
+
 def test_bounds_within_ten_fold_of_each_other_are_drawn_on_a_linear_axis_from_zero() -> None:
     spec = charts_sizing.bounds(_bounds([10.0, 40.0], [20.0, 150.0]), 240.0, 200.0).to_dict()
     x = _layers(spec)["bound"]["encoding"]["x"]
