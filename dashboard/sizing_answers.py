@@ -43,6 +43,7 @@ from core.units import GIB, approx_gib
 from dashboard import data, published_panel, sidebar
 from dashboard.machine_panel import Picked
 from presentation import (
+    bound_words,
     charts_sizing,
     charts_study,
     curves,
@@ -222,8 +223,14 @@ def verdict(decision: Decision, asked: Asked) -> None:
     # Beside the bound as a line, not a second metric: at 1024 px a metric's large
     # figures in half of the answers column were cut to "159–190…".
     st.markdown(f"Credible models' bounds: **{plain(sizing_text.spread(decision))}**")
-    said = sizing_text.decision_sentence(decision, asked.state.image_label, asked.picked.words)
+    said = sizing_text.decision_sentence(
+        decision, asked.state.image_label, asked.picked.words, evidence=False
+    )
     getattr(st, sizing_text.headline_tone(decision))(f"**{headline}.** " + plain(said))
+    estimate = decision.estimate
+    if estimate is not None and estimate.bound_evidence and not estimate.raised_to_closed_form:
+        with st.expander(bound_words.EXPANDER_LABEL):
+            st.markdown(bound_words.details(f"it rests on {plain(estimate.bound_evidence)}"))
     substituted = sizing_text.substituted(decision)
     if substituted:
         st.info(plain(substituted))
@@ -267,7 +274,11 @@ def show_answer(
     label, value, caption = shown
     st.metric(label, value, help=help or None)
     st.caption(caption)
-    st.caption(f"Model {plain(found.model)}; bound: {plain(found.bound)}; {plain(machine)}.")
+    # The bound in plain words first; its technical name and terms on demand (issue 42).
+    said = f"Model {plain(found.model)}; {plain(machine)}. {bound_words.sentence(found.coverage)}"
+    st.caption(said)
+    with st.expander(bound_words.EXPANDER_LABEL):
+        st.markdown(bound_words.details(plain(found.bound)))
     for warning in found.warnings:
         st.warning(plain(warning))
 
