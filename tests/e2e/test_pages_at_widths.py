@@ -175,9 +175,9 @@ def test_every_page_renders_whole_at_this_width(
     page.set_viewport_size({"width": width, "height": HEIGHT_PX[width]})
     open_page(page, every_bundle_url, title)
     no_exception(page)
+    page.screenshot(path=str(screenshots_dir / f"{title.lower()}_screen_{width}.png"))
     if title in READS_WHOLE:
         READS_WHOLE[title](page)
-    page.screenshot(path=str(screenshots_dir / f"{title.lower()}_screen_{width}.png"))
     save_whole_page(page, screenshots_dir / f"{title.lower()}_{width}.png")
     for section in SECTIONS.get(title, ()):
         shoot_section(
