@@ -6,14 +6,16 @@ exception, is screenshot at both widths into ``artifacts/screenshots/``
 page or broke mid-word (`tests.e2e.clipped_text`; issue 26, finding 9), and on any
 chart or table defect it cannot see (`tests.e2e.drawn_defects`; issue 42, point 8): a
 plot squashed to a line, an axis title cut, chart labels drawn over each other, a
-table's columns past its edge or the window's.
+legend's dashed lines too short to tell apart, a table's columns past its edge or the
+window's. The window is a laptop's 1024x768 and a desktop's 1440x900.
 
 At each width: every legend entry of the charts checked here lies inside its
 chart (not cut at the edge), the published study's reference points are drawn
 on the Models page, and the tables a reader reads first fit beside the sidebar
 with every header shown (their other columns are named on an expander).
 
-One server for the suite (conftest's), one page load per page and width.
+One server (conftest's `every_bundle_server`: every bundled profile, so the tables that
+compare machines and frameworks are drawn), one page load per page and width.
 """
 
 from __future__ import annotations
