@@ -22,7 +22,7 @@ runs and the chosen models' predictions for its configuration.
 What the page reads is `dashboard.models_data`'s, the measurement floor
 `dashboard.floor_panel`'s; the frames, tables and formulas come from
 `presentation` (`curves`, `model_errors`, `formulas`), the charts from
-`presentation.charts`.
+`presentation.charts_models`.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from dashboard.models_data import (
     models_of,
     stored,
 )
-from presentation import charts, curves, formulas, model_errors, workload_labels
+from presentation import charts_models, curves, formulas, model_errors, workload_labels
 from presentation.text import code, plain
 
 WORKLOAD_KEY = "models_workload"
@@ -176,7 +176,8 @@ def peak_chart(view: View, picked: machine_panel.Picked, names: list[str], log: 
     sides = tuple(side for side in offered if side <= largest)
     frame = curve_frame(view, CurveRequest(tuple(names), sides, batches, tuple(knobs.items())))
     module = workloads.get(view.workload)
-    st.altair_chart(charts.peak_vs_size(mine, frame, log=log, dims=module.DIMS), width="stretch")
+    chart = charts_models.peak_vs_size(mine, frame, log=log, dims=module.DIMS)
+    st.altair_chart(chart, width="stretch")
     solid, elements = workload_labels.SOLIDS[module.DIMS], workload_labels.ELEMENTS[module.DIMS]
     network = curves.network_label(knobs, view.workload)
     st.caption(
@@ -208,12 +209,13 @@ def out_of_sample_charts(view: View, names: list[str], log: bool, evaluated: boo
     parity_col, residual_col = st.columns(2)
     with parity_col:
         st.markdown("**Predicted against measured**")
-        st.altair_chart(charts.parity(points, log=log), width="stretch")
+        st.altair_chart(charts_models.parity(points, log=log), width="stretch")
     with residual_col:
         st.markdown("**Residuals**")
         against = st.radio("Residuals against", list(RESIDUALS_AGAINST), horizontal=True)
         side_title = workload_labels.side_title(workloads.get(view.workload).DIMS)
-        residuals = charts.residuals(points, RESIDUALS_AGAINST[against], side_title=side_title)
+        axis = RESIDUALS_AGAINST[against]
+        residuals = charts_models.residuals(points, axis, side_title=side_title)
         st.altair_chart(residuals, width="stretch")
     st.caption(MEASURED_PEAK)
 

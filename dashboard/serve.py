@@ -25,7 +25,8 @@ PAGE_MODULES = (
     "altair",
     "presentation.curves",
     "presentation.formulas",  # SymPy, which reading a stored formula model no longer imports
-    "presentation.charts",
+    "presentation.charts_models",
+    "presentation.charts_sizing",
     "presentation.charts_sweeps",
     "presentation.browse",
     "application.sizing",

@@ -42,7 +42,15 @@ from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
 from core.units import GIB, approx_gib
 from dashboard import data, published_panel, sidebar
 from dashboard.machine_panel import Picked
-from presentation import charts, charts_study, curves, sizing_text, verification, workload_labels
+from presentation import (
+    bound_words,
+    charts_sizing,
+    charts_study,
+    curves,
+    sizing_text,
+    verification,
+    workload_labels,
+)
 from presentation.sizing_view import SizingChoices, SizingState
 from presentation.text import plain, sentence
 
@@ -214,8 +222,14 @@ def verdict(decision: Decision, asked: Asked) -> None:
     # Beside the bound as a line, not a second metric: at 1024 px a metric's large
     # figures in half of the answers column were cut to "159–190…".
     st.markdown(f"Credible models' bounds: **{plain(sizing_text.spread(decision))}**")
-    said = sizing_text.decision_sentence(decision, asked.state.image_label, asked.picked.words)
+    said = sizing_text.decision_sentence(
+        decision, asked.state.image_label, asked.picked.words, evidence=False
+    )
     getattr(st, sizing_text.headline_tone(decision))(f"**{headline}.** " + plain(said))
+    estimate = decision.estimate
+    if estimate is not None and estimate.bound_evidence and not estimate.raised_to_closed_form:
+        with st.expander(bound_words.EXPANDER_LABEL):
+            st.markdown(bound_words.details(f"it rests on {plain(estimate.bound_evidence)}"))
     substituted = sizing_text.substituted(decision)
     if substituted:
         st.info(plain(substituted))
@@ -233,7 +247,7 @@ def every_model(decision: Decision, asked: Asked) -> None:
     st.table(sizing_text.models_table(decision), hide_index=True, border="horizontal")
     st.caption(sizing_text.MODELS_TABLE_NOTE)
     budget_gib = asked.state.budget_gib
-    chart = charts.bounds(
+    chart = charts_sizing.bounds(
         sizing_text.credible_frame(decision), budget_gib, decision.usable_bytes / GIB
     )
     st.altair_chart(chart, width="stretch")
@@ -259,7 +273,11 @@ def show_answer(
     label, value, caption = shown
     st.metric(label, value, help=help or None)
     st.caption(caption)
-    st.caption(f"Model {plain(found.model)}; bound: {plain(found.bound)}; {plain(machine)}.")
+    # The bound in plain words first; its technical name and terms on demand (issue 42).
+    said = f"Model {plain(found.model)}; {plain(machine)}. {bound_words.sentence(found.coverage)}"
+    st.caption(said)
+    with st.expander(bound_words.EXPANDER_LABEL):
+        st.markdown(bound_words.details(plain(found.bound)))
     for warning in found.warnings:
         st.warning(plain(warning))
 

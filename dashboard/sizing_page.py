@@ -50,7 +50,7 @@ from dashboard import (
 from dashboard.sizing_answers import Asked
 from dashboard.sizing_inputs import PERSIST, choose_ask, choose_workload, inputs, key
 from presentation import (
-    charts,
+    charts_sizing,
     curves,
     machines,
     sizing_report,
@@ -102,7 +102,7 @@ def breakdown(config: WorkloadConfig, runs: pd.DataFrame, predicted_bytes: float
             help="Not a bound: what the closed form counts, without fitting anything.",
         )
     frame = sizing_text.breakdown_frame(terms, config.workload)
-    st.altair_chart(charts.breakdown(frame), width="stretch")
+    st.altair_chart(charts_sizing.breakdown(frame), width="stretch")
     compared = (
         ""
         if predicted_bytes is None

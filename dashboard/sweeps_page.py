@@ -53,7 +53,19 @@ RUNS_FIRST = (
     browse.HWM_HEADING,
     browse.SAMPLED_HEADING,
 )
-MACHINES_FIRST = ("profile", "machine", "this machine")
+# A machine by name first; its profile key, which runs and models are filed under, waits in
+# "More columns" (issue 42: at 1024 px the key beside the name put the table 117 px past
+# its edge, and a hash is no name).
+MACHINES_FIRST = ("machine", "this machine")
+# Glide wraps a cell's text only in rows taller than 4rem (64 px): up to four lines here.
+WRAPPED_ROW_PX = 88
+# The comparisons' text columns (a configuration, a machine: up to ~100 characters) at a
+# width beside which the numbers fit next to the sidebar at 1024 px, their text wrapped.
+# Sized to their longest text, Machines compared ran 185 px past the table's edge at
+# 1440 px (601 at 1024) and Frameworks compared 256 (672) (issue 42, point 8).
+TEXT_COLUMN_PX = 160
+NUMBER_COLUMN_PX = 76
+COUNT_COLUMN_PX = 50
 # When a sweep finished is in "More columns": with a grid summary that names every knob,
 # the table ran 111 px past its edge at 1024 px (tests/e2e/test_pages_at_widths.py).
 SWEEPS_FIRST = ("sweep", "status", "points done / total", "grid")
@@ -93,14 +105,17 @@ machine_names = machines.names(profiles.profiles_in(runs))
 
 
 def machine_option(key: str) -> str:
-    """A profile as the Machine filter offers it: its label, then its key."""
-    return f"{machine_names.get(key, key)} · {key}"
+    """A profile as the Machine filter offers it: by name (`presentation.machines.names`)."""
+    return machine_names.get(key, key)
 
 
 def table_in_two(
     table: pd.DataFrame, first: Sequence[str], config: Mapping[str, Any] | None = None
 ) -> None:
-    """``table``'s ``first`` columns, then the others (beside the first of them) in an expander."""
+    """``table``'s ``first`` columns, then the others (beside the first of them) in an expander.
+
+    A first column named "machine" holds a long label: it wraps, at `TEXT_COLUMN_PX`.
+    """
     shown_first = [name for name in first if name in table.columns]
     rest = [name for name in table.columns if name not in shown_first]
     headers = {
@@ -108,11 +123,15 @@ def table_in_two(
         for name in shown_first
         if name in SHORT_LABELS or name in browse.PEAK_HELP
     }
+    wrapped = "machine" in shown_first
+    if wrapped:
+        headers["machine"] = st.column_config.TextColumn("machine", width=TEXT_COLUMN_PX)
     st.dataframe(
         table[shown_first],
         hide_index=True,
         placeholder=MISSING_CELL,
         column_config=headers | dict(config or {}),
+        row_height=WRAPPED_ROW_PX if wrapped else None,
     )
     if rest:
         with st.expander(f"More columns: {plain(', '.join(rest))}"):
@@ -241,14 +260,23 @@ else:
     )
     # One row per configuration and machine, the machine by name: a column per machine
     # was headed by its profile key (a name is ~60 characters) to fit (issue 42).
-    number = st.column_config.NumberColumn
+    number, text = st.column_config.NumberColumn, st.column_config.TextColumn
     st.dataframe(
         machines_compared.by_machine(compared),
         hide_index=True,
         placeholder=MISSING_CELL,
+        row_height=WRAPPED_ROW_PX,
         column_config={
-            "peak (GiB)": number("peak (GiB)", format="%.3f"),
-            "x reference": number("x reference", format="%.2fx"),
+            "configuration": text("configuration", width=TEXT_COLUMN_PX),
+            "machine": text("machine", width=TEXT_COLUMN_PX),
+            "runs": number("runs", width=COUNT_COLUMN_PX),
+            "peak (GiB)": number("peak (GiB)", format="%.3f", width=NUMBER_COLUMN_PX),
+            "x reference": number(
+                "ratio",
+                format="%.2fx",
+                width=NUMBER_COLUMN_PX,
+                help="This machine's peak over the reference machine's",
+            ),
         },
     )
     st.altair_chart(charts_sweeps.machines_compared(compared), width="stretch")
@@ -280,12 +308,34 @@ else:
         "the median kernel high-water mark of each framework's runs (GiB), and the PyTorch "
         "peak over the TensorFlow one."
     )
-    ratio = "PyTorch / TensorFlow"
+    number, text = st.column_config.NumberColumn, st.column_config.TextColumn
+    # Short headers, each said in full on hover: the long ones pushed the ratio off the edge.
+    peak_help = "the median kernel high-water mark of its runs (GiB)"
     st.dataframe(
         frameworks_compared.table(paired),
         hide_index=True,
         placeholder=MISSING_CELL,
-        column_config={ratio: st.column_config.NumberColumn(ratio, format="%.2fx")},
+        row_height=WRAPPED_ROW_PX,
+        # A machine here is a pair of profiles in words (~100 characters): the widest column.
+        column_config={
+            "configuration": text("configuration", width=TEXT_COLUMN_PX - 10),
+            "machine": text("machine", width=TEXT_COLUMN_PX + 30),
+            "TensorFlow peak (GiB)": number(
+                "TensorFlow",
+                format="%.3f",
+                width=NUMBER_COLUMN_PX + 4,
+                help=f"TensorFlow: {peak_help}",
+            ),
+            "PyTorch peak (GiB)": number(
+                "PyTorch", format="%.3f", width=NUMBER_COLUMN_PX - 4, help=f"PyTorch: {peak_help}"
+            ),
+            "PyTorch / TensorFlow": number(
+                "ratio",
+                format="%.2fx",
+                width=COUNT_COLUMN_PX + 10,
+                help="PyTorch's peak over TensorFlow's",
+            ),
+        },
     )
     points = frameworks_compared.by_batch(paired)
     if points.empty:

@@ -38,13 +38,19 @@ from core.units import GIB
 from core.workloads.base import WorkloadConfig
 from modeling.decision import approx_gib
 from presentation import curves
-from presentation.chart_parts import LABEL_FONT_PX, LABEL_OFFSET_PX, SCALE_PADDING_PX
+from presentation.chart_style import (
+    LABEL_FONT_PX,
+    LABEL_OFFSET_PX,
+    MEMORY_LOG_TITLE,
+    PUBLISHED_COLOUR,
+    SAMPLE_LOG_TITLE,
+    SCALE_PADDING_PX,
+)
 from presentation.sizing_view import BoundedModel, config_predictions, knob_items
 from presentation.workload_labels import image_label, shape_label
 
 # The lines run over batch 1 to at least this, so a small question still shows the trend.
 MIN_LINE_BATCH = 16
-MEGA = 1e6
 
 # The series, in legend order (`SERIES`): what each mark is, in words.
 MEASURED = "measured runs (this machine profile, this network)"
@@ -68,7 +74,6 @@ FRAME_COLUMNS = ["series", "kind", "sample_megavoxels", "gib", "label", "image",
 MODEL_COLOUR = "#4c78a8"
 UPPER_COLOUR = "#f58518"
 QUESTION_COLOUR = "#d62728"
-PUBLISHED_COLOUR = "black"
 RUNS_COLOUR = "#7f7f7f"
 SOLID: list[int] = [1, 0]
 DASHED = [6, 3]
@@ -85,8 +90,6 @@ STYLE: dict[str, tuple[str, str, list[int]]] = {
 }
 SERIES = tuple(STYLE)
 
-X_TITLE = "image x batch (million voxels, log scale)"
-Y_TITLE = "peak memory or server RAM (GiB, log scale)"
 CHART_WIDTH_PX = 640
 CHART_HEIGHT_PX = 420
 RUN_SIZE = 45
@@ -104,7 +107,7 @@ def _row(series: str, kind: str, megavoxels: float, gib: float, **extra: object)
 
 def _megavoxels(config: WorkloadConfig, batch_size: int | None = None) -> float:
     batch = config.batch_size if batch_size is None else batch_size
-    return config.elements * batch / MEGA
+    return config.elements * batch / curves.MEGA
 
 
 def _line_configs(config: WorkloadConfig) -> list[WorkloadConfig]:
@@ -162,7 +165,7 @@ def _published_rows(published: Sequence[PublishedPoint]) -> list[dict]:
     rows = []
     for point in published:
         if point.outcome == "peak":
-            megavoxels = math.prod(point.image_shape) * point.batch_size / MEGA
+            megavoxels = math.prod(point.image_shape) * point.batch_size / curves.MEGA
             rows.append(
                 _row(
                     PUBLISHED_PEAK,
@@ -265,8 +268,8 @@ class _Layers:
         log = alt.Scale(type="log", nice=False, padding=SCALE_PADDING_PX)
         return cls(
             frame,
-            x=alt.X("sample_megavoxels:Q", title=X_TITLE, scale=log),
-            y=alt.Y("gib:Q", title=Y_TITLE, scale=log),
+            x=alt.X("sample_megavoxels:Q", title=SAMPLE_LOG_TITLE, scale=log),
+            y=alt.Y("gib:Q", title=MEMORY_LOG_TITLE, scale=log),
             colour=alt.Color("series:N", scale=_legend_scale(frame, 0), legend=legend),
             shape=alt.Shape("series:N", scale=_legend_scale(frame, 1), legend=legend),
             dash=alt.StrokeDash("series:N", scale=_legend_scale(frame, 2), legend=legend),

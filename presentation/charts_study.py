@@ -21,11 +21,15 @@ import pandas as pd
 from core import published, workloads
 from core.units import GIB
 from presentation import workload_labels
-from presentation.chart_parts import (
+from presentation.chart_style import (
+    DASH_SAMPLE_SIZE,
     LABEL_FONT_PX,
     LABEL_OFFSET_PX,
     LEGEND_FILL,
     LEGEND_PADDING_PX,
+    MEMORY_LOG_TITLE,
+    PUBLISHED_COLOUR,
+    SAMPLE_LOG_TITLE,
     SCALE_PADDING_PX,
     model_colour,
     positive,
@@ -37,8 +41,6 @@ from presentation.curves import MEGA, PointModel, config_knobs
 PEAK_KIND = "peak"
 SERVER_KIND = "server"
 # Both axes logarithmic: our runs reach about 1 GiB, the study's servers 1.5 TB.
-SAMPLE_TITLE = "image x batch (million voxels, log scale)"
-MEMORY_LOG_TITLE = "peak memory or server RAM (GiB, log scale)"
 OUR_RUNS = "our runs (measured)"
 OUR_PREDICTION = "our model at the study's configuration"
 PUBLISHED_PEAK = "published peak"
@@ -50,7 +52,6 @@ OUR_RUNS_COLOUR = "#888888"
 # it): at `CHART_HEIGHT_PX` they left a plot ~200 px high, its y title cut to "log sca"
 # and the 192 and 384 GB rules' labels drawn over each other (issue 42, point 8).
 STUDY_CHART_HEIGHT_PX = 640
-PUBLISHED_COLOUR = "black"
 
 
 def _study_megavoxels() -> float:
@@ -121,7 +122,7 @@ class _Plane:
             scale=alt.Scale(domain=list(SERIES_SHAPES), range=list(SERIES_SHAPES.values())),
             legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0),
         )
-        x = alt.X("sample_megavoxels:Q", title=SAMPLE_TITLE, scale=log)
+        x = alt.X("sample_megavoxels:Q", title=SAMPLE_LOG_TITLE, scale=log)
         return cls(log, x, alt.Y("gib:Q", title=MEMORY_LOG_TITLE, scale=log), shape)
 
     def memory(self, column: str) -> alt.Y:
@@ -202,6 +203,7 @@ def _server_rules(servers: pd.DataFrame, plane: _Plane, left: float) -> list[alt
             orient="bottom-right",
             direction="vertical",
             symbolType="stroke",
+            symbolSize=DASH_SAMPLE_SIZE,
             fillColor=LEGEND_FILL,
             padding=LEGEND_PADDING_PX,
         ),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from presentation.chart_parts import series
+from presentation.chart_style import DASH_SAMPLE_SIZE, series
 
 CHART_HEIGHT_PX = 360
 TIME_TITLE = "time since the child started (s)"
@@ -54,6 +54,15 @@ STEP_SYMBOL_SIZE = 150  # square pixels: a band reads as a swatch, not a dot
 # the four lines fit beside the steps' swatch at 1024 px. The entries name themselves.
 BELOW = {"orient": "bottom", "direction": "horizontal", "labelLimit": 0, "title": None}
 LINE_COLUMNS = 2
+# The timeline's one legend (colour and dash on one field): line samples long enough to
+# show each rule's dash.
+DRAWN_LEGEND = {
+    "symbolType": "stroke",
+    "symbolStrokeWidth": 2,
+    "symbolSize": DASH_SAMPLE_SIZE,
+    "columns": LINE_COLUMNS,
+    **BELOW,
+}
 SPREAD = "lowest to highest peak"
 SPREAD_COLOUR = "#999999"
 # The spread's one-entry legend, above the plot: below it, beside the machines' legend, it
@@ -74,12 +83,12 @@ def _drawn_legend(marks: pd.DataFrame) -> tuple[alt.Color, alt.StrokeDash]:
     colour = alt.Color(
         "drawn:N",
         scale=alt.Scale(domain=drawn, range=[DRAWN_COLOURS[name] for name in drawn]),
-        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, columns=LINE_COLUMNS, **BELOW),
+        legend=alt.Legend(**DRAWN_LEGEND),
     )
     dash = alt.StrokeDash(
         "drawn:N",
         scale=alt.Scale(domain=drawn, range=[DRAWN_DASHES[name] for name in drawn]),
-        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, columns=LINE_COLUMNS, **BELOW),
+        legend=alt.Legend(**DRAWN_LEGEND),
     )
     return colour, dash
 

@@ -124,10 +124,13 @@ def offered(
 
 
 def option_label(key: str, options: Mapping[str, MachineProfile | None], here_key: str) -> str:
-    """How the selector names an option: ``AMD EPYC, AVX2, 2 cores, TensorFlow 2.21 · 1a2b…``."""
+    """How the selector names an option: ``AMD EPYC, AVX2, 2 cores, TensorFlow 2.21``, by name.
+
+    The profile key (a hash) is said under the selector, not in it (issue 42, point 7);
+    `names` adds it only where two profiles read the same.
+    """
     name = names(options)[key]
-    shown = name if key == MIXED else f"{name} · {key}"
-    return f"{shown} — this machine" if key == here_key else shown
+    return f"{name} — this machine" if key == here_key else name
 
 
 def choice_for(

@@ -20,7 +20,14 @@ from core.units import GIB, approx_gib, format_bound
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import MAX_BATCH_SIZE
 from modeling import sizing
-from modeling.decision import OUTLIER_FACTOR, Confidence, Credibility, Decision, sampled_aside
+from modeling.decision import (
+    OUTLIER_FACTOR,
+    Confidence,
+    Credibility,
+    Decision,
+    ModelEstimate,
+    sampled_aside,
+)
 from presentation import workload_labels
 from presentation.text import text_cells
 
@@ -148,10 +155,14 @@ def headline_tone(decision: Decision) -> str:
     return TONES.get((decision.confidence, decision.fits), "error")
 
 
-def decision_sentence(decision: Decision, image_label: str, machine: str) -> str:
+def decision_sentence(
+    decision: Decision, image_label: str, machine: str, *, evidence: bool = True
+) -> str:
     """The headline's sentence: the bound, the headroom, the budget, the model, the machine.
 
-    machine : whose models answer, in words (`dashboard.machine_panel.Picked.words`).
+    machine : whose models answer, in words (`dashboard.machine_panel.Picked.words`);
+    evidence : False leaves out what the bound rests on ("5-fold cross-conformal, ..."),
+        which the page says in an expander instead (plain words first, issue 42).
     """
     estimate = decision.estimate
     config = decision.config
@@ -172,7 +183,7 @@ def decision_sentence(decision: Decision, image_label: str, machine: str) -> str
         f"{approx_gib(decision.needed_bytes)} with {headroom}, of the {budget} budget; "
         f"{machine}."
     )
-    if estimate.bound_evidence and not estimate.raised_to_closed_form:
+    if evidence and estimate.bound_evidence and not estimate.raised_to_closed_form:
         sentence += f" Its bound rests on {estimate.bound_evidence}."
     if decision.confidence is Confidence.BEYOND and estimate.beyond:
         sentence += f" Beyond the measured runs: {estimate.beyond}."
@@ -231,18 +242,28 @@ def models_frame(decision: Decision) -> pd.DataFrame:
             "model": [e.title for e in every],
             "predicted GiB": [e.predicted_bytes / GIB for e in every],
             "bound GiB": [e.shown_upper_bytes / GIB for e in every],
-            "bound from": [f"x{e.bound_ratio:.2f}" for e in every],
+            "margin": [margin_cell(e) for e in every],
             "fits": [fits_cell(decision, e.name) for e in every],
             "left out because": [left_out_cell(decision, e.name) for e in every],
         }
     )
 
 
+def margin_cell(estimate: ModelEstimate) -> str:
+    """The bound shown over the prediction, ``x1.17``: every factor in it (the model's own
+    ratio, a machine's widening), where "bound from" gave the model's ratio alone (x1.08
+    beside a bound 1.17 times the prediction, issue 42); `NOT_JUDGED` without a positive
+    prediction."""
+    if not estimate.predicted_bytes > 0 or not math.isfinite(estimate.shown_upper_bytes):
+        return NOT_JUDGED
+    return f"x{estimate.shown_upper_bytes / estimate.predicted_bytes:.2f}"
+
+
 # What each column of `models_table` means, said under it (an HTML table has no tooltips).
 MODELS_TABLE_NOTE = (
     "*predicted*: the point prediction; *bound*: the model's upper bound, what the verdict "
-    "would use (for a model left out, the bound it is left out for); *bound from*: xR, the "
-    "prediction times the model's conformal ratio R; *fits*: the bound plus headroom within "
+    "would use (for a model left out, the bound it is left out for); *margin*: the bound over "
+    "the prediction; *fits*: the bound plus headroom within "
     "the budget (– for a model left out); *left out because*: empty where the model is "
     "credible here, the reasons in full above the table."
 )
@@ -257,7 +278,8 @@ def models_table(decision: Decision) -> pd.DataFrame:
 
 
 def credible_frame(decision: Decision) -> pd.DataFrame:
-    """The credible models' ``title, predicted_gib, upper_gib``, as `charts.bounds` draws them."""
+    """The credible models' ``title, predicted_gib, upper_gib``, as `charts_sizing.bounds`
+    draws them."""
     credible = decision.credibility.credible
     return pd.DataFrame(
         {

@@ -29,6 +29,7 @@ from core.analytical import refined_breakdown
 from core.profiles import MachineProfile
 from core.records import RunRecord, Sample
 from core.workloads.base import WorkloadConfig
+from modeling.stored import bundle
 from profiling import exchange
 from tests.slurm_cluster import SlurmCluster, slurm_available, start_cluster
 
@@ -331,3 +332,13 @@ def reference_database(path: Path) -> None:
     database.ensure_database(path)
     exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
     assert bundles.install_bundled_results(path), "the bundled evaluation did not install"
+
+
+def every_bundle_database(path: Path) -> None:
+    """Every bundled run and every bundled evaluation in a new database at ``path``: what a
+    fresh checkout's database holds (eight machine profiles, both workloads, TensorFlow and
+    PyTorch)."""
+    database.ensure_database(path)
+    for runs_file, samples_file in database.BUNDLED_EXPORTS:
+        exchange.import_runs(path, runs_file, samples_file)
+    assert bundles.install_every_bundle(path) == len(bundle.BUNDLED_RESULTS_DIRS)

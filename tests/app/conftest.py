@@ -25,7 +25,6 @@ from application import bundles
 from core import database
 from core.database import file_stamp
 from core.frameworks import TENSORFLOW
-from modeling.stored import bundle
 from profiling import exchange
 from tests.app.helpers import (
     OTHER_MACHINE,
@@ -35,7 +34,7 @@ from tests.app.helpers import (
     profile_key,
 )
 from tests.app.torch_runs import ALEXNET_TORCH_SCALE, TORCH_COLUMNS, add_torch_runs, evaluate_torch
-from tests.conftest import built_once, reference_database
+from tests.conftest import built_once, every_bundle_database, reference_database
 
 
 @pytest.fixture(scope="session")
@@ -143,13 +142,7 @@ def every_bundle_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (the Intel reference, the AMD profiles, the knob profiles, the AlexNet, both workloads in
     TensorFlow and PyTorch on the family 26 EPYC); built once."""
 
-    def build(path: Path) -> None:
-        database.ensure_database(path)
-        for runs_file, samples_file in database.BUNDLED_EXPORTS:
-            exchange.import_runs(path, runs_file, samples_file)
-        assert bundles.install_every_bundle(path) == len(bundle.BUNDLED_RESULTS_DIRS)
-
-    return built_once(tmp_path_factory, "every_bundle.duckdb", build)
+    return built_once(tmp_path_factory, "every_bundle.duckdb", every_bundle_database)
 
 
 @pytest.fixture

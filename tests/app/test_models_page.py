@@ -322,8 +322,8 @@ def test_the_page_opens_on_the_bundled_machine_and_says_why_not_this_one(shared_
     bundled = choose_machine(shared_reference_db, "unet3d")
     assert machine.value == bundled.key
     assert machine.options == [
-        f"{bundled.label} · {bundled.key}",
-        f"{here.label} · {here.key} — this machine",
+        bundled.label,  # by name; the key is in the caption below
+        f"{here.label} — this machine",
     ]
     captions = [shown(caption.value) for caption in at.caption]
     assert f"Profile `{bundled.key}` · the bundled reference" in captions

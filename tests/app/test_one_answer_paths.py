@@ -93,12 +93,12 @@ def page_figures(at: AppTest) -> dict[str, Any]:
     usable = next(
         shown(c.value) for c in at.caption if shown(c.value).startswith("Answers use what")
     )
-    # Each answer's "Model ...; bound: ...; machine." caption, in page order.
+    # Each answer's bound in full, behind its "How the bound is made", in page order.
     hosts = [
         found.group(0)
-        for caption in at.caption
-        if shown(caption.value).startswith("Model ")
-        and (found := HOSTS.search(shown(caption.value)))
+        for expander in at.expander
+        if expander.label == "How the bound is made"
+        and (found := HOSTS.search(shown(expander.markdown[0].value)))
     ]
     told = [shown(e.value) for e in [*at.success, *at.warning, *at.error]]
     (verdict,) = [found.group(1) for said in told if (found := re.match(r"\*\*(.+)\.\*\*", said))]

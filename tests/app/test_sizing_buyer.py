@@ -59,7 +59,11 @@ def test_the_memory_to_buy_heads_the_page_under_the_question(shared_reference_db
     # Right under it: what it needs, of host RAM, with its headroom, then the model and bound.
     assert answers[1].startswith("caption: Needs up to ") and " of host RAM; " in answers[1]
     assert "with 20% headroom" in answers[1]
-    assert answers[2].startswith("caption: Model ") and "90% conformal upper bound" in answers[2]
+    # The bound in a sentence a buyer can repeat; its technical name behind an expander.
+    assert answers[2].startswith("caption: Model ") and "9 in 10 measured peaks" in answers[2]
+    assert "conformal" not in answers[2]
+    assert answers[3].startswith("markdown: The bound, exactly: 90% conformal upper bound")
+    assert "How the bound is made" in [e.label for e in at.main.expander]
     # The inputs, then the verdict about the budget, only after it.
     assert answers.index("metric: Upper bound") > answers.index("subheader: Question") > 2
     assert [m.label for m in at.metric].count("Memory to buy") == 1

@@ -159,13 +159,15 @@ def test_machines_are_listed_by_profile_and_compared_at_a_chosen_batch(shared_re
     at = sweeps_page()
     machines = table_with(at, "this machine")
     [key] = profiles.profiles_in(runs)
-    assert list(machines.columns) == ["profile", "machine", "this machine"]
-    assert list(machines["profile"]) == [key]
-    # The other columns, named in the expander's label, beside the profile.
+    # A machine by name first (issue 42, point 7); its profile key one click away.
+    assert list(machines.columns) == ["machine", "this machine"]
+    assert list(machines["machine"]) == [
+        "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
+    ]
+    # The other columns, named in the expander's label, beside the machine.
     more = table_with(at, "instruction set")
     assert list(more["profile"]) == [key]
-    [row] = machines.merge(more, on="profile").to_dict("records")
-    assert row["machine"] == "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
+    [row] = machines.merge(more, on="machine").to_dict("records")
     # The bundled runs are older than the instruction set, usable cores and threads columns.
     assert (row["instruction set"], row["usable cores"], row["intra-op threads"]) == (
         "unknown",
@@ -174,9 +176,7 @@ def test_machines_are_listed_by_profile_and_compared_at_a_chosen_batch(shared_re
     )
     assert (row["CPUs"], row["RAM (GiB)"], row["TensorFlow"]) == ("2", "24", "2.21.0")
     assert (row["runs"], row["ok runs"], row["this machine"]) == (46, 39, False)
-    assert at.main.multiselect(key="sweeps_machine_profile").options == [
-        f"{row['machine']} · {key}"
-    ]
+    assert at.main.multiselect(key="sweeps_machine_profile").options == [row["machine"]]
     at = at.main.selectbox(key="sweeps_compare_batch").set_value(2).run()
     comparison = charts(at)[1]
     assert layers(comparison)["measured"]["encoding"]["color"]["field"] == "machine"

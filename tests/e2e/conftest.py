@@ -27,7 +27,7 @@ import pytest
 
 from core import database
 from profiling import jobstatus, launcher
-from tests.conftest import built_once, reference_database
+from tests.conftest import built_once, every_bundle_database, reference_database
 from tests.slurm_cluster import stop_process_group
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -125,6 +125,17 @@ def dashboard_server(
         yield server
 
 
+@pytest.fixture(scope="session")
+def every_bundle_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
+    """``streamlit run app.py`` against every bundled run and evaluation: eight machine
+    profiles, as a fresh checkout's database holds. The tables and charts that compare
+    machines or frameworks have a column or a line per profile, so only a database with
+    several shows whether they fit (the reference one has one profile)."""
+    template = built_once(tmp_path_factory, "every_bundle.duckdb", every_bundle_database)
+    with serve(template, tmp_path_factory.mktemp("e2e-every-bundle")) as server:
+        yield server
+
+
 @contextlib.contextmanager
 def serve(
     db_template: Path, workdir: Path, env_extra: dict[str, str] | None = None
@@ -201,6 +212,12 @@ def dashboard_url(dashboard_server: StreamlitServer) -> str:
 
 
 @pytest.fixture
+def every_bundle_url(every_bundle_server: StreamlitServer) -> str:
+    """The address of the dashboard serving every bundled profile (`every_bundle_server`)."""
+    return every_bundle_server.url
+
+
+@pytest.fixture
 def screenshots_dir() -> Path:
     """Where the suite saves its screenshots (``artifacts/screenshots``), created."""
     SCREENSHOTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -227,9 +244,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def page(
-    browser, dashboard_server: StreamlitServer, request: pytest.FixtureRequest
-) -> Iterator[object]:
+def page(browser, request: pytest.FixtureRequest) -> Iterator[object]:
     """A fresh browser tab (its own session) at 1400x900; a failing test leaves a screenshot."""
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(DEFAULT_TIMEOUT_MS)
@@ -252,6 +267,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     report = outcome.get_result()
     setattr(item, f"rep_{report.when}", report)
     if report.failed:
-        server = getattr(item, "funcargs", {}).get("dashboard_server")
-        if isinstance(server, StreamlitServer):
-            report.sections.append(("streamlit server log (tail)", server.log()))
+        for server in getattr(item, "funcargs", {}).values():
+            if isinstance(server, StreamlitServer):
+                report.sections.append(("streamlit server log (tail)", server.log()))

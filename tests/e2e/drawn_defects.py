@@ -4,7 +4,11 @@ Issue 42 (point 8) walked the dashboard at 1440 px and found, in what `clipped_t
 leaves out (Vega draws charts in SVG, Glide draws tables on a canvas): a chart
 squashed to a line (its y axis reading only "0"), a y title cut to "log sca", two
 rule labels drawn over each other, and a table whose last columns lay past the right
-edge. `DRAWN_DEFECTS_JS` looks for each kind in the laid-out main area:
+edge. `DRAWN_DEFECTS_JS` looks for each kind in the laid-out main area. The tables
+that compare machines or frameworks only fill on a database of several machine
+profiles: the pages are checked on every bundled one (conftest's `every_bundle_server`).
+
+What it looks for:
 
 * **degenerate plot**: a y axis shorter than `MIN_PLOT_PX`, or with fewer than two
   distinct tick labels;
@@ -12,6 +16,8 @@ edge. `DRAWN_DEFECTS_JS` looks for each kind in the laid-out main area:
   chart's box;
 * **overlapping labels**: two texts a chart's marks draw (a rule's label, a point's)
   whose boxes overlap;
+* **line styles alike**: a legend of dashed lines whose samples are shorter than two
+  periods of their dash (Vega's ~10 px default), so the styles cannot be told apart;
 * **table past the edge**: an interactive table whose columns scroll past its box, or a
   table whose box ends past the window's right edge (not one in a closed expander, such
   as the Sweeps page's "More columns": a reader opens it to scroll it).
@@ -57,6 +63,22 @@ DRAWN_DEFECTS_JS = """
         found.push(`${name}: plot ${Math.round(high)} px high (${label})`);
       else if (ticks.size < 2)
         found.push(`${name}: y axis reads only ${[...ticks].join(', ') || 'nothing'}`);
+    }
+    // A legend of line styles: each sample must be long enough to show its dash (two
+    // periods), or six dashed models read as six solid lines.
+    for (const legend of chart.querySelectorAll('g.role-legend')) {
+      const samples = [...legend.querySelectorAll('g.role-legend-symbol path')]
+        .map((s) => [s.getAttribute('stroke-dasharray') || '', s.getBoundingClientRect().width])
+        .filter(([dash]) => dash && dash !== 'none');
+      if (new Set(samples.map(([dash]) => dash)).size < 2) continue;
+      for (const [dash, long] of samples) {
+        const period = dash.split(/[ ,]+/).map(Number).reduce((a, b) => a + b, 0);
+        if (long + slack < 2 * period) {
+          found.push(`${name}: legend line ${Math.round(long)} px shows not two periods of `
+            + `its dash ${dash}: its styles cannot be told apart`);
+          break;
+        }
+      }
     }
     const texts = [...chart.querySelectorAll('g.role-mark text')]
       .filter((t) => t.textContent.trim())

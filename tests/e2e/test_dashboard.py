@@ -9,6 +9,10 @@ screenshots; to refresh them, run the browser suite and copy them over:
     cd artifacts/screenshots
     cp models_1440.png ../../docs/screenshots/models.png
     cp sweeps_1440.png ../../docs/screenshots/sweeps.png
+    # one screen at 1024x768 and 1440x900 (test_pages_at_widths): the Models page's first,
+    # the Sweeps page's compared tables, the Sizing page's bound explained
+    cp models_screen_*.png sweeps_*_compared_*.png sizing_how_the_bound_is_made_*.png \
+        ../../docs/screenshots/
     cp sizing_decision_1400.png ../../docs/screenshots/sizing.png  # the Dell question
     # docs/screenshots/report.png: the top 2400 px of artifacts/screenshots/report_1400.png
     # docs/screenshots/sizing_answer.png (the README's): the top of the Sizing page on the

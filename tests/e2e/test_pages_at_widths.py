@@ -6,14 +6,16 @@ exception, is screenshot at both widths into ``artifacts/screenshots/``
 page or broke mid-word (`tests.e2e.clipped_text`; issue 26, finding 9), and on any
 chart or table defect it cannot see (`tests.e2e.drawn_defects`; issue 42, point 8): a
 plot squashed to a line, an axis title cut, chart labels drawn over each other, a
-table's columns past its edge or the window's.
+legend's dashed lines too short to tell apart, a table's columns past its edge or the
+window's. The window is a laptop's 1024x768 and a desktop's 1440x900.
 
 At each width: every legend entry of the charts checked here lies inside its
 chart (not cut at the edge), the published study's reference points are drawn
 on the Models page, and the tables a reader reads first fit beside the sidebar
 with every header shown (their other columns are named on an expander).
 
-One server for the suite (conftest's), one page load per page and width.
+One server (conftest's `every_bundle_server`: every bundled profile, so the tables that
+compare machines and frameworks are drawn), one page load per page and width.
 """
 
 from __future__ import annotations
@@ -32,9 +34,18 @@ pytestmark = pytest.mark.e2e
 
 WIDTHS_PX = (1024, 1440)
 PAGES = ("Models", "Sizing", "Sweeps")
-HEIGHT_PX = 900
+# A laptop's screen and a desktop's: the window each width is seen in.
+HEIGHT_PX = {1024: 768, 1440: 900}
+# Where a reader looks past the first screen, shot as one screen from its heading
+# (``sweeps_machines_compared_1024.png``, ...; docs/screenshots/ holds copies).
+SECTIONS = {
+    "Sweeps": ("Machines compared", "Frameworks compared"),
+    "Sizing": ("How the bound is made",),
+}
 # Vega draws text a pixel or so past its measured box; more than this is a cut label.
 SLACK_PX = 2
+# A canvas grid or chart scrolled into view draws on the next frames: wait for two.
+NEXT_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 CHART = '[data-testid="stVegaLiteChart"]'
 TABLE = '[data-testid="stDataFrame"]'
 HTML_TABLE = '[data-testid="stTable"]'
@@ -133,6 +144,26 @@ def sweeps_page_reads_whole(page: Page) -> None:
     expect(launch).to_be_in_viewport(ratio=1)
 
 
+def slug(words: str) -> str:
+    """``Machines compared`` -> ``machines_compared``."""
+    return "_".join(words.lower().split())
+
+
+def shoot_section(page: Page, section: str, path: Path) -> None:
+    """One screen from the heading (or, opened, the expander) named ``section``."""
+    main = page.get_by_test_id("stMain")
+    heading = main.get_by_role("heading", name=section)
+    if heading.count():
+        heading.first.evaluate("node => node.scrollIntoView({block: 'start'})")
+    else:  # an expander: the first one, opened, in the middle of the screen
+        expander = main.get_by_test_id("stExpander").filter(has_text=section).first
+        expander.locator("summary").click()
+        expect(expander.locator("details")).to_have_attribute("open", "")
+        expander.evaluate("node => node.scrollIntoView({block: 'center'})")
+    page.evaluate(NEXT_FRAMES_JS)
+    page.screenshot(path=str(path))
+
+
 # What each page must show whole beyond uncut text (the Sizing page's decision has its own
 # browser test, `test_sizing_decision`).
 READS_WHOLE = {"Models": models_page_reads_whole, "Sweeps": sweeps_page_reads_whole}
@@ -141,14 +172,19 @@ READS_WHOLE = {"Models": models_page_reads_whole, "Sweeps": sweeps_page_reads_wh
 @pytest.mark.parametrize("width", WIDTHS_PX)
 @pytest.mark.parametrize("title", PAGES)
 def test_every_page_renders_whole_at_this_width(
-    page: Page, dashboard_url: str, screenshots_dir: Path, title: str, width: int
+    page: Page, every_bundle_url: str, screenshots_dir: Path, title: str, width: int
 ) -> None:
-    page.set_viewport_size({"width": width, "height": HEIGHT_PX})
-    open_page(page, dashboard_url, title)
+    page.set_viewport_size({"width": width, "height": HEIGHT_PX[width]})
+    open_page(page, every_bundle_url, title)
     no_exception(page)
+    page.screenshot(path=str(screenshots_dir / f"{title.lower()}_screen_{width}.png"))
     if title in READS_WHOLE:
         READS_WHOLE[title](page)
     save_whole_page(page, screenshots_dir / f"{title.lower()}_{width}.png")
+    for section in SECTIONS.get(title, ()):
+        shoot_section(
+            page, section, screenshots_dir / f"{title.lower()}_{slug(section)}_{width}.png"
+        )
 
     found = clipped_text(page)
     drawn = drawn_defects(page)

@@ -8,7 +8,14 @@ import pytest
 from core.analytical import refined_breakdown
 from core.published import PUBLISHED_POINTS
 from core.workloads.unet3d import UNetConfig
-from presentation import charts, charts_study, charts_sweeps, curves, sizing_text
+from presentation import (
+    charts_models,
+    charts_sizing,
+    charts_study,
+    charts_sweeps,
+    curves,
+    sizing_text,
+)
 from tests.conftest import build_runs
 
 
@@ -29,7 +36,7 @@ def test_peak_vs_size_draws_measured_dots_over_one_line_per_model_and_batch(runs
     points = curves.measured_points(runs)
     models = curves.closed_form_models(runs)
     frame = curves.predicted_curves(models, [16, 32, 48, 64, 80], [1, 2, 4])
-    spec = charts.peak_vs_size(points, frame).to_dict()
+    spec = charts_models.peak_vs_size(points, frame).to_dict()
     layers = _layers(spec)
 
     assert set(layers) == {"predicted", "measured"}
@@ -49,19 +56,19 @@ def test_peak_vs_size_draws_measured_dots_over_one_line_per_model_and_batch(runs
 def test_the_model_legend_draws_each_dash_long_enough_to_tell_it_apart(runs) -> None:
     # Issue 42: at Vega's ~10 px default sample, six models' dashes read as six solid lines.
     frame = curves.predicted_curves(curves.closed_form_models(runs), [32, 64], [1])
-    spec = charts.peak_vs_size(curves.measured_points(runs), frame).to_dict()
+    spec = charts_models.peak_vs_size(curves.measured_points(runs), frame).to_dict()
     legend = _layers(spec)["predicted"]["encoding"]["strokeDash"]["legend"]
 
     assert legend["symbolType"] == "stroke"
     sample_px = legend["symbolSize"] ** 0.5
-    assert all(sample_px >= 2 * sum(dash) for dash in charts.DASHES)
+    assert all(sample_px >= 2 * sum(dash) for dash in charts_models.DASHES)
 
 
 def test_log_axes_use_log_scales_and_drop_what_a_log_scale_cannot_place(runs) -> None:
     points = curves.measured_points(runs)
     frame = curves.predicted_curves(curves.closed_form_models(runs), [32, 64], [1])
-    linear = _layers(charts.peak_vs_size(points, frame, log=False).to_dict())["predicted"]
-    log = _layers(charts.peak_vs_size(points, frame, log=True).to_dict())["predicted"]
+    linear = _layers(charts_models.peak_vs_size(points, frame, log=False).to_dict())["predicted"]
+    log = _layers(charts_models.peak_vs_size(points, frame, log=True).to_dict())["predicted"]
 
     assert log["encoding"]["x"]["scale"] == {"type": "log"}
     assert log["encoding"]["y"]["scale"] == {"type": "log"}
@@ -77,7 +84,7 @@ def _held_out(runs: pd.DataFrame) -> pd.DataFrame:
 
 def test_parity_plots_predicted_against_measured_with_the_identity_line(runs) -> None:
     points = _held_out(runs)
-    spec = charts.parity(points).to_dict()
+    spec = charts_models.parity(points).to_dict()
     layers = _layers(spec)
 
     dots = layers["held_out"]
@@ -95,8 +102,8 @@ def test_parity_plots_predicted_against_measured_with_the_identity_line(runs) ->
 
 def test_residuals_are_drawn_against_side_or_measured_peak(runs) -> None:
     points = _held_out(runs)
-    by_side = _layers(charts.residuals(points, "side").to_dict())["residuals"]
-    by_peak = _layers(charts.residuals(points, "measured_gib").to_dict())["residuals"]
+    by_side = _layers(charts_models.residuals(points, "side").to_dict())["residuals"]
+    by_peak = _layers(charts_models.residuals(points, "measured_gib").to_dict())["residuals"]
 
     assert by_side["encoding"]["x"]["field"] == "side"
     assert by_peak["encoding"]["x"]["field"] == "measured_gib"
@@ -104,12 +111,12 @@ def test_residuals_are_drawn_against_side_or_measured_peak(runs) -> None:
     # Drawn beside the parity chart, which names the models: no second copy of its legend.
     assert by_side["encoding"]["color"]["legend"] is None
     with pytest.raises(ValueError, match="residuals are drawn against side, measured_gib"):
-        charts.residuals(points, "batch_size")
+        charts_models.residuals(points, "batch_size")
 
 
 def test_the_breakdown_has_a_bar_per_term_in_the_models_order() -> None:
     terms = sizing_text.breakdown_frame(refined_breakdown(UNetConfig((64, 64, 64), 2)))
-    spec = charts.breakdown(terms).to_dict()
+    spec = charts_sizing.breakdown(terms).to_dict()
 
     assert spec["mark"]["type"] == "bar"
     assert spec["encoding"]["y"]["sort"] is None  # display order, not alphabetical
@@ -143,7 +150,7 @@ def _legend_entries(spec: dict[str, Any], layer: dict[str, Any], field: str) -> 
 
 def test_the_bounds_chart_marks_the_budget_and_what_training_may_use_of_it() -> None:
     models = _bounds([10.0, 12.0], [11.0, 15.0])
-    spec = charts.bounds(models, budget_gib=240.0, usable_gib=200.0).to_dict()
+    spec = charts_sizing.bounds(models, budget_gib=240.0, usable_gib=200.0).to_dict()
     layers = _layers(spec)
 
     assert set(layers) == {"bound", "predicted", "budget"}
@@ -153,7 +160,7 @@ def test_the_bounds_chart_marks_the_budget_and_what_training_may_use_of_it() -> 
 
 
 def test_every_mark_of_the_bounds_chart_has_a_legend_entry() -> None:
-    spec = charts.bounds(_bounds([10.0, 12.0], [11.0, 15.0]), 240.0, 200.0).to_dict()
+    spec = charts_sizing.bounds(_bounds([10.0, 12.0], [11.0, 15.0]), 240.0, 200.0).to_dict()
     layers = _layers(spec)
 
     assert _legend_fields(layers["predicted"]) == {"point"}
@@ -163,8 +170,17 @@ def test_every_mark_of_the_bounds_chart_has_a_legend_entry() -> None:
     assert _legend_entries(spec, layers["budget"], "line") == {"budget", "budget less headroom"}
 
 
+def test_a_dashed_line_and_a_solid_one_are_told_apart_in_the_bounds_legend() -> None:
+    # Vega's ~10 px line sample is one period of the headroom's 4+4 px dash: it looked solid.
+    spec = charts_sizing.bounds(_bounds([10.0], [11.0]), 240.0, 200.0).to_dict()
+    dash = _layers(spec)["budget"]["encoding"]["strokeDash"]
+
+    period_px = sum(charts_sizing.REFERENCE_DASH)
+    assert dash["legend"]["symbolSize"] ** 0.5 >= 2 * period_px
+
+
 def test_bounds_within_ten_fold_of_each_other_are_drawn_on_a_linear_axis_from_zero() -> None:
-    spec = charts.bounds(_bounds([10.0, 40.0], [20.0, 150.0]), 240.0, 200.0).to_dict()
+    spec = charts_sizing.bounds(_bounds([10.0, 40.0], [20.0, 150.0]), 240.0, 200.0).to_dict()
     x = _layers(spec)["bound"]["encoding"]["x"]
 
     assert x["scale"] == {"zero": True}
@@ -173,15 +189,15 @@ def test_bounds_within_ten_fold_of_each_other_are_drawn_on_a_linear_axis_from_ze
 
 def test_one_bound_over_ten_times_another_puts_the_axis_on_a_log_scale() -> None:
     models = _bounds([10.0, 100.0], [12.0, 480.0])  # 480 > 10 x 12
-    spec = charts.bounds(models, 240.0, 200.0).to_dict()
+    spec = charts_sizing.bounds(models, 240.0, 200.0).to_dict()
     layers = _layers(spec)
 
-    assert charts.bounds_scale_is_log(models)
+    assert charts_sizing.bounds_scale_is_log(models)
     for name in ("bound", "predicted", "budget"):
         assert layers[name]["encoding"]["x"]["scale"] == {"type": "log"}
         assert layers[name]["encoding"]["x"]["title"] == "GiB (log scale)"
     # A model predicting nothing (<= 0) has no place on a log axis: it is left out, not drawn at 0.
-    assert not charts.bounds_scale_is_log(_bounds([-1.0, 5.0], [0.0, 40.0]))
+    assert not charts_sizing.bounds_scale_is_log(_bounds([-1.0, 5.0], [0.0, 40.0]))
 
 
 def test_the_memory_timeline_names_the_curve_every_rule_and_the_steps_in_legends() -> None:
@@ -207,8 +223,8 @@ def test_the_memory_timeline_names_the_curve_every_rule_and_the_steps_in_legends
 
 def test_reference_lines_and_the_spread_between_machines_are_named_in_legends(runs) -> None:
     points = _held_out(runs)
-    identity = _layers(charts.parity(points).to_dict())["identity"]
-    zero = _layers(charts.residuals(points).to_dict())["zero"]
+    identity = _layers(charts_models.parity(points).to_dict())["identity"]
+    zero = _layers(charts_models.residuals(points).to_dict())["zero"]
 
     assert _legend_fields(identity) == _legend_fields(zero) == {"reference"}
     assert identity["encoding"]["strokeDash"]["scale"]["domain"] == ["predicted = measured"]
@@ -282,7 +298,7 @@ def test_a_2d_workloads_axes_say_pixels_and_square_root() -> None:
             "predicted_gib": [1.0],
         }
     )
-    spec = charts.peak_vs_size(points, curve, dims=2).to_dict()
+    spec = charts_models.peak_vs_size(points, curve, dims=2).to_dict()
     title = _layers(spec)["predicted"]["encoding"]["x"]["title"]
     assert title == "image side (pixels; square root of H x W)"
-    assert charts.SIDE_TITLE == "image side (voxels; cube root of D x H x W)"
+    assert charts_models.SIDE_TITLE == "image side (voxels; cube root of D x H x W)"

@@ -214,6 +214,19 @@ def test_no_credible_model_is_no_answer() -> None:
     )
 
 
+def test_the_margin_column_is_the_bound_over_the_prediction_with_every_factor_in_it() -> None:
+    # Issue 42: a model's own ratio x1.08, its bound widened for the machine to 1.17 times
+    # the prediction; the column said "x1.08" beside the 1.17x bound.
+    widened = dataclasses.replace(estimate("symbolic", 117.0, 100.0), bound_ratio=1.08)
+    nothing = evidence_for(DELL, pd.DataFrame())
+    decision = decide([widened], "symbolic", DELL, nothing, 256 * GIB, 0.2)
+
+    shown = sizing_text.models_frame(decision).set_index("model")
+
+    assert shown.loc["symbolic", "margin"] == "x1.17"
+    assert "*margin*: the bound over the prediction" in sizing_text.MODELS_TABLE_NOTE
+
+
 def test_the_every_model_table_says_why_a_model_is_left_out_and_gives_it_no_fits_verdict() -> None:
     # XGBoost as the issue found it: its own bound (18.4 GiB) below the closed form, replaced
     # by the closed form x its excess (200 GiB), which fits the 213 GiB usable; the paper
@@ -235,7 +248,7 @@ def test_the_every_model_table_says_why_a_model_is_left_out_and_gives_it_no_fits
     assert shown.columns.tolist() == [
         "predicted GiB",
         "bound GiB",
-        "bound from",
+        "margin",
         "fits",
         "left out because",
     ]

@@ -227,7 +227,7 @@ def test_this_machine_is_always_offered_even_without_runs():
     assert default is bundled
     assert list(options) == [INTEL_KEY, AMD_KEY]
     assert machines.option_label(AMD_KEY, options, AMD_KEY) == (
-        f"AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.16 · {AMD_KEY} — this machine"
+        "AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.16 — this machine"
     )
     assert machines.choice_for(INTEL_KEY, default, options, HERE) is bundled
     assert machines.choice_for(AMD_KEY, default, options, HERE).reason == THIS_MACHINE

@@ -1,27 +1,27 @@
-"""The dashboard's Models and Sizing charts: pure functions from frames to Altair charts.
+"""The Models page's charts: each model's curve over the measured peaks, and its held-out errors.
 
-The Models page's peak against image size, predicted against measured and
-residuals take frames from `presentation.curves` (memory in GiB); the Sizing
-page's bounds and breakdown take its models' answers. The study's published
-figures have a module of their own (`presentation.charts_study`). Nothing here
-reads the database or Streamlit, so tests check the Vega-Lite specs
-(``chart.to_dict()``) directly. Layers carry a ``name`` (``measured``,
-``predicted``, ...) so a spec says which series it holds.
+`peak_vs_size` draws the measured peaks over each model's predicted curve (frames
+from `presentation.curves`, memory in GiB); `parity` and `residuals` the held-out
+predictions against what was measured. Nothing here reads the database or
+Streamlit, so tests check the Vega-Lite specs (``chart.to_dict()``) directly.
+Layers carry a ``name`` (``measured``, ``predicted``, ...) so a spec says which
+series it holds. The Sizing page's charts are `presentation.charts_sizing`'s,
+the published study's `presentation.charts_study`'s, the encodings they share
+`presentation.chart_style`'s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import altair as alt
 import pandas as pd
 
-from presentation.chart_parts import (
+from presentation.chart_style import (
     CHART_HEIGHT_PX,
     LABEL_LIMIT_PX,
     LEGEND_FILL,
     LEGEND_PADDING_PX,
     MODEL_LEGEND,
+    REFERENCE_DASH,
     model_colour,
     positive,
     series,
@@ -45,21 +45,8 @@ DASH_SYMBOL_SIZE = 44**2
 RESIDUAL_AXES: dict[str, str] = {"side": SIDE_TITLE, "measured_gib": MEASURED_TITLE}
 # Reference lines (identity, zero error) are named in a legend of their own, in grey.
 REFERENCE_COLOUR = "gray"
-REFERENCE_DASH = [4, 4]
 IDENTITY = "predicted = measured"
 NO_ERROR = "no error"
-# The bounds chart: its marks' legend entries, and when its GiB axis goes logarithmic.
-PREDICTED = "predicted peak"
-UPPER = "predicted to upper bound"
-BUDGET = "budget"
-USABLE = "budget less headroom"
-BOUND_COLOUR = "#4c78a8"
-BUDGET_COLOUR = "firebrick"
-# Past this ratio of the largest upper bound to the smallest, a linear axis squeezes the
-# small models into its first pixels: the axis goes logarithmic.
-LOG_SCALE_RATIO = 10.0
-GIB_TITLE = "GiB"
-GIB_LOG_TITLE = "GiB (log scale)"
 
 
 def _scale(log: bool) -> alt.Scale:
@@ -237,146 +224,3 @@ def _point_tooltip(points: pd.DataFrame) -> list[alt.Tooltip]:
     if "seed" in points:
         tooltip.append(alt.Tooltip("seed:O", title="split seed"))
     return tooltip
-
-
-def breakdown(terms: pd.DataFrame) -> alt.Chart:
-    """The refined analytical model's terms as bars (`presentation.curves.breakdown_frame`)."""
-    return (
-        alt.Chart(terms)
-        .mark_bar()
-        .encode(
-            x=alt.X("gib:Q", title="GiB"),
-            y=alt.Y("term:N", title=None, sort=None),
-            color=alt.Color("term:N", legend=None, sort=None),
-            tooltip=[
-                alt.Tooltip("term:N"),
-                alt.Tooltip("gib:Q", title="GiB", format=".3f"),
-                alt.Tooltip("share_pct:Q", title="share (%)", format=".1f"),
-            ],
-        )
-        .properties(name="breakdown")
-    )
-
-
-def bounds_scale_is_log(models: pd.DataFrame) -> bool:
-    """Whether the largest upper bound is more than `LOG_SCALE_RATIO` times the smallest one."""
-    upper = models["upper_gib"].astype(float)
-    upper = upper[upper > 0]
-    return bool(len(upper)) and float(upper.max()) > LOG_SCALE_RATIO * float(upper.min())
-
-
-@dataclass(frozen=True)
-class _BoundsAxes:
-    """What the bounds chart's layers share: the GiB axis, the models' axis, the line legend."""
-
-    gib: alt.Scale
-    x_title: str
-    y: alt.Y
-    colour: alt.Color  # the bound and the two rules: colour and dash on one field, one legend
-    dash: alt.StrokeDash
-    tooltip: list[alt.Tooltip]
-
-    @classmethod
-    def make(cls, log: bool) -> _BoundsAxes:
-        lines = [UPPER, BUDGET, USABLE]
-        legend = alt.Legend(orient="bottom", direction="vertical", symbolType="stroke")
-        colours = [BOUND_COLOUR, BUDGET_COLOUR, BUDGET_COLOUR]
-        return cls(
-            gib=alt.Scale(type="log") if log else alt.Scale(zero=True),
-            x_title=GIB_LOG_TITLE if log else GIB_TITLE,
-            y=alt.Y("title:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
-            colour=alt.Color(
-                "line:N", title=None, scale=alt.Scale(domain=lines, range=colours), legend=legend
-            ),
-            dash=alt.StrokeDash(
-                "line:N",
-                title=None,
-                scale=alt.Scale(domain=lines, range=[[1, 0], [1, 0], REFERENCE_DASH]),
-                legend=legend,
-            ),
-            tooltip=[
-                alt.Tooltip("title:N", title="model"),
-                alt.Tooltip("predicted_gib:Q", title="predicted (GiB)", format=".2f"),
-                alt.Tooltip("upper_gib:Q", title="upper bound (GiB)", format=".2f"),
-            ],
-        )
-
-    def x(self, column: str) -> alt.X:
-        return alt.X(f"{column}:Q", title=self.x_title, scale=self.gib)
-
-
-def _bound_spans(models: pd.DataFrame, axes: _BoundsAxes, log: bool) -> alt.Chart:
-    """Each model's bar from its point prediction to its upper bound."""
-    return (
-        positive(alt.Chart(models), "predicted_gib", "upper_gib", log=log)
-        .mark_rule(strokeWidth=3, opacity=0.6)
-        .encode(
-            x=axes.x("predicted_gib"),
-            x2="upper_gib:Q",
-            y=axes.y,
-            color=axes.colour,
-            strokeDash=axes.dash,
-            tooltip=axes.tooltip,
-        )
-        .transform_calculate(line=series(UPPER))
-        .properties(name="bound")
-    )
-
-
-def _predicted_dots(models: pd.DataFrame, axes: _BoundsAxes, log: bool) -> alt.Chart:
-    """Each model's point prediction, in a legend of its own."""
-    return (
-        positive(alt.Chart(models), "predicted_gib", log=log)
-        .mark_point(filled=True, size=80, color=BOUND_COLOUR, opacity=1)
-        .encode(
-            x=axes.x("predicted_gib"),
-            y=axes.y,
-            shape=alt.Shape(
-                "point:N",
-                title=None,
-                scale=alt.Scale(domain=[PREDICTED], range=["circle"]),
-                legend=alt.Legend(orient="bottom", symbolFillColor=BOUND_COLOUR),
-            ),
-            tooltip=axes.tooltip,
-        )
-        .transform_calculate(point=series(PREDICTED))
-        .properties(name="predicted")
-    )
-
-
-def _budget_rules(budget_gib: float, usable_gib: float, axes: _BoundsAxes) -> alt.Chart:
-    """The budget (solid) and what training may use of it (dashed)."""
-    # "line": the legend's field, shared with the bound's layer.
-    limits = pd.DataFrame(
-        {"gib": [budget_gib, usable_gib], "limit": [BUDGET, USABLE], "line": [BUDGET, USABLE]}
-    )
-    return (
-        alt.Chart(limits)
-        .mark_rule()
-        .encode(
-            x=axes.x("gib"),
-            color=axes.colour,
-            strokeDash=axes.dash,
-            tooltip=[alt.Tooltip("limit:N"), alt.Tooltip("gib:Q", title="GiB", format=".1f")],
-        )
-        .properties(name="budget")
-    )
-
-
-def bounds(models: pd.DataFrame, budget_gib: float, usable_gib: float) -> alt.LayerChart:
-    """Each model's point prediction (dot) and upper bound (bar end) against the budget.
-
-    models : one row per model with ``title, predicted_gib, upper_gib``; the
-    solid red rule is the budget, the dashed one what training may use of it.
-    The GiB axis is logarithmic when one model's upper bound dwarfs another's
-    (`bounds_scale_is_log`; its title then says so), linear from zero otherwise.
-    Every mark has a legend entry: the dots in one legend, the bound and the two
-    rules in another (colour and dash on one field merge into one legend).
-    """
-    log = bounds_scale_is_log(models)
-    axes = _BoundsAxes.make(log)
-    return alt.layer(
-        _bound_spans(models, axes, log),
-        _predicted_dots(models, axes, log),
-        _budget_rules(budget_gib, usable_gib, axes),
-    )

@@ -1,8 +1,12 @@
-"""What the chart modules share: sizes, the models' colour legend, series names, log filters.
+"""The encodings every chart shares: sizes, colours, legends, labels, series names, log filters.
 
-`presentation.charts`, `charts_study`, `charts_published` and `charts_sweeps`
-build Altair charts from frames; the pieces here keep their legends, labels
-and colours alike. Nothing here reads the database or Streamlit.
+The charts are grouped by what they show: `presentation.charts_models` (the
+Models page), `charts_sizing` (the Sizing page's bounds and terms),
+`charts_study` (the published study beside our runs and models),
+`charts_published` (one answer beside its runs and the study, the report's) and
+`charts_sweeps` (the Sweeps page). The pieces here keep their legends, labels,
+colours and the study's log-log plane alike. Nothing here reads the database or
+Streamlit.
 """
 
 from __future__ import annotations
@@ -22,6 +26,17 @@ LEGEND_PADDING_PX = 4
 LABEL_OFFSET_PX = 6
 LABEL_FONT_PX = 11
 SCALE_PADDING_PX = 16
+# A legend's line sample: Vega's default (~10 px) is shorter than two periods of most dashes,
+# so a dashed line and a solid one look alike there (tests/e2e/drawn_defects.py found it in
+# the timeline's, the bounds' and the study's legends). A stroke symbol of size s is a
+# sqrt(s) px line: 24 px shows two periods of any dash up to 12 px.
+DASH_SAMPLE_SIZE = 24**2
+# Reference lines (identity, zero error, what training may use of a budget) are dashed.
+REFERENCE_DASH = [4, 4]
+# The plane the published study is drawn on (`charts_study`, `charts_published`).
+SAMPLE_LOG_TITLE = "image x batch (million voxels, log scale)"
+MEMORY_LOG_TITLE = "peak memory or server RAM (GiB, log scale)"
+PUBLISHED_COLOUR = "black"
 
 
 def series(name: str) -> str:
