@@ -42,6 +42,7 @@ from core.workloads.base import WorkloadConfig
 from dashboard import (
     data,
     framework_panel,
+    gpu_sizing_mode,
     machine_panel,
     published_panel,
     query_state,
@@ -264,6 +265,9 @@ def headline(asked: Asked, headed: str, problems: dict[str, str]) -> None:
 
 def render() -> None:
     st.title("Sizing")
+    if gpu_sizing_mode.chosen_memory() == gpu_sizing_mode.GPU_MEMORY:
+        gpu_sizing_mode.render()  # its own question and answers (`dashboard.gpu_sizing_mode`)
+        return
     st.caption(
         "How much host RAM will training this network take, and what is the largest image "
         "or batch that fits the memory you have? Upper bounds, not point predictions, "

@@ -202,12 +202,14 @@ def _cli_words(path: Path) -> list[str]:
 # Still there, each a text or an alias, never a command line built to run: the one-release
 # aliases exec `memplan`; the verifying command shown to a person names its database
 # (`application/verify.py`), and so does the `memplan evaluate` line a refit job records
-# as its evaluation's command (`application/refit.py`, read back for `--quick`). The
+# as its evaluation's command (`application/refit.py`, read back for `--quick`), and the
+# Sizing page's GPU "copy this command" (`presentation/gpu_sizing_view.py`). The
 # refit and a calibration's fit are typed jobs (`application.refit.RefitJob`).
 KNOWN_CLI_WORDS = {
     "application/refit.py": ['"--db"'],
     "application/verify.py": ['"--db"'],
     "modeling/__main__.py": ['"-m", "memplan"'],
+    "presentation/gpu_sizing_view.py": ['"--db"'],
     "profiling/__main__.py": ['"-m", "memplan"'],
 }
 
