@@ -29,7 +29,7 @@ def range_words(said: GpuAnswer) -> str:
 def headline(said: GpuAnswer) -> None:
     """The answer first: the question in words, its figure, the sentence and the note that
     host RAM is another figure."""
-    st.subheader(gpu_sizing_view.asked_words(said.question))
+    st.subheader(gpu_sizing_view.asked_words(said))
     label, value = gpu_sizing_view.metric(said)
     st.metric(plain(label), value)
     st.caption(plain(gpu_sizing_text.headline(said)))

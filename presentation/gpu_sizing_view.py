@@ -49,26 +49,19 @@ def image_text(shape: tuple[int, ...]) -> str:
     return str(shape[0]) if len(set(shape)) == 1 else "x".join(map(str, shape))
 
 
-def asked_words(question: GpuQuestion) -> str:
-    """The question's configuration in words, as the page's subheader says it."""
-    title = workloads.get(question.workload).TITLE
-    if question.kind == LARGEST_CUBE:
-        what = f"batch {question.batch_size}"
-    elif question.kind == LARGEST_BATCH:
-        assert question.image_shape is not None
-        what = shape_words(question.image_shape)
-    else:
-        assert question.image_shape is not None
-        what = f"{shape_words(question.image_shape)} at batch {question.batch_size}"
-    return f"{title}: {what}, {question.precision}, {ALLOC_LABELS[question.alloc_conf]}"
+def asked_words(said: GpuAnswer) -> str:
+    """The network and the GPU the answer is for, as the page's subheader says them."""
+    title = workloads.get(said.question.workload).TITLE
+    return f"{title} on {said.card.label}"
 
 
 def metric(said: GpuAnswer) -> tuple[str, str]:
     """The headline figure: (its label, its value), e.g. ("Largest cube at batch 2", "288^3")."""
     question = said.question
     if question.kind == WHICH_GPUS:
-        assert said.check is not None
-        return f"On {said.card.label}", said.check.verdict.value
+        assert said.check is not None and question.image_shape is not None
+        label = f"{shape_words(question.image_shape)} at batch {question.batch_size}"
+        return label, said.check.verdict.value
     if question.kind == LARGEST_CUBE:
         dims = workloads.get(question.workload).DIMS
         label = f"Largest {'cube' if dims == 3 else 'square'} at batch {question.batch_size}"
@@ -77,7 +70,7 @@ def metric(said: GpuAnswer) -> tuple[str, str]:
         assert question.image_shape is not None
         label = f"Largest batch at {shape_words(question.image_shape)}"
         value = "none known to fit" if said.found is None else str(said.found)
-    return f"{label} on {said.card.label}", value
+    return label, value
 
 
 def _gib(value: int | None) -> str:

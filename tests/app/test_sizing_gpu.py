@@ -96,7 +96,10 @@ def test_a_typed_gpu_size_is_answered_as_given(shared_gpu_db: Path) -> None:
     at = open_page(PAGE, memory="gpu", gpu="75GiB", batch="2")
 
     assert widget(at.text_input, "Usable GPU memory").value == "75GiB"
-    assert at.metric[0].label.startswith("Largest cube at batch 2 on 75")
+    assert at.metric[0].label == "Largest cube at batch 2"
+    assert "3D U-Net (IntelAI/unet) on 75.00 GiB GPU (size given)" in [
+        h.value for h in at.subheader
+    ]
     said = gpu_sizing.ask(
         GpuQuestion(gpu_sizing.LARGEST_CUBE, batch_size=2, gpu="75GiB"), shared_gpu_db
     )
