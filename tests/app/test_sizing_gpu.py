@@ -13,8 +13,9 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from application import gpu_sizing
+from application import gpu_sizing, readonly
 from application.gpu_sizing import GpuQuestion
+from core import database
 from memplan import cli
 from presentation import gpu_report_html, gpu_sizing_text
 from tests.app.helpers import open_page, shown, widget
@@ -148,3 +149,18 @@ def test_without_gpu_runs_the_page_says_how_to_import_them(shared_reference_db: 
     at = open_page(PAGE, memory="gpu")
 
     assert [shown(e.value) for e in at.error][0].startswith("no GPU profile in this database")
+
+
+def test_a_read_only_dashboard_answers_in_gpu_memory_and_writes_nothing(
+    gpu_template: Path, tmp_path: Path, monkeypatch
+) -> None:
+    path = tmp_path / "memplan.duckdb"
+    path.write_bytes(gpu_template.read_bytes())
+    monkeypatch.setenv(database.DB_ENV_VAR, str(path))
+    monkeypatch.setenv(readonly.READ_ONLY_ENV_VAR, "1")
+    before = (path.read_bytes(), sorted(p.name for p in tmp_path.iterdir()))
+
+    at = open_page(PAGE, memory="gpu", gpu="80GB", batch="2")
+
+    assert at.metric[0].value == "288^3"
+    assert (path.read_bytes(), sorted(p.name for p in tmp_path.iterdir())) == before
