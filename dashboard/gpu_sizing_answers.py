@@ -47,6 +47,14 @@ def table(said: GpuAnswer) -> None:
     st.dataframe(gpu_sizing_view.table_frame(said.table), hide_index=True, width="stretch")
 
 
+def every_size(said: GpuAnswer, answers: list[GpuAnswer]) -> None:
+    """The same largest-cube or largest-batch question on every listed GPU size."""
+    if not answers:
+        return
+    st.markdown("**Every GPU size** (the same question asked of each)")
+    st.dataframe(gpu_sizing_view.largest_frame(answers), hide_index=True, width="stretch")
+
+
 def options(said: GpuAnswer) -> None:
     """What would make a configuration that does not fit fit, each with its figures."""
     if not said.options:

@@ -12,6 +12,9 @@ The question lives in the URL (`dashboard.gpu_query_state`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import streamlit as st
 
 from application import gpu_models, gpu_sizing
@@ -57,6 +60,17 @@ def question_of(ask: GpuAsk, choices: GpuChoices) -> GpuQuestion:
     )
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def on_every_size(db: str, version: data.Version, question: GpuQuestion) -> list[GpuAnswer]:
+    """A largest-cube or largest-batch ``question`` asked of each listed GPU size (none for
+    which-GPUs, whose answer has its table): cached per database version and question."""
+    if question.kind == gpu_sizing.WHICH_GPUS:
+        return []
+    models = gpu_models.load_gpu_models(Path(db))
+    sizes = gpu_sizing.gpu_choices(models).sizes
+    return [gpu_sizing.answer(replace(question, gpu=size), models) for size, _ in sizes]
+
+
 def _asked(models: dict, choices: GpuChoices, notes) -> GpuAsk | None:
     """The workload and the GPU question, as widgets started at the link's."""
     params = query_state.current()
@@ -95,6 +109,8 @@ def render() -> None:
     with answering:
         gpu_sizing_answers.headline(said)
         gpu_sizing_answers.table(said)
+        every = on_every_size(str(db), data.version(db), said.question)
+        gpu_sizing_answers.every_size(said, every)
     gpu_sizing_answers.options(said)
     gpu_sizing_answers.evidence(said)
     gpu_sizing_answers.command(said, db)

@@ -94,6 +94,30 @@ def table_frame(checks: tuple[GpuCheck, ...]) -> pd.DataFrame:
     )
 
 
+def _found_words(said: GpuAnswer, found: int | None) -> str:
+    if found is None:
+        return "none known"
+    if said.question.kind == LARGEST_CUBE:
+        return f"{found}^{workloads.get(said.question.workload).DIMS}"
+    return str(found)
+
+
+def largest_frame(answers: list[GpuAnswer]) -> pd.DataFrame:
+    """One row per GPU size of a largest-cube or largest-batch question asked of each: the
+    largest that fits and the largest that is at most "verify first"."""
+    return pd.DataFrame(
+        [
+            {
+                "GPU": said.card.label,
+                "Largest that fits": _found_words(said, said.found),
+                "Verify first up to": _found_words(said, said.found_verify),
+            }
+            for said in answers
+        ],
+        columns=["GPU", "Largest that fits", "Verify first up to"],
+    )
+
+
 def options_frame(options: tuple[GpuOption, ...]) -> pd.DataFrame:
     """One row per option that would make the configuration fit, with its figures."""
     return pd.DataFrame(

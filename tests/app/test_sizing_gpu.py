@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -164,3 +165,19 @@ def test_a_read_only_dashboard_answers_in_gpu_memory_and_writes_nothing(
 
     assert at.metric[0].value == "288^3"
     assert (path.read_bytes(), sorted(p.name for p in tmp_path.iterdir())) == before
+
+
+def test_the_largest_square_for_alexnet_on_every_gpu_size_is_each_sizes_answer(
+    shared_gpu_db: Path,
+) -> None:
+    at = open_page(PAGE, memory="gpu", workload="alexnet", gpu="24GB", batch="256")
+
+    question = GpuQuestion(gpu_sizing.LARGEST_CUBE, "alexnet", batch_size=256, gpu="24GB")
+    said = gpu_sizing.ask(question, shared_gpu_db)
+    assert at.metric[0].label == "Largest square at batch 256"
+    found = "none known to fit" if said.found is None else f"{said.found}^2"
+    assert at.metric[0].value == found
+    (every,) = (frame.value for frame in at.dataframe)
+    assert len(every) == 6 and every["GPU"][0] == said.card.label
+    on_141 = gpu_sizing.ask(replace(question, gpu="141GB"), shared_gpu_db)
+    assert every["Verify first up to"].iloc[-1] == f"{on_141.found_verify}^2"
