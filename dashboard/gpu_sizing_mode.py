@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from application import gpu_models, gpu_sizing
 from application.gpu_sizing import GpuAnswer, GpuChoices, GpuQuestion
@@ -71,7 +72,7 @@ def on_every_size(db: str, version: data.Version, question: GpuQuestion) -> list
     return [gpu_sizing.answer(replace(question, gpu=size), models) for size, _ in sizes]
 
 
-def _asked(models: dict, choices: GpuChoices, notes) -> GpuAsk | None:
+def _asked(choices: GpuChoices, notes: DeltaGenerator) -> GpuAsk | None:
     """The workload and the GPU question, as widgets started at the link's."""
     params = query_state.current()
     linked, problems = query_state.workload_from(params)
@@ -94,18 +95,18 @@ def render() -> None:
     choices = gpu_sizing.gpu_choices(models)
     asking, answering = st.columns([1, 2], gap="large")
     with asking:
-        ask = _asked(models, choices, notes)
+        ask = _asked(choices, notes)
     if ask is None:
         with answering:
             st.info("The answer waits for a valid question: see what is wrong on the left.")
         return
-    gpu_query_state.write(ask)
     try:
         said: GpuAnswer = gpu_sizing.answer(question_of(ask, choices), models)
-    except ConfigError as error:
+    except ConfigError as error:  # a shape the network cannot take, no GPU profile
         with answering:
             st.error(plain(str(error)))
         return
+    gpu_query_state.write(ask)  # a link carries only a question the page answers
     with answering:
         gpu_sizing_answers.headline(said)
         gpu_sizing_answers.table(said)

@@ -25,6 +25,9 @@ move away (`sizing_answers.predict_ahead`), so the next move finds its
 predictions made; the decision and the sizing scans are cached per question, and
 what no input changes (what the page offers, the study's predictions) per
 database version.
+
+Everything above is host RAM; the selector under the title switches the page to GPU
+memory (`dashboard.gpu_sizing_mode`), its own question and answers.
 """
 
 from __future__ import annotations

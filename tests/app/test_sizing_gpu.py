@@ -181,3 +181,13 @@ def test_the_largest_square_for_alexnet_on_every_gpu_size_is_each_sizes_answer(
     assert len(every) == 6 and every["GPU"][0] == said.card.label
     on_141 = gpu_sizing.ask(replace(question, gpu="141GB"), shared_gpu_db)
     assert every["Verify first up to"].iloc[-1] == f"{on_141.found_verify}^2"
+
+
+def test_an_image_the_network_cannot_take_says_why_instead_of_an_answer(
+    shared_gpu_db: Path,
+) -> None:
+    at = open_page(PAGE, memory="gpu", ask="largest-batch", image="100")
+
+    (error,) = [shown(e.value) for e in at.error]
+    assert error.startswith("image side 100 cannot be trained by a 5-level U-Net")
+    assert not at.metric and not at.code
