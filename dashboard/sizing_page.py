@@ -25,6 +25,9 @@ move away (`sizing_answers.predict_ahead`), so the next move finds its
 predictions made; the decision and the sizing scans are cached per question, and
 what no input changes (what the page offers, the study's predictions) per
 database version.
+
+Everything above is host RAM; the selector under the title switches the page to GPU
+memory (`dashboard.gpu_sizing_mode`), its own question and answers.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from core.workloads.base import WorkloadConfig
 from dashboard import (
     data,
     framework_panel,
+    gpu_sizing_mode,
     machine_panel,
     published_panel,
     query_state,
@@ -265,6 +269,9 @@ def headline(asked: Asked, headed: str, problems: dict[str, str]) -> None:
 
 def render() -> None:
     st.title("Sizing")
+    if gpu_sizing_mode.chosen_memory() == gpu_sizing_mode.GPU_MEMORY:
+        gpu_sizing_mode.render()  # its own question and answers (`dashboard.gpu_sizing_mode`)
+        return
     st.caption(
         "How much host RAM will training this network take, and what is the largest image "
         "or batch that fits the memory you have? Upper bounds, not point predictions, "

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from application import bundles
-from core import database
+from core import bundled_gpu, database
 from core.database import file_stamp
 from core.frameworks import TENSORFLOW
 from profiling import exchange
@@ -249,3 +249,18 @@ shared_frameworks_db = _shared_fixture(
 shared_every_bundle_db = _shared_fixture(
     "every_bundle_template", "Every bundled run and evaluation"
 )
+
+
+@pytest.fixture(scope="session")
+def gpu_template(reference_db_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference database plus the bundled H200 GPU runs (`core.bundled_gpu`)."""
+
+    def build(path: Path) -> None:
+        path.write_bytes(reference_db_template.read_bytes())
+        for runs_file, alloc_conf in bundled_gpu.BUNDLED_GPU_RUNS:
+            exchange.import_runs(path, runs_file, alloc_conf=alloc_conf)
+
+    return built_once(tmp_path_factory, "gpu.duckdb", build)
+
+
+shared_gpu_db = _shared_fixture("gpu_template", "The reference runs and the bundled GPU runs")

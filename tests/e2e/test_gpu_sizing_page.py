@@ -1,0 +1,108 @@
+"""The Sizing page in GPU memory (issue 40, point 4), in a real browser at 1440x900 and
+1024x768: a visitor on the host-RAM question switches the memory selector to GPU memory
+and reads the largest cube that fits an 80 GB GPU on the first screen, the figure
+``memplan size gpu largest-cube --batch-size 2 --gpu 80GB`` prints (288^3 from the
+bundled H200 runs), with the command to copy under it.
+
+The server's database holds the reference runs and the bundled H200 GPU runs.
+Screenshots: ``artifacts/screenshots/sizing_gpu_{1440,1024}.png`` (copied to
+docs/screenshots/ for docs/dashboard.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from core import bundled_gpu
+from profiling import exchange
+from tests.conftest import built_once, reference_database
+from tests.e2e.conftest import DEFAULT_TIMEOUT_MS, StreamlitServer, serve
+from tests.e2e.test_dashboard import (
+    RENDER_TIMEOUT_MS,
+    metric_value,
+    no_exception,
+    save_whole_page,
+    wait_for_idle,
+)
+from tests.e2e.test_first_screen import QUESTION, SCREENS, on_first_screen
+
+pytestmark = pytest.mark.e2e
+
+ANSWER_LABEL = "Largest cube at batch 2"
+ANSWER_GPU = "3D U-Net (IntelAI/unet) on 80 GB (H100 80GB, 79.18 GiB usable)"
+
+
+def _with_gpu_runs(path: Path) -> None:
+    reference_database(path)
+    for runs_file, alloc_conf in bundled_gpu.BUNDLED_GPU_RUNS:
+        exchange.import_runs(path, runs_file, alloc_conf=alloc_conf)
+
+
+@pytest.fixture(scope="module")
+def gpu_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
+    """The dashboard on the reference runs and the bundled H200 GPU runs."""
+    template = built_once(tmp_path_factory, "gpu.duckdb", _with_gpu_runs)
+    with serve(template, tmp_path_factory.mktemp("e2e-gpu")) as server:
+        yield server
+
+
+@pytest.fixture
+def gpu_page(browser, gpu_server: StreamlitServer) -> Iterator[Page]:
+    context = browser.new_context()
+    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("size", SCREENS, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_switching_to_gpu_memory_shows_the_largest_cube_on_the_first_screen(
+    gpu_page: Page, gpu_server: StreamlitServer, screenshots_dir: Path, size: tuple[int, int]
+) -> None:
+    page = gpu_page
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(f"{gpu_server.url}/?{urlencode(QUESTION)}")
+    main = page.get_by_test_id("stMain")
+    on_first_screen(page, metric_value(page, "Memory to buy"))  # host RAM, as before
+
+    main.get_by_text("GPU memory (the graphics card's own)", exact=True).click()
+    answer = metric_value(page, ANSWER_LABEL)
+    expect(answer).to_have_text("288^3", timeout=RENDER_TIMEOUT_MS)
+    wait_for_idle(page)
+    no_exception(page)
+
+    on_first_screen(page, answer)
+    on_first_screen(page, main.get_by_role("heading", name=ANSWER_GPU))
+    expect(page).to_have_url(re.compile(r"memory=gpu"))
+    command = main.get_by_test_id("stCode")
+    expect(command).to_contain_text(
+        "memplan size gpu largest-cube --workload unet3d --batch-size 2 --gpu 80GB"
+    )
+    page.screenshot(path=str(screenshots_dir / f"sizing_gpu_{size[0]}.png"))
+
+
+def test_a_link_to_which_gpus_shows_every_size_and_what_would_make_it_fit(
+    gpu_page: Page, gpu_server: StreamlitServer, screenshots_dir: Path
+) -> None:
+    page = gpu_page
+    page.set_viewport_size({"width": 1440, "height": 900})
+    link = {"memory": "gpu", "ask": "which-gpus", "gpu": "40GB", "image": "256", "batch": "2"}
+    page.goto(f"{gpu_server.url}/?{urlencode(link)}")
+    expect(metric_value(page, "256^3 at batch 2")).to_have_text(
+        "verify first", timeout=RENDER_TIMEOUT_MS
+    )
+    wait_for_idle(page)
+    no_exception(page)
+
+    main = page.get_by_test_id("stMain")
+    tables = main.get_by_test_id("stDataFrame")
+    expect(tables).to_have_count(2)  # the GPU sizes, what would make it fit
+    expect(main.get_by_role("heading", name="What would make it fit")).to_be_visible()
+    save_whole_page(page, screenshots_dir / "sizing_gpu_which_1440.png")
