@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from core import database, datafiles, migrations, schema, snapshot
-from core.dbopen import DB_FLAG
+from core.dbnames import DB_FLAG
 from core.workloads import DEFAULT_WORKLOAD
 from modeling.errors import ModelingError
 from modeling.stored import bundle

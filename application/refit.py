@@ -26,7 +26,7 @@ from application import evaluate, readonly
 from application.evaluate import DEFAULT_EXTRAPOLATION_SEEDS, DEFAULT_SEEDS, EvaluateRequest
 from application.job_process import run_spec_file, serve
 from core import database, frameworks, workloads
-from core.dbopen import DB_FLAG
+from core.dbnames import DB_FLAG
 from core.errors import ConfigError
 from core.jobfields import Check, Fields, optional
 

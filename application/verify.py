@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from core import frameworks, profiles, workloads
-from core.dbopen import DB_FLAG
+from core.dbnames import DB_FLAG
 from core.units import GIB, budget_argument, gib_words
 from core.workloads.base import WorkloadConfig, format_image_shape
 from modeling.decision import PEAK_COLUMN, same_config, sampled_aside, stored_number

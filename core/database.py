@@ -37,7 +37,7 @@ from pathlib import Path
 import duckdb
 
 from core import bundled_gpu, datafiles, migrations, schema
-from core.dbopen import DB_ENV_VAR as DB_ENV_VAR
+from core.dbnames import DB_ENV_VAR as DB_ENV_VAR
 from core.dbopen import (
     DB_FLAG,
     LOCK_RETRY_FIRST_S,

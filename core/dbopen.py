@@ -28,15 +28,9 @@ from pathlib import Path
 
 import duckdb
 
+from core.dbnames import DB_ENV_VAR, DB_FLAG
 from core.errors import StoreError
 
-DB_ENV_VAR = "MEMPLAN_DB"
-# The command line's option that names the database, beside DB_ENV_VAR: declared once, here,
-# as the knobs' flags are (`core.workloads.knobs.Knob.flag`), so the messages and suggested
-# commands below `memplan` say it without spelling it, and `memplan.commands` declares the
-# option from it.
-DB_OPTION = "db"
-DB_FLAG = f"--{DB_OPTION}"
 LOCK_TIMEOUT_ENV_VAR = "MEMPLAN_LOCK_TIMEOUT_S"
 # A sweep holds the write lock only for one insert (milliseconds), so a minute of
 # waiting means something else is wrong, e.g. a stray process holding the file open.

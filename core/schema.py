@@ -92,7 +92,7 @@ import duckdb
 import pyarrow as pa
 
 from core import targets
-from core.dbopen import DB_ENV_VAR, DB_FLAG
+from core.dbnames import DB_ENV_VAR, DB_FLAG
 from core.errors import StoreError
 from core.records import RUN_COLUMNS, SAMPLE_COLUMNS, RunRecord
 

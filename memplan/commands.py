@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core import database, workloads
-from core.dbopen import DB_FLAG
+from core.dbnames import DB_FLAG
 from core.errors import ERROR_EXIT_CODE, ConfigError, MemplanError
 from core.plausibility import MAX_SEED
 from core.units import SIZE_UNITS_HELP

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from core import frameworks, profiles
 from core.database import CALIBRATION_FILE
-from core.dbopen import DB_FLAG
+from core.dbnames import DB_FLAG
 from core.machine import this_profile
 from core.profile_frameworks import check_framework, keys_of_framework, of_framework
 from core.profiles import MachineProfile

@@ -24,7 +24,7 @@ from application.gpu_sizing import (
     GpuQuestion,
 )
 from core import workloads
-from core.dbopen import DB_FLAG
+from core.dbnames import DB_FLAG
 from core.units import format_bytes
 from presentation.gpu_sizing_text import shape_words
 

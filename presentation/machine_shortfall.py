@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from core import frameworks, workloads
-from core.dbopen import DB_FLAG
+from core.dbnames import DB_FLAG
 from modeling.evaluation.protocol import MIN_POINTS
 from modeling.features import MEASURED_PEAK_COLUMN, OK_STATUS
 from presentation import workload_labels

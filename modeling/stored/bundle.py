@@ -55,7 +55,7 @@ import pyarrow.parquet as pq
 from core import exportfile, exportversion, schema
 from core import snapshot as snapshots
 from core.database import DATA_DIR
-from core.dbopen import DB_FLAG
+from core.dbnames import DB_FLAG
 from core.snapshot import Snapshot
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.protocol import data_fingerprint

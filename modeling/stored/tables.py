@@ -40,7 +40,7 @@ from typing import Any
 import pandas as pd
 
 from core import schema, workloads
-from core.dbopen import DB_FLAG
+from core.dbnames import DB_FLAG
 from core.snapshot import Snapshot
 from modeling.errors import ModelingError, NoModelsError
 from modeling.evaluation.bounds import ConformalBound

@@ -187,7 +187,7 @@ def test_only_the_command_line_is_a_package_to_run(package):
 # How to start the command line and its database flag: only `memplan` may spell them. A
 # sweep below it is a typed job (`profiling.jobspec.SweepJob`), not a command line; a
 # message or a suggested command below it, or on a page, names the database option as
-# `core.dbopen.DB_FLAG`, declared once, as the knobs' flags are.
+# `core.dbnames.DB_FLAG`, declared once, as the knobs' flags are.
 CLI_WORDS = ('"-m", "memplan"', "--db")
 NOT_THE_COMMAND_LINE = PACKAGES[:-1]
 
@@ -225,7 +225,7 @@ def test_the_cli_words_finder_sees_a_command_line_however_it_is_laid_out(tmp_pat
 
 
 def test_the_command_line_declares_its_database_option_from_core():
-    from core.dbopen import DB_FLAG
+    from core.dbnames import DB_FLAG
 
     assert DB_FLAG == "--db"
     assert "DB_FLAG" in (REPO / "memplan" / "commands.py").read_text()
