@@ -1,6 +1,7 @@
-"""A sizing answer as one self-contained HTML file a procurement team can attach to a request.
+"""A sizing report's content: what one answer says, as plain values, before any HTML.
 
-`build_report` gathers everything an answer rests on into a `SizingReport`
+The report is one self-contained HTML file a procurement team can attach to a
+request. `build_report` gathers everything an answer rests on into a `SizingReport`
 (plain values): the question (configuration, budget, headroom), the
 `modeling.decision.Decision` with its headline and the credible models'
 spread, the machine profile it is for, the chosen model's upper bound with
@@ -9,9 +10,9 @@ from which calibration, and "thin evidence" where the bound is the worst of
 few), every stored model's estimate with why the left-out ones are left out,
 whether a run verified it, the runs it rests on, the Dell EMC / Intel
 study's published figures when they are about the same question, the
-memplan version and when it was made (`presentation.sizing_report_parts`: the
-parts). `presentation.sizing_report_html.render_html` writes it out as one
-self-contained HTML file.
+memplan version and when it was made. The evidence lines are
+`presentation.sizing_report_evidence`'s; `presentation.sizing_report_html.render_html`
+writes the report out as one self-contained HTML file.
 
 Used by ``memplan report`` and the dashboard's download button.
 """
@@ -29,16 +30,16 @@ from application.sizing_each import Outcome, answer_each
 from core import published, workloads
 from core.profiles import MachineProfile
 from core.units import GIB, approx_gib
+from core.version import memplan_version
 from core.workloads.base import WorkloadConfig
 from modeling.decision import Confidence, Decision, ModelEstimate, sampled_aside
 from modeling.machines import MachineFacts
 from presentation import charts_published, sizing_text, workload_labels
-from presentation.sizing_report_parts import (
+from presentation.sizing_report_evidence import (
     RUN_ID_CHARS,
     BoundEvidence,
     ModelLine,
     RunLine,
-    memplan_version,
     published_for,
     run_lines,
 )

@@ -1,4 +1,4 @@
-"""The parts of a sizing report that are facts about the answer, as plain values.
+"""What a sizing report's answer rests on, as plain values: its evidence.
 
 * `BoundEvidence` — the answering model's upper bound and what stands behind it
   (coverage, how many distinct held-out configurations, which calibration, "thin
@@ -6,39 +6,32 @@
 * `ModelLine` — one stored model's estimate, believed or left out with why;
 * `RunLine` and `run_lines` — the machine profile's runs of the workload, those of
   exactly the question marked;
-* `published_for` — the Dell EMC / Intel study's figures when they are about the question;
-* `memplan_version` — which memplan made the report (`git_commit` read without git).
+* `published_for` — the Dell EMC / Intel study's figures when they are about the question.
 
-`presentation.sizing_report` assembles them; `presentation.sizing_report_html` writes them.
+`presentation.sizing_report` (the report's content) gathers them;
+`presentation.sizing_report_html` writes the report out.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from core import published, workloads
 from core.units import GIB, approx_gib
-from core.version import __version__
 from core.workloads.base import WorkloadConfig
 from modeling.decision import Decision
 from modeling.evaluation.bounds import ConformalBound
 from presentation import sizing_text, workload_labels
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 # The study behind `core.published` trained the U-Net; no other workload's question is its.
 STUDY_WORKLOAD = "unet3d"
 # A run id is a 32-digit hex; its first 12 name it uniquely (``memplan show``).
 RUN_ID_CHARS = 12
-COMMIT_CHARS = 12
-UNKNOWN_COMMIT = "unknown commit"
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 PEAK_COLUMN = "peak_hwm_bytes"
 SAMPLED_COLUMN = "peak_sampled_bytes"
 
@@ -154,53 +147,6 @@ class RunLine:
     @property
     def short_id(self) -> str:
         return self.run_id[:RUN_ID_CHARS]
-
-
-def git_commit(root: Path = REPO_ROOT) -> str | None:
-    """The commit checked out at ``root``, read from ``.git`` without running git; None if none.
-
-    Follows ``HEAD`` to its branch, a loose ref or ``packed-refs``; a ``.git``
-    file (a worktree) points at the real folder. Uncommitted edits are not seen.
-    """
-    try:
-        git = root / ".git"
-        if git.is_file():
-            pointer = git.read_text().strip()
-            if not pointer.startswith("gitdir:"):
-                return None
-            git = (root / pointer.removeprefix("gitdir:").strip()).resolve()
-        head = (git / "HEAD").read_text().strip()
-        if not head.startswith("ref:"):
-            return head if _SHA.match(head) else None
-        ref = head.removeprefix("ref:").strip()
-        common = git / "commondir"
-        shared = (git / common.read_text().strip()).resolve() if common.is_file() else git
-        for folder in dict.fromkeys((git, shared)):
-            loose = folder / ref
-            if loose.is_file():
-                sha = loose.read_text().strip()
-                return sha if _SHA.match(sha) else None
-        packed = shared / "packed-refs"
-        if packed.is_file():
-            for line in packed.read_text().splitlines():
-                sha, _, name = line.partition(" ")
-                if name.strip() == ref and _SHA.match(sha):
-                    return sha
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None
-
-
-def memplan_version(root: Path = REPO_ROOT) -> str:
-    """``memplan 0.2.0, commit 1a2b3c4d5e6f`` (``unknown commit`` without a readable .git).
-
-    The version is `core.version.__version__`, the one the dashboard's footer and
-    ``memplan --version`` show; the commit is read from ``root``'s git files.
-    """
-    commit = git_commit(root)
-    return f"memplan {__version__}, " + (
-        f"commit {commit[:COMMIT_CHARS]}" if commit else UNKNOWN_COMMIT
-    )
 
 
 def _knobs_default(config: WorkloadConfig) -> bool:
