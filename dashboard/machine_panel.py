@@ -59,11 +59,18 @@ class Picked:
     default: MachineChoice
     here: MachineProfile
     linked: str  # the option the link asks for (the default without one)
+    default_option: str  # the selector's option of the default
 
     @property
     def machine(self) -> str | None:
-        """What the loaders take: the profile key (None: the latest evaluation, any profile)."""
-        return None if self.option == machines.MIXED else self.option
+        """What the loaders take: the key of the profile whose models answer (None: the latest
+        evaluation, any profile); for this machine without models, another's (`choice`)."""
+        return self.choice.key
+
+    @property
+    def answering(self) -> str:
+        """The option of the profile whose models and runs answer (`machine`, or `MIXED`)."""
+        return machines.option_key(self.choice)
 
     @property
     def words(self) -> str:
@@ -72,7 +79,7 @@ class Picked:
 
     @property
     def is_default(self) -> bool:
-        return self.option == machines.option_key(self.default)
+        return self.option == self.default_option
 
     @property
     def as_linked(self) -> bool:
@@ -85,8 +92,9 @@ def _known(db: Path, version: data.Version, workload: str) -> dict[str, MachineP
     return profiles.profiles_in(workload_labels.runs_of(data.runs(db, version), workload))
 
 
-# Seven parameters: the database and its version (the cache key), what the selector is for
-# (workload, framework), and how it is drawn (widget key, link, persistence), each a page's.
+# Eight parameters: the database and its version (the cache key), what the selector is for
+# (workload, framework), how it is drawn (widget key, link, persistence) and which rule picks
+# (answers), each a page's.
 def choose(
     db: Path,
     version: data.Version,
@@ -95,17 +103,26 @@ def choose(
     params: query_state.Params,
     persist: str | None = None,
     framework: str = frameworks.DEFAULT_FRAMEWORK,
+    answers: bool = True,
 ) -> tuple[Picked, list[str]]:
     """The machine selector among the profiles of ``framework`` (`dashboard.framework_panel`;
     started from the link's ``machine`` in ``params``, else the default), its key and reason
     in small print; returns what it says and the link's problems.
+
+    answers : the page answers questions (Sizing), by `presentation.machines.choice_for`'s
+    rule, `memplan size --machine`'s: this machine's option is this machine's answer, widened
+    from another profile where it has no models. False: the page shows a profile's own models
+    (Models), and this machine's option what it lacks (`profile_choice`).
     """
     here = this_profile(framework=framework)
     known = of_framework(_known(db, version, workload), framework)
     fitted = data.fitted_default(db, version, workload, framework)
     default = machines.default_choice(fitted, known, here)
     options = machines.offered(known, here, default)
-    linked, problems = query_state.machine_from(params, list(options), machines.option_key(default))
+    default_option = (
+        machines.default_option(default, here) if answers else machines.option_key(default)
+    )
+    linked, problems = query_state.machine_from(params, list(options), default_option)
     if key not in st.session_state or st.session_state[key] not in options:
         st.session_state[key] = linked
     option = st.selectbox(
@@ -116,10 +133,12 @@ def choose(
         help=MACHINE_HELP,
         persist_state=persist,
     )
-    choice = machines.choice_for(option, default, options, here)
-    picked = Picked(option, choice, default, here, linked)
+    chosen_by = machines.choice_for if answers else machines.profile_choice
+    choice = chosen_by(option, default, options, here)
+    picked = Picked(option, choice, default, here, linked, default_option)
     reason = machines.REASON_WORDS.get(picked.choice.reason, picked.choice.reason)
-    shown_key = "" if option == machines.MIXED else f"Profile {code(option)} · "
+    answering = picked.answering  # for this machine without models: the profile answering
+    shown_key = "" if answering == machines.MIXED else f"Profile {code(answering)} · "
     st.caption(shown_key + plain(reason))
     return picked, problems
 

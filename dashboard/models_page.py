@@ -98,7 +98,13 @@ def choose_view() -> tuple[View, machine_panel.Picked]:
     framework = framework_panel.choose(db, version, link, f"models_{workload}_framework")
     link = link if framework.as_linked else {}
     picked, machine_problems = machine_panel.choose(
-        db, version, workload, f"models_{workload}_machine", link, framework=framework.framework
+        db,
+        version,
+        workload,
+        f"models_{workload}_machine",
+        link,
+        framework=framework.framework,
+        answers=False,  # a profile's own models, not an answer
     )
     for problem in problems + framework.problems + machine_problems:
         st.warning(query_state.plain(problem))
@@ -106,7 +112,7 @@ def choose_view() -> tuple[View, machine_panel.Picked]:
     machine_panel.note(picked)
     machine_panel.onednn_note(picked)
     machine_panel.calibrated_points(db, version, workload, picked)
-    return View(db, version, workload, picked.option), picked
+    return View(db, version, workload, picked.answering), picked
 
 
 def no_evaluation(view: View, picked: machine_panel.Picked, runs: int) -> None:

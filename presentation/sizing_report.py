@@ -34,6 +34,7 @@ from core.version import memplan_version
 from core.workloads.base import WorkloadConfig
 from modeling.decision import Confidence, Decision, ModelEstimate, sampled_aside
 from modeling.machines import MachineFacts
+from modeling.stored.predictor import Predictor
 from presentation import charts_published, sizing_text, workload_labels
 from presentation.sizing_report_evidence import (
     RUN_ID_CHARS,
@@ -42,6 +43,7 @@ from presentation.sizing_report_evidence import (
     RunLine,
     published_for,
     run_lines,
+    widenings_of,
 )
 from presentation.text import sentence
 
@@ -72,6 +74,9 @@ class SizingReport:
     # Where that profile answers for another machine, which has no models: which, why, how
     # much every bound was widened and from what evidence (`Transfer.sentence`); "" if not.
     transfer: str = ""
+    # The profile's cores, what is known of more, and how far the memory to buy widened for
+    # them (`application.widening.MoreCores.sentence`); "" where nothing is shipped.
+    cores: str = ""
 
     @property
     def buy(self) -> Outcome | None:
@@ -243,6 +248,16 @@ def _model_lines(decision: Decision) -> tuple[ModelLine, ...]:
     return tuple(line(estimate) for estimate in credibility.every)
 
 
+def _bound(
+    decision: Decision, chosen: Predictor | None, config: WorkloadConfig
+) -> BoundEvidence | None:
+    """The answering model's bound with every factor it was widened by; None without one."""
+    if chosen is None:
+        return None
+    widened = widenings_of(chosen.training_range, config)
+    return BoundEvidence.of(decision, chosen.bound_for(config), widened)
+
+
 @dataclass(frozen=True)
 class ReportSource:
     """Where a report comes from, and what it says of the machine besides its models."""
@@ -285,7 +300,7 @@ def build_report(
         machine_key=models.machine,
         machine_note=source.machine_note,
         onednn_note=(profile.onednn_note_for(config.precision) if profile else None) or "",
-        bound=BoundEvidence.of(decision, chosen.bound_for(config)) if chosen else None,
+        bound=_bound(decision, chosen, config),
         models=_model_lines(decision),
         runs=run_lines(runs, config),
         published_points=points,
@@ -298,4 +313,5 @@ def build_report(
         outcomes=answer_each(replace(question, kind=BUY), models),
         facts=facts,
         transfer=sentence(models.transfer.sentence()) if models.transfer else "",
+        cores=sentence(models.more_cores.sentence) if models.more_cores else "",
     )

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from core.units import GIB, approx_gib
 from core.workloads.base import WorkloadConfig
 from modeling.decision import Decision
 from modeling.evaluation.bounds import ConformalBound
+from modeling.stored.predictor import TrainingRange
 from presentation import sizing_text, workload_labels
 
 # The study behind `core.published` trained the U-Net; no other workload's question is its.
@@ -54,9 +55,14 @@ class BoundEvidence:
     legacy: bool  # stored by an older evaluation: ``n_configurations`` counts residuals
     raised_to_closed_form: bool  # the model's bound fell below the refined closed form
     beyond: str  # how the question lies outside the model's measured range; "" inside
+    # Each factor the conformal bound was widened by after it, with why (`widenings_of`):
+    # (1.083, "another machine"); empty: not widened.
+    widened: tuple[tuple[float, str], ...] = ()
 
     @classmethod
-    def of(cls, decision: Decision, bound: ConformalBound) -> BoundEvidence:
+    def of(
+        cls, decision: Decision, bound: ConformalBound, widened: Sequence[tuple[float, str]] = ()
+    ) -> BoundEvidence:
         estimate = decision.estimate
         assert estimate is not None, "only a decision with a model has a bound"
         return cls(
@@ -72,7 +78,19 @@ class BoundEvidence:
             legacy=bound.legacy,
             raised_to_closed_form=estimate.raised_to_closed_form,
             beyond=estimate.beyond,
+            widened=tuple(widened),
         )
+
+    @property
+    def factors(self) -> str:
+        """The bound over the prediction, every factor named: ``x1.081 (conformal) x1.083
+        (another machine) = x1.171``; ``x1.081`` where nothing widened it."""
+        if not self.widened:
+            return f"x{self.ratio:.3f}"
+        named = [f"x{self.ratio:.3f} (conformal)"]
+        named += [f"x{factor:.3f} ({why})" for factor, why in self.widened]
+        total = self.ratio * math.prod(factor for factor, _ in self.widened)
+        return " ".join(named) + f" = x{total:.3f}"
 
     @property
     def sentence(self) -> str:
@@ -81,8 +99,10 @@ class BoundEvidence:
         text = (
             f"{self.title} predicts {approx_gib(self.predicted_bytes)}; its {coverage} "
             f"{'split-conformal' if self.legacy else 'conformal'} upper bound is "
-            f"{approx_gib(self.upper_bytes)}, the prediction x{self.ratio:.3f}, "
+            f"{approx_gib(self.upper_bytes)}, the prediction {self.factors}, "
         )
+        if self.widened:
+            text += f"x{self.ratio:.3f} being "
         if self.legacy:
             text += (
                 f"the multiplier that covered {coverage} of {self.n_configurations} held-out "
@@ -205,3 +225,17 @@ def run_lines(runs: pd.DataFrame, config: WorkloadConfig) -> tuple[RunLine, ...]
         )
     lines.sort(key=lambda entry: (entry[0], entry[2].batch_size, entry[1]))
     return tuple(line for _, _, line in lines)
+
+
+def widenings_of(training_range: TrainingRange, config: WorkloadConfig) -> list[tuple[float, str]]:
+    """Each factor a model's conformal bound at ``config`` is widened by after it, with why
+    (`TrainingRange.widening` is their product): knob values never measured, another
+    machine, host-to-host spread, a server's more cores; those of 1 left out."""
+    knobs = math.prod(w.factor for w in training_range.widenings(config))
+    named = [
+        (knobs, "knob values never measured"),
+        (training_range.machine_widening, "another machine"),
+        (training_range.host_widening, "host-to-host spread"),
+        (training_range.cores_widening, "a server's more cores"),
+    ]
+    return [(float(factor), why) for factor, why in named if factor > 1]

@@ -106,6 +106,9 @@ class TrainingRange:
     # for the bound's name ("": not attached). Not stored: `application.sizing.models_of`.
     host_widening: float = 1.0
     host_spread: str = ""
+    # How far a bound for a server with more cores than the profile's widens (`core.cores`;
+    # 1: not). Not stored: `application.sizing.answer` attaches it to the memory to buy.
+    cores_widening: float = 1.0
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> TrainingRange:
@@ -160,9 +163,9 @@ class TrainingRange:
 
     def widening(self, config: WorkloadConfig) -> float:
         """The factor the bound of ``config`` is widened by (>= 1): the product of `widenings`,
-        `machine_widening` and `host_widening`."""
+        `machine_widening`, `host_widening` and `cores_widening`."""
         knobs = float(np.prod([w.factor for w in self.widenings(config)]))
-        return knobs * self.machine_widening * self.host_widening
+        return knobs * self.machine_widening * self.host_widening * self.cores_widening
 
     def widened_for(self, config: WorkloadConfig) -> str:
         """Why `widening` is above 1, in a few words ("" where it is not), but for
@@ -172,6 +175,8 @@ class TrainingRange:
             causes.append("knob values never measured")
         if self.machine_widening > 1:
             causes.append("another machine")
+        if self.cores_widening > 1:
+            causes.append("a server's more cores")
         return " and ".join(causes)
 
     def beyond(self, config: WorkloadConfig) -> list[str]:

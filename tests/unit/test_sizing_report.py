@@ -175,6 +175,21 @@ def test_a_bound_from_few_configurations_is_called_thin_evidence(
     assert sentence.endswith("Thin evidence: the bound is the worst of only 9 configurations.")
 
 
+def test_a_widened_bound_names_every_factor_it_is_the_prediction_times(
+    measured_decision: Decision,
+) -> None:
+    # On 89ca53e a bound widened x1.081 for another machine read "178 GiB, the prediction
+    # x1.081" although 152 x 1.081 = 164: only the conformal factor was named.
+    bound = ConformalBound(0.9, 1.081, 18, "forward-chaining by image size, 5 folds")
+    widened = [(1.081, "another machine"), (1.041, "host-to-host spread")]
+
+    sentence = sizing_report_evidence.BoundEvidence.of(measured_decision, bound, widened).sentence
+
+    factors = "x1.081 (conformal) x1.081 (another machine) x1.041 (host-to-host spread) = x1.216"
+    assert f"the prediction {factors}, x1.081 being the multiplier that covered" in sentence
+    assert "the prediction x1.081," not in sentence
+
+
 def test_an_older_bound_says_it_counted_residuals_not_configurations(
     measured_decision: Decision,
 ) -> None:
