@@ -169,14 +169,13 @@ class TrainingRange:
 
     def widened_for(self, config: WorkloadConfig) -> str:
         """Why `widening` is above 1, in a few words ("" where it is not), but for
-        `host_widening`, which `host_spread` says with its own factor."""
+        `host_widening` and `cores_widening`, which the bound's name says each with its own
+        factor (`modeling.sizing`)."""
         causes = []
         if any(w.factor > 1 for w in self.widenings(config)):
             causes.append("knob values never measured")
         if self.machine_widening > 1:
             causes.append("another machine")
-        if self.cores_widening > 1:
-            causes.append("a server's more cores")
         return " and ".join(causes)
 
     def beyond(self, config: WorkloadConfig) -> list[str]:
