@@ -36,7 +36,7 @@ BUY = [
     MACHINE,
     # x1.051 for a server's more cores (data/cores/, issue 42 point 5): 164.23 GiB before.
     "buy 256 GB (binary GB = GiB) for 240x240x144 at batch 16: needs up to 172.54 GiB "
-    "(predicted 151.90 GiB), 207.05 GiB with 20% headroom",
+    "(predicted 151.90 GiB), 207.05 GiB of host RAM with 20% headroom",
     "model: least_squares; bound: 90% conformal upper bound (x1.081, forward-chaining by "
     "image size, 5 folds, 18 distinct configurations; thin evidence: the bound is the worst "
     "of only 18 configurations); widened x1.05 for a server's more cores; host-to-host "
@@ -56,7 +56,8 @@ IMAGE = [
     "33 distinct configurations); host-to-host spread unmeasured for this profile",
     "inside the measured range",
     RESTS_ON,
-    "budget: 12.00 GiB with 20% headroom on top of the bound, which leaves 10.00 GiB for training",
+    "budget: 12.00 GiB of host RAM with 20% headroom on top of the bound, which leaves 10.00 GiB "
+    "for training",
     "verified: 112x112x112 at batch 4 fits at 7.18 GiB (measured); "
     "128x128x128 measured at 10.6 GiB",
     CORES,
