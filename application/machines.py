@@ -71,7 +71,8 @@ def choose_machine(
     for which machine (`asked_profile`): the one named, as asked, or this machine's default
     (`modeling.machines.choose_machine`), another machine's profile widened where it has no
     models. ``precision`` is the question's: this machine's profile can depend on it."""
-    if read.runs.empty:  # a new database is seeded (`application.bundles`); this one exists
+    # A new database is seeded (`application.bundles`); this one exists and holds nothing.
+    if read.runs.empty and not machines.fitted_machines(read):
         raise NoModelsError(bundles.empty_database_hint(read.source, read.workload))
     # This machine as `modeling.machines` takes it for the default: one place to pin it.
     here = machines.this_profile(precision, framework)
