@@ -4,6 +4,12 @@
 its models; writing a bundle into a database (`install_bundled_results`, which the
 dashboard's first start does) and writing a database's evaluation out as one
 (`export_results`, ``memplan export-results``) open the database, so they live here.
+
+The one rule for a new database, on every path (the dashboard, ``memplan size``,
+``memplan report``): a database file that does not exist yet is created filled with
+the bundled runs (`seed_if_new`), as the repository's own is; one that exists but
+holds no runs is filled by `load_bundled`, which the dashboard's button and
+``memplan import --bundled`` call (`EMPTY_HINT` names that command in the errors).
 """
 
 from __future__ import annotations
@@ -93,6 +99,35 @@ def _install(db_path: Path, directory: Path, read: snapshot.Snapshot) -> bool:
                 [bundled.steps, evaluation_id],
             )
     return True
+
+
+# What an answer on a database without runs says to run (`empty_database_hint`).
+EMPTY_HINT = "memplan import --bundled"
+
+
+def seed_if_new(db_path: Path) -> bool:
+    """Create ``db_path`` filled with the bundled runs if it does not exist (never in
+    read-only mode, which creates nothing); whether this call did."""
+    if database.read_only_mode():
+        return False
+    return database.created_seeded(Path(db_path))
+
+
+def load_bundled(db_path: Path) -> int:
+    """Fill the existing ``db_path``, which holds no runs, with the bundled runs and their
+    models; how many runs (`core.database.seed_bundled` refuses one that holds any)."""
+    added = database.seed_bundled(db_path)
+    install_every_bundle(db_path)
+    return added
+
+
+def empty_database_hint(source: str, workload: str) -> str:
+    """What a question on a database without runs of ``workload`` is told to run."""
+    return (
+        f"{source} holds no {workload} runs: `{EMPTY_HINT} {DB_FLAG} {source}` loads the bundled "
+        f"measurements (data/REFERENCE.md), or measure this machine with `memplan calibrate "
+        f"--workload {workload}`"
+    )
 
 
 def install_every_bundle(db_path: Path) -> int:

@@ -2,13 +2,13 @@
 ``memplan report`` all answer through.
 
 * `SizingQuestion` — the whole question: what is asked (``image``: the largest image
-  at a batch; ``batch``: the largest batch at an image; ``buy``: the memory to buy for
-  both), the workload, the machine profile, the knobs, the steps, the budget and its
-  headroom, the model;
+  at a batch; ``batch``: the largest batch at an image; ``buy``: the memory to buy for both),
+  the workload, the machine profile, the knobs, the steps, the budget, its headroom, the model;
 * `Models` — one profile's stored models (`Loaded`), widened where it answers for another
   machine and to its kept runs of other hosts (`models_of`, one answer on every path);
-* `answer` — the `SizingAnswer`: the figures, the model and its bound, the machine's
-  facts, the verdict of the runs where there are any, the warnings;
+* `answer` — the `SizingAnswer`: the figures, the model and its bound (the memory to
+  buy's widened for a server's more cores: `application.widening.more_cores`), the
+  machine's facts, the verdict of the runs where there are any, the warnings;
 * `decide` — whether the image and batch fit the budget, with its evidence
   (`modeling.decision.Decision`), which the page and the report word.
 
@@ -27,7 +27,8 @@ from typing import Any
 
 import pandas as pd
 
-from application import verify, widening
+from application import machines as answered_for
+from application import stored, verify, widening
 from application.verify import Claim, Verification
 from core import frameworks, workloads
 from core.errors import MemplanError
@@ -35,10 +36,10 @@ from core.snapshot import Snapshot
 from core.workloads.base import WorkloadConfig
 from modeling import decision, host_spread, machines, sizing, trainable
 from modeling.decision import Decision
-from modeling.errors import ModelingError, NoModelsError
+from modeling.errors import ModelingError
 from modeling.machines import MachineFacts
 from modeling.sizing import BatchAnswer, ImageSizeAnswer, MemoryAnswer
-from modeling.stored import bundle, evidence
+from modeling.stored import bundle
 from modeling.stored import tables as results
 from modeling.stored.predictor import Predictor
 from modeling.transfer import Transfer
@@ -145,6 +146,11 @@ class Models:
     # for, and what a verifying sweep trains.
     framework: str = frameworks.DEFAULT_FRAMEWORK
 
+    @property
+    def more_cores(self) -> widening.MoreCores | None:
+        """The profile's core count and what memplan ships about more (`core.cores`)."""
+        return widening.more_cores(self.framework, self.facts.cores)
+
     def pick(self, name: str | None) -> Predictor:
         """The model ``name`` (None: the default) of this profile; `SizingError` if absent."""
         if not self.predictors:
@@ -214,14 +220,14 @@ def load_models(
     """The models of the profile a CLI question is for, and how that profile was chosen,
     from the question's one read of the database (`core.snapshot.read`).
 
-    machine : a key, a unique prefix, or None (`modeling.machines.choose_machine`), of
+    machine : a key, a unique prefix, or None (`application.machines.choose_machine`), of
     ``framework`` (another framework's is refused). A precision or knob value that never
     trained on the profile is refused (`modeling.trainable.refuse`). only : decode just this
     model (a name, or ``"best"``: the default); None: every model (the report's table).
     """
     workload = read.workload
     precision = knobs.get("precision") or workloads.get(workload).Config.precision
-    choice = machines.choose_machine(read, machine, precision, framework)
+    choice = answered_for.choose_machine(read, machine, precision, framework)
     trainable.refuse(read, choice.key, dict(knobs))
     scores = bundle.load_scores(read, choice.key)
     if only is None:
@@ -232,17 +238,9 @@ def load_models(
     # model never measured has a use for it.
     if widening.asks_unmeasured(predictors, workload, knobs):
         predictors = widening.with_stored_knob_evidence(predictors, read)
-    steps, runs = _fit_steps(read, choice.key), read.ok_runs()
+    steps, runs = stored.fit_steps(read, choice.key), read.ok_runs()
     loaded = Loaded(predictors, scores, read.source, steps, runs)
     return models_of(workload, choice, loaded), choice
-
-
-def _fit_steps(read: Snapshot, machine: str | None) -> int | None:
-    """The training steps of the runs the models of ``machine`` were fitted on; None if unsaid."""
-    try:
-        return evidence.load_evidence(read, machine).steps
-    except NoModelsError:
-        return None
 
 
 Found = ImageSizeAnswer | BatchAnswer | MemoryAnswer
@@ -319,6 +317,8 @@ def answer(
     """
     _check_models(question, models)
     model = models.pick(question.model)
+    if question.kind == BUY:  # a server to buy has more cores than the profile measured
+        model = widening.with_more_cores(model, models.more_cores)
     knobs = dict(question.knobs)
     try:
         found = _found(question, model, knobs)
@@ -369,11 +369,11 @@ def _claim(
 ) -> Claim:
     """What a sweep verifying ``found`` measures, naming the question as it was asked."""
     asked = (question.budget_bytes, question.headroom_pct)
-    claim = verify.claim_for(
-        found, question.workload, knobs, models.machine, models.facts.label, asked
-    )
-    claim = replace(claim, framework=models.framework)
-    return claim if models.fit_steps is None else replace(claim, steps=models.fit_steps)
+    machine = (models.machine, models.facts.label)
+    claim = verify.claim_for(found, question.workload, knobs, *machine, asked)
+    for_machine = models.transfer.asked.key if models.transfer else None
+    steps = claim.steps if models.fit_steps is None else models.fit_steps
+    return replace(claim, framework=models.framework, for_machine=for_machine, steps=steps)
 
 
 def decide(question: SizingQuestion, models: Models, runs: pd.DataFrame) -> Decision:

@@ -15,14 +15,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from application import bundles
+from application import machines as answered_for
 from core import database, frameworks, snapshot
 from core.errors import StoreError
 from core.profiles import MachineProfile
 from core.records import PeakBound
+from core.snapshot import Snapshot
 from core.workloads import DEFAULT_WORKLOAD
 from core.workloads.base import WorkloadConfig
 from modeling import guard, machines
-from modeling.errors import ModelingError
+from modeling.errors import ModelingError, NoModelsError
 from modeling.stored import bundle, evidence, knob_splits
 from modeling.stored.evidence import FitEvidence
 from modeling.stored.predictor import Predictor
@@ -50,8 +53,10 @@ def _read(path: Path, workload: str, stamp: tuple[int, ...]) -> snapshot.Snapsho
 
 def read_once(db_path: Path, workload: str) -> snapshot.Snapshot:
     """``workload``'s snapshot of the database at ``db_path``, made ready as a command's
-    database is (`core.commands.open_db`: created if missing, migrated if older) in the one
-    open of the read where it is ready: a question opens it once."""
+    database is (migrated if older) in the one open of the read where it is ready: a
+    question opens it once. A missing one is created filled with the bundled runs, as the
+    dashboard creates it (`application.bundles.seed_if_new`)."""
+    bundles.seed_if_new(db_path)  # a new database starts from the bundled runs, on every path
     try:
         return snapshot.read(db_path, workload)
     except StoreError:
@@ -139,8 +144,8 @@ def choose_machine(
     precision: str = "float32",
     framework: str = frameworks.DEFAULT_FRAMEWORK,
 ) -> machines.MachineChoice:
-    """`modeling.machines.choose_machine` of the database at ``db_path``."""
-    return machines.choose_machine(read(db_path, workload), requested, precision, framework)
+    """`application.machines.choose_machine` of the database at ``db_path``."""
+    return answered_for.choose_machine(read(db_path, workload), requested, precision, framework)
 
 
 def stored_bounds(
@@ -155,3 +160,11 @@ def stored_bounds(
         except ModelingError:
             continue  # no fitted model here: the closed form is the pre-check
     return guard.fitted_bounds(best, configs, profile_key)
+
+
+def fit_steps(read: Snapshot, machine: str | None) -> int | None:
+    """The training steps of the runs the models of ``machine`` were fitted on; None if unsaid."""
+    try:
+        return evidence.load_evidence(read, machine).steps
+    except NoModelsError:
+        return None

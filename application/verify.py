@@ -74,6 +74,10 @@ class Claim:
     # verifying sweep trains `DEFAULT_STEPS`.
     steps: int | None = None
     framework: str = frameworks.DEFAULT_FRAMEWORK  # what the runs that verify it train with
+    # The machine the answer is for where another profile's models answered for it (this
+    # machine's key: `application.machines.asked_profile`), which the command names so that
+    # it is answered, and widened, the same; None: ``machine``'s own.
+    for_machine: str | None = None
 
     @property
     def workload(self) -> str:
@@ -309,8 +313,9 @@ def verify_command(claim: Claim, db_path: Path | None = None) -> str:
     words += _knob_flags(answered) + frameworks.flag(claim.framework)
     if claim.model:
         words += ["--model", claim.model]
-    if claim.machine:
-        words += ["--machine", claim.machine]
+    machine = claim.for_machine or claim.machine
+    if machine:
+        words += ["--machine", machine]
     if db_path is not None:
         words += [DB_FLAG, str(db_path)]
     return shlex.join([*words, VERIFY_FLAG])

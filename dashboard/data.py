@@ -39,11 +39,9 @@ from application.machines import MachineChoice
 from application.models import FitEvidence, KnobEvidence, Predictor, load_evidence
 from core import frameworks, profiles, store
 from core.database import (
-    created_seeded,
     default_db_path,
     ensure_database,
     file_stamp,
-    seed_bundled,
     seeded_by_this_process,
 )
 from core.errors import ModelingError, NoModelsError, StoreError
@@ -69,11 +67,11 @@ def _prepared(path: str) -> tuple[Path, bool]:
     """Create the database and install its bundled models; whether it was seeded just now.
 
     A file that does not exist yet, the default or a new ``$MEMPLAN_DB``, is
-    created filled with the bundled runs (`core.database.created_seeded`), so a
+    created filled with the bundled runs (`application.bundles.seed_if_new`), so a
     first start has something on every page; an existing one is only migrated.
     """
     # The server's warm-up may have created it a moment before (`dashboard.serve`).
-    seeded = created_seeded(Path(path)) or seeded_by_this_process(Path(path))
+    seeded = bundles.seed_if_new(Path(path)) or seeded_by_this_process(Path(path))
     db_path = ensure_database(Path(path))
     bundles.install_every_bundle(db_path)
     return db_path, seeded
@@ -102,9 +100,7 @@ def seeded_now(db_path: Path) -> bool:
 
 def load_bundled(db_path: Path) -> int:
     """Fill the empty ``db_path`` with the bundled runs and their models; runs added."""
-    added = seed_bundled(db_path)
-    bundles.install_every_bundle(db_path)
-    return added
+    return bundles.load_bundled(db_path)
 
 
 def _stops_on_store_error(load: Callable[..., Any]) -> Callable[..., Any]:

@@ -59,11 +59,18 @@ class Picked:
     default: MachineChoice
     here: MachineProfile
     linked: str  # the option the link asks for (the default without one)
+    default_option: str  # the selector's option of the default
 
     @property
     def machine(self) -> str | None:
-        """What the loaders take: the profile key (None: the latest evaluation, any profile)."""
-        return None if self.option == machines.MIXED else self.option
+        """What the loaders take: the key of the profile whose models answer (None: the latest
+        evaluation, any profile); for this machine without models, another's (`choice`)."""
+        return self.choice.key
+
+    @property
+    def answering(self) -> str:
+        """The option of the profile whose models and runs answer (`machine`, or `MIXED`)."""
+        return machines.option_key(self.choice)
 
     @property
     def words(self) -> str:
@@ -72,7 +79,7 @@ class Picked:
 
     @property
     def is_default(self) -> bool:
-        return self.option == machines.option_key(self.default)
+        return self.option == self.default_option
 
     @property
     def as_linked(self) -> bool:
@@ -94,6 +101,11 @@ class Selector:
     params: query_state.Params  # the page link's parameters ({}: not linked)
     persist: str | None = None  # Streamlit's persist_state, where the page keeps it
     framework: str = frameworks.DEFAULT_FRAMEWORK  # whose profiles it offers
+    # The page answers questions (Sizing), by `presentation.machines.choice_for`'s rule,
+    # `memplan size --machine`'s: this machine's option is this machine's answer, widened
+    # from another profile where it has no models. False: the page shows a profile's own
+    # models (Models), and this machine's option what it lacks (`profile_choice`).
+    answers: bool = True
 
 
 def choose(db: Path, version: data.Version, selector: Selector) -> tuple[Picked, list[str]]:
@@ -108,8 +120,10 @@ def choose(db: Path, version: data.Version, selector: Selector) -> tuple[Picked,
     fitted = data.fitted_default(db, version, workload, framework)
     default = machines.default_choice(fitted, known, here)
     options = machines.offered(known, here, default)
-    default_key = machines.option_key(default)
-    linked, problems = query_state.machine_from(selector.params, list(options), default_key)
+    default_option = (
+        machines.default_option(default, here) if selector.answers else machines.option_key(default)
+    )
+    linked, problems = query_state.machine_from(selector.params, list(options), default_option)
     if key not in st.session_state or st.session_state[key] not in options:
         st.session_state[key] = linked
     option = st.selectbox(
@@ -120,10 +134,12 @@ def choose(db: Path, version: data.Version, selector: Selector) -> tuple[Picked,
         help=MACHINE_HELP,
         persist_state=selector.persist,
     )
-    choice = machines.choice_for(option, default, options, here)
-    picked = Picked(option, choice, default, here, linked)
+    chosen_by = machines.choice_for if selector.answers else machines.profile_choice
+    choice = chosen_by(option, default, options, here)
+    picked = Picked(option, choice, default, here, linked, default_option)
     reason = machines.REASON_WORDS.get(picked.choice.reason, picked.choice.reason)
-    shown_key = "" if option == machines.MIXED else f"Profile {code(option)} · "
+    answering = picked.answering  # for this machine without models: the profile answering
+    shown_key = "" if answering == machines.MIXED else f"Profile {code(answering)} · "
     st.caption(shown_key + plain(reason))
     return picked, problems
 

@@ -98,7 +98,11 @@ def choose_view() -> tuple[View, machine_panel.Picked]:
     framework = framework_panel.choose(db, version, link, f"models_{workload}_framework")
     link = link if framework.as_linked else {}
     selector = machine_panel.Selector(
-        workload, f"models_{workload}_machine", link, framework=framework.framework
+        workload,
+        f"models_{workload}_machine",
+        link,
+        framework=framework.framework,
+        answers=False,  # a profile's own models, not an answer
     )
     picked, machine_problems = machine_panel.choose(db, version, selector)
     for problem in problems + framework.problems + machine_problems:
@@ -107,7 +111,7 @@ def choose_view() -> tuple[View, machine_panel.Picked]:
     machine_panel.note(picked)
     machine_panel.onednn_note(picked)
     machine_panel.calibrated_points(db, version, workload, picked)
-    return View(db, version, workload, picked.option), picked
+    return View(db, version, workload, picked.answering), picked
 
 
 def no_evaluation(view: View, picked: machine_panel.Picked, runs: int) -> None:

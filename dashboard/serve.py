@@ -65,7 +65,7 @@ def read_default_models() -> None:
         return
     try:
         if writable:
-            database.created_seeded(db_path)
+            bundles.seed_if_new(db_path)  # the rule every path follows for a new database
             database.ensure_database(db_path)
             bundles.install_every_bundle(db_path)
         read = stored.read(db_path, workloads.DEFAULT_WORKLOAD)

@@ -296,6 +296,9 @@ def buy(asked: Asked) -> None:
         help="The smallest server memory holding the upper bound plus the headroom; "
         "it needs no budget.",
     )
+    more = models_for(asked).more_cores  # a server has more cores than the profile's
+    if more is not None:
+        st.caption(plain(sentence(more.sentence)))
 
 
 def why_not_verify(db: Path, claim: Claim, said: verify.Verification, picked: Picked) -> str:

@@ -32,6 +32,7 @@ memory (`dashboard.gpu_sizing_mode`), its own question and answers.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -233,9 +234,10 @@ def start_of(
     if refused:
         st.error(plain(refused))
     runs = machines.runs_on(
-        workload_labels.runs_of(data.runs(db, version), workload), picked.option
+        workload_labels.runs_of(data.runs(db, version), workload), picked.answering
     )
-    choices, default = offered(db, version, workload, picked.option, runs)
+    choices, default = offered(db, version, workload, picked.answering, runs)
+    default = replace(default, machine=picked.option)  # the link names the machine asked for
     # Nor are they another machine's: its models, its runs' knobs.
     start, more = query_state.from_params(link if picked.as_linked else {}, choices, default)
     for problem in problems + framework.problems + machine_problems + more:

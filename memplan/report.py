@@ -7,7 +7,7 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
-from application import sizing, stored
+from application import machines, sizing, stored
 from core import database, frameworks
 from core.errors import ModelingError
 from core.units import GIB, parse_budget
@@ -55,9 +55,9 @@ def _report_target(output: Path, force: bool) -> Path:
 
 
 def _report_command(args: argparse.Namespace, model: str, machine: str | None) -> str:
-    """The command that asks the same question again, the model and profile pinned (None:
-    not pinned, as for an answer from another machine's profile, which ``--machine`` would
-    make that profile's own, not widened)."""
+    """The command that asks the same question again, the model and the machine it is for
+    pinned: this machine's key where another profile answered for it, which ``--machine``
+    answers the same way, widened (`application.machines.asked_profile`)."""
     words = ["memplan", "report", "--workload", args.workload, *frameworks.flag(args.framework)]
     words += ["--image-size", args.image_size, "--batch-size", str(args.batch_size)]
     words += ["--budget", f"{args.budget / GIB:g}GiB", "--headroom", f"{args.headroom:g}"]
@@ -65,6 +65,11 @@ def _report_command(args: argparse.Namespace, model: str, machine: str | None) -
     for knob, value in model_options.knobs(args).items():
         words += [f"--{knob.replace('_', '-')}", str(value)]
     return shlex.join([*words, "--output", str(args.output)])
+
+
+def _for_machine(machine: machines.MachineChoice) -> str | None:
+    """The key ``--machine`` names to ask for the machine ``machine`` answers for."""
+    return machine.transfer.asked.key if machine.transfer else machine.key
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         machine_words=machine.sentence(),
         machine_note=machine.note,
         profile=machine.profile,
-        command=_report_command(args, asked.name, None if machine.transfer else machine.key),
+        command=_report_command(args, asked.name, _for_machine(machine)),
     )
     built = sizing_report.build_report(replace(question, model=asked.name), models, runs, source)
     html = sizing_report_html.render_html(built)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from application import machines, sizing, stored
+from application import machines, sizing, stored, widening
 from application.machines import Transfer
 from application.models import load_evidence
 from application.sizing import Models, SizingAnswer, SizingQuestion
@@ -107,10 +107,13 @@ def stored_models(
 
 def _print_answer(machine: machines.MachineChoice, lines: list[str], precision: str) -> None:
     """The machine the answer is for (its label names the framework: "..., PyTorch 2.13"),
-    the answer, why it is not this machine if so, and what oneDNN does to an answer at
-    ``precision`` there."""
+    the answer, its cores and what is known of more, why it is not this machine if so, and
+    what oneDNN does to an answer at ``precision`` there."""
     print(f"Machine: {machine.sentence()}")
     print("\n".join(lines))
+    more = _more_cores(machine)
+    if more is not None:
+        print(f"Cores: {more.sentence}.")
     if machine.transfer:
         print(f"note: {machine.transfer.sentence()}.")
     if machine.note:
@@ -144,8 +147,29 @@ def answer_json(
             "facts": jsonout.plain(said.machine),
             "notes": [note for note in (machine.note, onednn) if note],
             "transfer": _transfer_json(machine.transfer),
+            "cores": _cores_json(_more_cores(machine)),
         },
         "answer": jsonout.plain(said.found),
+    }
+
+
+def _more_cores(machine: machines.MachineChoice) -> widening.MoreCores | None:
+    """The answering profile's cores and what memplan ships about more (`core.cores`)."""
+    profile = machine.profile
+    if profile is None:
+        return None
+    return widening.more_cores(profile.framework, machine.facts.cores)
+
+
+def _cores_json(more: widening.MoreCores | None) -> dict[str, Any] | None:
+    """The profile's core count, what is known of more, and the memory to buy's widening."""
+    if more is None:
+        return None
+    return {
+        "profile_cores": more.cores,
+        "memory_to_buy_widening": more.factor,
+        "evidence": more.evidence,
+        "sentence": more.sentence,
     }
 
 
@@ -240,9 +264,9 @@ def run_buy(args: argparse.Namespace) -> int:
     return 0
 
 
-IMAGE_SUMMARY = "largest image size that fits a memory budget (less its headroom) at a batch size"
-BATCH_SUMMARY = "largest batch that fits a memory budget (less its headroom) for an image size"
-BUY_SUMMARY = "server memory to buy for an image size and batch, with headroom"
+IMAGE_SUMMARY = "largest image size that fits a host RAM budget (less its headroom) at a batch"
+BATCH_SUMMARY = "largest batch that fits a host RAM budget (less its headroom) for an image size"
+BUY_SUMMARY = "server host RAM to buy for an image size and batch, with headroom"
 COMMANDS = {
     "image": (prepare_image, run_image, IMAGE_SUMMARY),
     "batch": (prepare_batch, run_batch, BATCH_SUMMARY),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from application import bundles
 from application import runs as exchange
+from core.errors import ConfigError
 from memplan import options
 from memplan.commands import add_db_option, open_db
 
@@ -33,9 +35,16 @@ def prepare_import(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "runs",
         type=Path,
+        nargs="?",
         help="runs file, .csv or .parquet (as `export` writes), or .jsonl: GPU runs, one JSON "
         "object a line (docs/data.md), or a folder of run records a folder sweep wrote "
         "(docs/gpu.md)",
+    )
+    parser.add_argument(
+        "--bundled",
+        action="store_true",
+        help="instead of a file: every bundled measurement and its models (data/REFERENCE.md), "
+        "into a database that holds no runs (what a new database starts with)",
     )
     parser.add_argument("--timelines", type=Path, help="the matching samples file")
     parser.add_argument(
@@ -52,7 +61,15 @@ def prepare_import(parser: argparse.ArgumentParser) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    if args.bundled == (args.runs is not None):
+        raise ConfigError(
+            "import takes a runs file or --bundled (the bundled runs): one of them, not both"
+        )
     db_path = open_db(args)
+    if args.bundled:
+        count = bundles.load_bundled(db_path)
+        print(f"imported {count} bundled run(s) into {db_path}")
+        return 0
     count = exchange.import_runs(
         db_path,
         args.runs,

@@ -185,9 +185,11 @@ def _basis(model: SizingModel, config: WorkloadConfig, raised: bool) -> Basis:
         f"; replaced by the closed form x{ceiling_factor(model):.2f}" if raised else ""
     )
     within = model.training_range
-    # The host-to-host factor is said by its own clause (`TrainingRange.host_spread`).
-    widening = within.widening(config) / within.host_widening
+    # The host-to-host and cores factors are said by their own clauses.
+    widening = within.widening(config) / within.host_widening / within.cores_widening
     name += f"; widened x{widening:.2f} for {within.widened_for(config)}" if widening > 1 else ""
+    if within.cores_widening > 1:
+        name += f"; widened x{within.cores_widening:.2f} for a server's more cores"
     name += f"; {within.host_spread}" if within.host_spread else ""
     return Basis(model.name, name, bound.coverage, bool(reasons), " ".join(sentences), raised)
 

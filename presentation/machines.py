@@ -5,7 +5,7 @@ Models are fitted per workload and machine profile (`core.profiles`,
 kind of CPU. Nothing here needs Streamlit:
 
 * `runs_on` — a runs frame's runs of one profile (`core.profiles.with_keys` keys them);
-* `offered`, `default_choice`, `choice_for`, `option_label`, `answer_words` —
+* `offered`, `default_choice`, `default_option`, `choice_for`, `option_label`, `answer_words` —
   the machine selector of the Models and Sizing pages, and the words every
   answer ends with ("for AMD EPYC, AVX-512 BF16, 2 cores, TensorFlow 2.21 —
   this machine");
@@ -26,6 +26,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from application.machines import asked_profile
 from core import profiles
 from core.profiles import MachineProfile
 from modeling.machines import ASKED, LATEST, THIS_MACHINE, MachineChoice
@@ -133,13 +134,44 @@ def option_label(key: str, options: Mapping[str, MachineProfile | None], here_ke
     return f"{name} — this machine" if key == here_key else name
 
 
+def default_option(default: MachineChoice, here: MachineProfile) -> str:
+    """The selector's option for the page's default: this machine's key where another
+    profile answers for it (a transfer, widened), else the default's own (`option_key`)."""
+    return here.key if default.transfer is not None else option_key(default)
+
+
 def choice_for(
     key: str,
     default: MachineChoice,
     options: Mapping[str, MachineProfile | None],
     here: MachineProfile,
 ) -> MachineChoice:
-    """The `MachineChoice` of the option ``key``: the default's own, this machine, or as chosen."""
+    """The `MachineChoice` of the option ``key``, by the rule ``memplan size --machine`` answers
+    by (`application.machines.asked_profile`): this machine's key is this machine's answer, the
+    default's (another profile's, widened, where it has no models); any other profile answers
+    for its own machine, as chosen, never widened."""
+    if key == default_option(default, here):
+        return default
+    if key == MIXED:
+        return MachineChoice(None, None, LATEST)
+    known = {name: profile for name, profile in options.items() if profile is not None}
+    if (key in known or key == here.key) and asked_profile(key, known, here) is None:
+        # No profile has models (the most runs' is the default): this machine's panel says
+        # how to give it some.
+        mine = MachineChoice(key, options.get(key) or here, THIS_MACHINE)
+        return mine if default.reason == MOST_RUNS else default
+    return MachineChoice(key, options.get(key), ASKED)
+
+
+def profile_choice(
+    key: str,
+    default: MachineChoice,
+    options: Mapping[str, MachineProfile | None],
+    here: MachineProfile,
+) -> MachineChoice:
+    """The `MachineChoice` of the option ``key`` where a page shows a profile's own models
+    (the Models page), not an answer: the default's own option, this machine's (what it
+    lacks, where it has no models), or another profile as chosen."""
     if key == option_key(default):
         return default
     profile = options.get(key)

@@ -30,10 +30,12 @@ def headroom_line(question: SizingQuestion) -> str:
     """What of the question's budget training may use, and the headroom kept free."""
     budget, usable = question.budget_bytes or 0, question.usable_bytes or 0
     if question.headroom_pct == 0:
-        return f"budget: {format_gib(budget)}, all of it for training (no headroom kept)"
+        return (
+            f"budget: {format_gib(budget)} of host RAM, all of it for training (no headroom kept)"
+        )
     return (
-        f"budget: {format_gib(budget)} with {question.headroom_pct:g}% headroom on top of the "
-        f"bound, which leaves {format_gib(usable)} for training"
+        f"budget: {format_gib(budget)} of host RAM with {question.headroom_pct:g}% headroom on "
+        f"top of the bound, which leaves {format_gib(usable)} for training"
     )
 
 
@@ -77,6 +79,6 @@ def memory_lines(answer: MemoryAnswer) -> list[str]:
         f"buy {answer.memory_gb} GB (binary GB = GiB) for {shape} at batch {answer.batch_size}: "
         f"needs up to {format_gib(answer.bound_bytes)} "
         f"(predicted {format_gib(answer.predicted_bytes)}), "
-        f"{format_gib(answer.required_bytes)} with {answer.headroom:.0%} headroom",
+        f"{format_gib(answer.required_bytes)} of host RAM with {answer.headroom:.0%} headroom",
         *_basis_lines(answer.basis),
     ]

@@ -1,6 +1,7 @@
-"""A sizing answer as one self-contained HTML file a procurement team can attach to a request.
+"""A sizing report's content: what one answer says, as plain values, before any HTML.
 
-`build_report` gathers everything an answer rests on into a `SizingReport`
+The report is one self-contained HTML file a procurement team can attach to a
+request. `build_report` gathers everything an answer rests on into a `SizingReport`
 (plain values): the question (configuration, budget, headroom), the
 `modeling.decision.Decision` with its headline and the credible models'
 spread, the machine profile it is for, the chosen model's upper bound with
@@ -9,9 +10,9 @@ from which calibration, and "thin evidence" where the bound is the worst of
 few), every stored model's estimate with why the left-out ones are left out,
 whether a run verified it, the runs it rests on, the Dell EMC / Intel
 study's published figures when they are about the same question, the
-memplan version and when it was made (`presentation.sizing_report_parts`: the
-parts). `presentation.sizing_report_html.render_html` writes it out as one
-self-contained HTML file.
+memplan version and when it was made. The evidence lines are
+`presentation.sizing_report_evidence`'s; `presentation.sizing_report_html.render_html`
+writes the report out as one self-contained HTML file.
 
 Used by ``memplan report`` and the dashboard's download button.
 """
@@ -29,18 +30,20 @@ from application.sizing_each import Outcome, answer_each
 from core import published, workloads
 from core.profiles import MachineProfile
 from core.units import GIB, approx_gib
+from core.version import memplan_version
 from core.workloads.base import WorkloadConfig
 from modeling.decision import Confidence, Decision, ModelEstimate, sampled_aside
 from modeling.machines import MachineFacts
+from modeling.stored.predictor import Predictor
 from presentation import charts_published, sizing_text, workload_labels
-from presentation.sizing_report_parts import (
+from presentation.sizing_report_evidence import (
     RUN_ID_CHARS,
     BoundEvidence,
     ModelLine,
     RunLine,
-    memplan_version,
     published_for,
     run_lines,
+    widenings_of,
 )
 from presentation.text import sentence
 
@@ -71,6 +74,9 @@ class SizingReport:
     # Where that profile answers for another machine, which has no models: which, why, how
     # much every bound was widened and from what evidence (`Transfer.sentence`); "" if not.
     transfer: str = ""
+    # The profile's cores, what is known of more, and how far the memory to buy widened for
+    # them (`application.widening.MoreCores.sentence`); "" where nothing is shipped.
+    cores: str = ""
 
     @property
     def buy(self) -> Outcome | None:
@@ -242,6 +248,16 @@ def _model_lines(decision: Decision) -> tuple[ModelLine, ...]:
     return tuple(line(estimate) for estimate in credibility.every)
 
 
+def _bound(
+    decision: Decision, chosen: Predictor | None, config: WorkloadConfig
+) -> BoundEvidence | None:
+    """The answering model's bound with every factor it was widened by; None without one."""
+    if chosen is None:
+        return None
+    widened = widenings_of(chosen.training_range, config)
+    return BoundEvidence.of(decision, chosen.bound_for(config), widened)
+
+
 @dataclass(frozen=True)
 class ReportSource:
     """Where a report comes from, and what it says of the machine besides its models."""
@@ -284,7 +300,7 @@ def build_report(
         machine_key=models.machine,
         machine_note=source.machine_note,
         onednn_note=(profile.onednn_note_for(config.precision) if profile else None) or "",
-        bound=BoundEvidence.of(decision, chosen.bound_for(config)) if chosen else None,
+        bound=_bound(decision, chosen, config),
         models=_model_lines(decision),
         runs=run_lines(runs, config),
         published_points=points,
@@ -297,4 +313,5 @@ def build_report(
         outcomes=answer_each(replace(question, kind=BUY), models),
         facts=facts,
         transfer=sentence(models.transfer.sentence()) if models.transfer else "",
+        cores=sentence(models.more_cores.sentence) if models.more_cores else "",
     )

@@ -147,7 +147,8 @@ _TEMPLATE = _ENVIRONMENT.from_string(
   <p>For {{ r.image }} at batch {{ r.config.batch_size }} ({{ r.network }}): the
   {{ "{:.0%}".format(buy.answer.coverage) }} upper bound,
   {{ buy.answer.found.bound_bytes | gib }}, plus {{ "{:g}".format(r.headroom_pct) }}% headroom
-  is {{ buy.answer.found.required_bytes | gib }}; server "GB" are binary (1 GB = 1 GiB).
+  is {{ buy.answer.found.required_bytes | gib }} of host RAM (the server's main memory, not a
+  GPU's); server "GB" are binary (1 GB = 1 GiB).
   Model {{ buy.answer.model_title }}; bound: {{ buy.answer.bound }};
   {{ r.facts.sentence if r.facts else r.machine_words }}.</p>
   {% for warning in buy.answer.warnings %}<p>{{ warning }}</p>{% endfor %}
@@ -200,7 +201,8 @@ less {{ "{:g}".format(r.headroom_pct) }}% headroom</td>{% endif %}
   <dt>Network</dt><dd>{{ r.workload_title }}: {{ r.network }}</dd>
   <dt>Image</dt><dd>{{ r.image }}</dd>
   <dt>Batch size</dt><dd>{{ r.config.batch_size }}</dd>
-  <dt>Budget</dt><dd>{{ "{:,g}".format(r.budget_gib) }} GiB (1 GB of server RAM = 1 GiB)</dd>
+  <dt>Budget</dt><dd>{{ "{:,g}".format(r.budget_gib) }} GiB of host RAM
+    (1 GB of server RAM = 1 GiB)</dd>
   <dt>Headroom</dt><dd>{{ "{:g}".format(r.headroom_pct) }}% on top of the upper bound</dd>
   <dt>Usable</dt><dd>{{ r.usable }}</dd>
 </dl>
@@ -218,6 +220,7 @@ only: the same configuration can peak much higher on another kind of CPU.</p>
 </dl>
 {% endif %}
 {% if r.transfer %}<p id="transfer">{{ r.transfer }}</p>{% endif %}
+{% if r.cores %}<p id="cores">{{ r.cores }}</p>{% endif %}
 {% if r.machine_note %}<p>Note: {{ r.machine_note }}</p>{% endif %}
 {% if r.onednn_note %}<p>Note: {{ r.onednn_note }}</p>{% endif %}
 

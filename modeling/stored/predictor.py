@@ -106,6 +106,9 @@ class TrainingRange:
     # for the bound's name ("": not attached). Not stored: `application.sizing.models_of`.
     host_widening: float = 1.0
     host_spread: str = ""
+    # How far a bound for a server with more cores than the profile's widens (`core.cores`;
+    # 1: not). Not stored: `application.sizing.answer` attaches it to the memory to buy.
+    cores_widening: float = 1.0
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> TrainingRange:
@@ -160,13 +163,14 @@ class TrainingRange:
 
     def widening(self, config: WorkloadConfig) -> float:
         """The factor the bound of ``config`` is widened by (>= 1): the product of `widenings`,
-        `machine_widening` and `host_widening`."""
+        `machine_widening`, `host_widening` and `cores_widening`."""
         knobs = float(np.prod([w.factor for w in self.widenings(config)]))
-        return knobs * self.machine_widening * self.host_widening
+        return knobs * self.machine_widening * self.host_widening * self.cores_widening
 
     def widened_for(self, config: WorkloadConfig) -> str:
         """Why `widening` is above 1, in a few words ("" where it is not), but for
-        `host_widening`, which `host_spread` says with its own factor."""
+        `host_widening` and `cores_widening`, which the bound's name says each with its own
+        factor (`modeling.sizing`)."""
         causes = []
         if any(w.factor > 1 for w in self.widenings(config)):
             causes.append("knob values never measured")

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from application import sweep_job
-from application.calibrate import fit_job
 from application.stored import choose_machine, run_profiles
 from application.stored import read as read_db
 from core import database
@@ -18,7 +16,6 @@ from core.machine import this_profile
 from core.profiles import profile_of
 from modeling.stored import tables as results
 from presentation.text import plain
-from profiling.calibration import calibration_for
 from tests.app.helpers import (
     ALEXNET_SIDES,
     OTHER_MACHINE,
@@ -286,12 +283,14 @@ def test_a_knob_the_models_never_saw_shows_the_extrapolation_warning(
 
 def test_the_url_holds_the_view_and_a_link_reproduces_it(shared_reference_db: Path) -> None:
     at = sizing_page()
-    assert at.query_params == DEFAULT_PARAMS
+    # This machine, which the bundled reference answers for (`this_answers_here`).
+    here = {"machine": this_profile().key}
+    assert at.query_params == DEFAULT_PARAMS | here
 
     widget(at.select_slider, "Batch size").set_value(16).run()
     widget(at.selectbox, "Model").set_value("refined").run()
     link = dict(at.query_params)
-    assert link == DEFAULT_PARAMS | {"batch": "16", "model": "refined"}
+    assert link == DEFAULT_PARAMS | here | {"batch": "16", "model": "refined"}
 
     opened = sizing_page(**link)
     assert widget(opened.select_slider, "Batch size").value == 16
@@ -405,7 +404,7 @@ def test_an_alexnet_link_predicts_with_alexnet_models_and_offers_only_its_knobs(
     (breakdown,) = [chart for chart in charts(at) if chart.get("name") == "breakdown"]
     assert "optimizer (SGD momentum)" in breakdown["rows"]["term"].tolist()
     assert dict(at.query_params) == ALEXNET_LINK | {
-        "machine": profile_key(),
+        "machine": this_profile().key,  # this machine, which profile_key() answers for
         "classes": "1000",
         "precision": "float32",
         "budget": "256",
@@ -502,12 +501,14 @@ def test_the_page_answers_for_the_bundled_machine_and_says_why_not_this_one(
 
     bundled = choose_machine(shared_reference_db, "unet3d")
     assert (bundled.key, bundled.label) == (BUNDLED_MACHINE, BUNDLED_LABEL)
+    # The answer is for this machine (its option), from the bundled profile (the caption).
     machine = widget(at.main.selectbox, "Machine")
-    assert machine.value == BUNDLED_MACHINE
+    assert machine.value == this_profile().key
     # By name, not profile key (issue 42, point 7).
     assert machine.options[1] == f"{this_profile().label} — this machine"
+    assert any(BUNDLED_MACHINE in c.value and "bundled reference" in c.value for c in at.caption)
     assert shown(machine_note(at)) == shown(bundled.note)
-    assert at.query_params["machine"] == BUNDLED_MACHINE
+    assert at.query_params["machine"] == this_profile().key
 
 
 def test_a_link_names_its_machine_by_a_prefix_and_an_unknown_one_falls_back(
@@ -520,38 +521,32 @@ def test_a_link_names_its_machine_by_a_prefix_and_an_unknown_one_falls_back(
     at = sizing_page(machine="ffff", batch="8")
     (warning,) = link_warnings(at)
     assert warning.startswith("The link's machine='ffff' was ignored: the machine profiles")
-    assert warning.endswith(f"Showing machine={BUNDLED_MACHINE} instead.")
+    assert warning.endswith(f"Showing machine={this_profile().key} instead.")  # the default
     assert widget(at.select_slider, "Batch size").value == 8  # the rest of the link applies
-    assert at.query_params["machine"] == BUNDLED_MACHINE
+    assert at.query_params["machine"] == this_profile().key
 
 
-def test_this_machine_without_models_gets_the_sweep_that_gives_it_some(
-    reference_db: Path, monkeypatch: pytest.MonkeyPatch
+def test_this_machine_without_models_is_answered_widened_and_told_how_to_get_its_own(
+    reference_db: Path,
 ) -> None:
-    launched = []
-    monkeypatch.setattr(
-        sweep_job, "launch", lambda db, request, refit=None: launched.append((request, refit))
-    )
+    # Issue 42 point 2: this machine's option is its answer, as `memplan size --machine KEY`
+    # with its key gives it: the bundled reference's, widened for another machine. What it
+    # lacks is the note (the Models page's machine panel launches the sweep).
     at = sizing_page()
     here = this_profile()
-    widget(at.main.selectbox, "Machine").set_value(here.key).run()
+    assert widget(at.main.selectbox, "Machine").value == here.key
 
     assert not at.exception
-    # The link's model was the bundled machine's: switching machines drops it, quietly.
-    assert not link_warnings(at)
-    assert at.query_params["machine"] == here.key and "model" not in at.query_params
-    assert shown(at.info[0].value).startswith(
-        f"No fitted 3D U-Net (IntelAI/unet) models yet for {here.label} — this machine:"
-    )
-    assert not [m for m in at.metric if m.label == "Upper bound"]
-    (lacks,) = [shown(w.value) for w in at.warning]
-    assert lacks.startswith(f"{here.label} (profile {here.key}) has no measured run")
-    assert at.code[0].value.startswith("memplan sweep --workload unet3d")
-
-    widget(at.main.button, "Launch this sweep").click().run()
-    [(request, refit)] = launched
-    assert request.points == calibration_for("unet3d").points
-    assert refit == fit_job("unet3d", here.key, reference_db)
+    assert gib(metric(at, "Upper bound")) > 0
+    said = " ".join(shown(w.value) for w in at.warning)
+    assert "Answered by another machine: profile 9b59349f74" in said
+    assert "memplan calibrate --workload unet3d" in shown(machine_note(at))
+    # Choosing the reference by name answers for it, not for another machine (here the
+    # widening is x1: no other pair of profiles was measured in this database).
+    widened = gib(metric(at, "Upper bound"))
+    widget(at.main.selectbox, "Machine").set_value(BUNDLED_MACHINE).run()
+    assert gib(metric(at, "Upper bound")) <= widened
+    assert not [w for w in at.warning if "Answered by another machine" in shown(w.value)]
 
 
 def test_each_machine_answers_with_its_own_models(

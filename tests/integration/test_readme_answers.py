@@ -21,22 +21,32 @@ RESTS_ON = (
     "6ce9f46d7f98, fitted 2026-11-24 02:43 UTC on 39 runs, 33 configurations, "
     "at 6 training steps."
 )
+# What every answer says of its profile's cores and of more (`core.cores`).
+CORES = (
+    "Cores: measured on 2 cores; on one machine (a 16-core Intel Xeon (AVX-512, AMX), "
+    "TensorFlow 2.21, oneDNN on), 2 to 16 cores changed the peak by +1.1%…+4.7% (at most "
+    "+5.1%, 96x96x96 batch 4 at 8 cores) (data/cores/xeon16-cores-2026-11-23.csv); the memory "
+    "to buy, for a server with more cores, is widened x1.051."
+)
 MACHINE = (
     "Machine: for Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21 "
     "(profile 9b59349f74; as asked)"
 )
 BUY = [
     MACHINE,
-    "buy 256 GB (binary GB = GiB) for 240x240x144 at batch 16: needs up to 164.23 GiB "
-    "(predicted 151.90 GiB), 197.07 GiB with 20% headroom",
+    # x1.051 for a server's more cores (data/cores/, issue 42 point 5): 164.23 GiB before.
+    "buy 256 GB (binary GB = GiB) for 240x240x144 at batch 16: needs up to 172.54 GiB "
+    "(predicted 151.90 GiB), 207.05 GiB of host RAM with 20% headroom",
     "model: least_squares; bound: 90% conformal upper bound (x1.081, forward-chaining by "
     "image size, 5 folds, 18 distinct configurations; thin evidence: the bound is the worst "
-    "of only 18 configurations); host-to-host spread unmeasured for this profile",
+    "of only 18 configurations); widened x1.05 for a server's more cores; host-to-host "
+    "spread unmeasured for this profile",
     "WARNING: This answer extrapolates beyond the measured runs: image size ~202^3 is larger "
     "than the largest measured (~144^3); image x batch (132.7 megavoxels) is more than any "
     "measured run (11.2). The model was never checked there; its bound is a best guess, not "
     "a guarantee. Measure a point near the answer before relying on it.",
     RESTS_ON,
+    CORES,
 ]
 IMAGE = [
     MACHINE,
@@ -46,9 +56,11 @@ IMAGE = [
     "33 distinct configurations); host-to-host spread unmeasured for this profile",
     "inside the measured range",
     RESTS_ON,
-    "budget: 12.00 GiB with 20% headroom on top of the bound, which leaves 10.00 GiB for training",
+    "budget: 12.00 GiB of host RAM with 20% headroom on top of the bound, which leaves 10.00 GiB "
+    "for training",
     "verified: 112x112x112 at batch 4 fits at 7.18 GiB (measured); "
     "128x128x128 measured at 10.6 GiB",
+    CORES,
 ]
 SUMMARY = [
     "| image size | batch 1 | batch 2 | batch 4 | batch 8 | batch 16 |",

@@ -139,11 +139,11 @@ def test_runs_without_this_cpus_generation_answer_for_it_and_say_so(
     assert "(family 25, model 1)" in choice.note
 
 
-def test_no_models_anywhere_says_what_to_run(tmp_path: Path) -> None:
+def test_no_runs_anywhere_says_what_loads_them(tmp_path: Path) -> None:
     db = tmp_path / "empty.duckdb"
     database.ensure_database(db)
 
-    with pytest.raises(NoModelsError, match="run `memplan evaluate --db "):
+    with pytest.raises(NoModelsError, match=f"`memplan import --bundled --db {db}` loads the"):
         stored.choose_machine(db, "unet3d")
 
 

@@ -230,7 +230,22 @@ def test_this_machine_is_always_offered_even_without_runs():
         "AMD EPYC 7B13, AVX2, 2 cores, TensorFlow 2.16 — this machine"
     )
     assert machines.choice_for(INTEL_KEY, default, options, HERE) is bundled
-    assert machines.choice_for(AMD_KEY, default, options, HERE).reason == THIS_MACHINE
+    # This machine, without models, is answered as `memplan size --machine AMD_KEY` answers it:
+    # by its default (`application.machines.asked_profile`).
+    assert machines.choice_for(AMD_KEY, default, options, HERE) is bundled
+
+
+def test_a_default_from_another_machine_is_this_machines_option_and_its_profile_by_name_not():
+    # The reference answering for this machine, which has no models: widened (a transfer).
+    widened = MachineChoice(INTEL_KEY, INTEL_PROFILE, BUNDLED, transfer=object())  # type: ignore[arg-type]
+    known = {INTEL_KEY: INTEL_PROFILE}
+    options = machines.offered(known, HERE, widened)
+
+    assert machines.default_option(widened, HERE) == AMD_KEY  # this machine's
+    assert machines.choice_for(AMD_KEY, widened, options, HERE) is widened
+    # The reference by name answers for its own machine, as `--machine` does: not widened.
+    named = machines.choice_for(INTEL_KEY, widened, options, HERE)
+    assert (named.key, named.reason, named.transfer) == (INTEL_KEY, ASKED, None)
 
 
 def test_without_models_anywhere_the_page_opens_on_this_machine_or_the_most_runs():

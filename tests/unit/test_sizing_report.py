@@ -19,7 +19,7 @@ import pytest
 
 from application import sizing, stored
 from application.sizing import SizingError, SizingQuestion
-from core import database, profiles, published, store, workloads
+from core import database, profiles, published, store, version, workloads
 from core.units import GIB
 from core.version import __version__
 from core.workloads.unet3d import UNetConfig
@@ -27,7 +27,7 @@ from modeling.decision import Decision, approx_gib
 from modeling.evaluation.bounds import ConformalBound
 from modeling.sizing import memory_to_buy
 from modeling.stored.predictor import Predictor
-from presentation import charts_published, sizing_report, sizing_report_html, sizing_report_parts
+from presentation import charts_published, sizing_report, sizing_report_evidence, sizing_report_html
 from profiling import exchange
 
 INTEL = "9b59349f74"  # the bundled Intel reference profile
@@ -168,11 +168,26 @@ def test_a_bound_from_few_configurations_is_called_thin_evidence(
         0.9, 1.1, 9, "forward-chaining by image size, 2 folds, 9 distinct configurations"
     )
 
-    sentence = sizing_report_parts.BoundEvidence.of(measured_decision, few).sentence
+    sentence = sizing_report_evidence.BoundEvidence.of(measured_decision, few).sentence
 
     assert "its 90% conformal upper bound is" in sentence and "the prediction x1.100" in sentence
     assert "covered 90% of 9 distinct configurations the model was not fitted on" in sentence
     assert sentence.endswith("Thin evidence: the bound is the worst of only 9 configurations.")
+
+
+def test_a_widened_bound_names_every_factor_it_is_the_prediction_times(
+    measured_decision: Decision,
+) -> None:
+    # On 89ca53e a bound widened x1.081 for another machine read "178 GiB, the prediction
+    # x1.081" although 152 x 1.081 = 164: only the conformal factor was named.
+    bound = ConformalBound(0.9, 1.081, 18, "forward-chaining by image size, 5 folds")
+    widened = [(1.081, "another machine"), (1.041, "host-to-host spread")]
+
+    sentence = sizing_report_evidence.BoundEvidence.of(measured_decision, bound, widened).sentence
+
+    factors = "x1.081 (conformal) x1.081 (another machine) x1.041 (host-to-host spread) = x1.216"
+    assert f"the prediction {factors}, x1.081 being the multiplier that covered" in sentence
+    assert "the prediction x1.081," not in sentence
 
 
 def test_an_older_bound_says_it_counted_residuals_not_configurations(
@@ -180,7 +195,7 @@ def test_an_older_bound_says_it_counted_residuals_not_configurations(
 ) -> None:
     old = ConformalBound(0.9, 1.06, 15, "15 held-out extrapolation-split residuals, 3 seed(s)")
 
-    sentence = sizing_report_parts.BoundEvidence.of(measured_decision, old).sentence
+    sentence = sizing_report_evidence.BoundEvidence.of(measured_decision, old).sentence
 
     assert "split-conformal upper bound" in sentence
     assert "distinct configurations" not in sentence and "Thin evidence" not in sentence
@@ -276,12 +291,12 @@ def test_the_report_stands_alone_no_script_and_no_url(dell_html: str) -> None:
 
 
 def test_the_version_is_core_versions_with_the_commit(dell_html: str) -> None:
-    version = sizing_report_parts.memplan_version()
+    made_by = version.memplan_version()
 
     assert re.fullmatch(
-        rf"memplan {re.escape(__version__)}, (commit [0-9a-f]{{12}}|unknown commit)", version
+        rf"memplan {re.escape(__version__)}, (commit [0-9a-f]{{12}}|unknown commit)", made_by
     )
-    assert version in dell_html
+    assert made_by in dell_html
     assert "2026-01-02 03:04 UTC" in dell_html
 
 
@@ -289,7 +304,7 @@ def test_the_report_takes_its_version_from_core_version(
     db: Path, models: list[Predictor], runs: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One source of truth: core.version's string, not pyproject.toml, reaches the report.
-    monkeypatch.setattr(sizing_report_parts, "__version__", "9.8.7")
+    monkeypatch.setattr(version, "__version__", "9.8.7")
     html = sizing_report_html.render_html(report_for(db, models, runs, DELL))
     assert re.search(r"memplan 9\.8\.7, (commit [0-9a-f]{12}|unknown commit)", html)
     assert f"memplan {__version__}," not in html
@@ -297,20 +312,17 @@ def test_the_report_takes_its_version_from_core_version(
 
 def test_the_commit_is_read_from_git_files_without_git(tmp_path: Path) -> None:
     sha = "0123456789abcdef0123456789abcdef01234567"
-    assert sizing_report_parts.memplan_version(tmp_path) == f"memplan {__version__}, unknown commit"
+    assert version.memplan_version(tmp_path) == f"memplan {__version__}, unknown commit"
 
     git = tmp_path / ".git"
     git.mkdir()
     (git / "HEAD").write_text("ref: refs/heads/main\n")
     (git / "packed-refs").write_text(f"# pack-refs with: peeled\n{sha} refs/heads/main\n")
-    assert sizing_report_parts.git_commit(tmp_path) == sha
+    assert version.git_commit(tmp_path) == sha
 
     (git / "refs" / "heads").mkdir(parents=True)
     (git / "refs" / "heads" / "main").write_text(sha.replace("0", "f") + "\n")
-    assert (
-        sizing_report_parts.memplan_version(tmp_path)
-        == f"memplan {__version__}, commit f123456789ab"
-    )
+    assert version.memplan_version(tmp_path) == f"memplan {__version__}, commit f123456789ab"
 
 
 def test_stored_text_is_escaped_never_markup(

@@ -1,4 +1,4 @@
-"""The parts of a sizing report that are facts about the answer, as plain values.
+"""What a sizing report's answer rests on, as plain values: its evidence.
 
 * `BoundEvidence` — the answering model's upper bound and what stands behind it
   (coverage, how many distinct held-out configurations, which calibration, "thin
@@ -6,39 +6,33 @@
 * `ModelLine` — one stored model's estimate, believed or left out with why;
 * `RunLine` and `run_lines` — the machine profile's runs of the workload, those of
   exactly the question marked;
-* `published_for` — the Dell EMC / Intel study's figures when they are about the question;
-* `memplan_version` — which memplan made the report (`git_commit` read without git).
+* `published_for` — the Dell EMC / Intel study's figures when they are about the question.
 
-`presentation.sizing_report` assembles them; `presentation.sizing_report_html` writes them.
+`presentation.sizing_report` (the report's content) gathers them;
+`presentation.sizing_report_html` writes the report out.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from core import published, workloads
 from core.units import GIB, approx_gib
-from core.version import __version__
 from core.workloads.base import WorkloadConfig
 from modeling.decision import Decision
 from modeling.evaluation.bounds import ConformalBound
+from modeling.stored.predictor import TrainingRange
 from presentation import sizing_text, workload_labels
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 # The study behind `core.published` trained the U-Net; no other workload's question is its.
 STUDY_WORKLOAD = "unet3d"
 # A run id is a 32-digit hex; its first 12 name it uniquely (``memplan show``).
 RUN_ID_CHARS = 12
-COMMIT_CHARS = 12
-UNKNOWN_COMMIT = "unknown commit"
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 PEAK_COLUMN = "peak_hwm_bytes"
 SAMPLED_COLUMN = "peak_sampled_bytes"
 
@@ -61,9 +55,14 @@ class BoundEvidence:
     legacy: bool  # stored by an older evaluation: ``n_configurations`` counts residuals
     raised_to_closed_form: bool  # the model's bound fell below the refined closed form
     beyond: str  # how the question lies outside the model's measured range; "" inside
+    # Each factor the conformal bound was widened by after it, with why (`widenings_of`):
+    # (1.083, "another machine"); empty: not widened.
+    widened: tuple[tuple[float, str], ...] = ()
 
     @classmethod
-    def of(cls, decision: Decision, bound: ConformalBound) -> BoundEvidence:
+    def of(
+        cls, decision: Decision, bound: ConformalBound, widened: Sequence[tuple[float, str]] = ()
+    ) -> BoundEvidence:
         estimate = decision.estimate
         assert estimate is not None, "only a decision with a model has a bound"
         return cls(
@@ -79,7 +78,19 @@ class BoundEvidence:
             legacy=bound.legacy,
             raised_to_closed_form=estimate.raised_to_closed_form,
             beyond=estimate.beyond,
+            widened=tuple(widened),
         )
+
+    @property
+    def factors(self) -> str:
+        """The bound over the prediction, every factor named: ``x1.081 (conformal) x1.083
+        (another machine) = x1.171``; ``x1.081`` where nothing widened it."""
+        if not self.widened:
+            return f"x{self.ratio:.3f}"
+        named = [f"x{self.ratio:.3f} (conformal)"]
+        named += [f"x{factor:.3f} ({why})" for factor, why in self.widened]
+        total = self.ratio * math.prod(factor for factor, _ in self.widened)
+        return " ".join(named) + f" = x{total:.3f}"
 
     @property
     def sentence(self) -> str:
@@ -88,8 +99,10 @@ class BoundEvidence:
         text = (
             f"{self.title} predicts {approx_gib(self.predicted_bytes)}; its {coverage} "
             f"{'split-conformal' if self.legacy else 'conformal'} upper bound is "
-            f"{approx_gib(self.upper_bytes)}, the prediction x{self.ratio:.3f}, "
+            f"{approx_gib(self.upper_bytes)}, the prediction {self.factors}, "
         )
+        if self.widened:
+            text += f"x{self.ratio:.3f} being "
         if self.legacy:
             text += (
                 f"the multiplier that covered {coverage} of {self.n_configurations} held-out "
@@ -156,53 +169,6 @@ class RunLine:
         return self.run_id[:RUN_ID_CHARS]
 
 
-def git_commit(root: Path = REPO_ROOT) -> str | None:
-    """The commit checked out at ``root``, read from ``.git`` without running git; None if none.
-
-    Follows ``HEAD`` to its branch, a loose ref or ``packed-refs``; a ``.git``
-    file (a worktree) points at the real folder. Uncommitted edits are not seen.
-    """
-    try:
-        git = root / ".git"
-        if git.is_file():
-            pointer = git.read_text().strip()
-            if not pointer.startswith("gitdir:"):
-                return None
-            git = (root / pointer.removeprefix("gitdir:").strip()).resolve()
-        head = (git / "HEAD").read_text().strip()
-        if not head.startswith("ref:"):
-            return head if _SHA.match(head) else None
-        ref = head.removeprefix("ref:").strip()
-        common = git / "commondir"
-        shared = (git / common.read_text().strip()).resolve() if common.is_file() else git
-        for folder in dict.fromkeys((git, shared)):
-            loose = folder / ref
-            if loose.is_file():
-                sha = loose.read_text().strip()
-                return sha if _SHA.match(sha) else None
-        packed = shared / "packed-refs"
-        if packed.is_file():
-            for line in packed.read_text().splitlines():
-                sha, _, name = line.partition(" ")
-                if name.strip() == ref and _SHA.match(sha):
-                    return sha
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None
-
-
-def memplan_version(root: Path = REPO_ROOT) -> str:
-    """``memplan 0.2.0, commit 1a2b3c4d5e6f`` (``unknown commit`` without a readable .git).
-
-    The version is `core.version.__version__`, the one the dashboard's footer and
-    ``memplan --version`` show; the commit is read from ``root``'s git files.
-    """
-    commit = git_commit(root)
-    return f"memplan {__version__}, " + (
-        f"commit {commit[:COMMIT_CHARS]}" if commit else UNKNOWN_COMMIT
-    )
-
-
 def _knobs_default(config: WorkloadConfig) -> bool:
     defaults = workload_labels.knob_defaults(config.workload)
     return all(getattr(config, knob) == value for knob, value in defaults.items())
@@ -259,3 +225,17 @@ def run_lines(runs: pd.DataFrame, config: WorkloadConfig) -> tuple[RunLine, ...]
         )
     lines.sort(key=lambda entry: (entry[0], entry[2].batch_size, entry[1]))
     return tuple(line for _, _, line in lines)
+
+
+def widenings_of(training_range: TrainingRange, config: WorkloadConfig) -> list[tuple[float, str]]:
+    """Each factor a model's conformal bound at ``config`` is widened by after it, with why
+    (`TrainingRange.widening` is their product): knob values never measured, another
+    machine, host-to-host spread, a server's more cores; those of 1 left out."""
+    knobs = math.prod(w.factor for w in training_range.widenings(config))
+    named = [
+        (knobs, "knob values never measured"),
+        (training_range.machine_widening, "another machine"),
+        (training_range.host_widening, "host-to-host spread"),
+        (training_range.cores_widening, "a server's more cores"),
+    ]
+    return [(float(factor), why) for factor, why in named if factor > 1]
