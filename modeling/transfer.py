@@ -18,7 +18,11 @@ profiles:
   factors multiply (`Compounded`); where no measured pair differs in one of them at
   all, there is no bound (`Unbounded`): nothing measured says how far a peak moves
   with that fact (the oneDNN-off EPYC's peaks lay 1.01-2.50x the oneDNN-on one's,
-  where every other pair's spread, pooled, was x1.06: docs/transfer.md). The profile
+  where every other pair's spread, pooled, was x1.06: docs/transfer.md). Nor where no
+  two other profiles of the framework measured a configuration in common (PyTorch,
+  bundled on one machine): no pair at all stands behind the difference, and a spread
+  measured in another framework is no evidence for this one (their peaks differ in
+  kind: 0.56-0.86x on one EPYC), so `memplan calibrate --framework torch` is named. The profile
   asked about is never part of its own evidence: `benchmarks/transfer.py` checks the
   factor leave-one-profile-out.
 * `transfer_for` — the `Transfer` of a profile answering for a machine without
@@ -35,7 +39,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from core import profiles, store
+from core import frameworks, profiles, store
 from core.profiles import MachineProfile
 from core.store import POINT_COLUMNS
 from modeling.errors import ModelingError
@@ -220,7 +224,7 @@ class Unbounded:
     """No bound: the answer's pair differs in first facts no measured pair of other profiles
     differs in, so how far a peak moves with them is unmeasured, and no factor is evidence."""
 
-    facts: tuple[str, ...]  # the first facts no measured pair spans
+    facts: tuple[str, ...]  # the first facts no measured pair spans (none: no pair at all)
     pairs: tuple[tuple[str, str], ...]  # the measured pairs there are
 
     @property
@@ -230,6 +234,11 @@ class Unbounded:
     def why(self) -> str:
         """In words: "no measured pair of other profiles differs in oneDNN (the measured pairs:
         ...), so how far a peak moves with it is unmeasured"."""
+        if not self.pairs:
+            return (
+                "no two other profiles of this framework measured a configuration in common, "
+                "so how far a peak moves between machines is unmeasured"
+            )
         facts = " or ".join(self.facts)
         return (
             f"no measured pair of other profiles differs in {facts} (the measured pairs: "
@@ -258,13 +267,12 @@ def widening_for(
     else by each profile paired across that fact alone (`pairs_across`), else by the pairs
     that differ in it among others, multiplied (`Compounded`); where no measured pair
     differs in one of them, there is no bound (`Unbounded`); where ``answer`` differs in no
-    first fact, every pair. None where no two other profiles measured a configuration in
-    common: the answer is not widened, and says so (`Transfer.sentence`; a database of one
-    profile).
+    first fact, every pair. Where no two other profiles measured a configuration in common
+    (a framework or a database of one profile), no bound either: `Unbounded` with no pair.
     """
     pairs = measured_pairs(runs, known, excluded)
     if not pairs:
-        return None
+        return Unbounded((), ())
     wanted = answer.first_differences
     matched = [pair for pair in pairs if pair.differences == wanted]
     if matched:
@@ -288,7 +296,7 @@ class Transfer:
 
     asked: MachineProfile  # the machine the question is about
     nearest: Nearest  # the profile that answers, with the facts that set them apart
-    widening: Spread | None  # None: no configuration measured on two other profiles
+    widening: Spread | None  # None: not computed (`widening_for` gives `Unbounded` for no pair)
     chosen_as: str  # why that profile answers, e.g. "the bundled reference"
 
     @property
@@ -310,7 +318,7 @@ class Transfer:
             else "bound not widened: no configuration was measured on two other profiles"
         )
         if not self.bounded:
-            widened += f"; {_calibrate(self.nearest.key)}"
+            widened += f"; {_calibrate(self.nearest.key, self.asked.framework)}"
         answering = self.nearest
         return (
             f"answered by another machine: profile {answering.key} ({answering.profile.label}), "
@@ -329,13 +337,13 @@ class Transfer:
             reason
             for name, reason in zip(FIRST_FACTS, answering.reasons, strict=False)
             if name in facts
-        ]
+        ] or list(answering.reasons)  # no pair at all: every way the two differ
         return (
             f"no bound can be given for this machine ({self.asked.label}, profile "
             f"{self.asked.key}), which has no models: the profile that would answer, "
             f"{answering.key} ({answering.profile.label}, {self.chosen_as}), differs from it "
             f"({'; '.join(differ)}), and {self.widening.why()}; "
-            f"{_calibrate(answering.key)}"
+            f"{_calibrate(answering.key, self.asked.framework)}"
         )
 
     def measured_elsewhere(self) -> str:
@@ -350,9 +358,10 @@ class Transfer:
         )
 
 
-def _calibrate(key: str) -> str:
+def _calibrate(key: str, framework: str) -> str:
+    command = " ".join(["memplan calibrate", *frameworks.flag(framework)])
     return (
-        "this machine needs runs of its own (`memplan calibrate` measures it and fits its "
+        f"this machine needs runs of its own (`{command}` measures it and fits its "
         f"models); `--machine {key}` answers for that profile's own machine instead"
     )
 
