@@ -18,11 +18,9 @@ profiles:
   factors multiply (`Compounded`); where no measured pair differs in one of them at
   all, there is no bound (`Unbounded`): nothing measured says how far a peak moves
   with that fact (the oneDNN-off EPYC's peaks lay 1.01-2.50x the oneDNN-on one's,
-  where every other pair's spread, pooled, was x1.06: docs/transfer.md). Nor where no
-  two other profiles of the framework measured a configuration in common (PyTorch,
-  bundled on one machine): no pair at all stands behind the difference, and a spread
-  measured in another framework is no evidence for this one (their peaks differ in
-  kind: 0.56-0.86x on one EPYC), so `memplan calibrate --framework torch` is named. The profile
+  where every other pair's spread, pooled, was x1.06: docs/transfer.md). Nor where
+  only another framework measured pairs (PyTorch's one bundled profile: `transfer_for`).
+  The profile
   asked about is never part of its own evidence: `benchmarks/transfer.py` checks the
   factor leave-one-profile-out.
 * `transfer_for` — the `Transfer` of a profile answering for a machine without
@@ -236,8 +234,9 @@ class Unbounded:
         ...), so how far a peak moves with it is unmeasured"."""
         if not self.pairs:
             return (
-                "no two other profiles of this framework measured a configuration in common, "
-                "so how far a peak moves between machines is unmeasured"
+                "no two other profiles of this framework measured a configuration in common "
+                "(another framework's pairs are not its evidence), so how far a peak moves "
+                "between machines is unmeasured"
             )
         facts = " or ".join(self.facts)
         return (
@@ -267,12 +266,13 @@ def widening_for(
     else by each profile paired across that fact alone (`pairs_across`), else by the pairs
     that differ in it among others, multiplied (`Compounded`); where no measured pair
     differs in one of them, there is no bound (`Unbounded`); where ``answer`` differs in no
-    first fact, every pair. Where no two other profiles measured a configuration in common
-    (a framework or a database of one profile), no bound either: `Unbounded` with no pair.
+    first fact, every pair. None where no two other profiles measured a configuration in
+    common: the answer is not widened, and says so (`Transfer.sentence`; a database of one
+    profile), unless another framework's profiles did (`transfer_for`: no bound).
     """
     pairs = measured_pairs(runs, known, excluded)
     if not pairs:
-        return Unbounded((), ())
+        return None
     wanted = answer.first_differences
     matched = [pair for pair in pairs if pair.differences == wanted]
     if matched:
@@ -296,7 +296,7 @@ class Transfer:
 
     asked: MachineProfile  # the machine the question is about
     nearest: Nearest  # the profile that answers, with the facts that set them apart
-    widening: Spread | None  # None: not computed (`widening_for` gives `Unbounded` for no pair)
+    widening: Spread | None  # None: no configuration measured on two other profiles
     chosen_as: str  # why that profile answers, e.g. "the bundled reference"
 
     @property
@@ -380,15 +380,20 @@ def transfer_for(
     Refused (`ModelingError`) where ``chosen`` is another framework's: the distance above
     does not weigh the framework, and no widening measured between machines covers it
     (the same 3D U-Net peaked 2.5x apart on JAX and torch on one H100, issue 29), so an
-    answer across frameworks would be silently wrong rather than merely wide.
+    answer across frameworks would be silently wrong rather than merely wide. For the same
+    reason no other framework's spread widens it: where no two other profiles of
+    ``asked``'s framework measured a configuration in common but another framework's did
+    (PyTorch's one bundled profile), there is no bound (`Unbounded` with no pair).
     """
     if known[chosen].framework != asked.framework:
         raise ModelingError(
             f"profile {chosen} ({known[chosen].label}) cannot answer for {asked.label}: "
             "an answer is never taken from another framework's runs"
         )
-    known = {key: profile for key, profile in known.items() if profile.framework == asked.framework}
-    scores, reasons = distance(asked, known[chosen])
-    nearest = Nearest(chosen, known[chosen], scores, tuple(reasons))
-    widening = widening_for(runs, known, nearest, excluded=(asked.key,))
+    same = {key: profile for key, profile in known.items() if profile.framework == asked.framework}
+    scores, reasons = distance(asked, same[chosen])
+    nearest = Nearest(chosen, same[chosen], scores, tuple(reasons))
+    widening = widening_for(runs, same, nearest, excluded=(asked.key,))
+    if widening is None and measured_pairs(runs, _pool(known, same)):
+        widening = Unbounded((), ())  # pairs measured, but only in another framework
     return Transfer(asked, nearest, widening, chosen_as)
