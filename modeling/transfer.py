@@ -267,8 +267,7 @@ def widening_for(
     that differ in it among others, multiplied (`Compounded`); where no measured pair
     differs in one of them, there is no bound (`Unbounded`); where ``answer`` differs in no
     first fact, every pair. None where no two other profiles measured a configuration in
-    common: the answer is not widened, and says so (`Transfer.sentence`; a database of one
-    profile), unless another framework's profiles did (`transfer_for`: no bound).
+    common: not widened, said so (`Transfer.sentence`), unless another framework's did.
     """
     pairs = measured_pairs(runs, known, excluded)
     if not pairs:
@@ -380,10 +379,8 @@ def transfer_for(
     Refused (`ModelingError`) where ``chosen`` is another framework's: the distance above
     does not weigh the framework, and no widening measured between machines covers it
     (the same 3D U-Net peaked 2.5x apart on JAX and torch on one H100, issue 29), so an
-    answer across frameworks would be silently wrong rather than merely wide. For the same
-    reason no other framework's spread widens it: where no two other profiles of
-    ``asked``'s framework measured a configuration in common but another framework's did
-    (PyTorch's one bundled profile), there is no bound (`Unbounded` with no pair).
+    answer across frameworks would be silently wrong rather than merely wide. Nor does another
+    framework's spread widen it: with pairs in that one only, no bound (`Unbounded`, no pair).
     """
     if known[chosen].framework != asked.framework:
         raise ModelingError(
@@ -394,6 +391,8 @@ def transfer_for(
     scores, reasons = distance(asked, same[chosen])
     nearest = Nearest(chosen, same[chosen], scores, tuple(reasons))
     widening = widening_for(runs, same, nearest, excluded=(asked.key,))
-    if widening is None and measured_pairs(runs, _pool(known, same)):
-        widening = Unbounded((), ())  # pairs measured, but only in another framework
+    if widening is None:  # pairs measured in another framework only: no bound
+        every = profiles.profiles_in(runs).items()
+        other = {k: p for k, p in every if p.framework != asked.framework}
+        widening = Unbounded((), ()) if measured_pairs(runs, other) else None
     return Transfer(asked, nearest, widening, chosen_as)
