@@ -9,6 +9,12 @@ Points this profile measured before count (a calibration resumes). The result is
 stored as the profile's evaluation (`modeling.calibration_model`), so the profile
 answers `memplan size` like any other.
 
+A plan may cover knob values besides its own (``LoopPlan.also``: `memplan calibrate
+--precision mixed_bfloat16`): the candidates span every setting, the first points
+take one of each (a setting with no point would be answered by the prior's knob
+splits alone), and the model is measured on, so answers without widening for, each
+(`Outcome.covers`).
+
 Measuring is passed in (``measure``): the command runs a one-point sweep, a benchmark
 replays a database's runs, a test hands in numbers. Nothing here runs a child.
 """
@@ -56,12 +62,19 @@ class Prior:
     seconds: Callable[[float], float]  # estimated wall seconds of a run, from its prior peak
 
 
+# One knob setting of the network: (knob, value) pairs; the knobs not named keep their default.
+Setting = tuple[tuple[str, object], ...]
+# The column of `measured_points` that says which of the plan's settings a point is of.
+SETTING_COLUMN = "calibration_setting"
+
+
 @dataclass(frozen=True)
 class Candidate:
     side: int
     batch: int
     prior_bytes: float
     seconds: float
+    setting: int = 0  # the index of its knob setting in `LoopPlan.settings`
 
 
 @dataclass(frozen=True)
@@ -73,16 +86,20 @@ class Step:
     width: float
     among: int
     points_before: int
+    knobs: Setting = ()  # the knob values it sets (none: the plan's own)
+    reason: str = ""  # "", or why it was chosen besides its width
 
     def sentence(self) -> str:
+        knobs = "".join(f" {knob} {value}" for knob, value in self.knobs)
         return (
-            f"point {self.points_before + 1}: {self.side}^3 batch {self.batch}, its bound "
+            f"point {self.points_before + 1}: {self.side}^3 batch {self.batch}{knobs}, its bound "
             f"+{self.width:.1%} of its prediction, the widest of {self.among} candidates"
+            f"{self.reason}"
         )
 
     def record(self) -> dict[str, object]:
         """The step's fields and its sentence (``why``): what the model keeps and --json prints."""
-        return self.__dict__ | {"why": self.sentence()}
+        return self.__dict__ | {"knobs": dict(self.knobs), "why": self.sentence()}
 
 
 @dataclass
@@ -93,6 +110,9 @@ class Outcome:
     stopped: str = ""
     loo_mape_pct: float | None = None
     evaluation_id: str | None = None
+    # The knob values the stored model measured (knob -> values): its answers for these are
+    # not widened as never measured (`modeling.unmeasured`); other values are.
+    covers: dict[str, tuple[object, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,11 +127,19 @@ class LoopPlan:
     command: str = ""
     sides: tuple[int, ...] = CANDIDATE_SIDES  # the candidates: each side x each batch
     batches: tuple[int, ...] = CANDIDATE_BATCHES
-    knobs: tuple[tuple[str, object], ...] = ()  # the network's knobs set; others default
+    knobs: Setting = ()  # the network's knobs set; others default
+    # Further knob settings the answers are to cover (`memplan calibrate --precision ...`).
+    also: tuple[Setting, ...] = ()
 
-    def config(self, side: int, batch: int) -> WorkloadConfig:
+    @property
+    def settings(self) -> tuple[Setting, ...]:
+        """``knobs`` first, then each of ``also`` (once): the settings points are chosen across."""
+        return tuple(dict.fromkeys((self.knobs, *self.also)))
+
+    def config(self, side: int, batch: int, setting: int = 0) -> WorkloadConfig:
+        """The network at ``side``^3 and ``batch`` with the knobs of ``settings[setting]``."""
         module = workloads.get(self.workload)
-        return module.Config((side,) * module.DIMS, batch, **dict(self.knobs))
+        return module.Config((side,) * module.DIMS, batch, **dict(self.settings[setting]))
 
 
 def _wall_seconds(runs: pd.DataFrame, predictor: Predictor) -> Callable[[float], float]:
@@ -157,64 +185,77 @@ def find_prior(db_path: Path, workload: str, here: MachineProfile) -> Prior:
 def candidates(plan: LoopPlan, prior: Prior) -> list[Candidate]:
     """The plan's candidate points whose widened prior bound fits its memory limit and whose
     estimated run is short (`MAX_POINT_SECONDS`)."""
-    grid = [(s, b) for s in plan.sides for b in plan.batches]
-    configs = [plan.config(s, b) for s, b in grid]
+    grid = [(s, b, i) for i in range(len(plan.settings)) for s in plan.sides for b in plan.batches]
+    configs = [plan.config(s, b, i) for s, b, i in grid]
     points = prior.predictor.point_bytes(configs)
     upper = prior.predictor.upper_bytes(configs) * prior.widening
     found = []
-    for (side, batch), point, bound in zip(grid, points, upper, strict=True):
+    for (side, batch, setting), point, bound in zip(grid, points, upper, strict=True):
         seconds = prior.seconds(point)
         if plan.memory_limit_bytes and bound > plan.memory_limit_bytes:
             continue
         if seconds <= MAX_POINT_SECONDS:
-            found.append(Candidate(side, batch, float(point), seconds))
+            found.append(Candidate(side, batch, float(point), seconds, setting))
     return found
 
 
 def measured_points(plan: LoopPlan) -> pd.DataFrame:
-    """One run per cube of the plan's network this profile measured ok at the plan's steps
-    (the run of the median peak), as `measured_frame` rows with ``side`` and ``batch_size``."""
+    """One run per cube of the plan's networks (each of its settings) this profile measured
+    ok at the plan's steps (the run of the median peak), as `measured_frame` rows with
+    ``side``, ``batch_size`` and the index of the setting (`SETTING_COLUMN`)."""
     runs = store.load_runs(
         plan.db_path, store.RunFilter(status="ok", workload=plan.workload, machine=plan.here.key)
     )
     runs = runs[runs["steps"] == plan.steps]
-    keep = []
+    keep: dict[str, int] = {}
     for row in runs.to_dict("records"):
         config = workloads.config_from_row(row)
         side = config.image_shape[0]
-        if len(set(config.image_shape)) == 1 and config == plan.config(side, config.batch_size):
-            keep.append(row["run_id"])
+        if len(set(config.image_shape)) != 1:
+            continue
+        for setting in range(len(plan.settings)):
+            if config == plan.config(side, config.batch_size, setting):
+                keep[row["run_id"]] = setting
     frame = measured_frame(runs[runs["run_id"].isin(keep)]) if keep else pd.DataFrame()
     if frame.empty:
         return frame
+    frame[SETTING_COLUMN] = [keep[str(run_id)] for run_id in frame.index]
     rows = []
-    for _, group in frame.groupby(["side", "batch_size"]):
+    for _, group in frame.groupby(["side", "batch_size", SETTING_COLUMN]):
         order = group[TARGET_COLUMN].sort_values()
         rows.append(order.index[(len(order) - 1) // 2])
     return frame.loc[rows]
 
 
-def _cubes(frame: pd.DataFrame) -> list[tuple[int, int]]:
-    """(side, batch) of each `measured_points` row."""
+def _cubes(frame: pd.DataFrame) -> list[tuple[int, int, int]]:
+    """(side, batch, setting) of each `measured_points` row."""
     if frame.empty:
         return []
     return [
-        (int(round(s)), int(b)) for s, b in zip(frame["side"], frame["batch_size"], strict=True)
+        (int(round(s)), int(b), int(i))
+        for s, b, i in zip(frame["side"], frame["batch_size"], frame[SETTING_COLUMN], strict=True)
     ]
 
 
 def _prior_of(prior: Prior, frame: pd.DataFrame, plan: LoopPlan) -> np.ndarray:
-    return prior.predictor.point_bytes([plan.config(s, b) for s, b in _cubes(frame)])
+    return prior.predictor.point_bytes([plan.config(*point) for point in _cubes(frame)])
+
+
+def _uncovered(plan: LoopPlan, frame: pd.DataFrame) -> set[int]:
+    """The plan's settings without a measured point yet."""
+    return set(range(len(plan.settings))) - {setting for _, _, setting in _cubes(frame)}
 
 
 def run_loop(
     plan: LoopPlan,
-    measure: Callable[[int, int], None],
+    measure: Callable[..., None],
     report: Callable[[Step], None] = lambda step: None,
     prior: Prior | None = None,
 ) -> Outcome:
-    """Choose, measure (``measure(side, batch)`` stores a run or fails to), refit, until the
-    rule stops; then store the calibrated model. ``report`` hears of each chosen point."""
+    """Choose, measure, refit, until the rule stops; then store the calibrated model.
+    ``measure(side, batch)`` stores a run or fails to; where the plan has several knob
+    settings, ``measure(side, batch, knobs)`` with the chosen point's knobs (a dict).
+    ``report`` hears of each chosen point."""
     prior = prior or find_prior(plan.db_path, plan.workload, plan.here)
     pool = candidates(plan, prior)
     outcome, tried = Outcome(prior), set()
@@ -222,23 +263,52 @@ def run_loop(
         frame = measured_points(plan)
         x = _prior_of(prior, frame, plan) if len(frame) else np.array([])
         y = frame[TARGET_COLUMN].to_numpy(dtype=float) if len(frame) else np.array([])
-        outcome.stopped = choice.stop_reason(x, y) or ""
+        uncovered = _uncovered(plan, frame)
+        outcome.stopped = _stop(x, y, uncovered, plan)
         if outcome.stopped:
             break
         seen = set(_cubes(frame)) | tried
-        done = [(c.side, c.batch) in seen for c in pool]
+        done = [(c.side, c.batch, c.setting) in seen for c in pool]
+        # A setting without a point first: its own knob values are not yet measured here.
+        first = [
+            (c.side, c.batch, c.setting) in seen or bool(uncovered) and c.setting not in uncovered
+            for c in pool
+        ]
         widths = choice.relative_widths([c.prior_bytes for c in pool], x, y, prior.widening)
-        index = choice.choose_next(widths, [c.seconds for c in pool], done)
+        index = choice.choose_next(widths, [c.seconds for c in pool], first)
+        if index is None:
+            index = choice.choose_next(widths, [c.seconds for c in pool], done)
         if index is None:
             outcome.stopped = f"no candidate left after {len(y)} point(s)"
             break
         chosen = pool[index]
-        step = Step(chosen.side, chosen.batch, float(widths[index]), done.count(False), len(y))
+        step = _step(plan, chosen, float(widths[index]), done.count(False), len(y), uncovered)
         outcome.steps.append(step)
         report(step)
-        tried.add((chosen.side, chosen.batch))
-        measure(chosen.side, chosen.batch)
+        tried.add((chosen.side, chosen.batch, chosen.setting))
+        knobs = [dict(plan.settings[chosen.setting])] if len(plan.settings) > 1 else []
+        measure(chosen.side, chosen.batch, *knobs)
     return _finish(plan, outcome, frame, x)
+
+
+def _stop(x: np.ndarray, y: np.ndarray, uncovered: set[int], plan: LoopPlan) -> str:
+    """Why the loop stops ("": go on): `choice.stop_reason`, but not while a setting of the
+    plan has no point and points are left to measure."""
+    reason = choice.stop_reason(x, y) or ""
+    if reason and uncovered and len(y) < choice.MAX_POINTS:
+        return ""
+    return reason
+
+
+def _step(
+    plan: LoopPlan, chosen: Candidate, width: float, among: int, before: int, uncovered: set[int]
+) -> Step:
+    """The step that measures ``chosen``, naming its knobs where the plan has several settings."""
+    several = len(plan.settings) > 1
+    knobs = plan.settings[chosen.setting] if several else ()
+    reason = ", first of its knob values measured here" if chosen.setting in uncovered else ""
+    reason = reason if several else ""
+    return Step(chosen.side, chosen.batch, width, among, before, knobs, reason)
 
 
 def _finish(plan: LoopPlan, outcome: Outcome, frame: pd.DataFrame, x: np.ndarray) -> Outcome:
@@ -246,7 +316,7 @@ def _finish(plan: LoopPlan, outcome: Outcome, frame: pd.DataFrame, x: np.ndarray
     if frame.empty:
         return outcome
     y = frame[TARGET_COLUMN].to_numpy(dtype=float)
-    outcome.points = [(s, b, float(p)) for (s, b), p in zip(_cubes(frame), y, strict=True)]
+    outcome.points = [(s, b, float(p)) for (s, b, _), p in zip(_cubes(frame), y, strict=True)]
     outcome.loo_mape_pct = choice.loo_mape_pct(x, y)
     prior = outcome.prior
     predictor = calibration_model.calibrated_predictor(
@@ -260,4 +330,8 @@ def _finish(plan: LoopPlan, outcome: Outcome, frame: pd.DataFrame, x: np.ndarray
     # Modeling evaluates; storing is the application's (modeling never opens the database).
     evaluation = calibration_model.calibration_evaluation(frame, x)
     outcome.evaluation_id = writer.store_results(plan.db_path, evaluation, [predictor], facts)
+    declared = workloads.get(plan.workload).NETWORK_KNOBS
+    outcome.covers = {
+        knob: values for knob, values in predictor.training_range.knobs.items() if knob in declared
+    }
     return outcome

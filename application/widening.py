@@ -37,10 +37,12 @@ from modeling.unmeasured import KnobEvidence
 
 
 def with_knob_evidence(predictors: Sequence[Predictor], evidence: KnobEvidence) -> list[Predictor]:
-    """``predictors``, each carrying its own knob-split results (`TrainingRange.knob_evidence`)."""
+    """``predictors``, each carrying its own knob-split results (`TrainingRange.knob_evidence`):
+    a calibrated model its prior's (`Predictor.knob_model`)."""
     return [
         replace(
-            p, training_range=replace(p.training_range, knob_evidence=evidence.of_model(p.name))
+            p,
+            training_range=replace(p.training_range, knob_evidence=evidence.of_model(p.knob_model)),
         )
         for p in predictors
     ]

@@ -10,7 +10,10 @@ oracle's ok runs of that configuration are copied in instead of running one
 chosen point and why, the points used, the rule that stopped it, the measured wall
 minutes those points took on the oracle's machine, and the MAPE and bound coverage
 of the stored calibrated model over every ok configuration of the oracle (the median
-peak of its repeats). Copies, never writes to, the oracle.
+peak of its repeats); where the oracle measured knob values the points did not (its
+mixed_bfloat16 runs after a float32 calibration), the coverage of the bound
+`memplan size` gives them: widened by the stored knob splits of the calibrated
+model's prior (`modeling.unmeasured`). Copies, never writes to, the oracle.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from application import stored
+from application import stored, widening
 from application.calibration_loop import LoopPlan, measured_points, run_loop
 from core import database, profiles, store, workloads
+from modeling.closed_form_floor import replace_below_floor
 from profiling import exchange
 
 WORKLOAD = "unet3d"
@@ -138,7 +142,32 @@ def _report(plan: LoopPlan, outcome, oracle: Path) -> None:
         "network's, the network the points measured)"
     )
     print(_scores("the prior alone", prior.predictor.point_bytes(configs), peaks, default))
+    _unmeasured_answers(plan, predictor, configs, peaks)
     _own_fit(plan, configs, peaks)
+
+
+def _unmeasured_answers(plan: LoopPlan, predictor, configs: list, peaks: np.ndarray) -> None:
+    """The coverage of the bounds `memplan size` gives the oracle's configurations whose knob
+    values the points never measured (the stored knob splits widening them), by precision."""
+    read = stored.read(plan.db_path, WORKLOAD)
+    [answering] = widening.with_stored_knob_evidence([predictor], read)
+    unmeasured = np.array([bool(answering.training_range.unmeasured(c)) for c in configs])
+    if not unmeasured.any():
+        return
+    bounds, _ = replace_below_floor(answering, configs, answering.upper_bytes(configs))
+    covered = peaks <= bounds
+    said = f"answers for the {int(unmeasured.sum())} configurations of knob values the points "
+    said += f"never measured: bound covers {covered[unmeasured].mean():.0%}"
+    evidence = answering.training_range.knob_evidence
+    measured = answering.training_range.knobs.get("precision", ())
+    for precision in sorted({c.precision for c, u in zip(configs, unmeasured, strict=True) if u}):
+        these = unmeasured & np.array([c.precision == precision for c in configs])
+        why = "measured" if precision in measured or evidence is None else ""
+        why = why or evidence.widening("precision", precision).words
+        closest = float(np.min(bounds[these] / peaks[these]))
+        said += f"; {precision}: {covered[these].mean():.0%} of {int(these.sum())} "
+        said += f"(the bound at least {closest:.3f}x the peak; {why})"
+    print(said)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,12 +24,17 @@ from application.calibrate import (
 )
 from application.refit import RefitJob
 from application.sweeps import RunSettings, SweepPlan, run_sweep
-from core import frameworks
+from core import frameworks, workloads
 from core.errors import ConfigError
 from core.machine import this_profile
 from core.profiles import MachineProfile
 from memplan import options
-from memplan.commands import add_workload_option, open_db
+from memplan.commands import (
+    add_knob_value_list_options,
+    add_workload_option,
+    given_knob_values,
+    open_db,
+)
 from memplan.exitcodes import INTERRUPTED_EXIT_CODE
 from memplan.sweep import stored_command
 
@@ -62,6 +67,11 @@ def prepare(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     options.add_measure_options(parser)
+    add_knob_value_list_options(
+        parser,
+        "this machine's answers are to cover besides the network's default (points are "
+        "chosen across them; not with --grid)",
+    )
 
 
 def _no_calibration(workload: str, path: Path) -> ConfigError:
@@ -90,6 +100,13 @@ def run(args: argparse.Namespace) -> int:
         from memplan.calibrate_points import run_points
 
         return run_points(args)
+    given = given_knob_values(args, args.workload)
+    if given:
+        flags = ", ".join(workloads.KNOBS[knob].flag for knob in given)
+        raise ConfigError(
+            f"{flags} chooses points across knob values, which --grid does not: leave out "
+            "--grid, or measure them with `memplan sweep` and fit with `memplan evaluate`"
+        )
     calibration = calibration_for(args.workload, args.calibration_file)
     if calibration is None:
         raise _no_calibration(args.workload, args.calibration_file)

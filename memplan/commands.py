@@ -124,6 +124,31 @@ def add_knob_options(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def add_knob_value_list_options(parser: argparse.ArgumentParser, purpose: str) -> None:
+    """One repeatable flag per network knob (``--precision mixed_bfloat16``), each value
+    one for ``purpose``; `given_knob_values` reads them."""
+    for name, knob in workloads.KNOBS.items():
+        choices = f"; one of {', '.join(knob.choices)}" if knob.choices else ""
+        parser.add_argument(
+            knob.flag,
+            type=knob.kind,
+            action="append",
+            default=None,
+            help=f"{knob.help}: a value {purpose}{choices}; repeatable "
+            f"({', '.join(workloads.owners(name))})",
+        )
+
+
+def given_knob_values(args: argparse.Namespace, workload: str) -> dict[str, list[Any]]:
+    """The values of `add_knob_value_list_options`' flags given, each checked against its
+    knob (`Knob.check`); `ConfigError` for a knob ``workload`` lacks or a value it refuses."""
+    given = given_knobs(args, workload)
+    for knob, values in given.items():
+        for value in values:
+            workloads.KNOBS[knob].check(value)
+    return {knob: list(dict.fromkeys(values)) for knob, values in given.items()}
+
+
 def given_knobs(args: argparse.Namespace, workload: str) -> dict[str, Any]:
     """The knob flags given on the command line; `ConfigError` for one ``workload`` lacks."""
     given = {knob: getattr(args, knob) for knob in KNOB_FLAGS if getattr(args, knob) is not None}

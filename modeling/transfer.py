@@ -18,7 +18,9 @@ profiles:
   factors multiply (`Compounded`); where no measured pair differs in one of them at
   all, there is no bound (`Unbounded`): nothing measured says how far a peak moves
   with that fact (the oneDNN-off EPYC's peaks lay 1.01-2.50x the oneDNN-on one's,
-  where every other pair's spread, pooled, was x1.06: docs/transfer.md). The profile
+  where every other pair's spread, pooled, was x1.06: docs/transfer.md). Nor where
+  only another framework measured pairs (PyTorch's one bundled profile: `transfer_for`).
+  The profile
   asked about is never part of its own evidence: `benchmarks/transfer.py` checks the
   factor leave-one-profile-out.
 * `transfer_for` — the `Transfer` of a profile answering for a machine without
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from core import profiles, store
+from core import frameworks, profiles, store
 from core.profiles import MachineProfile
 from core.store import POINT_COLUMNS
 from modeling.errors import ModelingError
@@ -220,7 +222,7 @@ class Unbounded:
     """No bound: the answer's pair differs in first facts no measured pair of other profiles
     differs in, so how far a peak moves with them is unmeasured, and no factor is evidence."""
 
-    facts: tuple[str, ...]  # the first facts no measured pair spans
+    facts: tuple[str, ...]  # the first facts no measured pair spans (none: no pair at all)
     pairs: tuple[tuple[str, str], ...]  # the measured pairs there are
 
     @property
@@ -230,6 +232,12 @@ class Unbounded:
     def why(self) -> str:
         """In words: "no measured pair of other profiles differs in oneDNN (the measured pairs:
         ...), so how far a peak moves with it is unmeasured"."""
+        if not self.pairs:
+            return (
+                "no two other profiles of this framework measured a configuration in common "
+                "(another framework's pairs are not its evidence), so how far a peak moves "
+                "between machines is unmeasured"
+            )
         facts = " or ".join(self.facts)
         return (
             f"no measured pair of other profiles differs in {facts} (the measured pairs: "
@@ -259,8 +267,7 @@ def widening_for(
     that differ in it among others, multiplied (`Compounded`); where no measured pair
     differs in one of them, there is no bound (`Unbounded`); where ``answer`` differs in no
     first fact, every pair. None where no two other profiles measured a configuration in
-    common: the answer is not widened, and says so (`Transfer.sentence`; a database of one
-    profile).
+    common: not widened, said so (`Transfer.sentence`), unless another framework's did.
     """
     pairs = measured_pairs(runs, known, excluded)
     if not pairs:
@@ -310,7 +317,7 @@ class Transfer:
             else "bound not widened: no configuration was measured on two other profiles"
         )
         if not self.bounded:
-            widened += f"; {_calibrate(self.nearest.key)}"
+            widened += f"; {_calibrate(self.nearest.key, self.asked.framework)}"
         answering = self.nearest
         return (
             f"answered by another machine: profile {answering.key} ({answering.profile.label}), "
@@ -329,13 +336,13 @@ class Transfer:
             reason
             for name, reason in zip(FIRST_FACTS, answering.reasons, strict=False)
             if name in facts
-        ]
+        ] or list(answering.reasons)  # no pair at all: every way the two differ
         return (
             f"no bound can be given for this machine ({self.asked.label}, profile "
             f"{self.asked.key}), which has no models: the profile that would answer, "
             f"{answering.key} ({answering.profile.label}, {self.chosen_as}), differs from it "
             f"({'; '.join(differ)}), and {self.widening.why()}; "
-            f"{_calibrate(answering.key)}"
+            f"{_calibrate(answering.key, self.asked.framework)}"
         )
 
     def measured_elsewhere(self) -> str:
@@ -350,9 +357,10 @@ class Transfer:
         )
 
 
-def _calibrate(key: str) -> str:
+def _calibrate(key: str, framework: str) -> str:
+    command = " ".join(["memplan calibrate", *frameworks.flag(framework)])
     return (
-        "this machine needs runs of its own (`memplan calibrate` measures it and fits its "
+        f"this machine needs runs of its own (`{command}` measures it and fits its "
         f"models); `--machine {key}` answers for that profile's own machine instead"
     )
 
@@ -371,15 +379,20 @@ def transfer_for(
     Refused (`ModelingError`) where ``chosen`` is another framework's: the distance above
     does not weigh the framework, and no widening measured between machines covers it
     (the same 3D U-Net peaked 2.5x apart on JAX and torch on one H100, issue 29), so an
-    answer across frameworks would be silently wrong rather than merely wide.
+    answer across frameworks would be silently wrong rather than merely wide. Nor does another
+    framework's spread widen it: with pairs in that one only, no bound (`Unbounded`, no pair).
     """
     if known[chosen].framework != asked.framework:
         raise ModelingError(
             f"profile {chosen} ({known[chosen].label}) cannot answer for {asked.label}: "
             "an answer is never taken from another framework's runs"
         )
-    known = {key: profile for key, profile in known.items() if profile.framework == asked.framework}
-    scores, reasons = distance(asked, known[chosen])
-    nearest = Nearest(chosen, known[chosen], scores, tuple(reasons))
-    widening = widening_for(runs, known, nearest, excluded=(asked.key,))
+    same = {key: profile for key, profile in known.items() if profile.framework == asked.framework}
+    scores, reasons = distance(asked, same[chosen])
+    nearest = Nearest(chosen, same[chosen], scores, tuple(reasons))
+    widening = widening_for(runs, same, nearest, excluded=(asked.key,))
+    if widening is None:  # pairs measured in another framework only: no bound
+        every = profiles.profiles_in(runs).items()
+        other = {k: p for k, p in every if p.framework != asked.framework}
+        widening = Unbounded((), ()) if measured_pairs(runs, other) else None
     return Transfer(asked, nearest, widening, chosen_as)

@@ -9,6 +9,7 @@ and the range of the data it was fit on.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -241,6 +242,18 @@ class Predictor:
     _known: dict[WorkloadConfig, float] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+
+    @property
+    def knob_model(self) -> str:
+        """The model whose stored knob splits speak for this one on a knob value never
+        measured (`modeling.unmeasured`): a calibrated model's prior (offset + scale x prior,
+        ``params_json``'s ``prior``), else this model."""
+        try:
+            prior = json.loads(self.params_json or "{}").get("prior")
+        except (ValueError, AttributeError):
+            prior = None
+        # `modeling.calibration_model.NAME` is the codec's type name (it imports this module).
+        return prior if self.name == codec.CALIBRATED and isinstance(prior, str) else self.name
 
     def read_back(self) -> None:
         """Decode the stored estimator now if it waits for its first use (`codec.Stored`):

@@ -19,12 +19,16 @@ from pathlib import Path
 import pytest
 
 from application import sizing, stored, widening
+from application.calibration_loop import LoopPlan, find_prior, run_loop
 from application.sizing import SizingQuestion
-from core import store
+from core import profiles, store
 from core.units import GIB
+from core.workloads.unet3d import UNetConfig
+from modeling import calibration_model
 from modeling.decision import Confidence
 from modeling.unmeasured import KnobEvidence
 from presentation import sizing_report, sizing_report_html
+from tests.conftest import build_record
 
 FLOAT32_ONLY = "cac47eeb1b"
 BF16 = {"precision": "mixed_bfloat16"}
@@ -98,3 +102,51 @@ def test_memplan_size_buy_says_why_and_carries_the_widened_bound(db: Path) -> No
     assert NAMED in said.stdout and WIDENED in said.stdout
     assert "widened x1.23 for knob values never measured" in said.stdout
     assert NAMED in json.loads(as_json.stdout)["answer"]["basis"]["warning"]
+
+
+def _calibrated_on_float32(source: Path, tmp_path: Path) -> tuple[Path, str, str]:
+    """A copy of ``source`` where a machine no bundled run measured (Intel, family 6 model
+    207) calibrated on float32 points only, each peak 1.05 x its prior's prediction + 0.2 GiB;
+    the database, the machine's profile key and the prior's model name."""
+    path = tmp_path / "calibrated.duckdb"
+    path.write_bytes(source.read_bytes())
+    facts = {"cpu_vendor": "Intel", "cpu_model": "Intel Xeon", "cpu_isa": "amx"}
+    facts |= {"cpu_family": 6, "cpu_model_number": 207, "steps": 6}
+
+    def run(side: int, batch: int, peak: float):
+        shape = {"depth": side, "height": side, "width": side}
+        return build_record(**facts, **shape, batch_size=batch, peak_hwm_bytes=int(peak))
+
+    here = profiles.profile_of(run(32, 1, GIB).row())
+    plan = LoopPlan(path, "unet3d", here, steps=6, memory_limit_bytes=19 * GIB)
+    prior = find_prior(path, "unet3d", here)
+
+    def measure(side: int, batch: int) -> None:
+        [value] = prior.predictor.point_bytes([UNetConfig((side,) * 3, batch)])
+        store.insert_run(path, run(side, batch, 0.2 * GIB + 1.05 * value))
+
+    run_loop(plan, measure, prior=prior)
+    return path, here.key, prior.predictor.name
+
+
+def test_a_profile_calibrated_on_float32_widens_bfloat16_by_its_priors_stored_split(
+    db: Path, tmp_path: Path
+) -> None:
+    path, key, prior_model = _calibrated_on_float32(db, tmp_path)
+    models, _ = sizing.load_models(stored.read(path, "unet3d"), key, BF16)
+    split = (
+        stored.load_knob_evidence(path).of_model(prior_model).widening(*next(iter(BF16.items())))
+    )
+    nothing = widening.with_knob_evidence(models.predictors, KnobEvidence())
+    plain = dataclasses.replace(models, predictors=tuple(nothing))
+
+    said = sizing.answer(_question(models), models)
+    unwidened = sizing.answer(_question(models), plain)
+
+    assert models.default_model == calibration_model.NAME and split.factor > 1.2
+    assert "not widened" not in said.found.basis.warning
+    assert NAMED in said.found.basis.warning and split.words in said.found.basis.warning
+    assert f"widened x{split.factor:.2f}" in said.bound
+    assert said.found.bound_bytes == pytest.approx(
+        unwidened.found.bound_bytes * split.factor, rel=1e-6
+    )

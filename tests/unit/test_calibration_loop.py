@@ -7,6 +7,7 @@ peak is a chosen function of the prior's prediction.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -50,9 +51,9 @@ def db(template: Path, tmp_path: Path) -> Path:
     return path
 
 
-def _run(side: int, batch: int, peak: float):
+def _run(side: int, batch: int, peak: float, **knobs):
     shape = {"depth": side, "height": side, "width": side}
-    return build_record(**HERE, **shape, batch_size=batch, peak_hwm_bytes=int(peak))
+    return build_record(**HERE, **shape, **knobs, batch_size=batch, peak_hwm_bytes=int(peak))
 
 
 def _plan(db: Path) -> LoopPlan:
@@ -166,6 +167,7 @@ def test_the_command_prints_json_with_the_chosen_points(db, monkeypatch, capsys)
 
     out = json.loads(capsys.readouterr().out)
     assert out["points_used"] == 3 and out["prior"]["profile"] == "b42ae893fe"
+    assert out["covers"]["precision"] == ["float32"]  # no knob flag: the default only
     assert [step["why"].split(":")[0] for step in out["chosen"]] == [
         "point 1",
         "point 2",
@@ -194,3 +196,86 @@ def test_few_points_keep_the_prior_bound_widened_for_another_machine(db, points,
     assert model.bound.ratio == pytest.approx(prior.bound.ratio * factor, rel=1e-6)
     assert model.bound.thin is widened
     assert ("x1.200 for another machine (thin evidence)" in model.bound.source) is widened
+
+
+BF16 = (("precision", "mixed_bfloat16"),)
+
+
+def _measuring_knobs(db: Path, plan: LoopPlan, scale_of: dict[str, float]):
+    """``measure(side, batch, knobs=None)`` storing a run of the chosen knobs, its peak
+    0.2 GiB + scale x the prior's prediction, the scale by precision."""
+    prior = find_prior(db, "unet3d", plan.here).predictor
+    measured = []
+
+    def measure(side: int, batch: int, knobs: dict | None = None) -> None:
+        knobs = knobs or {}
+        [value] = prior.point_bytes([UNetConfig((side,) * 3, batch, **knobs)])
+        precision = knobs.get("precision", "float32")
+        peak = 0.2 * GIB + scale_of[precision] * value
+        runs_store.insert_run(db, _run(side, batch, peak, precision=precision))
+        measured.append((side, batch, precision))
+
+    return measure, measured
+
+
+def test_a_plan_covering_bfloat16_measures_it_early_and_its_model_answers_for_it(db):
+    plan = dataclasses.replace(_plan(db), also=(BF16,))
+    measure, measured = _measuring_knobs(db, plan, {"float32": 1.05, "mixed_bfloat16": 1.05})
+
+    outcome = run_loop(plan, measure)
+
+    precisions = [precision for _, _, precision in measured]
+    assert set(precisions[:2]) == {"float32", "mixed_bfloat16"}  # one of each first
+    assert len(measured) >= 3 and outcome.stopped.startswith("leave-one-out MAPE 0.00%")
+    assert outcome.covers["precision"] == ("float32", "mixed_bfloat16")
+    bf16_steps = [step for step in outcome.steps if step.knobs == BF16]
+    assert bf16_steps[0].sentence().endswith("first of its knob values measured here")
+    assert "precision mixed_bfloat16, its bound" in bf16_steps[0].sentence()
+    stored = stored_models.load_predictor(db, workload="unet3d", machine=plan.here.key)
+    config = UNetConfig((96,) * 3, 2, precision="mixed_bfloat16")
+    assert stored.training_range.unmeasured(config) == []  # answered as measured, not widened
+
+
+def test_a_line_met_on_float32_alone_does_not_stop_before_bfloat16_is_measured(db):
+    # float32 points on a line would stop at 3; the plan covers bfloat16 too, so it goes on.
+    plan = dataclasses.replace(_plan(db), also=(BF16,))
+    measure, measured = _measuring_knobs(db, plan, {"float32": 1.05, "mixed_bfloat16": 1.25})
+    for side, batch in ((32, 1), (64, 1), (96, 2)):
+        measure(side, batch)
+
+    outcome = run_loop(plan, measure)
+
+    assert [precision for _, _, precision in measured][3] == "mixed_bfloat16"
+    assert "mixed_bfloat16" in outcome.covers["precision"]
+
+
+def test_the_command_covers_the_knob_values_given_and_says_which_its_answers_cover(
+    db, monkeypatch, capsys
+):
+    from memplan import calibrate_points, cli
+
+    plan = _plan(db)
+    monkeypatch.setattr(calibrate_points, "this_profile", lambda framework: plan.here)
+    planned = dataclasses.replace(plan, also=(BF16,))
+    measure, measured = _measuring_knobs(db, planned, {"float32": 1.05, "mixed_bfloat16": 1.05})
+    monkeypatch.setattr(calibrate_points, "one_point_measure", lambda *args: measure)
+    asked = ["calibrate", "--db", str(db), "--memory-limit", "19GiB"]
+
+    code = cli.main([*asked, "--precision", "mixed_bfloat16"])
+
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if "precision mixed_bfloat16, its bound" in line]
+    [covers] = [line for line in lines if line.startswith("Answers cover: ")]
+    assert "precision float32, mixed_bfloat16" in covers
+    assert {precision for _, _, precision in measured} == {"float32", "mixed_bfloat16"}
+
+
+def test_the_command_refuses_a_knob_value_the_network_does_not_take(db, capsys):
+    from memplan import cli
+
+    code = cli.main(["calibrate", "--db", str(db), "--precision", "float8"])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "precision 'float8' is not one of float32, mixed_float16, mixed_bfloat16" in err

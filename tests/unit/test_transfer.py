@@ -236,12 +236,30 @@ def test_an_answer_alike_in_the_first_facts_widens_by_every_pair_where_no_pair_i
 
 
 def test_without_two_other_profiles_measured_alike_the_bound_is_not_widened_and_says_so() -> None:
+    # A database of one profile: nothing measured between machines in any framework.
     moved = _transfer({"xeon": PEAKS["xeon"]}, EPYC_512, XEON)
 
     assert moved.widening is None and moved.bounded and moved.factor == 1.0
     assert moved.sentence().endswith(
         "bound not widened: no configuration was measured on two other profiles"
     )
+
+
+def test_a_framework_of_one_profile_gives_no_bound_and_names_its_calibrate() -> None:
+    # PyTorch bundled on one EPYC beside four TensorFlow profiles: their spread is no
+    # evidence for PyTorch's, so an unmeasured machine gets no bound (issue 41, point 4).
+    torch = {"framework": "torch", "framework_version": "2.13.0", "torch_intra_op_threads": 2}
+    own = pd.DataFrame(_runs(EPYC_512 | torch, PEAKS["epyc_512"]))
+    runs = pd.concat([_frame(PEAKS), own], ignore_index=True)
+    known = profiles.profiles_in(runs)
+    asked = _profile(XEON | torch)
+
+    moved = transfer.transfer_for(runs, known, asked, _profile(EPYC_512 | torch).key, "chosen")
+
+    assert not moved.bounded
+    assert "`memplan calibrate --framework torch` measures it" in moved.refusal()
+    with pytest.raises(ModelingError, match="no two other profiles of this framework"):
+        widening.with_transfer([], moved)
 
 
 def test_no_path_answers_from_a_transfer_without_a_bound() -> None:

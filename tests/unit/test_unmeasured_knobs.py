@@ -59,6 +59,34 @@ def test_ratios_below_one_or_no_evidence_never_narrow_the_bound() -> None:
     assert nothing.factor == 1.0 and "the bound is not widened" in nothing.words
 
 
+def test_a_model_with_no_split_of_the_knob_widens_by_other_models_and_says_so() -> None:
+    # A model kind fitted where precision never varied (a calibration, a float32-only profile)
+    # still has the stored splits of precision behind its bound: never "not widened".
+    other = dataclasses.replace(_held_out("mixed_bfloat16", 1.31, "259d139078"), model="forest")
+    evidence = KnobEvidence((_held_out(8, 1.1, knob="levels"), other)).of_model("exact")
+
+    found = evidence.widening(*BF16)
+
+    assert found.factor == pytest.approx(1.31)
+    assert found.words.startswith("this model has no stored knob split of precision")
+    assert "259d139078 mixed_bfloat16: 1.31 over 10 runs" in found.words
+    assert evidence.widening("levels", 6).factor == pytest.approx(1.1)  # its own, first
+
+
+def test_a_calibrated_model_answers_with_its_priors_knob_splits() -> None:
+    calibrated = dataclasses.replace(
+        _model(), name="calibrated", params_json='{"prior": "exact", "scale": 1.05}'
+    )
+    evidence = KnobEvidence((_held_out("mixed_bfloat16", 1.17),))
+
+    [answering] = widening.with_knob_evidence([calibrated], evidence)
+
+    assert calibrated.knob_model == "exact" and _model().knob_model == _model().name
+    assert answering.training_range.widenings(UNetConfig((64,) * 3, 2, precision=BF16[1]))[
+        0
+    ].factor == pytest.approx(1.17)
+
+
 def test_the_bound_of_an_unmeasured_value_is_never_narrower_and_names_it() -> None:
     config = UNetConfig((64, 64, 64), 2, precision="mixed_bfloat16")
     plain = memory_to_buy(_model(), (64, 64, 64), 2, 0.0, {"precision": "mixed_bfloat16"})
