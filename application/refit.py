@@ -190,7 +190,8 @@ def measured_profiles(job: RefitJob) -> list[str]:
 
 
 def settings_text(job: RefitJob) -> str:
-    """The refit's settings in words: ``"full evaluation settings: 10 seeds, 3 ..."``."""
+    """The refit's settings in words: ``"full evaluation settings: 10 random seed(s), 3
+    extrapolation"``, ``"smoke-test settings (--quick)"``."""
     if job.quick:
         return "smoke-test settings (--quick)"
     full = (job.seeds, job.extrapolation_seeds) == (DEFAULT_SEEDS, DEFAULT_EXTRAPOLATION_SEEDS)

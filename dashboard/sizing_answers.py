@@ -40,7 +40,7 @@ from core import frameworks, workloads
 from core.errors import MemplanError
 from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
 from core.units import GIB, approx_gib
-from dashboard import data, published_panel, sidebar
+from dashboard import chart_draw, data, published_panel, sidebar
 from dashboard.machine_panel import Picked
 from presentation import charts, charts_study, curves, sizing_text, verification, workload_labels
 from presentation.sizing_view import SizingChoices, SizingState
@@ -237,7 +237,7 @@ def every_model(decision: Decision, asked: Asked) -> None:
     chart = charts.bounds(
         sizing_text.credible_frame(decision), budget_gib, decision.usable_bytes / GIB
     )
-    st.altair_chart(chart, width="stretch")
+    chart_draw.altair_chart(chart, width="stretch")
 
 
 def ask(asked: Asked, kind: str) -> SizingAnswer | None:
