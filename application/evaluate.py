@@ -50,7 +50,9 @@ __all__ = [
     "DEFAULT_SEEDS",
     "SPLIT_KINDS",
     "EvaluateRequest",
+    "Outcome",
     "catalogue",
+    "evaluate_pairs",
     "run",
     "spec_names",
 ]
@@ -82,32 +84,66 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What an evaluation did with each (workload, profile) pair it looked at, in words:
+    ``"unet3d on <machine> (profile <key>)"``, then for the pairs not evaluated, why."""
+
+    evaluated: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()  # "<pair>: no new usable runs at 6 steps since ..."
+    skipped: tuple[str, ...] = ()  # "<pair>: only 1 distinct measured configuration ..."
+
+
 def run(request: EvaluateRequest) -> int:
     """Evaluate every (workload, profile) pair ``request`` names; 0, or `ModelingError`
     when none has enough runs (one pair asked alone: its own reason)."""
-    db_path = request.db_path
+    outcome = evaluate_pairs(request)
+    if request.only_changed and not outcome.evaluated:
+        # The refit after a sweep whose runs join no fit (a smoke test at other steps).
+        _progress(
+            f"re-evaluated nothing: {len(outcome.unchanged)} workload and profile pair(s) "
+            "unchanged since their latest evaluation"
+        )
+        return 0
+    if not outcome.evaluated:
+        raise ModelingError(
+            "no workload and machine profile has enough runs to evaluate; measure more "
+            "(memplan sweep, or memplan calibrate for this machine)"
+        )
+    return 0
+
+
+def evaluate_pairs(request: EvaluateRequest) -> Outcome:
+    """Evaluate, fit and store each (workload, profile) pair ``request`` names; what was
+    done with each. One pair asked alone (not ``only_changed``) that cannot be evaluated
+    raises its `ModelingError`; among several, it is skipped and said."""
     models = None if request.models is None else list(request.models)
     specs = pick(catalogue(quick=request.quick), models)
     runs, groups = _runs_and_groups(request)
     frame = measured_frame(runs)
     steps_of = runs.set_index("run_id")["steps"]
-    evaluated = unchanged = 0
+    done: dict[str, list[str]] = {"evaluated": [], "unchanged": [], "skipped": []}
     for workload, machine in groups:
         name = f"{workload} on {machine.label} (profile {machine.key})"
         if not machine.determined:
             # Never fitted together with anything: the runs did not say which CPU they had.
             _progress(f"skipped {name}: its runs did not record their machine")
+            done["skipped"].append(f"{name}: its runs did not record their machine")
             continue
         key = profiles.KEY_COLUMN
         chosen = runs[(runs["workload"] == workload) & (runs[key] == machine.key)]
         group = frame.loc[frame.index.intersection(chosen["run_id"])]
         try:
-            fitted = _latest_fit(db_path, workload, machine.key) if request.only_changed else None
+            fitted = (
+                _latest_fit(request.db_path, workload, machine.key)
+                if request.only_changed
+                else None
+            )
             requested = request.steps if request.steps or fitted is None else fitted.steps
             choice = choose_steps(group, steps_of, requested)
             if fitted is not None and _same_runs(fitted, group, choice):
                 _progress(f"unchanged {name}: {_unchanged_reason(fitted, choice)}")
-                unchanged += 1
+                done["unchanged"].append(f"{name}: {_unchanged_reason(fitted, choice)}")
                 continue
             _evaluate_group(request, (workload, machine), specs, group, choice)
         except ModelingError as error:
@@ -115,21 +151,10 @@ def run(request: EvaluateRequest) -> int:
             if len(groups) == 1 and not request.only_changed:
                 raise ModelingError(f"{name}: {error}") from error
             _progress(f"skipped {name}: {error}")
+            done["skipped"].append(f"{name}: {error}")
         else:
-            evaluated += 1
-    if request.only_changed and not evaluated:
-        # The refit after a sweep whose runs join no fit (a smoke test at other steps).
-        _progress(
-            f"re-evaluated nothing: {unchanged} workload and profile pair(s) unchanged since "
-            "their latest evaluation"
-        )
-        return 0
-    if not evaluated:
-        raise ModelingError(
-            "no workload and machine profile has enough runs to evaluate; measure more "
-            "(memplan sweep, or memplan calibrate for this machine)"
-        )
-    return 0
+            done["evaluated"].append(name)
+    return Outcome(**{what: tuple(names) for what, names in done.items()})
 
 
 def _runs_and_groups(

@@ -9,12 +9,13 @@ panel imports `application`, never `profiling`.
 from __future__ import annotations
 
 from profiling.cluster_progress import cluster_progress, point_table
-from profiling.job import PHASE_CANCELLED, PHASE_FAILED, PHASE_FINISHED
+from profiling.job import MODELS_REFIT, PHASE_CANCELLED, PHASE_FAILED, PHASE_FINISHED
 from profiling.joblog import eta_caption
 from profiling.jobstatus import PHASE_IDLE, PHASE_REFITTING, PHASE_SWEEPING, JobStatus
 from profiling.launcher import LauncherError, cancel, status
 
 __all__ = [
+    "MODELS_REFIT",
     "PHASE_CANCELLED",
     "PHASE_FAILED",
     "PHASE_FINISHED",

@@ -3,7 +3,12 @@
 The sidebar's "Refit models afterwards" and a page's calibration ("Launch this
 sweep", then its fit) both end a sweep job with a `RefitJob`: the database, which
 workload and machine profile, the framework, the seeds, whether only what changed
-is refit, whether quickly. It crosses into the job's process as JSON checked
+is refit, whether quickly. A sidebar sweep's refit names its ``sweep`` (the command the
+sweeps table records for it, `profiling.launcher.new_origin`) instead of a profile: it
+refits only the profiles of the runs that sweep stored — the machine it measured, never
+another's — and ends its output with one ``outcome: ...`` line saying what was refit
+with which settings, or why nothing was (`profiling.job` keeps that line for the
+sidebar). It crosses into the job's process as JSON checked
 field by field (`RefitJob.to_json` / `from_json`; a wrong key or value is one
 `ConfigError` naming the field), and that process, ``python -m application.refit
 SPEC.json``, runs it through `application.evaluate.run` — no ``memplan`` command
@@ -25,10 +30,11 @@ from typing import Any
 from application import evaluate, readonly
 from application.evaluate import DEFAULT_EXTRAPOLATION_SEEDS, DEFAULT_SEEDS, EvaluateRequest
 from application.job_process import run_spec_file, serve
-from core import database, frameworks, workloads
+from core import database, frameworks, profiles, store, workloads
 from core.dbnames import DB_FLAG
-from core.errors import ConfigError
+from core.errors import ConfigError, ModelingError
 from core.jobfields import Check, Fields, optional
+from profiling.job import MODELS_REFIT, OUTCOME_PREFIX
 
 # The module a launched job's refit runs (`main`); `python -m` names it so.
 RUNNER = "application.refit"
@@ -51,6 +57,9 @@ class RefitJob:
     only_changed: bool = False
     quick: bool = False  # tiny symbolic-regression settings
     models: tuple[str, ...] | None = None  # None: the whole catalogue
+    # The sweeps-table command of the sweep whose measured profiles alone are refit (the
+    # sidebar's); None: ``machine``'s, or every profile's.
+    sweep: str | None = None
 
     def request(self) -> EvaluateRequest:
         """The evaluation this refit is (`application.evaluate.run` runs it)."""
@@ -111,6 +120,7 @@ _FIELDS: dict[str, Check] = {
     "only_changed": FIELDS.flag,
     "quick": FIELDS.flag,
     "models": optional(_models),
+    "sweep": optional(FIELDS.named),
 }
 
 
@@ -121,7 +131,60 @@ def run(job: RefitJob) -> int:
             f"{readonly.READ_ONLY_ENV_VAR} is set, so a refit would store nothing; unset it"
         )
     database.ensure_database(job.db_path)
-    return evaluate.run(job.request())
+    if job.sweep is None:
+        return evaluate.run(job.request())
+    return _refit_measured(job)
+
+
+def measured_profiles(job: RefitJob) -> list[str]:
+    """The profile keys of the ok runs of ``job``'s workload and framework that its sweep
+    stored (the sweeps-table rows whose command is ``job.sweep``), sorted."""
+    sweeps = store.load_sweeps(job.db_path)
+    ids = sweeps.loc[sweeps["command"] == job.sweep, "sweep_id"]
+    runs = store.load_runs(job.db_path, store.RunFilter(status="ok", workload=job.workload))
+    runs = runs[runs["sweep_id"].isin(ids) & (runs["framework"] == job.framework)]
+    return sorted(set(profiles.profile_keys(runs)))
+
+
+def settings_text(job: RefitJob) -> str:
+    """The refit's settings in words: ``"full evaluation settings: 10 random seed(s), 3
+    extrapolation"``, ``"smoke-test settings (--quick)"``."""
+    if job.quick:
+        return "smoke-test settings (--quick)"
+    full = (job.seeds, job.extrapolation_seeds) == (DEFAULT_SEEDS, DEFAULT_EXTRAPOLATION_SEEDS)
+    return (
+        f"{'full evaluation' if full else 'fewer'} settings: {job.seeds} random seed(s), "
+        f"{job.extrapolation_seeds} extrapolation"
+    )
+
+
+def _refit_measured(job: RefitJob) -> int:
+    """Refit each profile ``job.sweep`` measured, only it; say what was refit, as one
+    ``outcome:`` line. Nothing refit for a reason other than "unchanged" is a
+    `ModelingError` (the job's log and sidebar show it as why)."""
+    keys = measured_profiles(job)
+    if not keys:
+        print(f"{OUTCOME_PREFIX}models not refit: the sweep stored no ok run", flush=True)
+        return 0
+    outcomes = [
+        evaluate.evaluate_pairs(dataclasses.replace(job, machine=key, sweep=None).request())
+        for key in keys
+    ]
+    evaluated = [name for outcome in outcomes for name in outcome.evaluated]
+    skipped = [why for outcome in outcomes for why in outcome.skipped]
+    unchanged = [why for outcome in outcomes for why in outcome.unchanged]
+    if evaluated:
+        not_refit = f"; not refit: {'; '.join(skipped)}" if skipped else ""
+        print(
+            f"{OUTCOME_PREFIX}{MODELS_REFIT} for {'; '.join(evaluated)} "
+            f"({settings_text(job)}){not_refit}",
+            flush=True,
+        )
+        return 0
+    if skipped:
+        raise ModelingError("; ".join(skipped))
+    print(f"{OUTCOME_PREFIX}models not refit: {'; '.join(unchanged)}", flush=True)
+    return 0
 
 
 def _run_text(text: str) -> int:

@@ -13,6 +13,7 @@ command line is built on the way.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -68,8 +69,12 @@ def launch(
 ) -> JobStatus:
     """Start ``request`` on ``db_path`` (here, or on ``target``) as a detached job, then
     ``refit`` if given, in a process of its own (``python -m application.refit``;
-    `profiling.launcher.launch` says when)."""
+    `profiling.launcher.launch` says when). A ``refit`` naming no machine profile refits
+    only the profiles this sweep measures (its ``sweep``), never another machine's."""
     job = request.job(Path(db_path).resolve(), target)
+    job = dataclasses.replace(job, origin=launcher.new_origin(job))
+    if refit is not None and refit.machine is None:
+        refit = dataclasses.replace(refit, sweep=job.origin)
     typed = None if refit is None else (refit_job.RUNNER, refit.to_json())
     return launcher.launch(
         db_path, job, RUNNER, refit_needs_new_runs=refit_needs_new_runs, refit=typed

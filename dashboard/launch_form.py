@@ -17,7 +17,6 @@ from types import ModuleType
 import streamlit as st
 
 from application import sweep_job, sweeps
-from application.refit import RefitJob
 from application.sweeps import (
     DEFAULT_CPUS_PER_TASK,
     DEFAULT_MAX_PARALLEL,
@@ -31,18 +30,10 @@ from application.sweeps import (
 from core import frameworks, workloads
 from core.errors import ConfigError, MemplanError
 from core.workloads import DEFAULT_WORKLOAD
+from dashboard import refit_choice
+from dashboard.refit_choice import REFIT_CHOICES, REFIT_NO
 from presentation import text, workload_labels
 
-# What "Refit models afterwards" offers, the quick refit first (the default): a sweep
-# of a few points should not cost a quarter of an hour of models. Durations on the
-# reference 2-core machine: the full evaluation takes 9-17 minutes
-# (modeling/stored/bundle.py); the quick one, `memplan evaluate --workload
-# unet3d --quick --no-store` on the bundled data/memplan.duckdb (40 ok U-Net runs),
-# took 65 s wall clock (2026-11, on 2 cores shared with other work; docs/dashboard.md says ~1 min).
-REFIT_QUICK = "quick (smoke-test settings, ~1 min on 2 cores)"
-REFIT_FULL = "full evaluation (~17 min on 2 cores)"
-REFIT_NO = "no"
-REFIT_CHOICES = (REFIT_QUICK, REFIT_FULL, REFIT_NO)
 # The knobs a sweep form offers a list box for: every workload's ``LABELS.form_knobs``.
 FORM_KNOBS: tuple[str, ...] = tuple(
     dict.fromkeys(knob for module in workloads.REGISTERED for knob in module.LABELS.form_knobs)
@@ -102,33 +93,6 @@ SIZES_HELP = {
 }
 
 
-def refit_job(
-    choice: str,
-    db: Path,
-    workload: str | None = None,
-    machine: str | None = None,
-    framework: str = frameworks.DEFAULT_FRAMEWORK,
-) -> RefitJob | None:
-    """The job that refits the models on ``db`` after the sweep, for a refit choice.
-
-    workload : refit only that workload's models (the one swept); None: every workload's.
-    machine : refit only that machine profile's models; None: every profile's.
-    framework : the framework swept, whose profiles are refit.
-    Only the profiles whose runs at their fitted step count changed are refit
-    (``only_changed``): a 1-step smoke sweep joins no 6-step fit and refits nothing.
-    """
-    if choice == REFIT_NO:
-        return None
-    return RefitJob(
-        db,
-        workload,
-        machine,
-        framework,
-        only_changed=True,
-        quick=choice == REFIT_QUICK,
-    )
-
-
 def submitted() -> bool:
     """Whether "Launch sweep" was clicked in the run now drawing."""
     return bool(st.session_state.get(KEYS["submit"]))
@@ -156,7 +120,7 @@ def draw(db: Path) -> None:
             help=FRAMEWORK_HELP,
         )
         _grid_boxes(workloads.get(workload))
-        _run_boxes(on_slurm)
+        _run_boxes(db, workload, on_slurm)
         clicked = st.form_submit_button(
             "Launch sweep", type="primary", key=KEYS["submit"], disabled=not can_launch
         )
@@ -217,7 +181,7 @@ def _grid_boxes(module: ModuleType) -> None:
             )
 
 
-def _run_boxes(on_slurm: bool) -> None:
+def _run_boxes(db: Path, workload: str, on_slurm: bool) -> None:
     """The boxes of how each point runs: steps, memory limit (here), the refit after."""
     st.number_input(
         "Steps",
@@ -239,7 +203,7 @@ def _run_boxes(on_slurm: bool) -> None:
             "visit; a point is also skipped when its estimate is above the memory available "
             "as it starts, less 2 GiB kept free.",
         )
-    st.selectbox("Refit models afterwards", REFIT_CHOICES, key=KEYS["refit"])
+    refit_choice.box(db, workload, on_slurm, KEYS["refit"], KEYS["framework"])
 
 
 def _slurm_fields(db: Path) -> bool:
@@ -347,7 +311,9 @@ def launch(db: Path) -> None:
             workload=workload,
         )
         request = replace(request, framework=framework)
-        refit = refit_job(state.get(KEYS["refit"], REFIT_NO), db, workload, framework=framework)
+        refit = refit_choice.refit_job(
+            state.get(KEYS["refit"], REFIT_NO), db, workload, framework=framework
+        )
         # No refit after a sweep that stored nothing new: it would change nothing.
         sweep_job.launch(db, request, refit, refit_needs_new_runs=True, target=target)
     except MemplanError as error:

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from core import published
+from dashboard import chart_draw
 from presentation import charts_study, curves, workload_labels
 from presentation.curves import PointModel
 from presentation.text import plain
@@ -41,7 +42,7 @@ def chart_of(predictions: pd.DataFrame, points: pd.DataFrame) -> alt.LayerChart:
 def show(predictions: pd.DataFrame, chart: alt.LayerChart) -> None:
     """`render` from the predictions and their chart (`chart_of`) already made."""
     st.subheader("Beside the published study")
-    st.altair_chart(chart, width="stretch")
+    chart_draw.altair_chart(chart, width="stretch")
     image = "×".join(str(side) for side in published.STUDY_IMAGE_SHAPE)
     said = "; ".join(
         f"{plain(row.title)} {row.predicted_gib:,.0f} GiB" for row in predictions.itertuples()

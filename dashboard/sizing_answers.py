@@ -40,7 +40,7 @@ from core import frameworks, workloads
 from core.errors import MemplanError
 from core.published import STUDY_BATCH_SIZE, STUDY_IMAGE_SHAPE
 from core.units import GIB, approx_gib
-from dashboard import data, published_panel, sidebar
+from dashboard import chart_draw, data, published_panel, sidebar
 from dashboard.machine_panel import Picked
 from presentation import (
     bound_words,
@@ -250,7 +250,7 @@ def every_model(decision: Decision, asked: Asked) -> None:
     chart = charts_sizing.bounds(
         sizing_text.credible_frame(decision), budget_gib, decision.usable_bytes / GIB
     )
-    st.altair_chart(chart, width="stretch")
+    chart_draw.altair_chart(chart, width="stretch")
 
 
 def ask(asked: Asked, kind: str) -> SizingAnswer | None:

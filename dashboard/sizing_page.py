@@ -44,6 +44,7 @@ from application.sizing import Decision
 from core.analytical import refined_breakdown
 from core.workloads.base import WorkloadConfig
 from dashboard import (
+    chart_draw,
     data,
     framework_panel,
     gpu_sizing_mode,
@@ -107,7 +108,7 @@ def breakdown(config: WorkloadConfig, runs: pd.DataFrame, predicted_bytes: float
             help="Not a bound: what the closed form counts, without fitting anything.",
         )
     frame = sizing_text.breakdown_frame(terms, config.workload)
-    st.altair_chart(charts_sizing.breakdown(frame), width="stretch")
+    chart_draw.altair_chart(charts_sizing.breakdown(frame), width="stretch")
     compared = (
         ""
         if predicted_bytes is None

@@ -21,6 +21,10 @@ from presentation import text
 # How often the job panel re-reads the job's state: gentle on a 2-core machine,
 # and still a fresh progress bar for points that take tens of seconds.
 POLL_S = 2.0
+# The log's box, scrolled inside: the panel stays short enough that a sidebar scrolled
+# down to the Launch button still shows the progress above (issue 42: a 15-line log
+# pushed the progress out of view).
+LOG_HEIGHT_PX = 160
 CANCELLING_SLURM = "Cancelling the Slurm jobs…"
 # The job as the page last drew it, and its snapshot for the panel of this same run.
 SEEN_KEY = "launch_seen_job"
@@ -83,11 +87,13 @@ def _progress(db: Path, job: jobs.JobStatus) -> None:
     if cancelling:
         st.info(CANCELLING_SLURM)
     elif job.phase == jobs.PHASE_REFITTING:
-        st.write("Refitting the models on every stored run…")
+        st.write("Refitting the models of the machine profile this sweep measured…")
     elif job.on_slurm:
         _cluster_points(job)
     elif job.current_point:
         st.write(f"Now measuring **{text.plain(job.current_point)}**")
+    elif job.points_total and (job.points_done or 0) >= job.points_total:
+        st.write("Every point measured; finishing the sweep…")
     else:
         st.write("Starting the sweep…")
     # Jobs waiting in a queue make a cluster sweep's rate no guide to the time left.
@@ -102,7 +108,12 @@ def _progress(db: Path, job: jobs.JobStatus) -> None:
     if job.refit and job.phase != jobs.PHASE_REFITTING:
         st.caption(f"Then: {text.plain(job.refit)}.")
     if not job.external:  # a sweep started elsewhere writes its log where it was started
-        st.code("\n".join(job.log_tail) or "(no output yet)", language=None, wrap_lines=True)
+        st.code(
+            "\n".join(job.log_tail) or "(no output yet)",
+            language=None,
+            wrap_lines=True,
+            height=LOG_HEIGHT_PX,
+        )
     if not cancelling and st.button("Cancel sweep", key="cancel_sweep"):
         # LauncherError: it ended on its own meanwhile, and the page shows how.
         with (
@@ -135,15 +146,17 @@ def _outcome(job: jobs.JobStatus) -> None:
     )
     when = f" (finished {_clock(job.finished_at)})" if job.finished_at else ""
     if job.phase == jobs.PHASE_FINISHED:
-        st.success(f"Last sweep finished: {points}{when}.")
+        st.success(f"Done: the last sweep finished, {points}{when}.")
     elif job.phase == jobs.PHASE_CANCELLED:
         st.info(f"Last sweep was cancelled at {points}; launching it again resumes it.")
     elif job.phase == jobs.PHASE_FAILED:
         st.error(f"Last sweep failed at {points}: {text.plain(job.message)}")
     else:
         st.error(f"Last sweep crashed at {points}: {text.plain(job.message)}")
-    if job.refit == "models refit":
-        st.success("Models refit: the Models and Sizing pages use them.")
+    if job.refit and job.refit.startswith(jobs.MODELS_REFIT):
+        # What the refit said it refit (which profile, which settings), where it says so.
+        said = text.plain(job.refit[0].upper() + job.refit[1:])
+        st.success(f"{said}: the Models and Sizing pages use them.")
     elif job.refit:
         st.warning(text.plain(job.refit[0].upper() + job.refit[1:] + "."))
     with st.expander("Log of the last sweep"):

@@ -43,6 +43,11 @@ PHASE_CANCELLED = "cancelled"
 FINAL_PHASES = (PHASE_FINISHED, PHASE_FAILED, PHASE_CANCELLED)
 # Every memplan CLI reports a failure as one line starting with this.
 ERROR_PREFIX = "error: "
+# A command that says what it did (the refit: which profiles, which settings) ends its
+# output with one line starting with this; the job records it beside the exit code.
+OUTCOME_PREFIX = "outcome: "
+# How a refit's outcome begins when it refit models ("models refit for unet3d on ...").
+MODELS_REFIT = "models refit"
 # The run statuses a model learns from, and why a command needing them was skipped.
 MEASURED_STATUSES = ("ok", "oom")
 NOTHING_NEW = "nothing new measured"
@@ -66,6 +71,13 @@ def read_json(path: Path) -> dict[str, Any]:
         return json.loads(path.read_text())
     except FileNotFoundError:
         return {}
+
+
+def outcome_line(output: str) -> str | None:
+    """What a command said it did: its last ``outcome: ...`` line, without the prefix."""
+    lines = [line.strip() for line in output.replace("\r", "\n").splitlines()]
+    said = [line.removeprefix(OUTCOME_PREFIX) for line in lines if line.startswith(OUTCOME_PREFIX)]
+    return said[-1] if said else None
 
 
 def failure_reason(output: str, exit_code: int) -> str:
@@ -158,10 +170,13 @@ class _Job:
             output_start = log.stat().st_size
             exit_code = subprocess.call(step["argv"], cwd=self.plan.get("cwd"))
             result = {"phase": step["phase"], "exit_code": exit_code, "finished_at": now_iso()}
+            with log.open(errors="replace") as text:
+                text.seek(output_start)
+                output = text.read()
             if exit_code != 0:
-                with log.open(errors="replace") as text:
-                    text.seek(output_start)
-                    result["reason"] = failure_reason(text.read(), exit_code)
+                result["reason"] = failure_reason(output, exit_code)
+            elif (outcome := outcome_line(output)) is not None:
+                result["outcome"] = outcome
             self.state["commands"].append(result)
             stopped = self.stop_requested or exit_code == INTERRUPTED_EXIT_CODE
             if stopped:

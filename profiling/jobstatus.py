@@ -339,5 +339,6 @@ def _refit_outcome(
             return "refitting the models"
         return "models not refit: the sweep did not finish"
     if result["exit_code"] == 0:
-        return "models refit"
+        # What the refit said it did (which profiles, which settings), where it says so.
+        return result.get("outcome", job.MODELS_REFIT)
     return f"models not refit: {result.get('reason', 'exit code ' + str(result['exit_code']))}"

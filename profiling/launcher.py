@@ -93,7 +93,9 @@ def launch(
     ``job`` is written, as JSON, to the job's folder (`SPEC_FILE`), and the job's sweep
     is ``python -m RUNNER SPEC_FILE``: ``runner`` names the module whose ``main`` reads
     the spec and runs it (`profiling.sweep_job.run`) with the pre-check its layer can
-    give (`application.sweep_job`); no ``memplan`` command line is built. The refit is
+    give (`application.sweep_job`); no ``memplan`` command line is built. Its sweeps-table
+    command is ``job.origin`` when the caller made it already (`new_origin`), else a new
+    one. The refit is
     ``refit`` (a runner module and the refit job's JSON, written to `REFIT_SPEC_FILE`:
     ``python -m RUNNER REFIT_SPEC_FILE``, `application.refit`) or ``refit_command``. With
     ``refit_needs_new_runs`` the refit runs only if the sweep stored a new ``ok`` or
@@ -113,7 +115,7 @@ def launch(
         slurm.partition(job.slurm.partition)
     points = len(expand_grid(job.grid)) * job.repeats
     # What the sweep records as its command: unique, so status finds this job's sweep by it.
-    origin = f"launched job {uuid.uuid4().hex[:12]}: {points} {job.grid.workload} point(s)"
+    origin = job.origin or new_origin(job)
     job = dataclasses.replace(job, db_path=db_path, origin=origin)
     directory = jobstatus.state_dir(db_path)
     commands = [
@@ -128,6 +130,13 @@ def launch(
         commands.append(dataclasses.replace(refitting, needs_new_runs=refit_needs_new_runs))
     executor = launch_target.describe(job.slurm)
     return start_job(db_path, commands, origin, points, executor, specs)
+
+
+def new_origin(job: SweepJob) -> str:
+    """A launched sweep's command for the sweeps table, unique to this launch: how its
+    status, and a refit of what it measured (`application.refit`), find its sweep."""
+    points = len(expand_grid(job.grid)) * job.repeats
+    return f"launched job {uuid.uuid4().hex[:12]}: {points} {job.grid.workload} point(s)"
 
 
 def start_job(

@@ -115,7 +115,7 @@ def test_the_launcher_sweeps_and_refits_torch_when_asked(
     assert not at.exception and not at.sidebar.error
     [(request, refit)] = launched
     assert request.framework == TORCH
-    assert (refit.framework, refit.quick) == (TORCH, True)
+    assert (refit.framework, refit.quick) == (TORCH, False)  # the full evaluation's settings
 
 
 def test_launching_torch_without_torch_says_how_to_install_it(

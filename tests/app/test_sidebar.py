@@ -7,15 +7,18 @@ the sweep's own progress bar and waits, so the panel can be examined while it
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from application import sweep_job
 from core import store
+from dashboard import sweep_panel
 from profiling import exchange, jobstatus, launcher, requests
 from profiling.launcher import JobCommand
 from profiling.sweep import stable_memory_limit_bytes
@@ -93,12 +96,20 @@ def test_the_form_offers_grid_steps_memory_limit_and_refit_with_sensible_default
     assert at.sidebar.number_input(key="launch_steps").label == "Steps"
     refit = at.sidebar.selectbox(key="launch_refit")
     assert refit.label == "Refit models afterwards"
-    assert refit.options == [
-        "quick (smoke-test settings, ~1 min on 2 cores)",
-        "full evaluation (~17 min on 2 cores)",
-        "no",
-    ]
-    assert refit.value == "quick (smoke-test settings, ~1 min on 2 cores)"  # the default
+    assert refit.value == "full"  # the default: the settings the answers' models were fit with
+    # Each choice with its measured duration: the full evaluation's from the fitting the
+    # bundled evaluation recorded (this machine's profile has none here), scaled to 10 seeds;
+    # the smoke test's from a refit timed with its command.
+    full, fewer, quick, no = refit.options
+    assert re.fullmatch(r"full evaluation, 10 seeds \(~\d+ min\)", full), full
+    assert re.fullmatch(r"fewer seeds \(3, as a calibration\) \(~\d+ min\)", fewer), fewer
+    assert re.fullmatch(r"smoke test \(--quick\) \(~\d+ (s|min)\)", quick), quick
+    assert no == "no"
+    assert refit.help.startswith("Refits only the machine profile this sweep measures")
+    source = "evaluation 6ce9f46d7f98 (39 runs, 2026-11-24, stored in this database) recorded"
+    assert source in refit.help
+    assert "scaled to 10 seeds, x1.75 for the rest of a refit" in refit.help
+    assert "Smoke test (--quick): ~2 min, as measured: `memplan evaluate" in refit.help
     assert "Launch sweep" in button_labels(at) and "Cancel sweep" not in button_labels(at)
 
 
@@ -109,7 +120,7 @@ def launch_from_form(at: AppTest, sizes: str, limit: str | None = None) -> AppTe
     return at.sidebar.button[button_labels(at).index("Launch sweep")].click().run()
 
 
-def test_the_default_refit_is_the_quick_one_and_waits_for_new_runs(reference_db, monkeypatch):
+def test_the_default_refit_is_the_full_evaluation_and_waits_for_new_runs(reference_db, monkeypatch):
     launched = []
     monkeypatch.setattr(
         sweep_job,
@@ -119,7 +130,10 @@ def test_the_default_refit_is_the_quick_one_and_waits_for_new_runs(reference_db,
     at = launch_from_form(app(), "32")
     assert not at.exception
     [(refit, options)] = launched
-    assert refit.quick and refit.only_changed
+    assert not refit.quick and (refit.seeds, refit.extrapolation_seeds) == (10, 3)
+    assert refit.only_changed
+    # No profile named: `sweep_job.launch` makes it the profile the sweep measures.
+    assert refit.machine is None and refit.workload == "unet3d"
     # A sweep that stores nothing new (all points measured before) is not followed by a refit.
     assert options == {"refit_needs_new_runs": True, "target": None}  # on this machine
 
@@ -177,7 +191,7 @@ def test_the_refit_after_a_sweep_evaluates_only_what_changed_of_the_swept_worklo
     reference_db,
 ):
     from application.refit import RefitJob
-    from dashboard.launch_form import REFIT_NO, REFIT_QUICK, refit_job
+    from dashboard.refit_choice import REFIT_FEWER, REFIT_NO, REFIT_QUICK, refit_job
 
     refit = refit_job(REFIT_QUICK, reference_db, "alexnet")
     assert refit == RefitJob(reference_db, "alexnet", only_changed=True, quick=True)
@@ -186,6 +200,8 @@ def test_the_refit_after_a_sweep_evaluates_only_what_changed_of_the_swept_worklo
         f"memplan evaluate --db {reference_db} --only-changed --workload alexnet --quick"
     )
     assert refit_job(REFIT_NO, reference_db, "alexnet") is None
+    fewer = refit_job(REFIT_FEWER, reference_db, "alexnet")
+    assert (fewer.seeds, fewer.extrapolation_seeds, fewer.quick) == (3, 1, False)
 
 
 # --- a job running ---------------------------------------------------------------------
@@ -238,11 +254,73 @@ def test_a_finished_sweep_reports_its_outcome_and_why_the_models_were_not_refit(
     stand_in_sweep(reference_db, code="print('measured')", refit=refit + "; sys.exit(2)")
     wait_until_ended(reference_db)
     at = app()
-    assert "Last sweep finished" in at.sidebar.success[0].value
+    assert "Done: the last sweep finished" in at.sidebar.success[0].value
     assert shown(at.sidebar.warning[0].value) == (
         "Models not refit: only 1 distinct measured configuration(s)."
     )
     assert "Launch sweep" in button_labels(at)
+
+
+def test_a_finished_sweep_says_done_and_which_profile_was_refit_with_which_settings(
+    reference_db,
+):
+    said = (
+        "outcome: models refit for unet3d on Intel Xeon, 2 cores (profile abc) "
+        "(full evaluation settings: 10 random seed(s), 3 extrapolation)"
+    )
+    stand_in_sweep(reference_db, code="print('measured')", refit=f"print({said!r})")
+    wait_until_ended(reference_db)
+    at = app()
+    done, refit = (shown(box.value) for box in at.sidebar.success)
+    assert done.startswith("Done: the last sweep finished, 0 / 3 points (finished ")
+    assert refit == (
+        "Models refit for unet3d on Intel Xeon, 2 cores (profile abc) (full evaluation "
+        "settings: 10 random seed(s), 3 extrapolation): the Models and Sizing pages use them."
+    )
+    assert "Starting the sweep" not in sidebar_texts(at)
+
+
+EVERY_POINT_DONE = PROGRESS_BAR.replace("'1/3 points, now 32 batch 2'", "'3/3 points'").replace(
+    "update(30)", "update(100)"
+)
+
+
+def test_a_sweep_past_its_last_point_says_so_not_starting(reference_db):
+    stand_in_sweep(reference_db, code=EVERY_POINT_DONE)
+    log = jobstatus.state_dir(reference_db) / jobstatus.LOG_FILE
+    deadline = time.monotonic() + 120  # a loaded machine starts Python and tqdm slowly
+    while "3/3 points" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, "the stand-in sweep drew no bar in 120 s"
+        time.sleep(0.2)
+    said = sidebar_texts(app())
+    assert "3 / 3 points" in said
+    assert "Every point measured; finishing the sweep…" in said
+    assert "Starting the sweep" not in said
+
+
+def test_the_log_scrolls_in_a_box_of_its_own_so_the_progress_stays_in_view(
+    reference_db, monkeypatch
+):
+    many_lines = "for n in range(40): print('line', n)\n" + PROGRESS_BAR
+    stand_in_sweep(reference_db, code=many_lines)
+    log = jobstatus.state_dir(reference_db) / jobstatus.LOG_FILE
+    deadline = time.monotonic() + 120
+    while "1/3 points" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, "the stand-in sweep drew no bar in 120 s"
+        time.sleep(0.2)
+    heights = []
+    real_code = st.code
+    monkeypatch.setattr(
+        st,
+        "code",
+        lambda body, *args, **kw: heights.append(kw.get("height")) or real_code(body, *args, **kw),
+    )
+    at = app()
+    [log_box] = at.sidebar.code
+    assert "line 39" in log_box.value  # the whole tail, scrolled inside its box
+    # A box of fixed height: the panel stays short, its progress above in view.
+    assert sweep_panel.LOG_HEIGHT_PX in heights
+    assert "1 / 3 points" in sidebar_texts(at)
 
 
 @pytest.mark.tensorflow
@@ -263,7 +341,7 @@ def test_a_tiny_sweep_launched_from_the_form_runs_and_its_run_is_stored(referenc
     finished = wait_until_ended(reference_db)
     assert finished.phase == "finished", finished.log_tail
     at.run()
-    assert "Last sweep finished: 1 / 1 points" in at.sidebar.success[0].value
+    assert "Done: the last sweep finished, 1 / 1 points" in at.sidebar.success[0].value
     # The form comes back with what was launched, ready to launch (and so resume) again.
     assert at.sidebar.text_input(key="launch_image_sizes").value == "16"
     assert at.sidebar.text_input(key="launch_base_filters").value == "4"

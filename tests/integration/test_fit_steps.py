@@ -20,7 +20,7 @@ import pytest
 from application import bundles, refit, stored
 from application.stored import load_evidence
 from core import database
-from dashboard.launch_form import REFIT_QUICK, refit_job
+from dashboard.refit_choice import REFIT_QUICK, refit_job
 from memplan import cli
 from modeling.stored import bundle
 from profiling import exchange
@@ -141,7 +141,7 @@ def test_the_refit_after_a_smoke_sweep_re_evaluates_no_profile(
     db = _copy(evaluated_template, tmp_path)
     add_copies(db, BUNDLED_UNET_MACHINE, SMOKE_STEPS, SMOKE_RUNS)
     before = _evaluations(db)
-    # What the sidebar runs after a U-Net sweep with its default refit.
+    # The sidebar's quick refit, over every profile (no sweep named: as the CLI's).
     job = refit_job(REFIT_QUICK, db, "unet3d")
     assert job is not None and job.only_changed
     capsys.readouterr()

@@ -270,6 +270,15 @@ def test_two_tabs_launching_at_the_same_moment_start_exactly_one_job(db: Path):
     assert [p.pid for p in runners] == [started[0].pid]
 
 
+def test_a_refit_that_says_what_it_refit_is_reported_so(db: Path):
+    said = "print('evaluating...'); print('outcome: models refit for unet3d on X (profile abc)')"
+    launcher.start_job(db, [sweep_step(), refit_step(said + "; print('stored')")])
+    finished = wait_until_ended(db)
+    assert finished.exit_codes == {"sweeping": 0, "refitting": 0}
+    # Its last "outcome:" line, whatever it printed after it.
+    assert finished.refit == "models refit for unet3d on X (profile abc)"
+
+
 def test_a_failed_refit_is_reported_with_its_reason_without_failing_the_sweep(db: Path):
     failing_refit = refit_step(
         "import sys; print('fitting...'); "

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from application import refit
+from application import refit, stored
 from application.calibrate import fit_job
 from application.refit import RefitJob
-from core.errors import ConfigError
+from core import database, profiles, store
+from core.errors import ConfigError, ModelingError
+from tests.conftest import build_record, build_runs
 
 
 def test_a_refit_job_crosses_processes_as_json_unchanged(tmp_path: Path):
@@ -64,3 +66,70 @@ def test_the_refit_process_refuses_a_bad_spec_in_one_line(tmp_path: Path, capsys
     )
     assert refit.main([str(tmp_path / "missing.json")]) == 2
     assert "error: cannot read the refit job" in capsys.readouterr().err
+
+
+# --- a sweep's refit: only the profile it measured ---------------------------------------
+
+# The claim is which profiles are refit, not the models: one split and one cheap model.
+SMALL = {"seeds": 1, "extrapolation_seeds": 1, "quick": True, "models": ("least_squares",)}
+SWEEP_COMMAND = "launched job 0123456789ab: 12 unet3d point(s)"
+
+
+def runs_of_two_machines(db: Path) -> None:
+    """12 runs measured by a sidebar sweep on a Xeon, 12 stored earlier from an EPYC: both
+    profiles changed since any fit (neither has one), so a refit of every profile fits both."""
+    store.create_sweep(db, "sweep1", SWEEP_COMMAND, {}, 12)
+    for cpu_model, sweep_id in (("Intel Xeon", "sweep1"), ("AMD EPYC", None)):
+        for row in build_runs((32, 48, 64, 80), (1, 2, 4)).to_dict("records"):
+            row.pop("run_id")
+            facts = {"cpu_model": cpu_model, "sweep_id": sweep_id}
+            store.insert_run(db, build_record(**(row | facts)))
+
+
+def fitted_profiles(db: Path) -> set[str]:
+    return set(stored.load_evaluations(db, "unet3d")["machine_profile"])
+
+
+def test_a_sweeps_refit_fits_only_the_profile_the_sweep_measured(tmp_path: Path, capsys):
+    db = database.ensure_database(tmp_path / "runs.duckdb")
+    runs_of_two_machines(db)
+    keyed = profiles.with_keys(store.load_runs(db))
+    measured = set(keyed.loc[keyed["sweep_id"] == "sweep1", profiles.KEY_COLUMN])
+    job = RefitJob(db, "unet3d", only_changed=True, sweep=SWEEP_COMMAND, **SMALL)
+    assert RefitJob.from_json(job.to_json()) == job
+
+    assert refit.measured_profiles(job) == sorted(measured)
+    assert refit.run(job) == 0
+
+    assert fitted_profiles(db) == measured  # never the EPYC's, which the sweep did not measure
+    [key] = measured
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said.startswith("outcome: models refit for unet3d on ") and f"(profile {key})" in said
+    assert said.endswith("(smoke-test settings (--quick))")
+    # The evaluation records the memplan line that fits the same profile alone.
+    [command] = stored.load_evaluations(db, "unet3d")["command"]
+    assert f"--machine {key}" in command
+
+
+def test_a_sweep_whose_profile_is_unchanged_refits_nothing_and_says_so(tmp_path: Path, capsys):
+    db = database.ensure_database(tmp_path / "runs.duckdb")
+    runs_of_two_machines(db)
+    job = RefitJob(db, "unet3d", only_changed=True, sweep=SWEEP_COMMAND, **SMALL)
+    refit.run(job)
+    capsys.readouterr()
+
+    assert refit.run(job) == 0  # the same runs again: nothing changed since that fit
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said.startswith("outcome: models not refit: unet3d on ")
+    assert "no new usable runs at 3 steps since its evaluation" in said
+    assert len(stored.load_evaluations(db, "unet3d")) == 1
+
+
+def test_a_sweep_with_too_few_runs_for_a_fit_says_why_nothing_was_refit(tmp_path: Path):
+    db = database.ensure_database(tmp_path / "runs.duckdb")
+    store.create_sweep(db, "tiny", SWEEP_COMMAND, {}, 1)
+    store.insert_run(db, build_record(sweep_id="tiny"))
+    job = RefitJob(db, "unet3d", only_changed=True, sweep=SWEEP_COMMAND, **SMALL)
+    with pytest.raises(ModelingError, match=r"only 1 distinct measured configuration"):
+        refit.run(job)
+    assert stored.load_evaluations(db, "unet3d").empty
