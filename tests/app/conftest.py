@@ -208,7 +208,7 @@ def _shared_copies() -> dict[Path, Path]:
     return {}
 
 
-def _shared_copy(
+def shared_copy(
     template: Path,
     copies: dict[Path, Path],
     tmp_path_factory: pytest.TempPathFactory,
@@ -239,7 +239,7 @@ def _shared_fixture(template: str, what: str) -> Callable[..., Iterator[Path]]:
         monkeypatch: pytest.MonkeyPatch,
     ) -> Iterator[Path]:
         built = request.getfixturevalue(template)
-        yield from _shared_copy(built, _shared_copies, tmp_path_factory, monkeypatch)
+        yield from shared_copy(built, _shared_copies, tmp_path_factory, monkeypatch)
 
     shared.__doc__ = f"{what}, shared with the other tests that only read it."
     return shared
