@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import altair as alt
-import jsonschema
 import pandas as pd
 import pytest
 
@@ -52,6 +50,9 @@ def test_the_same_chart_against_another_schema_is_checked_again() -> None:
 
 
 def test_altair_still_refuses_an_invalid_chart_drawn_twice() -> None:
+    import altair as alt  # here, not at collection, like the pages
+    import jsonschema
+
     chart = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x:Q")
     broken = chart.copy()
     broken.width = "wide"  # a width is a number, "container" or a step
