@@ -33,8 +33,18 @@ from tests.app.helpers import (
     evaluate_alexnet,
     profile_key,
 )
+from tests.app.once import repeated_work_done_once
 from tests.app.torch_runs import ALEXNET_TORCH_SCALE, TORCH_COLUMNS, add_torch_runs, evaluate_torch
 from tests.conftest import built_once, every_bundle_database, reference_database
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _repeated_work_done_once() -> Iterator[None]:
+    """Each distinct chart is checked against the Vega-Lite schema once per test process,
+    and the installed components are scanned once (`tests.app.once`): every page run
+    would do both again with the same answer."""
+    with repeated_work_done_once():
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -198,7 +208,7 @@ def _shared_copies() -> dict[Path, Path]:
     return {}
 
 
-def _shared_copy(
+def shared_copy(
     template: Path,
     copies: dict[Path, Path],
     tmp_path_factory: pytest.TempPathFactory,
@@ -229,7 +239,7 @@ def _shared_fixture(template: str, what: str) -> Callable[..., Iterator[Path]]:
         monkeypatch: pytest.MonkeyPatch,
     ) -> Iterator[Path]:
         built = request.getfixturevalue(template)
-        yield from _shared_copy(built, _shared_copies, tmp_path_factory, monkeypatch)
+        yield from shared_copy(built, _shared_copies, tmp_path_factory, monkeypatch)
 
     shared.__doc__ = f"{what}, shared with the other tests that only read it."
     return shared

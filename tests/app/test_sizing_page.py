@@ -4,6 +4,7 @@ answered for one machine profile, named in every answer."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from core.machine import this_profile
 from core.profiles import profile_of
 from modeling.stored import tables as results
 from presentation.text import plain
+from tests.app.conftest import shared_copy
 from tests.app.helpers import (
     ALEXNET_SIDES,
     OTHER_MACHINE,
@@ -51,12 +53,27 @@ DEFAULT_PARAMS = {
 ALEXNET_LINK = {"workload": "alexnet", "image": "224", "batch": "32"}
 
 
+@pytest.fixture(scope="module")
+def _copies_here() -> dict[Path, Path]:
+    return {}
+
+
 @pytest.fixture
-def here_is_the_reference(reference_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def here_is_the_reference(
+    reference_db_template: Path,
+    _copies_here: dict[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Path]:
     """The reference database, this machine being the one its runs measured: the page's
-    default answers for its own runs (inside their range, verified by them)."""
-    this_machine_is(monkeypatch, run_profiles(reference_db, "unet3d")[BUNDLED_MACHINE])
-    return reference_db
+    default answers for its own runs (inside their range, verified by them). One copy per
+    process for the tests that ask for this machine: they only read it, so each after the
+    first finds the page's caches warm (a test that wrote to it fails)."""
+    copies = shared_copy(reference_db_template, _copies_here, tmp_path_factory, monkeypatch)
+    db = next(copies)
+    this_machine_is(monkeypatch, run_profiles(db, "unet3d")[BUNDLED_MACHINE])
+    yield db
+    next(copies, None)  # its check that nothing wrote to the copy
 
 
 def sizing_page(**params: str) -> AppTest:
