@@ -217,9 +217,11 @@ def test_a_tiny_sweep_launched_from_the_sidebar_appears_in_the_runs(
         sidebar.screenshot(path=str(screenshots_dir / f"sidebar_sweep_running_{width}.png"))
 
     # When it ends the sidebar says how; anything but "finished" fails with its message.
-    outcome = sidebar.get_by_text(re.compile(r"Last sweep (finished|was cancelled|failed|crashed)"))
+    outcome = sidebar.get_by_text(
+        re.compile(r"(Done: the last sweep finished|Last sweep (was cancelled|failed|crashed))")
+    )
     expect(outcome).to_be_visible(timeout=SWEEP_TIMEOUT_MS)
-    assert outcome.inner_text().startswith("Last sweep finished: 1 / 1 points"), (
+    assert outcome.inner_text().startswith("Done: the last sweep finished, 1 / 1 points"), (
         outcome.inner_text()
     )
     wait_for_idle(page)

@@ -100,9 +100,11 @@ def test_a_sweep_launched_onto_slurm_shows_each_point_and_lands_with_its_job_ids
         expect(cancel).to_be_in_viewport(ratio=1)
         sidebar.screenshot(path=str(screenshots_dir / f"sidebar_slurm_running_{width}.png"))
 
-    outcome = sidebar.get_by_text(re.compile(r"Last sweep (finished|was cancelled|failed|crashed)"))
+    outcome = sidebar.get_by_text(
+        re.compile(r"(Done: the last sweep finished|Last sweep (was cancelled|failed|crashed))")
+    )
     expect(outcome).to_be_visible(timeout=SWEEP_TIMEOUT_MS)
-    assert outcome.inner_text().startswith("Last sweep finished: 2 / 2 points"), (
+    assert outcome.inner_text().startswith("Done: the last sweep finished, 2 / 2 points"), (
         outcome.inner_text() + slurm_server.log()
     )
     wait_for_idle(page)
