@@ -13,7 +13,7 @@ OUT=${OUT:-/tmp/gpu_out}
 BUDGET_S=${BUDGET_S:-360}
 DEVICE=${DEVICE:-cuda}
 PYTHON=${PYTHON:-python3}
-LINES=${LINES:-data/gpu/h200-torch-2026-11-28.jsonl}
+GPU_LINES=${GPU_LINES:-data/gpu/h200-torch-2026-11-28.jsonl}
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$OUT/records"
 need="import torch, numpy, psutil"; [ "$DEVICE" = cpu ] || need="$need, pynvml"
@@ -25,9 +25,9 @@ need="import torch, numpy, psutil"; [ "$DEVICE" = cpu ] || need="$need, pynvml"
   nproc; free -g
 } > "$OUT/env.txt" 2>&1
 
-# Most useful first: a spread of the configurations also in $LINES (both networks, every
+# Most useful first: a spread of the configurations also in $GPU_LINES (both networks, every
 # batch, both precisions, small to large), one that cannot fit on a 141 GB GPU (the oom
-# path), then the rest of $LINES, then configurations it does not have.
+# path), then the rest of $GPU_LINES, then configurations it does not have.
 u=unet3d
 spread="$u:128x128x128:1:float32 $u:256x256x256:1:float32 $u:64x64x64:2:float32
 $u:192x192x192:2:float32 $u:128x128x128:4:float32 $u:256x256x256:4:float32 $u:96x96x96:8:float32
@@ -50,4 +50,4 @@ CONFIGS=${CONFIGS:-$spread $too_big $rest $beyond}
 timeout $((BUDGET_S + 90)) "$PYTHON" -m profiling.folder_sweep --out "$OUT/records" \
   --device "$DEVICE" --budget-s "$BUDGET_S" --timeout-s 120 $CONFIGS 2>&1 | tee "$OUT/sweep.log"
 echo "sweep exit ${PIPESTATUS[0]}" | tee -a "$OUT/sweep.log"
-"$PYTHON" -m profiling.folder_compare "$OUT/records" "$LINES" 2>&1 | tee "$OUT/comparison.txt"
+"$PYTHON" -m profiling.folder_compare "$OUT/records" "$GPU_LINES" 2>&1 | tee "$OUT/comparison.txt"

@@ -117,7 +117,9 @@ def test_a_launched_sweep_runs_its_job_file_not_a_memplan_command_line(tmp_path:
     # The refit too is a job file its own process reads, not `memplan evaluate`'s flags.
     refit_file = str(state / launcher.REFIT_SPEC_FILE)
     assert refit.argv == (sys.executable, "-m", "application.refit", refit_file)
-    assert RefitJob.from_json(started["specs"][launcher.REFIT_SPEC_FILE]) == fit
+    assert RefitJob.from_json(started["specs"][launcher.REFIT_SPEC_FILE]) == dataclasses.replace(
+        fit, sweep=started["sweep_command"]
+    )  # the refit fits only the profiles this sweep measured
     job = SweepJob.from_json(started["specs"][launcher.SPEC_FILE])
     assert job == dataclasses.replace(request.job(db.resolve()), origin=started["sweep_command"])
     assert started["sweep_command"].startswith("launched job ")
