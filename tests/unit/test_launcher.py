@@ -244,6 +244,14 @@ def test_a_second_launch_while_one_runs_is_refused_naming_the_running_job(db: Pa
     assert launcher.status(db).pid == first.pid and launcher.status(db).running
 
 
+def _command_line(pid: int) -> list[str]:
+    """``pid``'s command line, or why there is none (it ended, it is a zombie)."""
+    try:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error as error:
+        return [type(error).__name__]
+
+
 def test_two_tabs_launching_at_the_same_moment_start_exactly_one_job(db: Path):
     outcomes: list[object] = []
     go = threading.Barrier(4)
@@ -262,10 +270,16 @@ def test_two_tabs_launching_at_the_same_moment_start_exactly_one_job(db: Path):
         thread.join()
     started = [o for o in outcomes if isinstance(o, jobstatus.JobStatus)]
     assert len(started) == 1 and sum(isinstance(o, LauncherError) for o in outcomes) == 3
+    runner_tail = ["profiling.job", str(jobstatus.state_dir(db))]
+    # The runner is started detached: until it has exec'd Python its command line is still
+    # its parent's, so wait (generously: a loaded machine) until it says what it runs.
+    deadline = time.monotonic() + 120
+    while (said := _command_line(started[0].pid))[-2:] != runner_tail:
+        log = jobstatus.state_dir(db) / jobstatus.LOG_FILE
+        assert time.monotonic() < deadline, (said, log.read_text() if log.exists() else "")
+        time.sleep(0.1)
     runners = [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if (p.info["cmdline"] or [])[-2:] == ["profiling.job", str(jobstatus.state_dir(db))]
+        p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[-2:] == runner_tail
     ]
     assert [p.pid for p in runners] == [started[0].pid]
 
