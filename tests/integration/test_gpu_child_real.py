@@ -19,6 +19,7 @@ import pytest
 from core import record_files, store
 from core.errors import ConfigError
 from profiling import folder_compare, gpu
+from tests.integration.test_profiling_cli import memplan
 
 pytestmark = [pytest.mark.gpu, pytest.mark.torch]
 
@@ -37,19 +38,9 @@ def a_gpu() -> None:
         pytest.skip(str(error))
 
 
-def _memplan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "memplan", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 def test_a_run_on_the_gpu_records_the_devices_figures_and_facts(tmp_path: Path) -> None:
     db = tmp_path / "memplan.duckdb"
-    done = _memplan(
+    done = memplan(
         *("run", "--framework", "torch", "--device", "cuda", "--image-size", "64"),
         *("--db", str(db)),
     )

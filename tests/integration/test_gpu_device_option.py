@@ -7,32 +7,20 @@ it there). The check asks torch in a fresh interpreter, so it costs a torch impo
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.integration.test_profiling_cli import SMALLEST, memplan
+
 pytestmark = pytest.mark.torch
 
-REPO = Path(__file__).resolve().parents[2]
-SMALLEST = ["--image-size", "16", "--base-filters", "4", "--levels", "2", "--steps", "1"]
-
-
-def _memplan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "memplan", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has a GPU")
 def test_a_run_on_a_gpu_this_machine_lacks_is_one_line_and_exit_2(tmp_path: Path) -> None:
     db = tmp_path / "memplan.duckdb"
-    done = _memplan("run", "--framework", "torch", "--device", "cuda", *SMALLEST, "--db", str(db))
+    done = memplan("run", "--framework", "torch", "--device", "cuda", *SMALLEST, "--db", str(db))
     assert done.returncode == 2
     assert done.stderr == (
         "error: --device cuda: this machine has no CUDA GPU that torch can use; "
