@@ -16,7 +16,6 @@ from tests.integration.test_profiling_cli import SMALLEST, memplan
 pytestmark = pytest.mark.torch
 
 
-
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has a GPU")
 def test_a_run_on_a_gpu_this_machine_lacks_is_one_line_and_exit_2(tmp_path: Path) -> None:
     db = tmp_path / "memplan.duckdb"
