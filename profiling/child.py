@@ -115,8 +115,11 @@ class _Progress:
         _write_result(self.path, self.result)
 
 
-def _train_keras(args: argparse.Namespace, progress: _Progress) -> None:
-    """Train the workload's Keras model (imports TensorFlow, never torch)."""
+def _keras_imported(
+    args: argparse.Namespace, progress: _Progress, **device_facts: Any
+) -> tuple[Any, Any]:
+    """The workload module and config ``args`` ask for, once TensorFlow and Keras are
+    imported and ``progress`` records their versions (and ``device_facts``)."""
     import keras
     import numpy as np
     import tensorflow as tf
@@ -130,7 +133,17 @@ def _train_keras(args: argparse.Namespace, progress: _Progress) -> None:
         keras_version=keras.__version__,
         numpy_version=np.__version__,
         onednn_enabled=_tensorflow_uses_onednn(config.precision),
+        **device_facts,
     )
+    return workload, config
+
+
+def _train_keras(args: argparse.Namespace, progress: _Progress) -> None:
+    """Train the workload's Keras model (imports TensorFlow, never torch)."""
+    import keras
+    import numpy as np
+
+    workload, config = _keras_imported(args, progress)
     keras.utils.set_random_seed(args.seed)
     inputs, targets = workload.synthetic_batch(config, np.random.default_rng(args.seed))
     model = workload.build_model(config)
@@ -208,8 +221,6 @@ def _train_keras_on_gpu(args: argparse.Namespace, progress: _Progress) -> None:
     import numpy as np
     import tensorflow as tf
 
-    from core import workloads
-
     physical = tf.config.list_physical_devices("GPU")[index]
     tf.config.experimental.set_memory_growth(physical, True)
     name = f"GPU:{index}"
@@ -217,13 +228,9 @@ def _train_keras_on_gpu(args: argparse.Namespace, progress: _Progress) -> None:
         tf.zeros(1).numpy()  # the CUDA context, before anything of the run
     context_bytes = sampler.since_before()
     total_bytes = pynvml.nvmlDeviceGetMemoryInfo(sampler.handle).total
-    workload = workloads.get(args.workload)
-    config = workload.Config.from_dict(json.loads(args.config))
-    progress.imported(
-        tensorflow_version=tf.__version__,
-        keras_version=keras.__version__,
-        numpy_version=np.__version__,
-        onednn_enabled=_tensorflow_uses_onednn(config.precision),
+    workload, config = _keras_imported(
+        args,
+        progress,
         context_bytes=context_bytes,
         **gpu_tensorflow.tensorflow_facts(tf, physical, total_bytes, sampler.driver, os.environ),
     )
