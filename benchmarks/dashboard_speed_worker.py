@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,45 +82,40 @@ def _neighbour(slider: Any) -> int:
     return values[index + 1] if index + 1 < len(values) else values[index - 1]
 
 
+def _timed_change(at: Any, label: str, change: Callable[[], None]) -> dict[str, Any]:
+    """One input change on the page ``at``: ``change`` made, the rerun timed, its effect."""
+    before = _metric(at, PREDICTION_METRIC)
+    change()
+    seconds = _timed_run(at)
+    after = _metric(at, PREDICTION_METRIC)
+    return {
+        "slider": label,
+        "seconds": seconds,
+        "cpu_s": _LAST_CPU_S[0],
+        "changed": before != after,
+        "errors": _errors(at),
+    }
+
+
 def _slider_changes(at: Any) -> list[dict[str, Any]]:
-    changes = []
-    for label in SLIDERS:
-        for _ in range(CHANGES_PER_SLIDER):
-            before = _metric(at, PREDICTION_METRIC)
-            _slider(at, label).set_value(_neighbour(_slider(at, label)))
-            seconds = _timed_run(at)
-            after = _metric(at, PREDICTION_METRIC)
-            changes.append(
-                {
-                    "slider": label,
-                    "seconds": seconds,
-                    "cpu_s": _LAST_CPU_S[0],
-                    "changed": before != after,
-                    "errors": _errors(at),
-                }
-            )
-    return changes
+    def move(label: str) -> Callable[[], None]:
+        return lambda: _slider(at, label).set_value(_neighbour(_slider(at, label)))
+
+    return [
+        _timed_change(at, label, move(label))
+        for label in SLIDERS
+        for _ in range(CHANGES_PER_SLIDER)
+    ]
 
 
 def _typed_changes(at: Any) -> list[dict[str, Any]]:
     """Type the batch slider's neighbour into the box beside it, `CHANGES_PER_SLIDER` times."""
-    changes = []
-    for _ in range(CHANGES_PER_SLIDER):
-        before = _metric(at, PREDICTION_METRIC)
+
+    def type_neighbour() -> None:
         [box] = [box for box in at.number_input if box.label == TYPED]
         box.set_value(_neighbour(_slider(at, SLIDERS[0])))
-        seconds = _timed_run(at)
-        after = _metric(at, PREDICTION_METRIC)
-        changes.append(
-            {
-                "slider": TYPED,
-                "seconds": seconds,
-                "cpu_s": _LAST_CPU_S[0],
-                "changed": before != after,
-                "errors": _errors(at),
-            }
-        )
-    return changes
+
+    return [_timed_change(at, TYPED, type_neighbour) for _ in range(CHANGES_PER_SLIDER)]
 
 
 @contextlib.contextmanager
