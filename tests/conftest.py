@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from application import bundles
-from core import database, workloads
+from core import database, store, workloads
 from core.analytical import refined_breakdown
 from core.profiles import MachineProfile
 from core.records import RunRecord, Sample
@@ -332,6 +332,32 @@ def reference_database(path: Path) -> None:
     database.ensure_database(path)
     exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
     assert bundles.install_bundled_results(path), "the bundled evaluation did not install"
+
+
+def synthetic_database(tmp_path_factory: pytest.TempPathFactory, *evaluate: str) -> Path:
+    """`build_runs(noise=0.01)`'s 24 U-Net runs (their run ids kept), stored one by one, and,
+    with ``evaluate`` (`memplan evaluate`'s arguments, say ``--models least_squares``),
+    evaluated: a database built once per session (`built_once`) that callers copy."""
+    name = "synthetic" + "".join(f"_{argument.lstrip('-')}" for argument in evaluate)
+
+    def build(path: Path) -> None:
+        from memplan.cli import main  # here: the conftest never imports the CLI at collection
+
+        database.ensure_database(path)
+        for row in build_runs(noise=0.01).to_dict("records"):
+            store.insert_run(path, build_record(**row))
+        if evaluate:
+            assert main(["evaluate", "--db", str(path), *evaluate]) == 0
+
+    return built_once(tmp_path_factory, f"{name}.duckdb", build)
+
+
+def bundled_exports_database(path: Path) -> None:
+    """Every bundled export's runs (`database.BUNDLED_EXPORTS`), no evaluation, in a new
+    database at ``path``: answers come from the bundles, read in memory."""
+    database.ensure_database(path)
+    for runs_file, samples_file in database.BUNDLED_EXPORTS:
+        exchange.import_runs(path, runs_file, samples_file)
 
 
 def every_bundle_database(path: Path) -> None:

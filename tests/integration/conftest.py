@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import psutil
 import pytest
 
 from core import database
+from tests.conftest import built_once
+
+
+def _every_bundled_run(path: Path) -> None:
+    database.ensure_database(path)
+    database.seed_bundled(path)
 
 
 @pytest.fixture(scope="module")
 def every_bundled_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database of every bundled run and no evaluation: answers come from the bundles,
-    read in memory. Built once per test module."""
+    read in memory. Seeded once per session (`built_once`); each test module gets its own
+    copy."""
+    template = built_once(tmp_path_factory, "every_bundled_run.duckdb", _every_bundled_run)
     path = tmp_path_factory.mktemp("bundled-runs") / "memplan.duckdb"
-    database.ensure_database(path)
-    database.seed_bundled(path)
-    return path
+    return Path(shutil.copy(template, path))
 
 
 def profiled_children(parent_pid: int) -> list[psutil.Process]:

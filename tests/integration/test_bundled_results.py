@@ -7,6 +7,7 @@ counted by configuration.
 from __future__ import annotations
 
 import io
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -26,16 +27,29 @@ from modeling.features import config_of, measured_frame
 from modeling.stored import bundle
 from modeling.stored import tables as results
 from profiling import exchange
+from tests.conftest import built_once, every_bundle_database
 
 
-def _reference_db(path: Path) -> Path:
+def _reference_runs(path: Path) -> None:
     database.ensure_database(path)
     exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
-    return path
 
 
-def test_the_bundled_models_install_once_and_predict(tmp_path: Path) -> None:
-    db = _reference_db(tmp_path / "reference.duckdb")
+@pytest.fixture(scope="module")
+def reference_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled reference runs, no evaluation: imported once for the session
+    (`built_once`); each test copies it."""
+    return built_once(tmp_path_factory, "reference_runs.duckdb", _reference_runs)
+
+
+@pytest.fixture
+def reference_db(reference_runs: Path, tmp_path: Path) -> Path:
+    """A private copy of the bundled reference runs, no evaluation."""
+    return Path(shutil.copy(reference_runs, tmp_path / "reference.duckdb"))
+
+
+def test_the_bundled_models_install_once_and_predict(reference_db: Path) -> None:
+    db = reference_db
 
     assert bundles.install_bundled_results(db)
     assert not bundles.install_bundled_results(db)  # already there: nothing copied twice
@@ -50,10 +64,10 @@ def test_the_bundled_models_install_once_and_predict(tmp_path: Path) -> None:
 
 
 def test_models_stored_before_the_closed_form_excess_was_kept_get_it_from_the_runs(
-    tmp_path: Path,
+    reference_db: Path,
 ) -> None:
     """The bundled reference models predate it: loading them reads it from their runs."""
-    db = _reference_db(tmp_path / "reference.duckdb")
+    db = reference_db
     assert bundles.install_bundled_results(db)
     as_stored = results.load_predictor(read_db(db), "least_squares")
     assert as_stored.training_range.closed_form_excess is None
@@ -73,9 +87,9 @@ def test_models_stored_before_the_closed_form_excess_was_kept_get_it_from_the_ru
 
 
 def test_a_database_with_more_runs_of_that_machine_gets_no_bundled_models(
-    tmp_path: Path, make_record
+    reference_db: Path, make_record
 ) -> None:
-    db = _reference_db(tmp_path / "more.duckdb")
+    db = reference_db
     reference = store.load_runs(db).to_dict("records")[0]
     machine = {name: reference[name] for name in profiles.PROFILE_COLUMNS}
     # At the step count the bundled runs trained for: a run the bundled fit would have used.
@@ -90,10 +104,10 @@ def test_a_database_with_more_runs_of_that_machine_gets_no_bundled_models(
 
 
 def test_runs_of_another_machine_do_not_stop_the_bundled_models(
-    tmp_path: Path, make_record
+    reference_db: Path, make_record
 ) -> None:
     """Models are per machine profile: this machine's runs leave the reference's fit valid."""
-    db = _reference_db(tmp_path / "more.duckdb")
+    db = reference_db
     store.insert_run(db, make_record(depth=32, height=32, width=32, peak_hwm_bytes=2**30))
 
     assert bundles.install_bundled_results(db)
@@ -101,11 +115,13 @@ def test_runs_of_another_machine_do_not_stop_the_bundled_models(
     assert list(stored.load_evaluations(db)["machine_profile"]) == [machine]
 
 
-def test_an_export_reinstalls_as_the_same_evaluation(tmp_path: Path) -> None:
-    db = _reference_db(tmp_path / "reference.duckdb")
+def test_an_export_reinstalls_as_the_same_evaluation(
+    reference_runs: Path, reference_db: Path, tmp_path: Path
+) -> None:
+    db = reference_db
     bundles.install_bundled_results(db)
     exported = bundles.export_results(db, tmp_path / "export")
-    copy = _reference_db(tmp_path / "copy.duckdb")
+    copy = Path(shutil.copy(reference_runs, tmp_path / "copy.duckdb"))
 
     assert bundles.install_bundled_results(copy, exported)
     assert results.load_scores(read_db(copy)).equals(results.load_scores(read_db(db)))
@@ -131,12 +147,12 @@ def test_the_bundled_results_hold_no_pickle() -> None:
 
 @pytest.fixture(scope="module")
 def every_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """What a fresh checkout's default database holds: every bundled run and evaluation."""
-    db = database.ensure_database(tmp_path_factory.mktemp("bundles") / "memplan.duckdb")
-    for runs_file, samples_file in database.BUNDLED_EXPORTS:
-        exchange.import_runs(db, runs_file, samples_file)
-    assert bundles.install_every_bundle(db) == len(bundle.BUNDLED_RESULTS_DIRS)
-    return db
+    """What a fresh checkout's default database holds: every bundled run and evaluation.
+
+    Built once for the session (`built_once`, the app tests' template too); the tests of
+    this module read their own copy."""
+    template = built_once(tmp_path_factory, "every_bundle.duckdb", every_bundle_database)
+    return Path(shutil.copy(template, tmp_path_factory.mktemp("bundles") / "memplan.duckdb"))
 
 
 @pytest.mark.parametrize("directory", bundle.BUNDLED_RESULTS_DIRS, ids=lambda path: path.name)
@@ -183,14 +199,24 @@ KNOB_PROFILES = {
 }
 
 
+def _knob_runs(path: Path) -> None:
+    database.ensure_database(path)
+    for runs_file, samples_file in database.BUNDLED_EXPORTS[KNOB_EXPORTS]:
+        exchange.import_runs(path, runs_file, samples_file)
+
+
+@pytest.fixture(scope="module")
+def knob_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both knob designs' runs, no evaluation: imported once for the session (`built_once`)."""
+    return built_once(tmp_path_factory, "knob_runs.duckdb", _knob_runs)
+
+
 @pytest.mark.parametrize(("results_name", "splits"), KNOB_PROFILES.values(), ids=KNOB_PROFILES)
 def test_the_bundled_knob_models_were_scored_leaving_each_knob_value_out(
-    tmp_path: Path, results_name: str, splits: list[str]
+    knob_runs: Path, tmp_path: Path, results_name: str, splits: list[str]
 ) -> None:
     """The knob design's evaluations ship too: their models see the network, not only the image."""
-    db = database.ensure_database(tmp_path / "knobs.duckdb")
-    for runs_file, samples_file in database.BUNDLED_EXPORTS[KNOB_EXPORTS]:
-        exchange.import_runs(db, runs_file, samples_file)
+    db = Path(shutil.copy(knob_runs, tmp_path / "knobs.duckdb"))
     directory = database.DATA_DIR / results_name
     knobs = bundle.bundled_evaluation(directory)
 
@@ -212,10 +238,10 @@ def test_the_bundled_knob_models_were_scored_leaving_each_knob_value_out(
         assert "distinct configurations" in predictor.bound.evidence, predictor.name
 
 
-def test_a_bundled_model_without_a_formula_reads_back_without_one(tmp_path: Path) -> None:
+def test_a_bundled_model_without_a_formula_reads_back_without_one(reference_db: Path) -> None:
     # Read from the bundle's Parquet (no evaluation in the database), a model with no
     # formula came back as NaN, which the Models page took for a formula to show.
-    db = _reference_db(tmp_path / "reference.duckdb")
+    db = reference_db
 
     predictors = stored.load_predictors(db)
 

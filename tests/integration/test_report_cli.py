@@ -17,6 +17,7 @@ from application import readonly
 from core import database
 from memplan import cli
 from profiling import exchange
+from tests.conftest import built_once, bundled_exports_database
 
 DELL_REPORT = [
     "report",
@@ -36,12 +37,9 @@ HEADLINE = "Predicted to fit, 12x beyond the largest measured run: verify first"
 
 @pytest.fixture(scope="module")
 def runs_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every bundled run, no evaluation: the report answers from the bundles read in memory."""
-    path = tmp_path_factory.mktemp("report-runs") / "memplan.duckdb"
-    database.ensure_database(path)
-    for runs, samples in database.BUNDLED_EXPORTS:
-        exchange.import_runs(path, runs, samples)
-    return path
+    """Every bundled run, no evaluation: the report answers from the bundles read in memory.
+    Imported once for the session (`built_once`); each test copies it."""
+    return built_once(tmp_path_factory, "bundled_exports.duckdb", bundled_exports_database)
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ from modeling.errors import ModelingError
 from modeling.features import measured_frame
 from modeling.stored import tables as results
 from profiling import exchange
+from tests.conftest import built_once
 
 FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 # A fixture generation is kept small enough to live in the repository.
@@ -243,10 +244,46 @@ def v3_db(tmp_path: Path) -> Path:
     return _copy(SCHEMA3, tmp_path)
 
 
-def _migrated_runs(generation: Generation, tmp_path: Path) -> tuple[Path, pd.DataFrame]:
+def _migrated(
+    generation: Generation, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> Path:
+    """A private copy of a generation's database as `database.ensure_database` migrates it.
+
+    Each generation is migrated once for the session (`built_once`) and copied: the tests
+    of what a migrated database holds read a copy; the tests of migrating (in place, at
+    once, failing, read-only) migrate their own."""
+
+    def migrate(path: Path) -> None:
+        shutil.copy(generation.db, path)
+        database.ensure_database(path)
+
+    template = built_once(tmp_path_factory, f"schema{generation.version}-migrated.duckdb", migrate)
+    return Path(shutil.copy(template, tmp_path / "memplan.duckdb"))
+
+
+@pytest.fixture
+def migrated_v1_db(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    """A private copy of the schema-1 database, migrated (`_migrated`)."""
+    return _migrated(SCHEMA1, tmp_path_factory, tmp_path)
+
+
+@pytest.fixture
+def migrated_v2_db(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    """A private copy of the schema-2 database, migrated (`_migrated`)."""
+    return _migrated(SCHEMA2, tmp_path_factory, tmp_path)
+
+
+@pytest.fixture
+def migrated_v3_db(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    """A private copy of the schema-3 database, migrated (`_migrated`)."""
+    return _migrated(SCHEMA3, tmp_path_factory, tmp_path)
+
+
+def _migrated_runs(
+    generation: Generation, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> tuple[Path, pd.DataFrame]:
     """A private copy of a generation's database, migrated, and its runs (checked in order)."""
-    db = _copy(generation, tmp_path)
-    database.ensure_database(db)
+    db = _migrated(generation, tmp_path_factory, tmp_path)
     runs = store.load_runs(db)
     assert tuple(runs["run_id"]) == generation.run_ids
     return db, runs
@@ -340,14 +377,14 @@ def test_an_older_database_is_migrated_keeping_every_row_and_value(
 
 @GENERATIONS
 def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(
-    generation: Generation, tmp_path: Path
+    generation: Generation, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    db = _copy(generation, tmp_path)
-    database.ensure_database(db)
+    db = _migrated(generation, tmp_path_factory, tmp_path)
     new = database.ensure_database(tmp_path / "new.duckdb")
 
-    assert _columns(db) == _columns(new)
-    described = [row[0] for row in _columns(db)["runs"]]
+    columns = _columns(db)
+    assert columns == _columns(new)
+    described = [row[0] for row in columns["runs"]]
     assert described.index("workload") == described.index("message") + 1
     assert described.index("cpu_vendor") == described.index("hostname") + 1
     assert described[described.index("onednn_enabled") + 1 :] == [
@@ -358,16 +395,16 @@ def test_a_migrated_database_has_exactly_the_schema_of_a_new_one(
         *TARGET_COLUMNS,
     ]
     # What a GPU run measured outside memplan did not record may be NULL (`core.targets`).
-    nullable = {row[0]: row[2] == "YES" for row in _columns(db)["runs"]}
+    nullable = {row[0]: row[2] == "YES" for row in columns["runs"]}
     assert nullable["hostname"] and nullable["total_ram_bytes"] and nullable["timeout_s"]
     assert not nullable["memory_target"] and not nullable["workload"]
 
 
 @BEFORE_MACHINE_FACTS
 def test_migrated_runs_have_no_machine_facts_they_did_not_record(
-    generation: Generation, tmp_path: Path
+    generation: Generation, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    _, runs = _migrated_runs(generation, tmp_path)
+    _, runs = _migrated_runs(generation, tmp_path_factory, tmp_path)
 
     assert runs[list(MACHINE_COLUMNS)].isna().all().all()
     for profile in profiles.profiles_in(runs).values():
@@ -376,25 +413,30 @@ def test_migrated_runs_have_no_machine_facts_they_did_not_record(
 
 
 @BEFORE_SLURM
-def test_migrated_runs_record_no_slurm_job(generation: Generation, tmp_path: Path) -> None:
-    db, runs = _migrated_runs(generation, tmp_path)
+def test_migrated_runs_record_no_slurm_job(
+    generation: Generation, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    db, runs = _migrated_runs(generation, tmp_path_factory, tmp_path)
 
     assert runs[list(SLURM_COLUMNS)].isna().all().all()
     assert all(store.get_run(db, run_id)["slurm_job_id"] is None for run_id in generation.run_ids)
 
 
 @BEFORE_L3_CACHE
-def test_migrated_runs_record_no_l3_cache(generation: Generation, tmp_path: Path) -> None:
-    _, runs = _migrated_runs(generation, tmp_path)
+def test_migrated_runs_record_no_l3_cache(
+    generation: Generation, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _, runs = _migrated_runs(generation, tmp_path_factory, tmp_path)
 
     assert runs["l3_cache_bytes"].isna().all()
     # Unknown, so the workspace feature keeps the one-image rule the runs were fit with.
     assert measured_frame(runs)["l3_cache_bytes"].isna().all()
 
 
-def test_migrated_schema_4_runs_keep_the_slurm_jobs_that_measured_them(tmp_path: Path) -> None:
-    db = _copy(SCHEMA4, tmp_path)
-    database.ensure_database(db)
+def test_migrated_schema_4_runs_keep_the_slurm_jobs_that_measured_them(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    db = _migrated(SCHEMA4, tmp_path_factory, tmp_path)
 
     runs = store.load_runs(db).set_index("run_id")
 
@@ -409,8 +451,10 @@ def test_migrated_schema_4_runs_keep_the_slurm_jobs_that_measured_them(tmp_path:
     ]
 
 
-def test_migrated_schema_5_runs_keep_the_l3_cache_they_recorded(tmp_path: Path) -> None:
-    _, runs = _migrated_runs(SCHEMA5, tmp_path)
+def test_migrated_schema_5_runs_keep_the_l3_cache_they_recorded(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _, runs = _migrated_runs(SCHEMA5, tmp_path_factory, tmp_path)
     cache = runs.set_index("run_id")["l3_cache_bytes"]
 
     assert set(cache[[r for r in SCHEMA5.run_ids if r.startswith("v5-unet")]]) == {33 * 2**20}
@@ -419,10 +463,10 @@ def test_migrated_schema_5_runs_keep_the_l3_cache_they_recorded(tmp_path: Path) 
 
 @BEFORE_CPU_GENERATION
 def test_migrated_runs_record_no_cpu_generation_and_keep_their_profiles(
-    generation: Generation, tmp_path: Path
+    generation: Generation, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     before = profiles.profiles_in(_tables(generation.db)["runs"])
-    db, runs = _migrated_runs(generation, tmp_path)
+    db, runs = _migrated_runs(generation, tmp_path_factory, tmp_path)
 
     assert runs[list(GENERATION_COLUMNS)].isna().all().all()  # unknown, never guessed
     # A profile that does not know its CPU generation keeps its key (and its label).
@@ -434,9 +478,10 @@ def test_migrated_runs_record_no_cpu_generation_and_keep_their_profiles(
 
 def test_migrated_schema_7_runs_trained_with_tensorflow_and_keep_their_profiles(
     tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     before = profiles.profiles_in(_tables(SCHEMA7.db)["runs"])  # as schema 7 stored them
-    db, runs = _migrated_runs(SCHEMA7, tmp_path)
+    db, runs = _migrated_runs(SCHEMA7, tmp_path_factory, tmp_path)
 
     assert set(runs["framework"]) == {"tensorflow"}
     assert list(runs["framework_version"]) == list(runs["tensorflow_version"])
@@ -452,9 +497,11 @@ def test_migrated_schema_7_runs_trained_with_tensorflow_and_keep_their_profiles(
     ]
 
 
-def test_migrated_schema_8_runs_measured_host_ram_and_keep_their_profiles(tmp_path: Path) -> None:
+def test_migrated_schema_8_runs_measured_host_ram_and_keep_their_profiles(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     before = profiles.profiles_in(_tables(SCHEMA8.db)["runs"])  # as schema 8 stored them
-    db, runs = _migrated_runs(SCHEMA8, tmp_path)
+    db, runs = _migrated_runs(SCHEMA8, tmp_path_factory, tmp_path)
 
     assert set(runs["memory_target"]) == {"host_ram"}
     assert runs[list(TARGET_COLUMNS[1:])].isna().all().all()  # no GPU: not guessed
@@ -470,8 +517,10 @@ def test_migrated_schema_8_runs_measured_host_ram_and_keep_their_profiles(tmp_pa
     assert store.get_run(db, "v8-torch-alex-96-b2")["memory_target"] == "host_ram"
 
 
-def test_a_migrated_schema_6_evaluation_still_answers_for_its_profile(tmp_path: Path) -> None:
-    db, runs = _migrated_runs(SCHEMA6, tmp_path)
+def test_a_migrated_schema_6_evaluation_still_answers_for_its_profile(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    db, runs = _migrated_runs(SCHEMA6, tmp_path_factory, tmp_path)
 
     assert SCHEMA3_PROFILE in profiles.profiles_in(runs)
     assert [p.name for p in results.load_predictors(stored.read(db), machine=SCHEMA3_PROFILE)] == [
@@ -482,9 +531,9 @@ def test_a_migrated_schema_6_evaluation_still_answers_for_its_profile(tmp_path: 
 
 
 def test_a_run_measured_after_migration_with_its_cpu_generation_is_a_profile_of_its_own(
-    tmp_path: Path, make_record
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, make_record
 ) -> None:
-    db, runs = _migrated_runs(SCHEMA6, tmp_path)
+    db, runs = _migrated_runs(SCHEMA6, tmp_path_factory, tmp_path)
     older = store.get_run(db, "v6-unet-32-b1")
     facts = {name: older[name] for name in profiles.PROFILE_COLUMNS if name in older}
 
@@ -499,10 +548,9 @@ def test_a_run_measured_after_migration_with_its_cpu_generation_is_a_profile_of_
 
 @GENERATIONS
 def test_a_migrated_evaluation_records_the_step_count_of_the_runs_it_fit(
-    generation: Generation, tmp_path: Path
+    generation: Generation, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    db = _copy(generation, tmp_path)
-    database.ensure_database(db)
+    db = _migrated(generation, tmp_path_factory, tmp_path)
 
     [evaluation] = stored.load_evaluations(db, workload=None).to_dict("records")
     assert evaluation["steps"] == FIXTURE_STEPS
@@ -534,24 +582,22 @@ def test_a_schema_5_results_export_installs_with_the_step_count_its_runs_match(
     assert (evaluation["machine_profile"], evaluation["steps"]) == (SCHEMA3_PROFILE, FIXTURE_STEPS)
 
 
-def test_migrated_schema_1_runs_read_back_as_unet_runs(old_db: Path) -> None:
-    database.ensure_database(old_db)
-
-    runs = store.load_runs(old_db)
+def test_migrated_schema_1_runs_read_back_as_unet_runs(migrated_v1_db: Path) -> None:
+    runs = store.load_runs(migrated_v1_db)
     assert len(runs) == 6 and set(runs["workload"]) == {"unet3d"}
     assert list(
-        store.load_runs(old_db, store.RunFilter(status="ok", workload="unet3d"))["run_id"]
+        store.load_runs(migrated_v1_db, store.RunFilter(status="ok", workload="unet3d"))["run_id"]
     ) == [
         "v1-ok-32-b1",
         "v1-ok-32-b2",
         "v1-ok-48-b1",
         "v1-ok-64-b1",
     ]
-    run = store.get_run(old_db, "v1-ok-48")
+    run = store.get_run(migrated_v1_db, "v1-ok-48")
     assert run["message"] == 'warm, "quoted"\nsecond line: ünïcode'
     assert store.point_key(run) == ("unet3d", 48, 48, 48, 1, 16, 5, 1, 1, "float32", "transpose", 3)
-    assert len(store.load_samples(old_db, ["v1-ok-48-b1"])) == 5
-    assert list(store.load_sweeps(old_db)["status"]) == ["done", "interrupted"]
+    assert len(store.load_samples(migrated_v1_db, ["v1-ok-48-b1"])) == 5
+    assert list(store.load_sweeps(migrated_v1_db)["status"]) == ["done", "interrupted"]
     # Its runs stored the test helper's "Test CPU", which names no vendor: none is guessed.
     assert profiles.profile_of(run).cpu_vendor is None
     assert profiles.profile_of(run).label == (
@@ -559,11 +605,9 @@ def test_migrated_schema_1_runs_read_back_as_unet_runs(old_db: Path) -> None:
     )
 
 
-def test_migrated_schema_2_runs_of_two_vms_called_vm_are_told_apart(v2_db: Path) -> None:
-    database.ensure_database(v2_db)
-
-    unet = store.get_run(v2_db, "v2-unet-48")
-    alexnet = store.get_run(v2_db, "v2-alex-67")
+def test_migrated_schema_2_runs_of_two_vms_called_vm_are_told_apart(migrated_v2_db: Path) -> None:
+    unet = store.get_run(migrated_v2_db, "v2-unet-48")
+    alexnet = store.get_run(migrated_v2_db, "v2-alex-67")
     assert unet["hostname"] == alexnet["hostname"] == "vm"
     assert unet["message"] == 'warm, "quoted"\nsecond line: ünïcode'
     assert store.point_key(alexnet) == (
@@ -587,51 +631,53 @@ def test_migrated_schema_2_runs_of_two_vms_called_vm_are_told_apart(v2_db: Path)
     assert intel.label == "Intel Xeon, instruction set unknown, 2 cores, TensorFlow 2.21"
     assert intel.ram_gib == amd.ram_gib == 24  # 23.5 GiB a few MiB apart: one size
     # Intel, AMD, and AMD with oneDNN off (v2-alex-96-b2): three profiles, one hostname.
-    runs = store.load_runs(v2_db)
+    runs = store.load_runs(migrated_v2_db)
     assert set(profiles.profiles_in(runs)) == {
         intel.key,
         amd.key,
-        profiles.profile_of(store.get_run(v2_db, "v2-alex-96")).key,
+        profiles.profile_of(store.get_run(migrated_v2_db, "v2-alex-96")).key,
     }
     assert (
-        list(store.load_runs(v2_db, store.RunFilter(machine=intel.key))["workload"])
+        list(store.load_runs(migrated_v2_db, store.RunFilter(machine=intel.key))["workload"])
         == ["unet3d"] * 5
     )
-    assert list(store.load_runs(v2_db, store.RunFilter(machine=amd.key))["run_id"]) == [
+    assert list(store.load_runs(migrated_v2_db, store.RunFilter(machine=amd.key))["run_id"]) == [
         "v2-alex-67-b1",
         "v2-alex-224-b512",
     ]
-    assert list(store.load_samples(v2_db, ["v2-alex-67-b1"])["run_id"]) == ["v2-alex-67-b1"] * 5
-    sweeps = store.load_sweeps(v2_db)
+    assert (
+        list(store.load_samples(migrated_v2_db, ["v2-alex-67-b1"])["run_id"])
+        == ["v2-alex-67-b1"] * 5
+    )
+    sweeps = store.load_sweeps(migrated_v2_db)
     assert dict(zip(sweeps["sweep_id"], sweeps["status"], strict=True)) == {
         "sweep-unet": "done",
         "sweep-alex": "interrupted",
     }
 
 
-def test_a_sweep_on_the_other_vm_does_not_count_the_older_runs_as_done(v2_db: Path) -> None:
-    database.ensure_database(v2_db)
-    intel = profiles.profile_of(store.get_run(v2_db, "v2-unet-32-b1"))
-    amd = profiles.profile_of(store.get_run(v2_db, "v2-alex-67"))
+def test_a_sweep_on_the_other_vm_does_not_count_the_older_runs_as_done(
+    migrated_v2_db: Path,
+) -> None:
+    intel = profiles.profile_of(store.get_run(migrated_v2_db, "v2-unet-32-b1"))
+    amd = profiles.profile_of(store.get_run(migrated_v2_db, "v2-alex-67"))
 
-    on_intel = store.completed_points(v2_db, intel.key)
+    on_intel = store.completed_points(migrated_v2_db, intel.key)
     assert sum(on_intel.values()) == 5  # 4 ok and 1 oom U-Net runs
     assert {key[0] for key in on_intel} == {"unet3d"}
-    assert {key[0] for key in store.completed_points(v2_db, amd.key)} == {"alexnet"}
-    assert store.completed_points(v2_db, amd.key, statuses=("skipped",)) == {
-        store.point_key(store.get_run(v2_db, "v2-alex-224")): 1
+    assert {key[0] for key in store.completed_points(migrated_v2_db, amd.key)} == {"alexnet"}
+    assert store.completed_points(migrated_v2_db, amd.key, statuses=("skipped",)) == {
+        store.point_key(store.get_run(migrated_v2_db, "v2-alex-224")): 1
     }
 
 
-def test_a_migrated_evaluation_names_the_one_profile_its_runs_share(v2_db: Path) -> None:
-    database.ensure_database(v2_db)
-
-    predicted = set(results.load_predictions(stored.read(v2_db, "unet3d"))["run_id"])
-    keys = {profiles.profile_of(store.get_run(v2_db, run_id)).key for run_id in predicted}
+def test_a_migrated_evaluation_names_the_one_profile_its_runs_share(migrated_v2_db: Path) -> None:
+    predicted = set(results.load_predictions(stored.read(migrated_v2_db, "unet3d"))["run_id"])
+    keys = {profiles.profile_of(store.get_run(migrated_v2_db, run_id)).key for run_id in predicted}
     assert len(keys) == 1  # all three held-out runs are of the Intel VM
-    assert _evaluation_profiles(v2_db) == list(keys)
+    assert _evaluation_profiles(migrated_v2_db) == list(keys)
     # 99b704d stored its models as data, so they load after the migration.
-    assert [p.name for p in results.load_predictors(stored.read(v2_db, "unet3d"))] == [
+    assert [p.name for p in results.load_predictors(stored.read(migrated_v2_db, "unet3d"))] == [
         "paper",
         "refined",
         "least_squares",
@@ -651,10 +697,8 @@ def test_an_evaluation_whose_runs_span_two_profiles_names_none(v2_db: Path) -> N
     assert _evaluation_profiles(v2_db) == [None]
 
 
-def test_migrated_schema_3_runs_keep_the_machine_facts_they_recorded(v3_db: Path) -> None:
-    database.ensure_database(v3_db)
-
-    runs = store.load_runs(v3_db).set_index("run_id")
+def test_migrated_schema_3_runs_keep_the_machine_facts_they_recorded(migrated_v3_db: Path) -> None:
+    runs = store.load_runs(migrated_v3_db).set_index("run_id")
     facts = runs[list(MACHINE_COLUMNS)]
     # The Intel VM's runs recorded them; the AMD VM's (carried over from schema 2) did not.
     unet = [run_id for run_id in SCHEMA3.run_ids if run_id.startswith("v3-unet")]
@@ -663,15 +707,20 @@ def test_migrated_schema_3_runs_keep_the_machine_facts_they_recorded(v3_db: Path
         ["Intel", "avx512", 2, 2]
     ]
     assert facts.loc[alexnet].isna().all().all()
-    intel = profiles.profile_of(store.get_run(v3_db, "v3-unet-48"))
-    amd = profiles.profile_of(store.get_run(v3_db, "v3-alex-67"))
+    intel = profiles.profile_of(store.get_run(migrated_v3_db, "v3-unet-48"))
+    amd = profiles.profile_of(store.get_run(migrated_v3_db, "v3-alex-67"))
     assert (intel.cpu_vendor, intel.cpu_isa, intel.usable_cores) == ("Intel", "avx512", 2)
     assert (amd.cpu_vendor, amd.cpu_isa, amd.usable_cores) == ("AMD", None, None)
     assert intel.key == SCHEMA3_PROFILE  # the same profile as the release computed
-    assert list(store.load_runs(v3_db, store.RunFilter(machine=intel.key))["run_id"]) == unet
-    assert store.get_run(v3_db, "v3-unet-48")["message"] == 'warm, "quoted"\nsecond line: ünïcode'
-    assert sum(store.completed_points(v3_db, intel.key).values()) == 5  # 4 ok and 1 oom
-    sweeps = store.load_sweeps(v3_db)
+    assert (
+        list(store.load_runs(migrated_v3_db, store.RunFilter(machine=intel.key))["run_id"]) == unet
+    )
+    assert (
+        store.get_run(migrated_v3_db, "v3-unet-48")["message"]
+        == 'warm, "quoted"\nsecond line: ünïcode'
+    )
+    assert sum(store.completed_points(migrated_v3_db, intel.key).values()) == 5  # 4 ok and 1 oom
+    sweeps = store.load_sweeps(migrated_v3_db)
     assert dict(zip(sweeps["sweep_id"], sweeps["status"], strict=True)) == {
         "sweep-unet": "done",
         "sweep-alex": "interrupted",
@@ -679,49 +728,46 @@ def test_migrated_schema_3_runs_keep_the_machine_facts_they_recorded(v3_db: Path
 
 
 def test_a_migrated_schema_3_evaluation_keeps_its_profile_and_its_models_load(
-    v3_db: Path,
+    migrated_v3_db: Path,
 ) -> None:
-    database.ensure_database(v3_db)
-
-    assert _evaluation_profiles(v3_db) == [SCHEMA3_PROFILE]
-    evaluation = stored.load_evaluations(v3_db, machine=SCHEMA3_PROFILE).iloc[0]
+    assert _evaluation_profiles(migrated_v3_db) == [SCHEMA3_PROFILE]
+    evaluation = stored.load_evaluations(migrated_v3_db, machine=SCHEMA3_PROFILE).iloc[0]
     assert (evaluation["workload"], evaluation["n_runs"]) == ("unet3d", 4)
-    assert len(results.load_scores(stored.read(v3_db))) == 6
-    assert set(results.load_predictions(stored.read(v3_db))["run_id"]) == {
+    assert len(results.load_scores(stored.read(migrated_v3_db))) == 6
+    assert set(results.load_predictions(stored.read(migrated_v3_db))["run_id"]) == {
         "v3-unet-32-b2",
         "v3-unet-48-b1",
         "v3-unet-64-b1",
     }
-    predictors = results.load_predictors(stored.read(v3_db, "unet3d"), machine=SCHEMA3_PROFILE)
+    predictors = results.load_predictors(
+        stored.read(migrated_v3_db, "unet3d"), machine=SCHEMA3_PROFILE
+    )
     assert [p.name for p in predictors] == ["paper", "refined", "least_squares"]
 
 
-def test_a_schema_1_evaluation_over_onednn_on_and_off_runs_names_no_profile(old_db) -> None:
+def test_a_schema_1_evaluation_over_onednn_on_and_off_runs_names_no_profile(migrated_v1_db) -> None:
     # Its held-out v1-ok-64-b1 ran with oneDNN off, the other two with it on.
-    database.ensure_database(old_db)
-
-    assert _evaluation_profiles(old_db) == [None]
+    assert _evaluation_profiles(migrated_v1_db) == [None]
 
 
 def test_a_schema_1_databases_results_load_but_its_pickled_models_are_refused(
-    old_db: Path,
+    migrated_v1_db: Path,
 ) -> None:
-    database.ensure_database(old_db)
-
-    evaluation = stored.load_evaluations(old_db).iloc[0]
+    evaluation = stored.load_evaluations(migrated_v1_db).iloc[0]
     assert (evaluation["workload"], evaluation["n_runs"]) == ("unet3d", 4)
-    assert len(results.load_scores(stored.read(old_db))) == 6
-    assert len(results.load_predictions(stored.read(old_db))) == 9
+    assert len(results.load_scores(stored.read(migrated_v1_db))) == 6
+    assert len(results.load_predictions(stored.read(migrated_v1_db))) == 9
     # 256831b stored its models as pickles; loading one can run any code, so none is
     # loaded: the message names the model and the command that refits them as data.
     with pytest.raises(ModelingError) as refused:
-        results.load_predictors(stored.read(old_db))
+        results.load_predictors(stored.read(migrated_v1_db))
     assert str(refused.value).startswith(
-        f"stored model 'paper' in {old_db} is refused, nothing of it was run: it is a pickle"
+        f"stored model 'paper' in {migrated_v1_db} is refused, nothing of it was run: "
+        "it is a pickle"
     )
-    assert f"Re-run `memplan evaluate --db {old_db}` to refit" in str(refused.value)
+    assert f"Re-run `memplan evaluate --db {migrated_v1_db}` to refit" in str(refused.value)
     with pytest.raises(ModelingError, match="stored model 'paper' .* is refused"):
-        results.load_predictor(stored.read(old_db), "refined")
+        results.load_predictor(stored.read(migrated_v1_db), "refined")
 
 
 @GENERATIONS
@@ -872,10 +918,9 @@ def test_a_database_of_a_newer_memplan_is_refused_and_left_alone(tmp_path: Path)
 @GENERATIONS
 @EXPORT_SUFFIXES
 def test_an_older_export_imports_as_the_migrated_database_holds_it(
-    generation: Generation, tmp_path: Path, suffix: str
+    generation: Generation, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, suffix: str
 ) -> None:
-    db = _copy(generation, tmp_path)
-    database.ensure_database(db)
+    db = _migrated(generation, tmp_path_factory, tmp_path)
     target = tmp_path / "target.duckdb"
     directory = generation.directory
 
@@ -1018,9 +1063,9 @@ def test_an_older_export_gets_the_columns_newer_versions_added(monkeypatch) -> N
 @GENERATIONS
 @EXPORT_SUFFIXES
 def test_a_new_export_carries_the_current_version_and_round_trips(
-    generation: Generation, tmp_path: Path, suffix: str
+    generation: Generation, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, suffix: str
 ) -> None:
-    db = _copy(generation, tmp_path)
+    db = _migrated(generation, tmp_path_factory, tmp_path)
     runs_file, samples_file = tmp_path / f"runs{suffix}", tmp_path / f"samples{suffix}"
     database.ensure_database(db)  # as `memplan export` does first
     exchange.export_runs(db, runs_file, samples_file)

@@ -5,6 +5,7 @@ spread between other profiles (`modeling.transfer`; issue 28, point 2)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from modeling import machines
 from profiling import exchange
 from tests.conftest import ONEDNN_OFF_MACHINE as ONEDNN_OFF
 from tests.conftest import UNMEASURED_MACHINE as ELSEWHERE
+from tests.conftest import built_once
 
 BUY = ["size", "buy", "--image-size", "96", "--batch-size", "1", "--json"]
 
@@ -115,14 +117,18 @@ def test_facts_the_pairs_span_apart_widen_by_each_facts_own_spread(
 
 @pytest.fixture(scope="module")
 def intel_and_amd512(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled Intel reference and AVX-512 EPYC runs, both oneDNN on, with their bundles."""
-    path = tmp_path_factory.mktemp("two-profiles") / "memplan.duckdb"
-    database.ensure_database(path)
-    for name in ("reference", "unet3d_amd"):
-        exchange.import_runs(
-            path, DATA_DIR / f"{name}_runs.parquet", DATA_DIR / f"{name}_samples.parquet"
-        )
-    return path
+    """The bundled Intel reference and AVX-512 EPYC runs, both oneDNN on, with their bundles:
+    imported once for the session (`built_once`), the module's own copy."""
+
+    def build(path: Path) -> None:
+        database.ensure_database(path)
+        for name in ("reference", "unet3d_amd"):
+            exchange.import_runs(
+                path, DATA_DIR / f"{name}_runs.parquet", DATA_DIR / f"{name}_samples.parquet"
+            )
+
+    template = built_once(tmp_path_factory, "intel_and_amd512.duckdb", build)
+    return Path(shutil.copy(template, tmp_path_factory.mktemp("two-profiles") / "memplan.duckdb"))
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from core.workloads.unet3d import UNetConfig
 from modeling import calibration_model
 from modeling.features import measured_frame
 from profiling import exchange
-from tests.conftest import build_record
+from tests.conftest import build_record, built_once
 
 GIB = 2**30
 HERE = {
@@ -35,13 +35,16 @@ HERE = {
 }
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("calibration") / "amd.duckdb"
+def _amd_runs(path: Path) -> None:
     database.ensure_database(path)
     amd = database.DATA_DIR / "unet3d_amd_runs.parquet"
     exchange.import_runs(path, amd, database.DATA_DIR / "unet3d_amd_samples.parquet")
-    return path
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled AVX-512 EPYC runs, imported once for the session (`built_once`)."""
+    return built_once(tmp_path_factory, "unet3d_amd_runs.duckdb", _amd_runs)
 
 
 @pytest.fixture

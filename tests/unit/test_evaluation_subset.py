@@ -5,34 +5,32 @@ of one model used to become it with only that model: ``size`` and the pages lost
 every other model of the catalogue until the next full evaluation.
 """
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from application.stored import read
-from core import database, store
 from memplan.cli import main
 from modeling.stored import tables as results
-from tests.conftest import build_record, build_runs
+from tests.conftest import synthetic_database
 
 CHEAP = ["--seeds", "2", "--extrapolation-seeds", "1"]
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "runs.duckdb"
-    database.ensure_database(path)
-    for row in build_runs(noise=0.01).to_dict("records"):
-        store.insert_run(path, build_record(**row))
-    return path
 
 
 def _evaluate(db: Path, *models: str) -> None:
     assert main(["evaluate", "--db", str(db), "--models", *models, *CHEAP]) == 0
 
 
+@pytest.fixture
+def db(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Synthetic runs and their evaluation of refined and least_squares, as `_evaluate` makes
+    it: built once for the session (`synthetic_database`), copied for each test."""
+    template = synthetic_database(tmp_path_factory, "--models", "refined", "least_squares", *CHEAP)
+    return Path(shutil.copy(template, tmp_path / "runs.duckdb"))
+
+
 def test_an_evaluation_of_some_models_keeps_the_latest_evaluations_others(db: Path, capsys):
-    _evaluate(db, "refined", "least_squares")
     first = results.load_predictors(read(db))
 
     _evaluate(db, "refined")
@@ -48,7 +46,6 @@ def test_an_evaluation_of_some_models_keeps_the_latest_evaluations_others(db: Pa
 
 
 def test_a_model_evaluated_again_replaces_its_older_fit_only(db: Path):
-    _evaluate(db, "refined", "least_squares")
     _evaluate(db, "least_squares")
     _evaluate(db, "least_squares")
 

@@ -12,7 +12,7 @@ from modeling import machines
 from modeling.errors import NoModelsError
 from modeling.stored import bundle
 from profiling import exchange
-from tests.conftest import build_record, build_runs
+from tests.conftest import build_record, build_runs, built_once
 
 CHEAP = ["--models", "least_squares", "--seeds", "2", "--extrapolation-seeds", "1"]
 # This test machine and another one; every run of the second peaks 1.5x higher.
@@ -26,17 +26,28 @@ def _insert(db: Path, facts: dict, scale: float = 1.0) -> str:
         row.pop("run_id")
         row.update(facts, peak_hwm_bytes=int(row["peak_hwm_bytes"] * scale))
         store.insert_run(db, build_record(**row))
+    return _key(facts)
+
+
+def _key(facts: dict) -> str:
+    """The profile key of runs measured on a machine with ``facts``."""
     return profiles.profile_of(build_record(**facts).row()).key
+
+
+def _both_machines_evaluated(db: Path) -> None:
+    database.ensure_database(db)
+    _insert(db, HERE)
+    _insert(db, ELSEWHERE, scale=1.5)
+    assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
 
 
 @pytest.fixture(scope="module")
 def two_machines(tmp_path_factory) -> tuple[Path, str, str]:
-    """A database with both machines' runs, each evaluated on its own."""
-    db = tmp_path_factory.mktemp("machines") / "runs.duckdb"
-    database.ensure_database(db)
-    here, elsewhere = _insert(db, HERE), _insert(db, ELSEWHERE, scale=1.5)
-    assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
-    return db, here, elsewhere
+    """A database with both machines' runs, each evaluated on its own, and their profile
+    keys. Built once for the session (`built_once`); the module reads its own copy."""
+    template = built_once(tmp_path_factory, "machine_choice.duckdb", _both_machines_evaluated)
+    db = Path(shutil.copy(template, tmp_path_factory.mktemp("machines") / "runs.duckdb"))
+    return db, _key(HERE), _key(ELSEWHERE)
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import database, store
+from core import store
 from core.version import __version__
 from memplan import cli, jsonout
-from tests.conftest import build_record, build_runs
+from tests.conftest import build_record, synthetic_database
 
 COMMANDS = [
     *("run", "sweep", "calibrate", "machines", "list", "show", "summary", "export", "import"),
@@ -197,12 +197,8 @@ def test_machines_compare_json_has_peaks_in_bytes(runs_db: Path, capsys) -> None
 
 @pytest.fixture(scope="module")
 def evaluated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("json") / "runs.duckdb"
-    database.ensure_database(path)
-    for row in build_runs(noise=0.01).to_dict("records"):
-        store.insert_run(path, build_record(**row))
-    assert cli.main(["evaluate", "--db", str(path), *CHEAP]) == 0
-    return path
+    """The synthetic runs, evaluated: built once for the session (test_verification's too)."""
+    return synthetic_database(tmp_path_factory, *CHEAP)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from application import stored
 from core import database, profiles, store
 from memplan.cli import main
 from modeling.stored import tables as results
-from tests.conftest import build_record, build_runs
+from tests.conftest import build_record, build_runs, built_once, synthetic_database
 
 # Cheap models only: the full catalogue's symbolic regression takes minutes.
 CHEAP = ["--models", "refined", "least_squares", "--seeds", "2"]
@@ -17,21 +17,15 @@ CHEAP = ["--models", "refined", "least_squares", "--seeds", "2"]
 
 @pytest.fixture(scope="module")
 def runs_template(tmp_path_factory) -> Path:
-    """A database of synthetic runs, built once (a DuckDB connection per insert is slow)."""
-    path = tmp_path_factory.mktemp("template") / "runs.duckdb"
-    database.ensure_database(path)
-    for row in build_runs(noise=0.01).to_dict("records"):
-        store.insert_run(path, build_record(**row))
-    return path
+    """A database of synthetic runs, built once for the session (a DuckDB connection per
+    insert is slow)."""
+    return synthetic_database(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def evaluated_template(runs_template: Path, tmp_path_factory) -> Path:
-    """The same runs with a stored evaluation of the cheap models."""
-    path = tmp_path_factory.mktemp("evaluated") / "runs.duckdb"
-    shutil.copy(runs_template, path)
-    assert main(["evaluate", "--db", str(path), *CHEAP]) == 0
-    return path
+def evaluated_template(tmp_path_factory) -> Path:
+    """Synthetic runs with a stored evaluation of the cheap models, built once for the session."""
+    return synthetic_database(tmp_path_factory, *CHEAP)
 
 
 @pytest.fixture
@@ -255,15 +249,18 @@ def test_evaluate_skips_a_workload_with_too_few_runs_and_fits_the_others(db: Pat
 
 @pytest.fixture(scope="module")
 def two_workloads(runs_template: Path, tmp_path_factory) -> Path:
-    """The U-Net runs plus AlexNet runs of another law, in one database."""
-    path = tmp_path_factory.mktemp("two") / "runs.duckdb"
-    shutil.copy(runs_template, path)
-    alexnet = build_runs(
-        sides=(96, 128, 160, 192, 224), batches=(1, 2, 4, 8, 16), workload="alexnet"
-    )
-    for row in alexnet.to_dict("records"):
-        store.insert_run(path, build_record(**row))
-    return path
+    """The U-Net runs plus AlexNet runs of another law, in one database built once for the
+    session."""
+
+    def build(path: Path) -> None:
+        shutil.copy(runs_template, path)
+        alexnet = build_runs(
+            sides=(96, 128, 160, 192, 224), batches=(1, 2, 4, 8, 16), workload="alexnet"
+        )
+        for row in alexnet.to_dict("records"):
+            store.insert_run(path, build_record(**row))
+
+    return built_once(tmp_path_factory, "modeling_cli_two_workloads.duckdb", build)
 
 
 def test_evaluate_fits_and_stores_each_workload_on_its_own_runs(
@@ -340,14 +337,30 @@ AMD = {
 
 @pytest.fixture(scope="module")
 def two_machines(runs_template: Path, tmp_path_factory) -> Path:
-    """The Intel test runs plus the same grid measured on an AMD machine at twice the peak."""
-    path = tmp_path_factory.mktemp("machines") / "runs.duckdb"
-    shutil.copy(runs_template, path)
-    for row in build_runs(noise=0.01, seed=1).to_dict("records"):
-        row.update(AMD, peak_hwm_bytes=2 * row["peak_hwm_bytes"], run_id=None)
-        row.pop("run_id")
-        store.insert_run(path, build_record(**row))
-    return path
+    """The Intel test runs plus the same grid measured on an AMD machine at twice the peak,
+    in a database built once for the session."""
+
+    def build(path: Path) -> None:
+        shutil.copy(runs_template, path)
+        for row in build_runs(noise=0.01, seed=1).to_dict("records"):
+            row.update(AMD, peak_hwm_bytes=2 * row["peak_hwm_bytes"], run_id=None)
+            row.pop("run_id")
+            store.insert_run(path, build_record(**row))
+
+    return built_once(tmp_path_factory, "modeling_cli_two_machines.duckdb", build)
+
+
+@pytest.fixture(scope="module")
+def two_machines_evaluated(two_machines: Path, tmp_path_factory) -> Path:
+    """Both machines' runs, each profile evaluated on its own runs as
+    `test_evaluate_fits_each_machine_profile_on_its_own_runs` shows: built once for the
+    session."""
+
+    def build(path: Path) -> None:
+        shutil.copy(two_machines, path)
+        assert main(["evaluate", "--db", str(path), *CHEAP]) == 0
+
+    return built_once(tmp_path_factory, "modeling_cli_two_machines_evaluated.duckdb", build)
 
 
 def _keys(db: Path) -> dict[str, str]:
@@ -380,10 +393,9 @@ def test_evaluate_fits_each_machine_profile_on_its_own_runs(
 
 
 def test_size_answers_for_the_machine_asked_and_names_it(
-    two_machines: Path, tmp_path: Path, capsys
+    two_machines_evaluated: Path, tmp_path: Path, capsys
 ) -> None:
-    db = Path(shutil.copy(two_machines, tmp_path / "runs.duckdb"))
-    assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
+    db = Path(shutil.copy(two_machines_evaluated, tmp_path / "runs.duckdb"))
     capsys.readouterr()
     keys = _keys(db)
     amd = keys["AMD EPYC 7B13, AVX2, 8 cores, TensorFlow 2.16, oneDNN off"]

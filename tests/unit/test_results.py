@@ -31,7 +31,7 @@ from modeling.evaluation.protocol import evaluate
 from modeling.features import config_frame, measured_frame
 from modeling.stored import codec
 from modeling.stored.tables import MAPE_DECIMALS, RESULT_TABLES, best_model_name
-from tests.conftest import build_runs
+from tests.conftest import build_runs, built_once
 
 # Quick symbolic regression, so a gplearn program is stored as tokens and read back.
 MODELS = ["refined", "least_squares", "symbolic"]
@@ -39,12 +39,20 @@ MODELS = ["refined", "least_squares", "symbolic"]
 OTHER_TYPES = ["paper", "hybrid_ratio", "hybrid_terms", "xgboost", "random_forest", "mlp"]
 
 
-@pytest.fixture(scope="module")
-def fitted():
+def _fit(path: Path) -> None:
+    """MODELS evaluated and fitted on synthetic runs, pickled to ``path`` with their frame."""
     frame = measured_frame(build_runs(noise=0.01))
     specs = pick(catalogue(quick=True), MODELS)
     evaluation = with_calibration(evaluate(frame, specs, seeds=range(2)), frame, specs)
-    return frame, evaluation, fit_predictors(specs, frame, evaluation)
+    path.write_bytes(pickle.dumps((frame, evaluation, fit_predictors(specs, frame, evaluation))))
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory):
+    """The runs' frame, the evaluation and the fitted predictors: fitted once for the session
+    (`built_once`; the symbolic regression is most of this module's CPU) and read back by
+    pickle, which restores every estimator exactly (the test's own file: never the store's)."""
+    return pickle.loads(built_once(tmp_path_factory, "results_fitted.pickle", _fit).read_bytes())
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 from datetime import UTC, datetime
 from html import unescape
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 
 from application import sizing, stored
 from application.sizing import SizingError, SizingQuestion
-from core import database, profiles, published, store, version, workloads
+from core import profiles, published, store, version, workloads
 from core.units import GIB
 from core.version import __version__
 from core.workloads.unet3d import UNetConfig
@@ -28,7 +29,7 @@ from modeling.evaluation.bounds import ConformalBound
 from modeling.sizing import memory_to_buy
 from modeling.stored.predictor import Predictor
 from presentation import charts_published, sizing_report, sizing_report_evidence, sizing_report_html
-from profiling import exchange
+from tests.conftest import built_once, bundled_exports_database
 
 INTEL = "9b59349f74"  # the bundled Intel reference profile
 DELL = UNetConfig((240, 240, 144), 16)
@@ -40,12 +41,10 @@ HOSTILE = "<script>alert('x')</script>"
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A private database with every bundled run (what a fresh checkout's holds)."""
-    path = tmp_path_factory.mktemp("report") / "memplan.duckdb"
-    database.ensure_database(path)
-    for runs, samples in database.BUNDLED_EXPORTS:
-        exchange.import_runs(path, runs, samples)
-    return path
+    """A private database with every bundled run (what a fresh checkout's holds): a copy of
+    the session's, imported once (`built_once`)."""
+    template = built_once(tmp_path_factory, "bundled_exports.duckdb", bundled_exports_database)
+    return Path(shutil.copy(template, tmp_path_factory.mktemp("report") / "memplan.duckdb"))
 
 
 @pytest.fixture(scope="module")

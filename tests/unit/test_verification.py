@@ -15,7 +15,7 @@ import pytest
 from application import verify as verification
 from application import verify_here
 from application.verify import Claim, Verdict
-from core import database, profiles, store
+from core import profiles, store
 from core.errors import StoreError
 from core.units import GIB, budget_argument, gib_words
 from core.workloads.alexnet import AlexNetConfig
@@ -27,7 +27,7 @@ from modeling.sizing import Basis, BatchAnswer, ImageSizeAnswer
 from presentation.verification import markdown
 from profiling.lifecycle import SweepPlan
 from profiling.sweep import expand_grid
-from tests.conftest import build_record, build_runs
+from tests.conftest import build_record, synthetic_database
 
 # build_record's machine ("Test CPU") and another one.
 HERE = profiles.profile_of(build_record().row())
@@ -481,12 +481,8 @@ ANSWERED, FOLLOWING = UNetConfig((128,) * 3, 2), UNetConfig((144,) * 3, 2)
 
 @pytest.fixture(scope="module")
 def evaluated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("verify") / "runs.duckdb"
-    database.ensure_database(path)
-    for row in build_runs(noise=0.01).to_dict("records"):
-        store.insert_run(path, build_record(**row))
-    assert memplan_cli.main(["evaluate", "--db", str(path), *CHEAP]) == 0
-    return path
+    """The synthetic runs, evaluated: built once for the session (test_memplan_cli's too)."""
+    return synthetic_database(tmp_path_factory, *CHEAP)
 
 
 @pytest.fixture
