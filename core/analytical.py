@@ -11,7 +11,7 @@ prediction costs microseconds and never imports TensorFlow.
   of the backward pass, as a named `MemoryBreakdown`: the framework's own
   resident memory (taken from the measured post-import baseline), weights,
   their gradients, Adam's two slots, the activations the backward pass keeps,
-  the gradients alive while differentiating the widest layer, and the input
+  the gradients alive at the backward pass's largest step, and the input
   batch. Nothing in it is fitted to peaks; the only number taken from data is
   the framework baseline, the median of the runs' measured ``baseline_bytes``.
 * **Mixed precision**: variables, gradients and Adam's slots
@@ -20,10 +20,9 @@ prediction costs microseconds and never imports TensorFlow.
   the dtype of the layer that made them, and a tensor the next layer reads in
   another dtype is cast, the copy kept for that layer's gradient
   (BatchNormalization reads float32, the float32 output layer reads float32,
-  the first layer reads the float32 images in the compute dtype).
-  `half_batch_bytes` says how many bytes of a batch the closed form holds in a
-  2-byte dtype, so that a fitted model can tell what the policy halves from
-  what stays float32.
+  the first layer reads the float32 images in the compute dtype), and
+  BatchNormalization differentiates in float32, so the backward pass's largest
+  step stays float32 on the U-Net (`core.kept_tensors`).
 
 What it still misses, by design: the memory TensorFlow spends on building the
 model and tracing the training step into a graph (oneDNN primitive caches,
@@ -54,7 +53,7 @@ import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
-from core.kept_tensors import kept_tensors, weight_cast_bytes
+from core.kept_tensors import backward_live, kept_tensors, weight_cast_bytes
 from core.units import GIB
 from core.workloads.base import (
     FLOAT32_BYTES,
@@ -70,9 +69,6 @@ from core.workloads.unet3d import UNetConfig
 # (mixed precision keeps float32 master weights and optimizer state).
 WEIGHT_BYTES_PER_PARAMETER = FLOAT32_BYTES
 GRADIENT_BYTES_PER_PARAMETER = FLOAT32_BYTES
-# While differentiating a layer, the gradient arriving at its output and the one
-# it passes to its input are both alive: at the peak, two tensors of the widest layer.
-BACKWARD_LIVE_GRADIENTS = 2
 # Layer kinds whose gradient TensorFlow's own CPU kernels compute through an
 # im2col buffer (`backprop_workspace_bytes`). A transposed convolution's buffer
 # is as large as its own output, never the largest, so it is left out.
@@ -116,7 +112,7 @@ class MemoryBreakdown:
     gradient_bytes: int  # one gradient per trainable parameter
     optimizer_bytes: int  # the optimizer's slots per trainable parameter (Adam: 2)
     activation_bytes: int  # layer outputs the backward pass keeps, whole batch
-    backward_bytes: int  # gradients alive while differentiating the widest layer
+    backward_bytes: int  # gradients alive at the backward pass's largest step
     input_bytes: int  # the input batch (images + masks), both copies
 
     @property
@@ -154,9 +150,7 @@ class _PerSample:
 
     all_bytes: int  # every layer output (the paper's Eq. 1 sum)
     kept_bytes: int
-    kept_half_bytes: int  # of kept_bytes, those in a 2-byte dtype
-    widest_bytes: int
-    widest_half: bool  # the widest layer's output is in a 2-byte dtype
+    backward_bytes: int  # gradients alive at the backward pass's largest step
     input_bytes: int
     workspace_bytes: int  # not per sample: the buffer is one image's whatever the batch
     total_params: int
@@ -172,13 +166,11 @@ def _per_sample_cached(config: UNetConfig) -> _PerSample:
     sizes = [(layer, layer_output_bytes(config, layer)) for layer in layers]
     total_params, trainable = parameter_counts(config)
     kept = kept_tensors(config, layers)
-    widest, widest_bytes = max(sizes, key=lambda pair: pair[1])
+    backward_bytes = backward_live(config, layers)
     return _PerSample(
         all_bytes=sum(size for _, size in sizes),
         kept_bytes=sum(elements * value_bytes for elements, value_bytes in kept),
-        kept_half_bytes=sum(e * b for e, b in kept if b < FLOAT32_BYTES),
-        widest_bytes=widest_bytes,
-        widest_half=element_bytes(config, widest) < FLOAT32_BYTES,
+        backward_bytes=backward_bytes,
         input_bytes=config.input_elements_per_sample() * INPUT_BYTES_PER_ELEMENT * INPUT_COPIES,
         workspace_bytes=_largest_im2col_bytes(config, layers),
         total_params=total_params,
@@ -351,18 +343,6 @@ def refined_breakdown(
         gradient_bytes=trainable * GRADIENT_BYTES_PER_PARAMETER,
         optimizer_bytes=config.optimizer_slots * trainable * WEIGHT_BYTES_PER_PARAMETER,
         activation_bytes=batch * per_sample.kept_bytes,
-        backward_bytes=batch * BACKWARD_LIVE_GRADIENTS * per_sample.widest_bytes,
+        backward_bytes=batch * per_sample.backward_bytes,
         input_bytes=batch * per_sample.input_bytes,
     )
-
-
-def half_batch_bytes(config: UNetConfig) -> int:
-    """Bytes of the refined model's per-batch terms held in a 2-byte dtype (0 under float32).
-
-    The precision's byte split of a batch: activations the compute dtype holds and
-    the backward pass's gradients when the widest layer is in it; the input batch is
-    float32 under every policy. What the policy halves, against what stays float32.
-    """
-    per_sample = _per_sample(config)
-    backward = BACKWARD_LIVE_GRADIENTS * per_sample.widest_bytes if per_sample.widest_half else 0
-    return config.batch_size * (per_sample.kept_half_bytes + backward)

@@ -8,8 +8,9 @@ reads its weights through a cast (`weight_cast_bytes`); BatchNormalization
 reads its input in float32; the float32 output layer reads the last activation
 in float32 and the first layer reads the float32 images in the compute dtype.
 Each cast copy that a gradient needs is kept until the backward pass has used
-it. Checked against Keras 3.15's sources (layer autocasting in
-keras/src/layers/layer.py, keras/src/layers/normalization/batch_normalization.py).
+it. BatchNormalization also differentiates in float32 (`backward_live`).
+Checked against Keras 3.15's sources (layer autocasting in keras/src/layers/layer.py,
+keras/src/layers/normalization/batch_normalization.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,16 @@ NOT_KEPT_KINDS = frozenset({"batchnorm"})
 # float32 copy, not the compute-dtype conv output, so the tensor kept under the
 # conv's name is float32 whatever the policy.
 BATCHNORM_INPUT_BYTES = FLOAT32_BYTES
+# While differentiating a layer, the gradient arriving at its output and the one
+# it passes to its input are both alive: two tensors of the widest layer, in its dtype.
+BACKWARD_LIVE_GRADIENTS = 2
+# BatchNormalization differentiates in float32 under every policy, since it upcast its
+# input: its normalisation's, variance's and mean's gradients, and their sum, are four
+# float32 tensors of its input alive at once (tf.nn.batch_normalization and Keras's
+# moments, differentiated by TensorFlow). On the U-Net that ties under float32 with
+# two gradients of the concatenation before it (4 x 16 channels x 4 bytes against 2 x
+# 32 x 4), so float32 answers do not change; under mixed precision it is the larger.
+BATCHNORM_GRADIENT_TENSORS = 4
 # Layers that read no cast copy of their weights under mixed precision: BatchNormalization
 # casts gamma, beta and its moving statistics to its float32 input's dtype, and the
 # float32 output layer computes in float32.
@@ -87,3 +98,14 @@ def weight_cast_bytes(config: WorkloadConfig, layers: list[LayerOutput]) -> int:
         return 0
     cast = sum(layer.params for layer in layers if layer.kind not in NO_WEIGHT_CAST_KINDS)
     return cast * compute_bytes
+
+
+def backward_live(config: WorkloadConfig, layers: list[LayerOutput]) -> int:
+    """Bytes of one sample's gradients alive at the backward pass's largest step: two
+    gradients of the widest layer in its dtype, or BatchNormalization's four float32
+    ones, whichever is larger.
+    """
+    widest = max(layer.elements * element_bytes(config, layer) for layer in layers)
+    norms = [layer.elements for layer in layers if layer.kind == "batchnorm"]
+    normalising = BATCHNORM_GRADIENT_TENSORS * max(norms, default=0) * BATCHNORM_INPUT_BYTES
+    return max(BACKWARD_LIVE_GRADIENTS * widest, normalising)

@@ -24,9 +24,6 @@ One row per run or configuration. Columns:
   codes cannot;
 * the analytical terms, bytes: the paper's Eq. 1 / Eq. 2, the refined model's
   terms (`core.analytical.REFINED_TERM_COLUMNS`) and ``workspace_bytes``;
-* the precision's byte split, ``half_batch_bytes``: how many bytes of the refined
-  model's per-batch terms the policy holds in a 2-byte dtype (0 under float32;
-  `core.analytical.half_batch_bytes`), the rest being float32;
 * ``l3_cache_bytes``: the machine's L3 cache as TensorFlow reads it (NaN: unknown,
   the workspace then follows the one-image rule);
 * from runs only: ``baseline_bytes`` (measured post-import memory) and the
@@ -48,7 +45,6 @@ from core.analytical import (
     PAPER_TERM_COLUMNS,
     REFINED_TERM_COLUMNS,
     backprop_workspace_bytes,
-    half_batch_bytes,
     paper_estimate,
     refined_breakdown,
 )
@@ -62,7 +58,6 @@ BASELINE_COLUMN = "baseline_bytes"
 MEASURED_PEAK_COLUMN = "peak_hwm_bytes"
 WORKSPACE_COLUMN = "workspace_bytes"
 L3_CACHE_COLUMN = "l3_cache_bytes"
-HALF_BATCH_COLUMN = "half_batch_bytes"
 OK_STATUS = "ok"
 # Every workload's image and knob columns; a model fitted on one workload sees
 # the others' as empty (constant), so only its own can vary.
@@ -114,7 +109,6 @@ def _config_row(config: WorkloadConfig, l3_cache_bytes: int | None) -> dict[str,
     }
     row.update({name: refined[name] for name in REFINED_TERM_COLUMNS})
     row[WORKSPACE_COLUMN] = backprop_workspace_bytes(config, l3_cache_bytes)
-    row[HALF_BATCH_COLUMN] = half_batch_bytes(config)
     row[L3_CACHE_COLUMN] = np.nan if l3_cache_bytes is None else float(l3_cache_bytes)
     row.update(_architecture_terms(refined, row[WORKSPACE_COLUMN]))
     return row

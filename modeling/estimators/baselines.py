@@ -12,14 +12,6 @@
   (PyTorch's runs at batch 1 peak ~0.1 GiB above the line its other batches lie
   on; TensorFlow's do not: docs/accuracy_unet3d_torch.md). This is *fitted*,
   unlike the refined analytical model, and is named so everywhere.
-  Under mixed precision the per-batch coefficient is not applied to the bytes the
-  policy halves (``half_batch_bytes``, the precision's byte split): the fit's
-  excess over the closed form (a per-batch coefficient above 1) is taken to be
-  float32 under every policy, and the halved bytes count once, as the closed form
-  counts them. On the bundled knob runs (AVX2 EPYC, oneDNN off), where both
-  precisions kept the same workspace, bfloat16 peaked 1.16x the closed form's
-  halved bytes below float32, not the 1.64x the float32 fit puts on every
-  per-batch byte (docs/predictions.md, "Mixed precision").
 
 Settings are seeded; ``*_CANDIDATES`` are what `modeling.evaluation.selection` chooses
 from on validation data.
@@ -33,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from modeling.estimators.plain import PlainRegressor
-from modeling.features import HALF_BATCH_COLUMN, WORKSPACE_COLUMN
+from modeling.features import WORKSPACE_COLUMN
 
 if TYPE_CHECKING:
     from sklearn.compose import TransformedTargetRegressor
@@ -112,8 +104,6 @@ def least_squares_inputs(frame: pd.DataFrame) -> pd.DataFrame:
     )
     if WORKSPACE_COLUMN in frame:
         terms[WORKSPACE_COLUMN] = frame[WORKSPACE_COLUMN]
-    if HALF_BATCH_COLUMN in frame:
-        terms[HALF_BATCH_COLUMN] = frame[HALF_BATCH_COLUMN]
     if "batch_size" in frame:
         terms[BATCH_OF_ONE] = (frame["batch_size"] == 1).astype(float)
     return terms
@@ -139,45 +129,24 @@ class AnalyticalLeastSquares(PlainRegressor):
     TensorFlow's own convolution gradients (`core.analytical.backprop_workspace_bytes`),
     for machines where oneDNN does not run the network. ``batch_of_one=True`` adds
     ``c4 * batch_of_one`` (bytes where the batch is one sample; X needs ``batch_size``).
-    ``precision_split=True`` (new fits; models stored before it read False) takes
-    ``per_batch`` as float32 would hold it, ``per_batch + half_batch_bytes``, and
-    subtracts ``half_batch_bytes`` once: see the module docstring (X needs the column).
     Fit on relative error (weights 1/peak^2). A term that is constant in the
     training data (model state, when the network never changes) cannot be told
     apart from the intercept; it gets coefficient 0 and the intercept absorbs it.
     X : feature frame with the refined term columns; y and predictions in bytes.
     """
 
-    def __init__(
-        self, *, workspace: bool = False, batch_of_one: bool = False, precision_split: bool = True
-    ) -> None:
+    def __init__(self, *, workspace: bool = False, batch_of_one: bool = False) -> None:
         self.workspace = workspace
         self.batch_of_one = batch_of_one
-        self.precision_split = precision_split
 
     def _inputs(self) -> tuple[str, ...]:
         workspace = (WORKSPACE_COLUMN,) if self.workspace else ()
         single = (BATCH_OF_ONE,) if self.batch_of_one else ()
         return (*LEAST_SQUARES_INPUTS, *workspace, *single)
 
-    def _terms(self, X: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-        """The inputs, per batch as float32 would hold them where ``precision_split``, and
-        the bytes to take off each row's prediction (the halved bytes, counted once)."""
-        terms = least_squares_inputs(X)
-        if not self.precision_split:
-            return terms, np.zeros(len(terms))
-        if HALF_BATCH_COLUMN not in terms:
-            raise ValueError(
-                f"least squares with precision_split needs column {HALF_BATCH_COLUMN} "
-                "(build X with modeling.features)"
-            )
-        half = terms[HALF_BATCH_COLUMN].to_numpy(dtype=float)
-        terms["per_batch_bytes"] = terms["per_batch_bytes"] + half
-        return terms, half
-
     def fit(self, X: pd.DataFrame, y: Any) -> AnalyticalLeastSquares:
         inputs = self._inputs()
-        terms, halved = self._terms(X)
+        terms = least_squares_inputs(X)
         target = np.asarray(y, dtype=float)
         if len(target) != len(terms) or len(target) < len(inputs) + 1:
             raise ValueError(
@@ -190,9 +159,7 @@ class AnalyticalLeastSquares(PlainRegressor):
         scales = np.array([_scale(name) for name in varying])
         regression = LinearRegression()
         regression.fit(
-            terms[varying] / scales,
-            (target + halved) / GIB,
-            sample_weight=1.0 / np.square(target / GIB),
+            terms[varying] / scales, target / GIB, sample_weight=1.0 / np.square(target / GIB)
         )
         coefficients = dict.fromkeys(inputs, 0.0)
         coefficients.update(zip(varying, (regression.coef_ * GIB / scales).tolist(), strict=True))
@@ -208,9 +175,9 @@ class AnalyticalLeastSquares(PlainRegressor):
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         self.check_fitted()
         inputs = list(self._inputs())
-        terms, halved = self._terms(X)
+        terms = least_squares_inputs(X)
         weights = np.array([self.coefficients_[name] for name in inputs])
-        return self.intercept_bytes_ + terms[inputs].to_numpy(float) @ weights - halved
+        return self.intercept_bytes_ + terms[inputs].to_numpy(float) @ weights
 
     def to_state(self) -> dict[str, Any]:
         """The fitted model as plain data (JSON): intercept, coefficients, formula."""
@@ -218,7 +185,6 @@ class AnalyticalLeastSquares(PlainRegressor):
         return {
             "workspace": self.workspace,
             "batch_of_one": self.batch_of_one,
-            "precision_split": self.precision_split,
             "intercept_bytes": self.intercept_bytes_,
             "coefficients": self.coefficients_,
             "formula": self.formula_,
@@ -226,11 +192,10 @@ class AnalyticalLeastSquares(PlainRegressor):
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AnalyticalLeastSquares:
-        # Models stored before the workspace, batch-of-one or precision split have none.
+        # Models stored before the workspace or batch-of-one term existed have neither.
         model = cls(
             workspace=bool(state.get("workspace", False)),
             batch_of_one=bool(state.get("batch_of_one", False)),
-            precision_split=bool(state.get("precision_split", False)),
         )
         inputs = model._inputs()
         coefficients = {name: float(state["coefficients"][name]) for name in inputs}

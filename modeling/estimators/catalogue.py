@@ -23,12 +23,7 @@ from modeling.estimators.baselines import (
 )
 from modeling.estimators.hybrid import HybridSymbolicRegression
 from modeling.estimators.symbolic import SETTINGS_CANDIDATES, SymbolicRegression
-from modeling.features import (
-    BASELINE_COLUMN,
-    HALF_BATCH_COLUMN,
-    analytical_columns,
-    model_inputs,
-)
+from modeling.features import BASELINE_COLUMN, analytical_columns, model_inputs
 
 ANALYTICAL = "analytical"
 LEAST_SQUARES = "least squares"
@@ -58,13 +53,8 @@ def _analytical_columns(frame: pd.DataFrame) -> list[str]:
     return [*analytical_columns(), BASELINE_COLUMN]
 
 
-def _least_squares_columns(frame: pd.DataFrame) -> list[str]:
-    """The analytical terms and the precision's byte split (`AnalyticalLeastSquares`)."""
-    return [*_analytical_columns(frame), HALF_BATCH_COLUMN]
-
-
 def _batch_of_one_columns(frame: pd.DataFrame) -> list[str]:
-    return [*_least_squares_columns(frame), "batch_size"]
+    return [*_analytical_columns(frame), "batch_size"]
 
 
 def _hybrid_columns(frame: pd.DataFrame) -> list[str]:
@@ -107,14 +97,14 @@ def _least_squares_specs() -> list[ModelSpec]:
             "least squares on analytical terms",
             LEAST_SQUARES,
             lambda frame, params, seed: AnalyticalLeastSquares(),
-            _least_squares_columns,
+            _analytical_columns,
         ),
         ModelSpec(
             "least_squares_workspace",
             "least squares on analytical terms + conv workspace",
             LEAST_SQUARES,
             lambda frame, params, seed: AnalyticalLeastSquares(workspace=True),
-            _least_squares_columns,
+            _analytical_columns,
         ),
         ModelSpec(
             "least_squares_batch_of_one",

@@ -1,9 +1,10 @@
 """bfloat16 predicted from float32 runs on the bundled knob profile (issue 41, point 3).
 
 Profile 259d139078 (AVX2 AMD EPYC, oneDNN off) measured mixed_bfloat16 at 32^3-64^3,
-batch 1 and 2, beside float32. Least squares on the analytical terms, fit on its float32
-runs only, predicts the bfloat16 ones: the bytes the policy halves come off once, as
-the closed form counts them, and what the fit adds above the closed form stays float32.
+batch 1 and 2, beside float32. Least squares on the closed form's terms, fit on its
+float32 runs only, predicts the bfloat16 ones from what the closed form says mixed
+precision does to them (`core.kept_tensors`): float32 state and BatchNormalization,
+bfloat16 activations elsewhere, and the cast copies the gradients read.
 """
 
 from __future__ import annotations
@@ -33,25 +34,18 @@ def knob_runs() -> pd.DataFrame:
     return measured_frame(profiles.runs_of(keyed, key))
 
 
-def _bfloat16_errors(model: AnalyticalLeastSquares, frame: pd.DataFrame) -> np.ndarray:
-    float32 = frame[frame["precision"] == "float32"]
-    bfloat16 = frame[frame["precision"] == "mixed_bfloat16"]
-    model.fit(float32, float32["peak_bytes"])
-    return model.predict(bfloat16) / bfloat16["peak_bytes"].to_numpy() - 1
-
-
 def test_a_float32_fit_predicts_the_bundled_bfloat16_runs_within_10_percent(
     knob_runs: pd.DataFrame,
 ) -> None:
-    assert (knob_runs["precision"] == "mixed_bfloat16").sum() == 10
+    float32 = knob_runs[knob_runs["precision"] == "float32"]
+    bfloat16 = knob_runs[knob_runs["precision"] == "mixed_bfloat16"]
+    model = AnalyticalLeastSquares(workspace=True).fit(float32, float32["peak_bytes"])
 
-    split = _bfloat16_errors(AnalyticalLeastSquares(workspace=True), knob_runs)
-    unsplit = _bfloat16_errors(
-        AnalyticalLeastSquares(workspace=True, precision_split=False), knob_runs
-    )
+    errors = model.predict(bfloat16) / bfloat16["peak_bytes"].to_numpy() - 1
 
-    assert np.abs(split).mean() < 0.10
-    # The fit's per-batch coefficient (1.6) on the halved bytes put the worst run 17% low;
-    # taken once, it is closer.
-    assert np.abs(split).max() < np.abs(unsplit).max()
-    assert np.abs(split).mean() < np.abs(unsplit).mean()
+    assert len(bfloat16) == 10
+    assert np.abs(errors).mean() < 0.10
+    # Before the closed form knew the casts and BatchNormalization's float32 gradients
+    # its worst run (64^3 batch 1) was 18.8% low; the profile's float32 runs of that
+    # point spread 17% (data/REFERENCE.md), so no closer is asked of it.
+    assert np.abs(errors).max() < 0.15

@@ -16,12 +16,11 @@ from core.analytical import (
     MemoryBreakdown,
     backprop_workspace_bytes,
     conv_gradient_buffers,
-    half_batch_bytes,
     im2col_touched_bytes,
     paper_estimate,
     refined_breakdown,
 )
-from core.kept_tensors import kept_tensors
+from core.kept_tensors import backward_live, kept_tensors
 from core.workloads.base import (
     activation_bytes_per_sample,
     paper_activation_bytes,
@@ -137,15 +136,20 @@ def test_mixed_precision_keeps_float32_state_and_a_bfloat16_copy_of_each_cast_we
     )
 
 
-def test_the_precision_split_names_the_bytes_of_a_batch_held_in_bfloat16() -> None:
-    # float32 holds nothing in two bytes; under mixed_bfloat16 the kept bfloat16
-    # tensors and the backward pass's two gradients of the widest layer (concat0,
-    # bfloat16) are, the float32 BatchNormalization inputs and input batch are not.
+def test_batchnormalization_differentiates_in_float32_under_every_policy() -> None:
+    # Its normalisation's, variance's and mean's gradients and their sum: four float32
+    # tensors of a 16-channel input at 64^3. Under float32 that ties with two gradients of
+    # the 32-channel concat0; under mixed_bfloat16 the concatenation's halve, these do not.
     bfloat16 = dataclasses.replace(REFERENCE_64, precision="mixed_bfloat16")
-    kept_half = sum(e * b for e, b in kept_tensors(bfloat16, bfloat16.layers()) if b == 2)
+    normalising = 4 * 64**3 * 16 * 4
 
-    assert half_batch_bytes(REFERENCE_64) == 0
-    assert half_batch_bytes(bfloat16) == 2 * (kept_half + 2 * 64**3 * 32 * 2)
+    assert backward_live(REFERENCE_64, REFERENCE_64.layers()) == normalising
+    assert backward_live(bfloat16, bfloat16.layers()) == normalising
+    full, half = refined_breakdown(REFERENCE_64), refined_breakdown(bfloat16)
+    assert half.backward_bytes == full.backward_bytes == 2 * normalising
+    # With UpSampling3D concat0 holds 48 channels: its two gradients are the larger.
+    upsample = dataclasses.replace(REFERENCE_64, upsampling="upsample")
+    assert backward_live(upsample, upsample.layers()) == 2 * 64**3 * 48 * 4
 
 
 def test_without_the_l3_cache_the_workspace_is_one_images_largest_im2col_buffer() -> None:

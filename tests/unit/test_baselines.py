@@ -1,7 +1,6 @@
 """The paper's ML baselines and least squares on the analytical terms."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from core.analytical import REFINED_TERM_COLUMNS
@@ -78,48 +77,13 @@ def test_least_squares_with_the_batch_of_one_term_recovers_it(make_runs) -> None
 def test_a_least_squares_model_stored_before_the_workspace_term_still_predicts(make_runs) -> None:
     frame = measured_frame(make_runs())
     state = AnalyticalLeastSquares().fit(frame, frame["peak_bytes"]).to_state()
-    # As models stored before the terms (and the precision split) existed.
-    del state["workspace"], state["batch_of_one"], state["precision_split"]
+    del state["workspace"], state["batch_of_one"]  # as models stored before the terms existed
 
     restored = AnalyticalLeastSquares.from_state(state)
 
     assert restored.workspace is False
     assert restored.batch_of_one is False
-    assert restored.precision_split is False
     assert restored.predict(frame).shape == (len(frame),)
-
-
-def test_a_float32_fit_takes_off_the_bytes_bfloat16_halves_once(make_runs) -> None:
-    # Float32 runs whose batches cost 1.5x the closed form's per-batch bytes: the 0.5 the
-    # closed form misses is taken to be float32 under every policy (it is on the bundled
-    # knob runs), so a bfloat16 configuration is predicted at float32's line less the
-    # bytes the policy halves, counted once as the closed form counts them.
-    frame = measured_frame(make_runs())
-    target = 0.9e9 + 1.5 * least_squares_inputs(frame)["per_batch_bytes"]
-    mixed = measured_frame(make_runs(network={"precision": "mixed_bfloat16"}))
-    float32_twin = least_squares_inputs(frame)["per_batch_bytes"].to_numpy()
-
-    model = AnalyticalLeastSquares().fit(frame, target)
-
-    halved = mixed["half_batch_bytes"].to_numpy()
-    assert halved.min() > 0
-    per_batch = least_squares_inputs(mixed)["per_batch_bytes"].to_numpy()
-    np.testing.assert_allclose(
-        model.predict(mixed), 0.9e9 + 1.5 * (per_batch + halved) - halved, rtol=1e-9
-    )
-    # A model stored without the split applies the fit's 1.5 to the halved bytes too.
-    state = model.to_state() | {"precision_split": False}
-    without = AnalyticalLeastSquares.from_state(state).predict(mixed)
-    assert (without < model.predict(mixed)).all()
-    # The float32 runs are predicted as before: nothing of them is halved.
-    np.testing.assert_allclose(model.predict(frame), 0.9e9 + 1.5 * float32_twin, rtol=1e-9)
-
-
-def test_least_squares_with_the_precision_split_needs_the_split() -> None:
-    frame = pd.DataFrame({name: [1e9, 2e9, 3e9] for name in REFINED_TERM_COLUMNS})
-
-    with pytest.raises(ValueError, match="needs column half_batch_bytes"):
-        AnalyticalLeastSquares().fit(frame, [1e9, 2e9, 3e9])
 
 
 @pytest.mark.parametrize("kind", ML_KINDS)

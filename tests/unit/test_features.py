@@ -7,7 +7,6 @@ import pytest
 
 from core.analytical import (
     backprop_workspace_bytes,
-    half_batch_bytes,
     paper_estimate,
     refined_breakdown,
 )
@@ -119,20 +118,6 @@ def test_architecture_terms_are_the_closed_form_in_gib() -> None:
     state = refined.weight_bytes + refined.gradient_bytes + refined.optimizer_bytes
     assert row["state_gib"] == pytest.approx(state / 2**30)
     assert refined.weight_bytes > 4 * parameter_counts(config)[0]
-
-
-def test_the_features_carry_the_precisions_byte_split() -> None:
-    # What the policy holds in two bytes and what stays float32, of the per-batch terms:
-    # a fitted model needs both to tell what bfloat16 halves (modeling.estimators.baselines).
-    float32 = UNetConfig((64, 64, 64), batch_size=2)
-    bfloat16 = dataclasses.replace(float32, precision="mixed_bfloat16")
-
-    rows = config_frame([float32, bfloat16])
-
-    per_batch = rows[["activation_bytes", "backward_bytes", "input_bytes"]].sum(axis=1)
-    assert rows["half_batch_bytes"].tolist() == [0, half_batch_bytes(bfloat16)]
-    # The rest stays float32: BatchNormalization's inputs, the mask's, the input batch.
-    assert 0 < rows["half_batch_bytes"].iloc[1] < per_batch.iloc[1]
 
 
 def test_a_runs_frame_without_the_needed_columns_is_refused() -> None:
