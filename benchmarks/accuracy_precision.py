@@ -17,7 +17,7 @@ from core.analytical import REFINED_TERM_COLUMNS
 from modeling.estimators.catalogue import ModelSpec
 from modeling.evaluation.protocol import Evaluation
 from modeling.evaluation.splits import KNOB, RANDOM, knob_split_label
-from modeling.features import KNOB_COLUMNS, SHAPE_COLUMNS, WORKSPACE_COLUMN
+from modeling.features import BASELINE_COLUMN, KNOB_COLUMNS, SHAPE_COLUMNS, WORKSPACE_COLUMN
 from presentation.report import markdown_table
 
 
@@ -68,9 +68,10 @@ def precision_section(
             markdown_table(pd.DataFrame(rows)),
             "",
             "What the policy changed, GiB, at the configurations measured in both precisions "
-            "(median peaks): measured, the refined closed form's terms, and the convolution "
-            "gradients' workspace (`workspace_bytes`).\n",
-            markdown_table(pairs) if not pairs.empty else "(none measured in both)",
+            "(medians): the measured peak, the refined closed form's terms (its framework "
+            "baseline aside), the convolution gradients' workspace (`workspace_bytes`, not a "
+            "closed-form term) and the measured post-import baseline.\n",
+            markdown_table(pairs, decimals=3) if not pairs.empty else "(none measured in both)",
         ]
     )
 
@@ -81,24 +82,25 @@ def _precision_pairs(frame: pd.DataFrame) -> pd.DataFrame:
     keys = [c for c in keys if c != "precision" and frame[c].notna().all()]
     values = frame.assign(closed_form=frame[list(REFINED_TERM_COLUMNS)].sum(axis=1))
     changed = {"measured": "peak_bytes", "closed form": "closed_form"}
-    changed["workspace"] = WORKSPACE_COLUMN
+    changed |= {"workspace": WORKSPACE_COLUMN, "baseline": BASELINE_COLUMN}
     medians = values.groupby([*keys, "precision"])[list(changed.values())].median() / 2**30
     rows = []
     for precision in sorted(set(frame["precision"]) - {"float32"}):
         if "float32" not in set(frame["precision"]):
             break
         mixed = medians.xs(precision, level="precision")
-        both = mixed.join(medians.xs("float32", level="precision"), rsuffix="_f32", how="inner")
+        float32 = medians.xs("float32", level="precision")
+        both = mixed.merge(float32, left_index=True, right_index=True, suffixes=("", "_f32"))
         for key, row in both.iterrows():
             named = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
             rows.append(
                 {
                     "configuration": _label(named),
                     "precision": precision,
-                    "float32 GiB": round(row["peak_bytes_f32"], 3),
-                    "GiB": round(row["peak_bytes"], 3),
+                    "float32 GiB": row["peak_bytes_f32"],
+                    "GiB": row["peak_bytes"],
                     **{
-                        f"change: {name}": round(row[column] - row[f"{column}_f32"], 3)
+                        f"change: {name}": row[column] - row[f"{column}_f32"]
                         for name, column in changed.items()
                     },
                 }
