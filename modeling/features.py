@@ -12,7 +12,8 @@ One row per run or configuration. Columns:
   of the precision, ``transpose`` of the upsampling);
 * architecture terms, GiB, from the closed-form description (`core.analytical`):
   ``activation_gib`` (what the backward pass keeps of a batch, in each tensor's
-  dtype, with the gradients alive at the widest layer and the input batch) and
+  dtype with mixed precision's cast copies, with the gradients alive at the
+  backward pass's largest step and the input batch) and
   ``state_gib`` (float32 weights, their gradients and the optimizer's slots, plus
   the compute-dtype copy of every weight that mixed precision casts) and
   ``workspace_gib`` (the im2col buffers of TensorFlow's own convolution
