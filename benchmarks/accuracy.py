@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from application.results_store import EvaluationFacts, store_results
+from benchmarks.accuracy_precision import precision_section
 from core import database, profiles, store, workloads
 from core.machine import machine_info
 from modeling.estimators.catalogue import ModelSpec, catalogue, pick
@@ -314,9 +315,10 @@ def main() -> None:
     print("## Results\n")
     print(markdown_table(summarise(evaluation, specs)), end="\n\n")
     print(targets_section(evaluation), end="\n\n")
-    knobs = knob_section(evaluation, frame, specs)
-    if knobs:
-        print(knobs, end="\n\n")
+    for section in (knob_section, precision_section):
+        text = section(evaluation, frame, specs)
+        if text:
+            print(text, end="\n\n")
     print("## Formulas (fit on all runs, target in GiB)\n")
     print(formulas_table(predictors), end="\n\n")
     print(bounds_section(evaluation, frame, predictors), end="\n\n")

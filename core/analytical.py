@@ -11,9 +11,18 @@ prediction costs microseconds and never imports TensorFlow.
   of the backward pass, as a named `MemoryBreakdown`: the framework's own
   resident memory (taken from the measured post-import baseline), weights,
   their gradients, Adam's two slots, the activations the backward pass keeps,
-  the gradients alive while differentiating the widest layer, and the input
+  the gradients alive at the backward pass's largest step, and the input
   batch. Nothing in it is fitted to peaks; the only number taken from data is
   the framework baseline, the median of the runs' measured ``baseline_bytes``.
+* **Mixed precision**: variables, gradients and Adam's slots
+  stay float32; each layer that computes in the compute dtype reads a cast copy
+  of its weights (kept: its input gradient needs it); activations are held in
+  the dtype of the layer that made them, and a tensor the next layer reads in
+  another dtype is cast, the copy kept for that layer's gradient
+  (BatchNormalization reads float32, the float32 output layer reads float32,
+  the first layer reads the float32 images in the compute dtype), and
+  BatchNormalization differentiates in float32, so the backward pass's largest
+  step stays float32 on the U-Net (`core.kept_tensors`).
 
 What it still misses, by design: the memory TensorFlow spends on building the
 model and tracing the training step into a graph (oneDNN primitive caches,
@@ -44,6 +53,7 @@ import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
+from core.kept_tensors import backward_live, kept_tensors, weight_cast_bytes
 from core.units import GIB
 from core.workloads.base import (
     FLOAT32_BYTES,
@@ -59,23 +69,6 @@ from core.workloads.unet3d import UNetConfig
 # (mixed precision keeps float32 master weights and optimizer state).
 WEIGHT_BYTES_PER_PARAMETER = FLOAT32_BYTES
 GRADIENT_BYTES_PER_PARAMETER = FLOAT32_BYTES
-# Layer kinds whose output the backward pass does not keep. A BatchNormalization
-# output feeds only the ReLU after it, and TensorFlow's ReLU gradient is computed
-# from the ReLU's *output*; the BN gradient needs its input (the conv output,
-# kept under the conv's name). So each block keeps 2 of its 3 tensors.
-# Every other output is needed: conv/transpose gradients need their input,
-# ReLU and max-pool their output (pooling its input too), the concatenation is
-# the next conv's input, the sigmoid's gradient needs the mask.
-NOT_KEPT_KINDS = frozenset({"batchnorm"})
-# While differentiating a layer, the gradient arriving at its output and the one
-# it passes to its input are both alive: at the peak, two tensors of the widest layer.
-BACKWARD_LIVE_GRADIENTS = 2
-# Under mixed precision Keras's BatchNormalization casts its input to float32
-# before normalising (keras/src/layers/normalization/batch_normalization.py,
-# "BN is prone to overflow ... we upcast to float32"); the gradient needs that
-# float32 copy, not the compute-dtype conv output, so the tensor kept under the
-# conv's name is float32 whatever the policy.
-BATCHNORM_INPUT_BYTES = FLOAT32_BYTES
 # Layer kinds whose gradient TensorFlow's own CPU kernels compute through an
 # im2col buffer (`backprop_workspace_bytes`). A transposed convolution's buffer
 # is as large as its own output, never the largest, so it is left out.
@@ -115,11 +108,11 @@ class MemoryBreakdown:
     """The refined model's peak, term by term, in bytes (field order = display order)."""
 
     framework_bytes: int  # resident memory of the imported framework, measured
-    weight_bytes: int  # every parameter, float32
+    weight_bytes: int  # every parameter, float32, + mixed precision's cast copies
     gradient_bytes: int  # one gradient per trainable parameter
     optimizer_bytes: int  # the optimizer's slots per trainable parameter (Adam: 2)
     activation_bytes: int  # layer outputs the backward pass keeps, whole batch
-    backward_bytes: int  # gradients alive while differentiating the widest layer
+    backward_bytes: int  # gradients alive at the backward pass's largest step
     input_bytes: int  # the input batch (images + masks), both copies
 
     @property
@@ -157,11 +150,12 @@ class _PerSample:
 
     all_bytes: int  # every layer output (the paper's Eq. 1 sum)
     kept_bytes: int
-    widest_bytes: int
+    backward_bytes: int  # gradients alive at the backward pass's largest step
     input_bytes: int
     workspace_bytes: int  # not per sample: the buffer is one image's whatever the batch
     total_params: int
     trainable_params: int
+    weight_cast_bytes: int  # not per sample: the compute-dtype copy of each cast weight
 
 
 # Sizing scans thousands of configurations that differ only in batch or side;
@@ -171,28 +165,18 @@ def _per_sample_cached(config: UNetConfig) -> _PerSample:
     layers = layer_outputs(config)
     sizes = [(layer, layer_output_bytes(config, layer)) for layer in layers]
     total_params, trainable = parameter_counts(config)
+    kept = kept_tensors(config, layers)
+    backward_bytes = backward_live(config, layers)
     return _PerSample(
         all_bytes=sum(size for _, size in sizes),
-        kept_bytes=_kept_bytes(config, layers),
-        widest_bytes=max(size for _, size in sizes),
+        kept_bytes=sum(elements * value_bytes for elements, value_bytes in kept),
+        backward_bytes=backward_bytes,
         input_bytes=config.input_elements_per_sample() * INPUT_BYTES_PER_ELEMENT * INPUT_COPIES,
         workspace_bytes=_largest_im2col_bytes(config, layers),
         total_params=total_params,
         trainable_params=trainable,
+        weight_cast_bytes=weight_cast_bytes(config, layers),
     )
-
-
-def _kept_bytes(config: UNetConfig, layers: list[LayerOutput]) -> int:
-    """Bytes of one sample's layer outputs that the backward pass keeps."""
-    kept = 0
-    for layer, following in zip(layers, [*layers[1:], None], strict=True):
-        if layer.kind in NOT_KEPT_KINDS:
-            continue
-        if following is not None and following.kind == "batchnorm":
-            kept += layer.elements * BATCHNORM_INPUT_BYTES
-        else:
-            kept += layer_output_bytes(config, layer)
-    return kept
 
 
 def backprop_workspace_bytes(config: UNetConfig, l3_cache_bytes: int | None = None) -> int:
@@ -354,10 +338,11 @@ def refined_breakdown(
     batch = config.batch_size
     return MemoryBreakdown(
         framework_bytes=int(framework_bytes),
-        weight_bytes=per_sample.total_params * WEIGHT_BYTES_PER_PARAMETER,
+        weight_bytes=per_sample.total_params * WEIGHT_BYTES_PER_PARAMETER
+        + per_sample.weight_cast_bytes,
         gradient_bytes=trainable * GRADIENT_BYTES_PER_PARAMETER,
         optimizer_bytes=config.optimizer_slots * trainable * WEIGHT_BYTES_PER_PARAMETER,
         activation_bytes=batch * per_sample.kept_bytes,
-        backward_bytes=batch * BACKWARD_LIVE_GRADIENTS * per_sample.widest_bytes,
+        backward_bytes=batch * per_sample.backward_bytes,
         input_bytes=batch * per_sample.input_bytes,
     )

@@ -12,7 +12,8 @@ One row per run or configuration. Columns:
   of the precision, ``transpose`` of the upsampling);
 * architecture terms, GiB, from the closed-form description (`core.analytical`):
   ``activation_gib`` (what the backward pass keeps of a batch, in each tensor's
-  dtype, with the gradients alive at the widest layer and the input batch) and
+  dtype with mixed precision's cast copies, with the gradients alive at the
+  backward pass's largest step and the input batch) and
   ``state_gib`` (float32 weights, their gradients and the optimizer's slots, plus
   the compute-dtype copy of every weight that mixed precision casts) and
   ``workspace_gib`` (the im2col buffers of TensorFlow's own convolution
@@ -50,7 +51,7 @@ from core.analytical import (
 )
 from core.errors import ConfigError
 from core.units import GIB
-from core.workloads.base import BYTES_PER_ELEMENT, FLOAT32_BYTES, WorkloadConfig
+from core.workloads.base import WorkloadConfig
 from core.workloads.unet3d import UNetConfig
 
 TARGET_COLUMN = "peak_bytes"
@@ -110,7 +111,7 @@ def _config_row(config: WorkloadConfig, l3_cache_bytes: int | None) -> dict[str,
     row.update({name: refined[name] for name in REFINED_TERM_COLUMNS})
     row[WORKSPACE_COLUMN] = backprop_workspace_bytes(config, l3_cache_bytes)
     row[L3_CACHE_COLUMN] = np.nan if l3_cache_bytes is None else float(l3_cache_bytes)
-    row.update(_architecture_terms(config, refined, row[WORKSPACE_COLUMN]))
+    row.update(_architecture_terms(refined, row[WORKSPACE_COLUMN]))
     return row
 
 
@@ -125,16 +126,10 @@ def _knob_codes(config: WorkloadConfig) -> dict[str, float]:
     return codes
 
 
-def _architecture_terms(
-    config: WorkloadConfig, refined: dict[str, int], workspace_bytes: int
-) -> dict[str, float]:
+def _architecture_terms(refined: dict[str, int], workspace_bytes: int) -> dict[str, float]:
     kept_bytes = refined["activation_bytes"] + refined["backward_bytes"] + refined["input_bytes"]
+    # The refined weights include mixed precision's compute-dtype copies.
     state_bytes = refined["weight_bytes"] + refined["gradient_bytes"] + refined["optimizer_bytes"]
-    compute_bytes = BYTES_PER_ELEMENT[config.precision]
-    if compute_bytes != FLOAT32_BYTES:
-        # Mixed precision keeps float32 variables and casts each to the compute dtype
-        # for the forward pass; the cast copies live until the backward pass uses them.
-        state_bytes += refined["weight_bytes"] // FLOAT32_BYTES * compute_bytes
     return {
         "activation_gib": kept_bytes / GIB,
         "state_gib": state_bytes / GIB,

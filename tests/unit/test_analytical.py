@@ -20,6 +20,7 @@ from core.analytical import (
     paper_estimate,
     refined_breakdown,
 )
+from core.kept_tensors import backward_live, kept_tensors
 from core.workloads.base import (
     activation_bytes_per_sample,
     paper_activation_bytes,
@@ -87,16 +88,68 @@ def test_backward_buffers_are_two_of_the_widest_layer_per_sample() -> None:
 def test_half_precision_halves_kept_activations_but_the_float32_batchnorm_inputs() -> None:
     # Keras's BatchNormalization upcasts its input to float32, and its gradient keeps
     # that copy: every block conv's output stays 4 bytes a value. What halves are the
-    # ReLU, pooling, upsampling and concatenation outputs.
+    # ReLU, pooling, upsampling and concatenation outputs; the casts at the two ends
+    # add a bfloat16 copy of the images and a float32 copy of the last ReLU's output.
     full = refined_breakdown(REFERENCE_64)
     half = refined_breakdown(dataclasses.replace(REFERENCE_64, precision="mixed_bfloat16"))
     halved_kinds = {"relu", "maxpool", "conv3d_transpose", "concat"}
     halved_values = sum(
         layer.elements for layer in REFERENCE_64.layers() if layer.kind in halved_kinds
     )
+    casts = 2 * (64**3 * 1 * 2 + 64**3 * 16 * 4)
 
-    assert full.activation_bytes - half.activation_bytes == 2 * 2 * halved_values
+    assert full.activation_bytes - half.activation_bytes == 2 * 2 * halved_values - casts
     assert half.optimizer_bytes == full.optimizer_bytes
+
+
+def test_mixed_precision_keeps_the_cast_copies_its_gradients_read() -> None:
+    # Keras casts what a layer reads in another dtype, and the layer's kernel gradient
+    # needs its input as it read it: the first convolution reads the float32 images in
+    # bfloat16, the float32 mask layer reads the last ReLU's 16 bfloat16 channels in
+    # float32. Under float32 nothing is cast, so nothing is kept twice.
+    bfloat16 = dataclasses.replace(REFERENCE_64, precision="mixed_bfloat16")
+    voxels = 64**3
+
+    kept = kept_tensors(bfloat16, bfloat16.layers())
+
+    assert kept[:2] == [(voxels, 4), (voxels, 2)]  # the images, and their bfloat16 copy
+    assert kept[-3:] == [(voxels * 16, 2), (voxels * 16, 4), (voxels, 4)]  # ... and the mask
+    per_sample = sum(elements * value_bytes for elements, value_bytes in kept)
+    assert refined_breakdown(bfloat16).activation_bytes == 2 * per_sample
+    float32 = kept_tensors(REFERENCE_64, REFERENCE_64.layers())
+    assert len(float32) == len(kept) - 2 and {value for _, value in float32} == {4}
+
+
+def test_mixed_precision_keeps_float32_state_and_a_bfloat16_copy_of_each_cast_weight() -> None:
+    # Variables, their gradients and Adam's slots stay float32; every convolution reads
+    # its kernel and bias through a cast to bfloat16. BatchNormalization casts its
+    # weights to float32 and the float32 mask layer casts none.
+    bfloat16 = dataclasses.replace(REFERENCE_64, precision="mixed_bfloat16")
+    cast = {"conv3d", "conv3d_transpose"}
+    cast_params = sum(layer.params for layer in bfloat16.layers() if layer.kind in cast)
+    full, half = refined_breakdown(REFERENCE_64), refined_breakdown(bfloat16)
+
+    assert half.weight_bytes == full.weight_bytes + 2 * cast_params
+    assert (half.gradient_bytes, half.optimizer_bytes) == (
+        full.gradient_bytes,
+        full.optimizer_bytes,
+    )
+
+
+def test_batchnormalization_differentiates_in_float32_under_every_policy() -> None:
+    # Its normalisation's, variance's and mean's gradients and their sum: four float32
+    # tensors of a 16-channel input at 64^3. Under float32 that ties with two gradients of
+    # the 32-channel concat0; under mixed_bfloat16 the concatenation's halve, these do not.
+    bfloat16 = dataclasses.replace(REFERENCE_64, precision="mixed_bfloat16")
+    normalising = 4 * 64**3 * 16 * 4
+
+    assert backward_live(REFERENCE_64, REFERENCE_64.layers()) == normalising
+    assert backward_live(bfloat16, bfloat16.layers()) == normalising
+    full, half = refined_breakdown(REFERENCE_64), refined_breakdown(bfloat16)
+    assert half.backward_bytes == full.backward_bytes == 2 * normalising
+    # With UpSampling3D concat0 holds 48 channels: its two gradients are the larger.
+    upsample = dataclasses.replace(REFERENCE_64, upsampling="upsample")
+    assert backward_live(upsample, upsample.layers()) == 2 * 64**3 * 48 * 4
 
 
 def test_without_the_l3_cache_the_workspace_is_one_images_largest_im2col_buffer() -> None:
