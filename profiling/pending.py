@@ -29,11 +29,12 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
-
-from core import datafiles, store
 from core.errors import DataFileError, StoreError
 from core.records import RunRecord, Sample
+
+# core.datafiles, core.store and DuckDB (pandas and pyarrow with them) are imported where they
+# are used: a Slurm job (`profiling.slurm_job`) only writes files with this module, and
+# importing them cost each job ~0.6 CPU s before it measured anything.
 
 PENDING_SUFFIX = ".pending"
 # Where a record waits when the database's own disk refuses it: $XDG_CACHE_HOME or ~/.cache.
@@ -98,6 +99,8 @@ def from_json(text: str, source: Path | str = "a pending record") -> RunRecord:
         raise DataFileError(f"{source}: not JSON ({error})") from None
     if not isinstance(values, dict) or "run" not in values:
         raise DataFileError(f"{source}: not a memplan record ({{'run': ..., 'samples': ...}})")
+    from core import datafiles
+
     row, pairs = datafiles.check_record(Path(source), values["run"], values.get("samples", []))
     samples = tuple(Sample(t_s=t, rss_bytes=rss) for t, rss in pairs)
     return RunRecord(**row, samples=samples)
@@ -147,6 +150,8 @@ def save(db_path: Path, record: RunRecord, directory: Path | None = None) -> Pat
 
 def _insert(db_path: Path, record: RunRecord) -> None:
     """Store ``record``; one already stored (same run id) counts as stored."""
+    from core import store
+
     try:
         store.insert_run(db_path, record)
     except StoreError as error:
@@ -180,6 +185,8 @@ def _store_unsaved(db_path: Path, record: RunRecord, error: OSError) -> None:
 
     Failing that, keep it in `fallback_dir` and raise `UnsavedError` saying where.
     """
+    import duckdb
+
     why, folder = _why(error), pending_dir(db_path)
     try:
         _insert(db_path, record)

@@ -6,6 +6,8 @@ The cluster itself is exercised for real in tests/integration/test_slurm_sweep.p
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,6 +108,20 @@ def test_the_job_knows_its_slurm_id_and_cpus_from_the_environment() -> None:
     assert slurm_job.slurm_job_id({}) is None
     assert slurm_job.cpus_per_task({"SLURM_CPUS_PER_TASK": "4"}) == 4
     assert slurm_job.cpus_per_task({}) is None
+
+
+def test_a_slurm_job_loads_neither_pandas_nor_duckdb() -> None:
+    # Each job imports `profiling.slurm_job` before it measures; the database side of
+    # `profiling.pending` (pandas, pyarrow, DuckDB) cost it ~0.6 CPU s for nothing it does.
+    probe = (
+        "import sys; import profiling.slurm_job; heavy = ('pandas', 'pyarrow', 'duckdb'); "
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert loaded.stdout == "[]\n"
 
 
 def test_a_point_file_reads_back_as_written(tmp_path: Path) -> None:
