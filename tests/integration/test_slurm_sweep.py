@@ -230,10 +230,12 @@ def test_sigterm_cancels_the_sweeps_jobs_and_records_them(slurm_cluster, tmp_pat
     code, _, stderr = _finish(submitter)
     assert code == 130, stderr
     assert "the sweep's jobs were cancelled" in stderr
+    # A cancel that lands as the backfill starts an array task is finished by slurmd
+    # ("Killing non-startable batch job: Job credential revoked"), which a loaded machine
+    # can take well over 30 s to confirm: the generous limit, not a short one.
     _wait_until(
         lambda: all(_job_state(slurm_cluster, job) == "CANCELLED" for job in jobs),
         "the jobs to be cancelled",
-        timeout_s=30,
     )
     runs = _runs(db)
     assert set(runs["status"]) == {"interrupted"}
