@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
 
 from core import database
+from memplan import cli
 from tests.conftest import built_once
+
+# The warnings Python's default filters do not print outside __main__.
+HIDDEN_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
 
 def _every_bundled_run(path: Path) -> None:
@@ -43,3 +50,26 @@ def profiled_children(parent_pid: int) -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             pass
     return found
+
+
+@pytest.fixture
+def memplan_main(
+    capsys: pytest.CaptureFixture[str],
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``memplan ARGS`` run by `memplan.cli.main` in this process: its exit status and what it
+    printed (with the warnings a user's terminal would show), as a subprocess's. For tests
+    whose claim is not the process: a ``python -m memplan`` costs a second of CPU starting."""
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        capsys.readouterr()  # what came before is not the command's
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            code = cli.main(list(args))
+        printed = capsys.readouterr()
+        shown = [w for w in caught if not issubclass(w.category, HIDDEN_WARNINGS)]
+        stderr = printed.err + "".join(
+            warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in shown
+        )
+        return subprocess.CompletedProcess(args, code, printed.out, stderr)
+
+    return run

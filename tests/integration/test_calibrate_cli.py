@@ -1,10 +1,13 @@
-"""``memplan calibrate --grid`` end to end: a real TensorFlow child on a one-point grid.
+"""``memplan calibrate --grid`` end to end: a real profiled child on a one-point grid.
 
 The calibration file names one point (the smallest cube the reference network
-takes, 16^3 at batch 1, trained one step: a few seconds of TensorFlow), so the
-test stays cheap; ``--no-fit`` skips the model fitting,
-which needs ten points. The runs must land under this machine's profile, and a
-second call must find nothing left to measure.
+takes, 16^3 at batch 1, trained one step), so the test stays cheap; ``--no-fit``
+skips the model fitting, which needs ten points. The point trains in torch: which
+points are left and under which profile they land is the calibration's, whichever
+framework trains them, and torch's child costs about half a TensorFlow one's CPU.
+The runs must land under this machine's profile of that framework (TensorFlow runs
+under its own: `test_calibrate_points_real`), and a second call (in this process: it
+starts no child) must find nothing left to measure.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import pytest
 from core import profiles, store
 from core.machine import this_profile
 
-pytestmark = pytest.mark.tensorflow
+pytestmark = pytest.mark.torch
 
 REPO = Path(__file__).resolve().parents[2]
 ONE_POINT = {
@@ -36,25 +39,29 @@ ONE_POINT = {
 }
 
 
-def calibrate(grids: Path, db: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "memplan", "calibrate", "--grid", "--calibration-file", str(grids)]
-        + ["--db", str(db), "--no-fit", "--steps", "1", "--quiet"],
+FRAMEWORK = "torch"
+
+
+def calibrate_command(grids: Path, db: Path) -> list[str]:
+    """``memplan calibrate --grid`` of ``grids`` into ``db``, one step a point, no fit."""
+    grid = ["calibrate", "--grid", "--calibration-file", str(grids), "--framework", FRAMEWORK]
+    return [*grid, "--db", str(db), "--no-fit", "--steps", "1", "--quiet"]
+
+
+def test_calibrate_measures_the_grid_under_this_profile_once(tmp_path, memplan_main):
+    grids = tmp_path / "calibration.json"
+    grids.write_text(json.dumps({"unet3d": ONE_POINT}))
+    db = tmp_path / "calib.duckdb"
+    here = this_profile(framework=FRAMEWORK)
+
+    first = subprocess.run(
+        [sys.executable, "-m", "memplan", *calibrate_command(grids, db)],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )
-
-
-def test_calibrate_measures_the_grid_under_this_profile_once(tmp_path):
-    grids = tmp_path / "calibration.json"
-    grids.write_text(json.dumps({"unet3d": ONE_POINT}))
-    db = tmp_path / "calib.duckdb"
-    here = this_profile()
-
-    first = calibrate(grids, db)
 
     assert first.returncode == 0, first.stderr
     assert "1 of 1 point(s) to measure here" in first.stdout
@@ -64,7 +71,7 @@ def test_calibrate_measures_the_grid_under_this_profile_once(tmp_path):
     assert profiles.profile_keys(runs) == [here.key]
     assert f"Machine profile: {here.label}, key {here.key}" in first.stdout
 
-    second = calibrate(grids, db)
+    second = memplan_main(*calibrate_command(grids, db))
 
     assert second.returncode == 0, second.stderr
     assert "0 of 1 point(s) to measure here" in second.stdout

@@ -1,10 +1,13 @@
-"""`memplan` refuses bad input with one line, in a real subprocess on real files.
+"""`memplan` refuses bad input with one line, on real files.
 
 Probes 5, 10 and 11 of the hardening issue, as a user meets them: an
 implausible or overflowing import, a file too large to check, a memory limit
 above the machine's RAM, a sweep config of the wrong shape, and a new database
 named by ``MEMPLAN_DB`` rather than ``--db``. None of these needs TensorFlow:
-each is refused (or answered) before anything is measured.
+each is refused (or answered) before anything is measured. What a refusal prints
+and returns is `memplan.cli.main`'s, whichever process runs it, so those run in
+this one (a process of its own costs a second of CPU starting); a closed pipe and
+signals are the process's, so those tests start a real ``python -m memplan``.
 """
 
 from __future__ import annotations
@@ -41,10 +44,6 @@ def python(
     )
 
 
-def memplan(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return python("-m", "memplan", *args, env=env)
-
-
 def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
@@ -72,13 +71,15 @@ def _spoil(path: Path, row: int, column: str, value: str) -> None:
 # --- probe 5: import ----------------------------------------------------------------------
 
 
-def test_importing_a_9e18_byte_peak_is_refused_and_summary_is_unchanged(tmp_path, exported):
+def test_importing_a_9e18_byte_peak_is_refused_and_summary_is_unchanged(
+    tmp_path, exported, memplan_main
+):
     runs, samples = exported
     _spoil(runs, 1, "peak_hwm_bytes", "9000000000000000000")
     db = tmp_path / "target.duckdb"
 
     line = one_error_line(
-        memplan("import", str(runs), "--timelines", str(samples), "--db", str(db))
+        memplan_main("import", str(runs), "--timelines", str(samples), "--db", str(db))
     )
     assert line == (
         f"error: {runs}: column peak_hwm_bytes, row 2: 9000000000000000000 is too large; "
@@ -88,13 +89,15 @@ def test_importing_a_9e18_byte_peak_is_refused_and_summary_is_unchanged(tmp_path
     assert store.load_runs(db).empty
 
 
-def test_importing_10_to_the_30_is_one_line_not_an_overflow_traceback(tmp_path, exported):
+def test_importing_10_to_the_30_is_one_line_not_an_overflow_traceback(
+    tmp_path, exported, memplan_main
+):
     runs, samples = exported
     _spoil(samples, 0, "rss_bytes", str(10**30))
     db = tmp_path / "target.duckdb"
 
     line = one_error_line(
-        memplan("import", str(runs), "--timelines", str(samples), "--db", str(db))
+        memplan_main("import", str(runs), "--timelines", str(samples), "--db", str(db))
     )
     assert line == (
         f"error: {samples}: column rss_bytes, row 1: '{10**30}' is out of range; rss_bytes "
@@ -103,7 +106,9 @@ def test_importing_10_to_the_30_is_one_line_not_an_overflow_traceback(tmp_path, 
     assert store.load_runs(db).empty
 
 
-def test_importing_a_timeline_above_the_size_limit_is_refused_at_once(tmp_path, exported):
+def test_importing_a_timeline_above_the_size_limit_is_refused_at_once(
+    tmp_path, exported, memplan_main
+):
     runs, _ = exported
     huge = tmp_path / "huge.csv"
     with huge.open("wb") as file:  # 1 GiB + 1 byte that takes no disk space
@@ -111,7 +116,9 @@ def test_importing_a_timeline_above_the_size_limit_is_refused_at_once(tmp_path, 
         file.truncate(GIB + 1)
     db = tmp_path / "target.duckdb"
 
-    line = one_error_line(memplan("import", str(runs), "--timelines", str(huge), "--db", str(db)))
+    line = one_error_line(
+        memplan_main("import", str(runs), "--timelines", str(huge), "--db", str(db))
+    )
     assert line == (
         f"error: {huge} is 1.00 GiB (1,073,741,825 bytes), more than the 1.00 GiB a samples "
         "file may have; export "
@@ -130,10 +137,10 @@ def test_importing_a_timeline_above_the_size_limit_is_refused_at_once(tmp_path, 
         ("sweep", "--image-sizes", "16", "--batch-sizes", "1"),
     ],
 )
-def test_a_memory_limit_above_physical_ram_is_refused_naming_both(tmp_path, command):
+def test_a_memory_limit_above_physical_ram_is_refused_naming_both(tmp_path, command, memplan_main):
     ram = psutil.virtual_memory().total
     db = tmp_path / "runs.duckdb"
-    line = one_error_line(memplan(*command, "--memory-limit", "100TiB", "--db", str(db)))
+    line = one_error_line(memplan_main(*command, "--memory-limit", "100TiB", "--db", str(db)))
     assert line == (
         f"error: memory limit 100.00 TiB is more than this machine's {format_bytes(ram)} of "
         f"physical RAM; give at most {ram * 10 // GIB / 10:.1f}GiB"
@@ -168,17 +175,21 @@ def test_a_memory_limit_above_physical_ram_is_refused_naming_both(tmp_path, comm
         ),
     ],
 )
-def test_a_sweep_config_of_the_wrong_type_names_key_and_type(tmp_path, name, text, problem):
+def test_a_sweep_config_of_the_wrong_type_names_key_and_type(
+    tmp_path, name, text, problem, memplan_main
+):
     config = tmp_path / name
     config.write_text(text)
-    line = one_error_line(memplan("sweep", "--config", str(config), "--db", str(tmp_path / "x")))
+    line = one_error_line(
+        memplan_main("sweep", "--config", str(config), "--db", str(tmp_path / "x"))
+    )
     assert line == f"error: sweep config {config}: {problem}"
 
 
-def test_a_json_sweep_config_that_is_a_list_is_refused(tmp_path):
+def test_a_json_sweep_config_that_is_a_list_is_refused(tmp_path, memplan_main):
     config = tmp_path / "grid.json"
     config.write_text("[32, 64]")
-    line = one_error_line(memplan("sweep", "--config", str(config)))
+    line = one_error_line(memplan_main("sweep", "--config", str(config)))
     assert line == (
         f"error: sweep config {config} holds list [32, 64], not a table of settings; give "
         'keys and values, e.g. {"image_sizes": [32, 64], "batch_sizes": [1, 2]}'
@@ -188,11 +199,15 @@ def test_a_json_sweep_config_that_is_a_list_is_refused(tmp_path):
 # --- probe 11: MEMPLAN_DB and --db -----------------------------------------------------------
 
 
-def test_a_new_database_named_by_memplan_db_starts_empty_as_with_db(tmp_path):
+def test_a_new_database_named_by_memplan_db_starts_empty_as_with_db(
+    tmp_path, monkeypatch, memplan_main
+):
     by_env, by_flag = tmp_path / "by-env.duckdb", tmp_path / "by-flag.duckdb"
 
-    via_env = memplan("list", env={database.DB_ENV_VAR: str(by_env)})
-    via_flag = memplan("list", "--db", str(by_flag))
+    monkeypatch.setenv(database.DB_ENV_VAR, str(by_env))
+    via_env = memplan_main("list")
+    monkeypatch.delenv(database.DB_ENV_VAR)
+    via_flag = memplan_main("list", "--db", str(by_flag))
 
     assert (via_env.returncode, via_env.stdout, via_env.stderr) == (0, "no runs match\n", "")
     assert (via_flag.returncode, via_flag.stdout, via_flag.stderr) == (0, "no runs match\n", "")

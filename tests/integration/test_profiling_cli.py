@@ -2,13 +2,15 @@
 
 Each test profiles 16^3 volumes through a 4-filter U-Net (a few seconds of TensorFlow
 per point; 2 levels and one step where the claim is the lifecycle, not the figure) into
-a temporary DuckDB file, as a user would.
+a temporary DuckDB file, as a user would. The help, the end-to-end run and the SIGTERM
+start ``python -m memplan``; the other commands run in this process (`memplan_main`): their
+claim is the command's, the same in any process, and a process of its own costs a second of
+CPU starting. The children are real processes either way.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -69,7 +71,7 @@ def test_help_lists_every_subcommand_from_a_process_of_its_own():
         assert command in result.stdout
 
 
-def test_a_real_run_is_profiled_end_to_end_into_the_database(db):
+def test_a_real_run_is_profiled_end_to_end_into_the_database(db, memplan_main):
     result = memplan("run", *TINY, "--db", str(db))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok: 16 batch 1, sampled peak")
@@ -98,14 +100,14 @@ def test_a_real_run_is_profiled_end_to_end_into_the_database(db):
     assert len(samples) >= 5 and samples["t_s"].is_monotonic_increasing
     assert samples["rss_bytes"].max() == run["peak_sampled_bytes"]
 
-    listing = memplan("list", "--db", str(db), check=True).stdout
+    listing = memplan_main("list", "--db", str(db)).stdout
     assert run["run_id"][:12] in listing and "1 run(s)" in listing
-    shown = memplan("show", run["run_id"][:8], "--timeline", "--db", str(db), check=True).stdout
+    shown = memplan_main("show", run["run_id"][:8], "--timeline", "--db", str(db)).stdout
     assert "peak_hwm_bytes" in shown and "t_s,rss_bytes" in shown
 
 
-def test_the_second_workload_trains_in_the_same_profiled_child(db):
-    result = memplan(
+def test_the_second_workload_trains_in_the_same_profiled_child(db, memplan_main):
+    result = memplan_main(
         "run",
         "--workload",
         "alexnet",
@@ -134,16 +136,16 @@ def test_the_second_workload_trains_in_the_same_profiled_child(db):
     assert all(run[name] is None or run[name] != run[name] for name in ("depth", "levels"))
     assert run["peak_hwm_bytes"] >= run["baseline_bytes"] > 200 * 2**20
     # A knob the network does not have is refused before anything runs.
-    refused = memplan(
+    refused = memplan_main(
         "run", "--workload", "alexnet", "--image-size", "67", "--levels", "4", "--db", str(db)
     )
     assert refused.returncode == 2
     assert "the alexnet workload has no --levels" in refused.stderr
 
 
-def test_a_child_over_the_memory_limit_is_killed_and_recorded_as_oom(db):
+def test_a_child_over_the_memory_limit_is_killed_and_recorded_as_oom(db, memplan_main):
     # TensorFlow's import alone crosses 200 MiB.
-    result = memplan("run", *SMALLEST, "--memory-limit", "200MiB", "--db", str(db))
+    result = memplan_main("run", *SMALLEST, "--memory-limit", "200MiB", "--db", str(db))
     assert result.returncode == 1
     [run] = store.load_runs(db).to_dict("records")
     assert run["status"] == "oom"
@@ -151,43 +153,43 @@ def test_a_child_over_the_memory_limit_is_killed_and_recorded_as_oom(db):
     assert run["peak_sampled_bytes"] > 200 * 2**20
 
 
-def test_a_child_past_its_timeout_is_killed_and_recorded_as_timeout(db):
-    result = memplan("run", *SMALLEST, "--timeout", "1", "--db", str(db))
+def test_a_child_past_its_timeout_is_killed_and_recorded_as_timeout(db, memplan_main):
+    result = memplan_main("run", *SMALLEST, "--timeout", "1", "--db", str(db))
     assert result.returncode == 1
     [run] = store.load_runs(db).to_dict("records")
     assert run["status"] == "timeout"
     assert run["message"].startswith("still running after the 1 s timeout")
 
 
-def test_a_child_that_raises_is_recorded_as_error_with_its_stderr(db):
-    broken = os.environ | {"KERAS_BACKEND": "no-such-backend"}
-    result = memplan("run", *SMALLEST, "--db", str(db), env=broken)
+def test_a_child_that_raises_is_recorded_as_error_with_its_stderr(db, memplan_main, monkeypatch):
+    monkeypatch.setenv("KERAS_BACKEND", "no-such-backend")  # the child's environment is ours
+    result = memplan_main("run", *SMALLEST, "--db", str(db))
     assert result.returncode == 1
     [run] = store.load_runs(db).to_dict("records")
     assert run["status"] == "error"
     assert "Unable to import backend : no-such-backend" in run["message"]
 
 
-def test_a_sweep_resumes_skipping_points_already_measured(db):
-    first = memplan("sweep", *LIFECYCLE_FRAMEWORK, *TINY_GRID, "--quiet", "--db", str(db))
+def test_a_sweep_resumes_skipping_points_already_measured(db, memplan_main):
+    first = memplan_main("sweep", *LIFECYCLE_FRAMEWORK, *TINY_GRID, "--quiet", "--db", str(db))
     assert first.returncode == 0, first.stderr
     assert "1 ok" in first.stdout
 
-    again = memplan(
+    again = memplan_main(
         "sweep", *LIFECYCLE_FRAMEWORK, *TINY_GRID, "--repeats", "2", "--quiet", "--db", str(db)
     )
     assert "1 ok, 1 already measured" in again.stdout
     assert len(store.load_runs(db, store.RunFilter(status="ok"))) == 2
 
-    forced = memplan(
+    forced = memplan_main(
         "sweep", *LIFECYCLE_FRAMEWORK, *TINY_GRID, "--no-resume", "--quiet", "--db", str(db)
     )
     assert "1 ok" in forced.stdout and "already" not in forced.stdout
     assert len(store.load_runs(db, store.RunFilter(status="ok"))) == 3
 
 
-def test_a_point_that_cannot_fit_is_skipped_with_its_reason_and_never_launched(db):
-    result = memplan(
+def test_a_point_that_cannot_fit_is_skipped_with_its_reason_and_never_launched(db, memplan_main):
+    result = memplan_main(
         "sweep",
         "--image-sizes",
         "16",
@@ -211,15 +213,17 @@ def test_a_point_that_cannot_fit_is_skipped_with_its_reason_and_never_launched(d
     assert skipped["peak_sampled_bytes"].isna().all()  # never launched
 
 
-def test_an_invalid_grid_is_refused_before_anything_runs(db):
-    result = memplan("sweep", "--image-sizes", "32", "200", "--batch-sizes", "1", "--db", str(db))
+def test_an_invalid_grid_is_refused_before_anything_runs(db, memplan_main):
+    result = memplan_main(
+        "sweep", "--image-sizes", "32", "200", "--batch-sizes", "1", "--db", str(db)
+    )
     assert result.returncode == 2
     assert "Nearest valid sizes: 192 or 208" in result.stderr
     assert "Traceback" not in result.stderr
     assert store.load_runs(db).empty
 
 
-def test_sigterm_stops_a_sweep_cleanly_and_the_next_run_resumes(db, tmp_path):
+def test_sigterm_stops_a_sweep_cleanly_and_the_next_run_resumes(db, tmp_path, memplan_main):
     log = (tmp_path / "sweep.log").open("w")
     sweep = subprocess.Popen(
         [sys.executable, "-m", "memplan", "sweep", *TINY_POINT_GRID, "--quiet", "--db", str(db)],
@@ -244,5 +248,5 @@ def test_sigterm_stops_a_sweep_cleanly_and_the_next_run_resumes(db, tmp_path):
 
     assert store.load_runs(db).empty  # the point in flight was discarded, not half-written
     assert store.load_sweeps(db)["status"].tolist() == ["interrupted"]
-    resumed = memplan("sweep", *TINY_POINT_GRID, "--quiet", "--db", str(db))
+    resumed = memplan_main("sweep", *TINY_POINT_GRID, "--quiet", "--db", str(db))
     assert "1 ok" in resumed.stdout

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -52,31 +52,25 @@ def db(tmp_path: Path):
         launcher.cancel(path, grace_s=5)
 
 
-def sweep_args(db: Path, *batches: str, limit: str = "3GiB") -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "memplan",
-        "sweep",
-        *TINY,
-        "--batch-sizes",
-        *batches,
-        "--memory-limit",
-        limit,
-        "--db",
-        str(db),
-    ]
+def sweep_args(db: Path, *batches: str) -> list[str]:
+    """``memplan``'s words for a sweep of the tiny point at ``batches`` into ``db``."""
+    return ["sweep", *TINY, "--batch-sizes", *batches, "--memory-limit", "3GiB", "--db", str(db)]
 
 
 def start_sweep(db: Path, *batches: str, log: Path) -> subprocess.Popen:
+    """The sweep in a ``python -m memplan`` of its own, as a user starts it: what the
+    probes attack."""
     out = log.open("w")
-    return subprocess.Popen(sweep_args(db, *batches), cwd=REPO, stdout=out, stderr=out)
+    command = [sys.executable, "-m", "memplan", *sweep_args(db, *batches)]
+    return subprocess.Popen(command, cwd=REPO, stdout=out, stderr=out)
 
 
-def run_sweep(db: Path, *batches: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        sweep_args(db, *batches), cwd=REPO, capture_output=True, text=True, timeout=300
-    )
+@pytest.fixture
+def run_sweep(memplan_main) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """A sweep run to its end in this process (`memplan_main`): the sweep that resumes, or is
+    refused, after an attack; only its outcome is asserted, and a process of its own would
+    cost a second of CPU starting."""
+    return lambda db, *batches: memplan_main(*sweep_args(db, *batches))
 
 
 def wait_for(condition, what: str, timeout_s: float = WAIT_S):
@@ -120,7 +114,7 @@ def point_counts(db: Path) -> dict[tuple, int]:
 
 
 def test_probe1_a_child_killed_from_outside_is_killed_not_oom_and_resume_measures_it(
-    db: Path, tmp_path: Path
+    db: Path, tmp_path: Path, run_sweep
 ):
     sweep = start_sweep(db, "1", "2", log=tmp_path / "sweep.log")
     [child] = wait_for(lambda: profiled_children(sweep.pid), "the first point's child")
@@ -162,7 +156,7 @@ def test_probe2_a_sweep_killed_with_sigkill_takes_its_child_and_reads_interrupte
 # --- 3: one sweep per database -------------------------------------------------------------
 
 
-def test_probe3_the_same_sweep_started_twice_runs_once(db: Path, tmp_path: Path):
+def test_probe3_the_same_sweep_started_twice_runs_once(db: Path, tmp_path: Path, run_sweep):
     first = start_sweep(db, "1", log=tmp_path / "first.log")
     holder = wait_for(lambda: sweeplock.holder(db), "the first sweep's lock")
     [child] = wait_for(lambda: profiled_children(first.pid), "the first sweep's child")
@@ -228,7 +222,7 @@ HOLD_DATABASE = (
 
 
 def test_probe4_sigterm_ends_a_sweep_waiting_on_a_held_database_and_keeps_its_point(
-    db: Path, tmp_path: Path
+    db: Path, tmp_path: Path, run_sweep
 ):
     sweep = start_sweep(db, "1", log=tmp_path / "sweep.log")
     wait_for(lambda: profiled_children(sweep.pid), "the child")

@@ -12,7 +12,7 @@ import dataclasses
 import json
 import re
 import subprocess
-import sys
+from collections.abc import Callable
 from html import unescape
 from pathlib import Path
 
@@ -85,20 +85,16 @@ def test_the_report_names_the_unmeasured_value(db: Path) -> None:
     assert NAMED in shown and WIDENED in shown
 
 
-def test_memplan_size_buy_says_why_and_carries_the_widened_bound(db: Path) -> None:
+def test_memplan_size_buy_says_why_and_carries_the_widened_bound(
+    db: Path, memplan_main: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     asked = ["size", "buy", "--image-size", "96", "--batch-size", "1", "--db", str(db)]
     asked += ["--machine", FLOAT32_ONLY, "--precision", "mixed_bfloat16"]
 
-    said = subprocess.run(
-        [sys.executable, "-m", "memplan", *asked], capture_output=True, text=True, check=True
-    )
-    as_json = subprocess.run(
-        [sys.executable, "-m", "memplan", *asked, "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    said = memplan_main(*asked)
+    as_json = memplan_main(*asked, "--json")
 
+    assert (said.returncode, as_json.returncode) == (0, 0), said.stderr + as_json.stderr
     assert NAMED in said.stdout and WIDENED in said.stdout
     assert "widened x1.23 for knob values never measured" in said.stdout
     assert NAMED in json.loads(as_json.stdout)["answer"]["basis"]["warning"]
