@@ -8,10 +8,8 @@ the sweep's own progress bar and waits, so the panel can be examined while it
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -79,18 +77,6 @@ def _no_job_left_behind(reference_db: Path):
         launcher.cancel(reference_db, grace_s=5)
 
 
-@pytest.fixture
-def jobs_db(shared_reference_db: Path) -> Iterator[Path]:
-    """The shared reference database, for the tests whose stand-in jobs only read it: a job
-    writes only the launcher's folder beside it (`jobstatus.state_dir`), removed after each
-    test with its job, so the next test starts with none, and finds the pages' caches warm
-    (a cold Sizing page under the sidebar costs ~1.5 CPU s more than a warm one)."""
-    yield shared_reference_db
-    if launcher.status(shared_reference_db).running:
-        launcher.cancel(shared_reference_db, grace_s=5)
-    shutil.rmtree(jobstatus.state_dir(shared_reference_db), ignore_errors=True)
-
-
 # --- the launcher form -----------------------------------------------------------------
 
 
@@ -134,9 +120,7 @@ def launch_from_form(at: AppTest, sizes: str, limit: str | None = None) -> AppTe
     return at.sidebar.button[button_labels(at).index("Launch sweep")].click().run()
 
 
-def test_the_default_refit_is_the_full_evaluation_and_waits_for_new_runs(
-    shared_reference_db, monkeypatch
-):
+def test_the_default_refit_is_the_full_evaluation_and_waits_for_new_runs(reference_db, monkeypatch):
     launched = []
     monkeypatch.setattr(
         sweep_job,
@@ -223,9 +207,9 @@ def test_the_refit_after_a_sweep_evaluates_only_what_changed_of_the_swept_worklo
 # --- a job running ---------------------------------------------------------------------
 
 
-def test_a_running_sweep_shows_progress_point_eta_log_and_cancel(jobs_db):
-    job = stand_in_sweep(jobs_db)
-    log = jobstatus.state_dir(jobs_db) / jobstatus.LOG_FILE
+def test_a_running_sweep_shows_progress_point_eta_log_and_cancel(reference_db):
+    job = stand_in_sweep(reference_db)
+    log = jobstatus.state_dir(reference_db) / jobstatus.LOG_FILE
     deadline = time.monotonic() + 120  # a loaded machine starts Python and tqdm slowly
     while "1/3 points, now 32 batch 2" not in (log.read_text() if log.exists() else ""):
         assert time.monotonic() < deadline, "the stand-in sweep drew no bar in 120 s"
@@ -238,37 +222,37 @@ def test_a_running_sweep_shows_progress_point_eta_log_and_cancel(jobs_db):
     assert "ETA: " in said
     assert "1/3 points, now 32 batch 2" in said  # the log tail
     assert button_labels(at) == ["Cancel sweep", "Import"]  # no second launch offered
-    assert launcher.status(jobs_db).pid == job.pid
+    assert launcher.status(reference_db).pid == job.pid
 
     at.sidebar.button(key="cancel_sweep").click().run()
-    assert not launcher.status(jobs_db).running
+    assert not launcher.status(reference_db).running
     assert "Last sweep was cancelled at 1 / 3 points" in sidebar_texts(at)
     assert "Launch sweep" in button_labels(at)
 
 
-def test_reloading_the_page_neither_stops_nor_duplicates_the_sweep(jobs_db):
-    job = stand_in_sweep(jobs_db)
+def test_reloading_the_page_neither_stops_nor_duplicates_the_sweep(reference_db):
+    job = stand_in_sweep(reference_db)
     for _ in range(2):  # a reload, then a second tab: each a new session
         assert "Cancel sweep" in button_labels(app())
-    current = launcher.status(jobs_db)
+    current = launcher.status(reference_db)
     assert current.running and current.pid == job.pid
 
 
-def test_a_launch_from_a_tab_that_missed_the_running_sweep_is_refused(jobs_db):
+def test_a_launch_from_a_tab_that_missed_the_running_sweep_is_refused(reference_db):
     stale_tab = app()  # drawn while nothing ran
-    job = stand_in_sweep(jobs_db)  # then another tab launched one
+    job = stand_in_sweep(reference_db)  # then another tab launched one
     at = launch_from_form(stale_tab, "32")
     [error] = at.sidebar.error
     assert shown(error.value).startswith(
         f"a sweep is already running for memplan.duckdb (pid {job.pid}, started {job.started_at})"
     )
-    assert launcher.status(jobs_db).pid == job.pid
+    assert launcher.status(reference_db).pid == job.pid
 
 
-def test_a_finished_sweep_reports_its_outcome_and_why_the_models_were_not_refit(jobs_db):
+def test_a_finished_sweep_reports_its_outcome_and_why_the_models_were_not_refit(reference_db):
     refit = "import sys; print('error: only 1 distinct measured configuration(s)', file=sys.stderr)"
-    stand_in_sweep(jobs_db, code="print('measured')", refit=refit + "; sys.exit(2)")
-    wait_until_ended(jobs_db)
+    stand_in_sweep(reference_db, code="print('measured')", refit=refit + "; sys.exit(2)")
+    wait_until_ended(reference_db)
     at = app()
     assert "Done: the last sweep finished" in at.sidebar.success[0].value
     assert shown(at.sidebar.warning[0].value) == (
@@ -278,14 +262,14 @@ def test_a_finished_sweep_reports_its_outcome_and_why_the_models_were_not_refit(
 
 
 def test_a_finished_sweep_says_done_and_which_profile_was_refit_with_which_settings(
-    jobs_db,
+    reference_db,
 ):
     said = (
         "outcome: models refit for unet3d on Intel Xeon, 2 cores (profile abc) "
         "(full evaluation settings: 10 random seed(s), 3 extrapolation)"
     )
-    stand_in_sweep(jobs_db, code="print('measured')", refit=f"print({said!r})")
-    wait_until_ended(jobs_db)
+    stand_in_sweep(reference_db, code="print('measured')", refit=f"print({said!r})")
+    wait_until_ended(reference_db)
     at = app()
     done, refit = (shown(box.value) for box in at.sidebar.success)
     assert done.startswith("Done: the last sweep finished, 0 / 3 points (finished ")
@@ -301,9 +285,9 @@ EVERY_POINT_DONE = PROGRESS_BAR.replace("'1/3 points, now 32 batch 2'", "'3/3 po
 )
 
 
-def test_a_sweep_past_its_last_point_says_so_not_starting(jobs_db):
-    stand_in_sweep(jobs_db, code=EVERY_POINT_DONE)
-    log = jobstatus.state_dir(jobs_db) / jobstatus.LOG_FILE
+def test_a_sweep_past_its_last_point_says_so_not_starting(reference_db):
+    stand_in_sweep(reference_db, code=EVERY_POINT_DONE)
+    log = jobstatus.state_dir(reference_db) / jobstatus.LOG_FILE
     deadline = time.monotonic() + 120  # a loaded machine starts Python and tqdm slowly
     while "3/3 points" not in (log.read_text() if log.exists() else ""):
         assert time.monotonic() < deadline, "the stand-in sweep drew no bar in 120 s"
@@ -314,10 +298,12 @@ def test_a_sweep_past_its_last_point_says_so_not_starting(jobs_db):
     assert "Starting the sweep" not in said
 
 
-def test_the_log_scrolls_in_a_box_of_its_own_so_the_progress_stays_in_view(jobs_db, monkeypatch):
+def test_the_log_scrolls_in_a_box_of_its_own_so_the_progress_stays_in_view(
+    reference_db, monkeypatch
+):
     many_lines = "for n in range(40): print('line', n)\n" + PROGRESS_BAR
-    stand_in_sweep(jobs_db, code=many_lines)
-    log = jobstatus.state_dir(jobs_db) / jobstatus.LOG_FILE
+    stand_in_sweep(reference_db, code=many_lines)
+    log = jobstatus.state_dir(reference_db) / jobstatus.LOG_FILE
     deadline = time.monotonic() + 120
     while "1/3 points" not in (log.read_text() if log.exists() else ""):
         assert time.monotonic() < deadline, "the stand-in sweep drew no bar in 120 s"
