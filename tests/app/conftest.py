@@ -32,10 +32,16 @@ from tests.app.helpers import (
     add_alexnet_runs,
     evaluate_alexnet,
     profile_key,
+    this_machine_is,
 )
 from tests.app.once import repeated_work_done_once
 from tests.app.torch_runs import ALEXNET_TORCH_SCALE, TORCH_COLUMNS, add_torch_runs, evaluate_torch
-from tests.conftest import built_once, every_bundle_database, reference_database
+from tests.conftest import (
+    UNMEASURED_MACHINE,
+    built_once,
+    every_bundle_database,
+    reference_database,
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -258,6 +264,43 @@ shared_frameworks_db = _shared_fixture(
 )
 shared_every_bundle_db = _shared_fixture(
     "every_bundle_template", "Every bundled run and evaluation"
+)
+
+
+@pytest.fixture(scope="session")
+def _unmeasured_copies() -> dict[Path, Path]:
+    """Template -> this process's copy read as `UNMEASURED_MACHINE` (made on first use): apart
+    from `_shared_copies`, as the pages' caches hold which machine this one is."""
+    return {}
+
+
+def _unmeasured_fixture(template: str, what: str) -> Callable[..., Iterator[Path]]:
+    """A fixture making this machine `UNMEASURED_MACHINE` (`this_machine_is`) and yielding
+    this process's copy of the template fixture ``template`` read as that machine."""
+
+    @pytest.fixture
+    def unmeasured(
+        request: pytest.FixtureRequest,
+        _unmeasured_copies: dict[Path, Path],
+        tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> Iterator[Path]:
+        this_machine_is(monkeypatch, UNMEASURED_MACHINE)
+        built = request.getfixturevalue(template)
+        yield from shared_copy(built, _unmeasured_copies, tmp_path_factory, monkeypatch)
+
+    unmeasured.__doc__ = (
+        f"{what}, on a machine no bundled run measured; shared with the other tests that "
+        "only read it as that machine, so each after the first finds the pages' caches warm."
+    )
+    return unmeasured
+
+
+unmeasured_every_bundle_db = _unmeasured_fixture(
+    "every_bundle_template", "Every bundled run and evaluation"
+)
+unmeasured_torch_db = _unmeasured_fixture(
+    "torch_template", "The bundled TensorFlow runs and the synthetic PyTorch ones"
 )
 
 

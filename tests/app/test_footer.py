@@ -26,7 +26,9 @@ def test_every_page_ends_with_the_version(shared_reference_db: Path, page: str) 
     assert footer.value == f"memplan {version.__version__}"
 
 
-def test_the_footer_reads_core_version(reference_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_footer_reads_core_version(
+    shared_reference_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(version, "__version__", "9.8.7")
     at = open_page("dashboard/sizing_page.py")
 

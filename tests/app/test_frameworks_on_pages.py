@@ -37,7 +37,7 @@ def framework_box(at: AppTest):
 
 
 def test_the_sweeps_page_shows_one_frameworks_runs_and_keeps_the_choice_in_the_url(
-    torch_db: Path,
+    unmeasured_torch_db: Path,
 ) -> None:
     at = open_page("dashboard/sweeps_page.py")
     box = framework_box(at)
@@ -52,7 +52,9 @@ def test_the_sweeps_page_shows_one_frameworks_runs_and_keeps_the_choice_in_the_u
     assert framework_box(linked).value == TORCH
 
 
-def test_the_models_page_offers_only_the_chosen_frameworks_profiles(torch_db: Path) -> None:
+def test_the_models_page_offers_only_the_chosen_frameworks_profiles(
+    unmeasured_torch_db: Path,
+) -> None:
     at = open_page("dashboard/models_page.py", workload="unet3d", framework=TORCH)
     machine = widget(at.main.selectbox, "Machine")
     assert machine.value == TORCH_PROFILE
@@ -67,7 +69,7 @@ def test_the_models_page_offers_only_the_chosen_frameworks_profiles(torch_db: Pa
 
 
 def test_switching_the_framework_on_the_sizing_page_leaves_the_links_machine_behind(
-    torch_db: Path,
+    unmeasured_torch_db: Path,
 ) -> None:
     at = open_page("dashboard/sizing_page.py", workload="unet3d", machine="9b59349f74")
     assert widget(at.main.selectbox, "Machine").value == "9b59349f74"
@@ -82,7 +84,7 @@ def test_switching_the_framework_on_the_sizing_page_leaves_the_links_machine_beh
 
 
 def test_a_link_to_a_framework_without_runs_falls_back_to_tensorflow_and_says_so(
-    torch_db: Path,
+    unmeasured_torch_db: Path,
 ) -> None:
     at = open_page("dashboard/sizing_page.py", workload="unet3d", framework="jax")
     assert framework_box(at).value == TENSORFLOW
@@ -136,18 +138,18 @@ def size_buy(db: Path, *flags: str) -> list[str]:
 
 
 def test_a_torch_profile_asked_without_framework_torch_is_refused_naming_the_flag(
-    torch_db: Path, capsys: pytest.CaptureFixture[str]
+    unmeasured_torch_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert memplan_cli.main(size_buy(torch_db, "--machine", TORCH_PROFILE)) == 2
+    assert memplan_cli.main(size_buy(unmeasured_torch_db, "--machine", TORCH_PROFILE)) == 2
     error = capsys.readouterr().err
     assert f"machine profile {TORCH_PROFILE}" in error
     assert "is a PyTorch profile, and TensorFlow was asked for: add --framework torch" in error
 
 
 def test_a_framework_without_models_is_an_error_never_another_frameworks_answer(
-    torch_db: Path, capsys: pytest.CaptureFixture[str]
+    unmeasured_torch_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = size_buy(torch_db, "--framework", TORCH, "--workload", "alexnet")
+    argv = size_buy(unmeasured_torch_db, "--framework", TORCH, "--workload", "alexnet")
     argv[argv.index("128")] = "224"
     assert memplan_cli.main(argv) == 2
     error = capsys.readouterr().err
@@ -157,15 +159,15 @@ def test_a_framework_without_models_is_an_error_never_another_frameworks_answer(
 
 
 def test_evaluate_refuses_a_profile_of_another_framework(
-    torch_db: Path, capsys: pytest.CaptureFixture[str]
+    unmeasured_torch_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["evaluate", "--db", str(torch_db), "--machine", TORCH_PROFILE, "--no-store"]
+    argv = ["evaluate", "--db", str(unmeasured_torch_db), "--machine", TORCH_PROFILE, "--no-store"]
     assert memplan_cli.main(argv) == 2
     assert "add --framework torch" in capsys.readouterr().err
 
 
 def test_a_workload_without_torch_runs_gets_the_torch_sweep_that_gives_it_models(
-    torch_db: Path,
+    unmeasured_torch_db: Path,
 ) -> None:
     at = open_page("dashboard/sizing_page.py", workload="alexnet", framework=TORCH)
     assert framework_box(at).value == TORCH

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,6 @@ from memplan import cli as memplan_cli
 from presentation.sizing_text import gib
 from presentation.text import sentence
 from profiling import exchange
-from tests.app.conftest import shared_copy
 from tests.app.helpers import open_page, shown, this_machine_is, widget
 from tests.app.torch_runs import torch_key, torch_record
 from tests.conftest import ONEDNN_OFF_MACHINE, UNMEASURED_MACHINE
@@ -76,24 +74,6 @@ ANOTHER_MACHINES = "Predicted to fit, beyond this machine's measured range"
 def here_no_run_measured(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine is one no bundled run measured, whatever CPU runs the test."""
     this_machine_is(monkeypatch, UNMEASURED_MACHINE)
-
-
-@pytest.fixture(scope="module")
-def _copies_here() -> dict[Path, Path]:
-    return {}
-
-
-@pytest.fixture
-def every_bundle_here(
-    every_bundle_template: Path,
-    _copies_here: dict[Path, Path],
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Path]:
-    """This module's own copy of every bundled run and evaluation: its questions only read
-    it, each as the same unmeasured machine, so the second and third find the page's caches
-    warm (a test that wrote to it fails)."""
-    yield from shared_copy(every_bundle_template, _copies_here, tmp_path_factory, monkeypatch)
 
 
 def page_figures(at: AppTest) -> dict[str, Any]:
@@ -241,7 +221,7 @@ def report_figures(
 
 @pytest.mark.parametrize(("profile", "headroom", "another", "model"), QUESTIONS)
 def test_the_page_the_command_line_and_the_report_give_the_same_answer(
-    every_bundle_here: Path,
+    unmeasured_every_bundle_db: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     profile: str | None,
@@ -260,9 +240,9 @@ def test_the_page_the_command_line_and_the_report_give_the_same_answer(
         widget(at.selectbox, "Machine").value
     )
     on_page = page_figures(at)
-    on_cli = cli_figures(every_bundle_here, profile, headroom, model, capsys)
+    on_cli = cli_figures(unmeasured_every_bundle_db, profile, headroom, model, capsys)
     html = tmp_path / "sizing.html"
-    in_report = report_figures(every_bundle_here, profile, headroom, model, html)
+    in_report = report_figures(unmeasured_every_bundle_db, profile, headroom, model, html)
 
     assert {key: on_page[key] for key in FIGURES} == {key: on_cli[key] for key in FIGURES}
     # Every answer's bound says the same of the host-to-host spread, on every path.
@@ -350,13 +330,20 @@ def test_a_torch_question_gets_one_answer_on_every_path_and_not_tensorflows(
 
 
 def test_a_torch_question_for_a_machine_torch_never_measured_gets_no_bound(
-    torch_db: Path, capsys: pytest.CaptureFixture[str]
+    unmeasured_torch_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # One torch profile: no pair of torch profiles measured how far a peak moves between
     # machines, and TensorFlow's pairs are not torch's evidence (issue 41 point 4; the
     # README's rule). On 9e1442b every path answered from the one profile, "not widened".
     link = {"image": str(IMAGE), "batch": str(BATCH), "budget": str(BUDGET_GIB)}
-    question = ["--image-size", str(IMAGE), "--batch-size", str(BATCH), "--db", str(torch_db)]
+    question = [
+        "--image-size",
+        str(IMAGE),
+        "--batch-size",
+        str(BATCH),
+        "--db",
+        str(unmeasured_torch_db),
+    ]
 
     at = open_page(PAGE, workload="unet3d", **link, framework=TORCH)
     on_page = [shown(e.value) for e in at.error]

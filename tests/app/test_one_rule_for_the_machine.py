@@ -85,7 +85,7 @@ def check_copied(at: Any, on_page: dict[str, Any], capsys: pytest.CaptureFixture
 
 @pytest.mark.parametrize(("profile", "framework"), BUNDLED)
 def test_each_bundled_profile_gets_one_answer_for_its_own_machine_on_every_path(
-    every_bundle_db: Path,
+    unmeasured_every_bundle_db: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     profile: str,
@@ -96,8 +96,10 @@ def test_each_bundled_profile_gets_one_answer_for_its_own_machine_on_every_path(
     at = open_page(PAGE, workload="unet3d", **link)
     assert widget(at.selectbox, "Machine").value == profile
     on_page = page_figures(at)
-    on_cli = cli_figures(every_bundle_db, profile, 20, None, capsys, framework)
-    in_report = report_figures(every_bundle_db, profile, 20, None, tmp_path / "r.html", framework)
+    on_cli = cli_figures(unmeasured_every_bundle_db, profile, 20, None, capsys, framework)
+    in_report = report_figures(
+        unmeasured_every_bundle_db, profile, 20, None, tmp_path / "r.html", framework
+    )
 
     assert {key: on_page[key] for key in FIGURES} == {key: on_cli[key] for key in FIGURES}
     figures = ("memory_gb", "side", "batch_size", "bounds")
@@ -113,7 +115,7 @@ def test_each_bundled_profile_gets_one_answer_for_its_own_machine_on_every_path(
 
 
 def test_the_default_for_a_machine_without_models_is_this_machine_on_every_path(
-    every_bundle_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    unmeasured_every_bundle_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     link = {"image": str(IMAGE), "batch": str(BATCH), "budget": str(BUDGET_GIB)}
     at = open_page(PAGE, workload="unet3d", **link)
@@ -122,11 +124,16 @@ def test_the_default_for_a_machine_without_models_is_this_machine_on_every_path(
     assert machine.format_func(machine.value).endswith("— this machine")
     on_page = page_figures(at)
     # This machine named on the command line is its default: the Intel reference, widened.
-    here = cli_figures(every_bundle_db, UNMEASURED_MACHINE.key, 20, None, capsys)
+    here = cli_figures(unmeasured_every_bundle_db, UNMEASURED_MACHINE.key, 20, None, capsys)
     assert here["transfer"]["answered_by"] == INTEL
     assert {key: on_page[key] for key in FIGURES} == {key: here[key] for key in FIGURES}
     report = report_figures(
-        every_bundle_db, UNMEASURED_MACHINE.key, 20, None, tmp_path / "r.html", TENSORFLOW
+        unmeasured_every_bundle_db,
+        UNMEASURED_MACHINE.key,
+        20,
+        None,
+        tmp_path / "r.html",
+        TENSORFLOW,
     )
     assert report["bounds"] == here["bounds"]
     # The commands the page offers name this machine, and answer as the page did.
@@ -137,7 +144,10 @@ def test_the_default_for_a_machine_without_models_is_this_machine_on_every_path(
     # The Intel reference by name, in a link or on the command line: its own machine's answer,
     # not widened, so lower than this machine's.
     intel = open_page(PAGE, workload="unet3d", machine=INTEL, **link)
-    named, asked = page_figures(intel), cli_figures(every_bundle_db, INTEL, 20, None, capsys)
+    named, asked = (
+        page_figures(intel),
+        cli_figures(unmeasured_every_bundle_db, INTEL, 20, None, capsys),
+    )
     assert {key: named[key] for key in FIGURES} == {key: asked[key] for key in FIGURES}
     assert asked["transfer"] is None and named["transfer"] is None
     assert named["bounds"] != on_page["bounds"]

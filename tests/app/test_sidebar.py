@@ -120,7 +120,9 @@ def launch_from_form(at: AppTest, sizes: str, limit: str | None = None) -> AppTe
     return at.sidebar.button[button_labels(at).index("Launch sweep")].click().run()
 
 
-def test_the_default_refit_is_the_full_evaluation_and_waits_for_new_runs(reference_db, monkeypatch):
+def test_the_default_refit_is_the_full_evaluation_and_waits_for_new_runs(
+    shared_reference_db, monkeypatch
+):
     launched = []
     monkeypatch.setattr(
         sweep_job,

@@ -29,7 +29,7 @@ def memory_limit_box(available_bytes: int, monkeypatch: pytest.MonkeyPatch) -> s
 
 
 def test_the_default_memory_limit_does_not_follow_the_memory_available(
-    reference_db, monkeypatch: pytest.MonkeyPatch
+    shared_reference_db, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     busy = memory_limit_box(6 * GIB, monkeypatch)
     idle = memory_limit_box(30 * GIB, monkeypatch)

@@ -100,7 +100,7 @@ def slurm_on_path():
 # --- the form --------------------------------------------------------------------------
 
 
-def test_this_machine_is_the_default_and_slurm_brings_its_own_boxes(reference_db):
+def test_this_machine_is_the_default_and_slurm_brings_its_own_boxes(shared_reference_db):
     at = app()
     run_on = at.sidebar.radio(key="launch_run_on")
     assert (run_on.label, run_on.value) == ("Run on", "This machine")
@@ -116,12 +116,12 @@ def test_this_machine_is_the_default_and_slurm_brings_its_own_boxes(reference_db
     assert (numbers["Max parallel jobs"], numbers["CPUs per job"]) == (8, 2)
     work_dir = at.sidebar.text_input(key="launch_work_dir")
     assert work_dir.value == "" and work_dir.placeholder == str(
-        reference_db.with_name("memplan.slurm")
+        shared_reference_db.with_name("memplan.slurm")
     )
     assert "each job asks Slurm for its point's estimate plus 10%" in sidebar_texts(at)
 
 
-def test_an_empty_partition_is_named_beside_its_box_and_nothing_launches(reference_db):
+def test_an_empty_partition_is_named_beside_its_box_and_nothing_launches(shared_reference_db):
     at = on_slurm(app())
     [error] = at.sidebar.error
     assert shown(error.value) == EMPTY_PARTITION
@@ -129,12 +129,14 @@ def test_an_empty_partition_is_named_beside_its_box_and_nothing_launches(referen
     at = at.sidebar.text_input(key="launch_partition").set_value("  ").run()
     assert [shown(error.value) for error in at.sidebar.error] == [EMPTY_PARTITION]
     assert launch_button(at).disabled
-    assert launcher.status(reference_db).phase == jobstatus.PHASE_IDLE
-    assert not jobstatus.state_dir(reference_db).exists()
+    assert launcher.status(shared_reference_db).phase == jobstatus.PHASE_IDLE
+    assert not jobstatus.state_dir(shared_reference_db).exists()
 
 
-def test_without_slurms_commands_the_choice_says_how_to_get_them(reference_db, monkeypatch):
-    monkeypatch.setenv("PATH", str(reference_db.parent))  # no sbatch, squeue, sinfo here
+def test_without_slurms_commands_the_choice_says_how_to_get_them(
+    shared_reference_db, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch, squeue, sinfo here
     at = on_slurm(app())
     at = at.sidebar.text_input(key="launch_partition").set_value("debug").run()
     assert not at.sidebar.error
@@ -143,7 +145,9 @@ def test_without_slurms_commands_the_choice_says_how_to_get_them(reference_db, m
     assert launch_button(at).disabled
 
 
-def test_a_named_partition_launches_the_sweep_there(reference_db, monkeypatch, slurm_on_path):
+def test_a_named_partition_launches_the_sweep_there(
+    shared_reference_db, monkeypatch, slurm_on_path
+):
     launched = []
     monkeypatch.setattr(
         sweep_job,
@@ -164,7 +168,7 @@ def test_a_named_partition_launches_the_sweep_there(reference_db, monkeypatch, s
     assert request.points == 4  # the form's default grid, 32 64 x 1 2
 
 
-def test_the_slurm_boxes_come_back_after_a_while_on_this_machine(reference_db):
+def test_the_slurm_boxes_come_back_after_a_while_on_this_machine(shared_reference_db):
     at = on_slurm(app())
     at = at.sidebar.text_input(key="launch_partition").set_value("debug").run()
     at = at.sidebar.radio(key="launch_run_on").set_value("This machine").run()

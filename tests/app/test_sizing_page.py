@@ -544,7 +544,7 @@ def test_a_link_names_its_machine_by_a_prefix_and_an_unknown_one_falls_back(
 
 
 def test_this_machine_without_models_is_answered_widened_and_told_how_to_get_its_own(
-    reference_db: Path,
+    shared_reference_db: Path,
 ) -> None:
     # Issue 42 point 2: this machine's option is its answer, as `memplan size --machine KEY`
     # with its key gives it: the bundled reference's, widened for another machine. What it

@@ -3,6 +3,7 @@ them, and a "Verify by measuring" button launches the sweep that does, where it 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from application import sweep_job, verify_here
 from core import profiles, store
 from core.units import GIB
 from dashboard import data, machine_panel
+from tests.app.conftest import shared_copy
 from tests.app.helpers import alexnet_record, open_page, shown, widget
 from tests.conftest import build_record
 
@@ -40,6 +42,25 @@ def here_is_the_test_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+@pytest.fixture(scope="module")
+def _copies_here() -> dict[Path, Path]:
+    return {}
+
+
+@pytest.fixture
+def alexnet_here(
+    alexnet_template: Path,
+    here_is_the_test_machine: None,
+    _copies_here: dict[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Path]:
+    """The AlexNet runs and models, this machine being theirs: one copy per process for the
+    tests that only read it as that machine, so each after the first finds the page's caches
+    warm (a test that wrote to it fails)."""
+    yield from shared_copy(alexnet_template, _copies_here, tmp_path_factory, monkeypatch)
+
+
 def can_give(monkeypatch: pytest.MonkeyPatch, limit_bytes: int) -> None:
     """This machine can safely give a run ``limit_bytes`` (`verify_here.safe_limit_bytes`)."""
     monkeypatch.setattr(verify_here, "safe_limit_bytes", lambda: limit_bytes)
@@ -54,7 +75,7 @@ def captions(at: AppTest) -> list[str]:
 
 
 def test_a_budget_above_what_this_machine_can_give_disables_the_buttons_and_says_why(
-    alexnet_db: Path, here_is_the_test_machine: None, monkeypatch: pytest.MonkeyPatch
+    alexnet_here: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     can_give(monkeypatch, 4 * GIB)
     at = open_page(PAGE, **LINK)
@@ -73,7 +94,7 @@ def test_a_budget_above_what_this_machine_can_give_disables_the_buttons_and_says
     assert "`memplan size image --workload alexnet --batch-size 32 " in predictions[0]
 
 
-def test_another_machines_answer_cannot_be_verified_here(alexnet_db: Path) -> None:
+def test_another_machines_answer_cannot_be_verified_here(shared_alexnet_db: Path) -> None:
     # Unpatched, this machine is whatever CPU runs the test, not the AlexNet runs' "Intel Test".
     at = open_page(PAGE, **LINK)
 
@@ -97,7 +118,7 @@ def test_a_read_only_dashboard_measures_nothing(
 
 
 def test_verify_launches_the_answer_and_the_next_size_up_under_the_budget(
-    alexnet_db: Path, here_is_the_test_machine: None, monkeypatch: pytest.MonkeyPatch
+    alexnet_here: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     can_give(monkeypatch, 64 * GIB)
     launched = []
@@ -110,7 +131,7 @@ def test_verify_launches_the_answer_and_the_next_size_up_under_the_budget(
     image.click().run()
 
     [(db, request)] = launched
-    assert db == alexnet_db
+    assert db == alexnet_here
     assert (request.points, request.memory_limit_bytes) == (2, USABLE_BYTES)
     assert request.grid.image_sizes == ((866, 866), (867, 867))
     assert request.grid.batch_sizes == (32,)

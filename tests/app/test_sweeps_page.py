@@ -19,19 +19,18 @@ from tests.app.helpers import (
     ALEXNET_SAMPLES,
     OTHER_MACHINE,
     OTHER_MACHINE_SCALE,
+    open_page,
     profile_key,
     profile_label,
     shown,
 )
 from tests.app.torch_runs import ALEXNET_TORCH_SCALE
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 GIB = 2**30
 
 
 def sweeps_page() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    return at.switch_page("dashboard/sweeps_page.py").run()
+    return open_page("dashboard/sweeps_page.py")
 
 
 def charts(at: AppTest) -> list:
