@@ -13,7 +13,12 @@ import pyarrow.parquet as pq
 
 from core import store
 from profiling import exchange
-from tests.integration.test_cli_hardening import memplan, one_error_line
+from tests.integration.test_cli_hardening import one_error_line, python
+
+
+def memplan(*args: str):
+    """``python -m memplan`` in its own process: these tests read its real, piped output."""
+    return python("-m", "memplan", *args)
 
 
 def _export(tmp_path, make_record, **text: str):
