@@ -256,6 +256,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # The other browser tests: one worker runs them all, on one dashboard server (see below).
 BROWSER_MODULES = re.compile(r"tests/e2e/test_\w*\.py::")
+# Modules whose tests all read one costly module fixture (profiled TensorFlow children):
+# one worker runs each, so the fixture is built once, not once per worker (see below).
+TOGETHER_MODULES = re.compile(r"tests/integration/test_(onednn_state|folder_sweep)\.py::")
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -268,7 +271,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     ``loadscope`` would, so only one Slurm cluster runs at a time. The browser tests share
     the session's dashboard server and chromium (`tests/e2e/conftest.py`): on one worker
     they start one of each and render each page cold once, not once per worker (a server's
-    first Sizing page alone is 8-12 CPU s here).
+    first Sizing page alone is 8-12 CPU s here). Each of `TOGETHER_MODULES` goes to one
+    worker too: split, each worker swept its module fixture again (test_onednn_state's four
+    TensorFlow children, 36 s, twice in a clean-clone run of 7e085a5).
     """
     if config.getvalue("dist") != "loadgroup":
         return None
@@ -280,6 +285,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                 return "slurm"
             if BROWSER_MODULES.match(nodeid):
                 return "browser"
+            if TOGETHER_MODULES.match(nodeid):
+                return nodeid.split("::", 1)[0]
             return super()._split_scope(nodeid)
 
     return SlurmTogether(config, log)
