@@ -25,6 +25,7 @@ from application import bundles
 from core import bundled_gpu, database
 from core.database import file_stamp
 from core.frameworks import TENSORFLOW
+from core.profiles import MachineProfile
 from profiling import exchange
 from tests.app.helpers import (
     OTHER_MACHINE,
@@ -234,18 +235,27 @@ def shared_copy(
     )
 
 
-def _shared_fixture(template: str, what: str) -> Callable[..., Iterator[Path]]:
-    """A fixture yielding this process's shared copy of the template fixture ``template``."""
+def _shared_fixture(
+    template: str,
+    what: str,
+    *,
+    copies: str = "_shared_copies",
+    as_machine: MachineProfile | None = None,
+) -> Callable[..., Iterator[Path]]:
+    """A fixture yielding this process's copy of the template fixture ``template``, kept in the
+    session's ``copies`` dict; with ``as_machine``, read with this machine made that one."""
 
     @pytest.fixture
     def shared(
         request: pytest.FixtureRequest,
-        _shared_copies: dict[Path, Path],
         tmp_path_factory: pytest.TempPathFactory,
         monkeypatch: pytest.MonkeyPatch,
     ) -> Iterator[Path]:
+        if as_machine is not None:
+            this_machine_is(monkeypatch, as_machine)
         built = request.getfixturevalue(template)
-        yield from shared_copy(built, _shared_copies, tmp_path_factory, monkeypatch)
+        kept = request.getfixturevalue(copies)
+        yield from shared_copy(built, kept, tmp_path_factory, monkeypatch)
 
     shared.__doc__ = f"{what}, shared with the other tests that only read it."
     return shared
@@ -277,18 +287,9 @@ def _unmeasured_copies() -> dict[Path, Path]:
 def _unmeasured_fixture(template: str, what: str) -> Callable[..., Iterator[Path]]:
     """A fixture making this machine `UNMEASURED_MACHINE` (`this_machine_is`) and yielding
     this process's copy of the template fixture ``template`` read as that machine."""
-
-    @pytest.fixture
-    def unmeasured(
-        request: pytest.FixtureRequest,
-        _unmeasured_copies: dict[Path, Path],
-        tmp_path_factory: pytest.TempPathFactory,
-        monkeypatch: pytest.MonkeyPatch,
-    ) -> Iterator[Path]:
-        this_machine_is(monkeypatch, UNMEASURED_MACHINE)
-        built = request.getfixturevalue(template)
-        yield from shared_copy(built, _unmeasured_copies, tmp_path_factory, monkeypatch)
-
+    unmeasured = _shared_fixture(
+        template, what, copies="_unmeasured_copies", as_machine=UNMEASURED_MACHINE
+    )
     unmeasured.__doc__ = (
         f"{what}, on a machine no bundled run measured; shared with the other tests that "
         "only read it as that machine, so each after the first finds the pages' caches warm."
