@@ -3,12 +3,16 @@
     python -m benchmarks.conv_buffers [--cases filter:float32:32x4 ...]
 
 Each case runs one gradient op of a 3x3x3 convolution (``Conv3DBackpropInputV2``
-or ``Conv3DBackpropFilterV2``) in a fresh process with oneDNN off, so that
-TensorFlow's custom CPU kernels run, and prints how far the op raised the
-process's peak resident memory beside `core.analytical.im2col_touched_bytes`
-on this machine's L3 cache (`core.machine.l3_cache_bytes`). The peak is reset
-to the current resident memory right before the op (``/proc/self/clear_refs``),
-and the op's own output is subtracted, so what is left is the op's workspace.
+or ``Conv3DBackpropFilterV2``) with oneDNN off, so that TensorFlow's custom CPU
+kernels run, and prints how far the op raised the process's peak resident memory
+beside `core.analytical.im2col_touched_bytes` on this machine's L3 cache
+(`core.machine.l3_cache_bytes`). The peak is reset to the current resident
+memory right before the op (``/proc/self/clear_refs``), and the op's own output
+is subtracted, so what is left is the op's workspace. The cases run one after
+another in one fresh process (TensorFlow imported once, not once a case): its
+allocator's mmap threshold is held at glibc's default, and each case's tensors
+are dropped and the freed heap given back (``malloc_trim``) before the next, so
+an op's buffers are new pages, never memory a previous op left resident.
 The default cases are the U-Net's widest convolution at 32^3 (32 channels in,
 16 out) at batch 1, 2 and 4 in both precisions: on a 256 MiB L3 they show both
 kernels falling back on Eigen at batch 2 and writing 3 (float32) or 4
@@ -18,12 +22,14 @@ kernels falling back on Eigen at batch 2 and writing 3 (float32) or 4
 from __future__ import annotations
 
 import argparse
+import ctypes
+import gc
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.children import run_child
+from benchmarks.children import child_lines
 from core.analytical import (
     GRADIENT_KERNELS,
     INPUT_GRADIENT,
@@ -47,6 +53,9 @@ DEFAULT_CASES = tuple(
 )
 # /proc/<pid>/clear_refs: writing 5 resets the peak resident size to the current one.
 _RESET_PEAK = "5"
+# mallopt(3): the parameter, and glibc's default threshold.
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD_BYTES = 128 * 1024
 
 
 @dataclass(frozen=True)
@@ -109,8 +118,8 @@ def parse_case(text: str) -> Case:
     return Case(parts[0], parts[1], int(side), int(batch))
 
 
-def _child(case: Case) -> None:
-    """Run the op in this process and print its workspace in bytes."""
+def _op_workspace_bytes(case: Case) -> int:
+    """Run ``case``'s op in this process: the bytes it raised the peak by, its output aside."""
     import tensorflow as tf
 
     dtype = tf.float32 if case.precision == "float32" else tf.bfloat16
@@ -139,18 +148,34 @@ def _child(case: Case) -> None:
             padding="SAME",
         )
     peak = read_proc_status_bytes(os.getpid(), "VmHWM")
-    print(peak - before - case.output_bytes)
+    return peak - before - case.output_bytes
 
 
-def measure(case: Case) -> int:
-    """The workspace of ``case``'s op in a fresh process, bytes (oneDNN off)."""
-    return int(run_child("benchmarks.conv_buffers", [case.label()], case.label()))
+def _child(cases: list[Case]) -> None:
+    """Run each case's op in this process, in order, and print its workspace in bytes."""
+    libc = ctypes.CDLL("libc.so.6")
+    # glibc raises its mmap threshold as large blocks are freed (up to 32 MiB), after which
+    # a tensor could reuse heap pages a previous case left resident and go uncounted; fixed
+    # at its default, every block of 128 KiB or more is new pages, returned when freed.
+    libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+    for case in cases:
+        print(_op_workspace_bytes(case), flush=True)
+        # The case's tensors are gone; the heap's free pages go back too.
+        gc.collect()
+        libc.malloc_trim(0)
+
+
+def measure_each(cases: list[Case]) -> list[int]:
+    """The workspace of each case's op, bytes (oneDNN off), all in one fresh process."""
+    labels = [case.label() for case in cases]
+    answers = child_lines("benchmarks.conv_buffers", labels, ", ".join(labels))
+    return [int(answer) for answer in answers[-len(cases) :]]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", type=parse_case, default=None)
-    parser.add_argument("--child", type=parse_case, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs="+", type=parse_case, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _child(args.child)
@@ -163,8 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"L3 cache as TensorFlow reads it: {l3_bytes / MIB:.0f} MiB\n")
     print("| op | precision | point | predicted, MiB | measured, MiB |")
     print("|---|---|---|---|---|")
-    for case in cases:
-        measured = measure(case)
+    for case, measured in zip(cases, measure_each(cases), strict=True):
         print(
             f"| {case.gradient} gradient | {case.precision} | {case.side}^3 batch {case.batch} "
             f"| {case.predicted_bytes(l3_bytes) / MIB:.0f} | {measured / MIB:.0f} |",

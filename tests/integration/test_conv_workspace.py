@@ -27,24 +27,37 @@ OP_NOISE_BYTES = 24 * MIB
 SIDE = 48
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "input:float32:32x1",  # one image, whatever the cache
-        "filter:float32:32x2",  # falls back on Eigen with a cache of 64 MiB or more
-        "filter:float32:32x4",
-        "input:float32:32x4",
-        "input:bfloat16:32x4",  # half the bytes a value, twice the images a buffer
-    ],
+CASES = (
+    "input:float32:32x1",  # one image, whatever the cache
+    "filter:float32:32x2",  # falls back on Eigen with a cache of 64 MiB or more
+    "filter:float32:32x4",
+    "input:float32:32x4",
+    "input:bfloat16:32x4",  # half the bytes a value, twice the images a buffer
 )
-def test_a_gradient_op_writes_the_im2col_bytes_memplan_predicts(case: str) -> None:
+
+
+@pytest.fixture(scope="module")
+def l3_bytes() -> int:
     l3_bytes = l3_cache_bytes()
     if l3_bytes is None:
         pytest.skip("this machine does not report its L3 cache (getconf LEVEL3_CACHE_SIZE)")
-    op = conv_buffers.parse_case(case)
+    return l3_bytes
 
-    predicted = op.predicted_bytes(l3_bytes)
-    measured = conv_buffers.measure(op)
+
+@pytest.fixture(scope="module")
+def measured_workspaces(l3_bytes: int) -> dict[str, int]:
+    """Each case's op workspace, bytes: all of `CASES` in one TensorFlow child, as the
+    benchmark measures them (`conv_buffers.measure_each`), one import instead of five."""
+    ops = [conv_buffers.parse_case(case) for case in CASES]
+    return dict(zip(CASES, conv_buffers.measure_each(ops), strict=True))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_gradient_op_writes_the_im2col_bytes_memplan_predicts(
+    case: str, l3_bytes: int, measured_workspaces: dict[str, int]
+) -> None:
+    predicted = conv_buffers.parse_case(case).predicted_bytes(l3_bytes)
+    measured = measured_workspaces[case]
 
     words = f"{case}: measured {measured} B, predicted {predicted} B on a {l3_bytes} B L3"
     assert abs(measured - predicted) <= 0.1 * predicted + OP_NOISE_BYTES, words
