@@ -1,15 +1,17 @@
 """How much of a oneDNN-off peak is the convolution gradients' im2col workspace?
 
-    python -m benchmarks.conv_workspace [--points 64x1 96x1 64x2] [--steps 2]
+    python -m benchmarks.conv_workspace [--points 64x1 96x1 64x2] [--steps 2] [--levels 5]
 
 With oneDNN off, TensorFlow computes 3D convolution gradients with its
 "custom" CPU kernels, which allocate im2col buffers
 (`core.analytical.conv_gradient_buffers`, sized by this machine's L3 cache);
 its "eigen_tensor" kernels, selectable by kernel label, compute the same
-gradients without them. Each point trains the reference U-Net for ``--steps``
-steps in a fresh process twice, once per kernel, and prints both processes'
-high-water marks (``VmHWM``, the peak memplan's runs record), their difference
-and that difference as a multiple of the workspace memplan predicts (the
+gradients without them. Each point trains the reference U-Net (or one of
+``--levels`` levels: the workspace is the widest, full-resolution layer's, which
+every depth has) for ``--steps`` steps in a fresh process twice, once per
+kernel, and prints both processes' high-water marks (``VmHWM``, the peak
+memplan's runs record), their difference and that difference as a multiple
+of the workspace memplan predicts (the
 largest layer's input- and filter-gradient buffers together,
 `core.analytical.backprop_workspace_bytes`). `benchmarks.conv_buffers`
 checks the buffers op by op. Not ``ru_maxrss``: Linux
@@ -44,14 +46,20 @@ def _parse_point(text: str) -> tuple[int, int]:
     return int(side), int(batch)
 
 
-def _child(side: int, batch: int, kernel: str, steps: int) -> None:
+def _config(side: int, batch: int, levels: int | None) -> UNetConfig:
+    """The reference U-Net at ``side``^3 and ``batch``, of ``levels`` levels if given."""
+    depth = {} if levels is None else {"levels": levels}
+    return UNetConfig((side,) * 3, batch_size=batch, **depth)
+
+
+def _child(side: int, batch: int, kernel: str, steps: int, levels: int | None) -> None:
     """Train in this process and print its high-water mark in bytes."""
     import numpy as np
     import tensorflow as tf
 
     from core.workloads.unet3d import build_model, dice_loss, synthetic_batch
 
-    config = UNetConfig((side,) * 3, batch_size=batch)
+    config = _config(side, batch, levels)
     model = build_model(config)
     images, masks = synthetic_batch(config, np.random.default_rng(0))
     labels = {} if kernel == "custom" else dict.fromkeys(GRADIENT_OPS, kernel)
@@ -70,10 +78,11 @@ def _child(side: int, batch: int, kernel: str, steps: int) -> None:
     print(read_proc_status_bytes(os.getpid(), "VmHWM"))
 
 
-def _measure(side: int, batch: int, kernel: str, steps: int) -> int:
+def _measure(side: int, batch: int, kernel: str, steps: int, levels: int | None = None) -> int:
+    depth = [] if levels is None else ["--levels", str(levels)]
     answer = run_child(
         "benchmarks.conv_workspace",
-        [f"{side}x{batch}", kernel, str(steps)],
+        [f"{side}x{batch}", kernel, str(steps), *depth],
         f"{side}^3 batch {batch} ({kernel})",
     )
     return int(answer)
@@ -83,11 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", nargs="+", type=_parse_point, default=None)
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--levels", type=int, default=None, help="the reference network's")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         point, kernel, steps = args.child
-        _child(*_parse_point(point), kernel, int(steps))
+        _child(*_parse_point(point), kernel, int(steps), args.levels)
         return 0
     points = args.points or [_parse_point(text) for text in DEFAULT_POINTS]
     started = time.monotonic()
@@ -97,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|")
     for side, batch in points:
-        custom, eigen = (_measure(side, batch, kernel, args.steps) for kernel in KERNELS)
-        config = UNetConfig((side,) * 3, batch_size=batch)
+        custom, eigen = (
+            _measure(side, batch, kernel, args.steps, args.levels) for kernel in KERNELS
+        )
+        config = _config(side, batch, args.levels)
         workspace = backprop_workspace_bytes(config, l3_cache_bytes())
         print(
             f"| {side}^3 batch {batch} | {custom / GIB:.2f} | {eigen / GIB:.2f} "
