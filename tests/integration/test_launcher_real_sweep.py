@@ -1,13 +1,18 @@
-"""The sweep launcher end to end: a real tiny TensorFlow sweep, detached, watched, cancelled.
+"""The sweep launcher end to end: a real tiny sweep, detached, watched, cancelled.
 
-Each sweep profiles 16^3 volumes through a 4-filter, 2-level U-Net (a few seconds of
-TensorFlow per point) into a temporary DuckDB file, launched exactly as the
-dashboard's sidebar launches it.
+Each sweep profiles 16^3 volumes through a 4-filter, 2-level U-Net (a few seconds
+per point) into a temporary DuckDB file, launched exactly as the dashboard's
+sidebar launches it. Launching, watching and refitting are the launcher's, whichever
+framework trains: the sweeps run to their end train PyTorch, whose child costs about
+half a TensorFlow one's CPU (mostly TensorFlow's import), the framework set on the
+request as the sidebar's Framework box sets it; the cancelled one trains TensorFlow,
+its default, whose import outlasts the cancel however loaded the machine.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -16,12 +21,13 @@ import pytest
 from application import bundles, stored, sweep_job
 from application.refit import RefitJob
 from core import database, store
+from core.frameworks import DEFAULT_FRAMEWORK, TORCH
 from core.machine import this_profile
 from profiling import exchange, job, launcher, requests
 from profiling.launcher import LauncherError
 from tests.integration.conftest import profiled_children
 
-pytestmark = pytest.mark.tensorflow
+pytestmark = [pytest.mark.tensorflow, pytest.mark.torch]
 
 SWEEP_TIMEOUT_S = 600
 # The claim below is which runs the refit fits (each machine on its own), not the
@@ -35,10 +41,11 @@ SMALL_REFIT = {
 }
 
 
-def tiny_request(batch_sizes: str = "1") -> requests.SweepRequest:
-    return requests.parse_request(
+def tiny_request(batch_sizes: str = "1", framework: str = TORCH) -> requests.SweepRequest:
+    typed = requests.parse_request(
         "16", batch_sizes, {"base_filters": "4", "levels": "2"}, 2, "4GiB"
     )
+    return replace(typed, framework=framework)
 
 
 @pytest.fixture
@@ -50,7 +57,7 @@ def db(tmp_path: Path):
 
 
 def test_a_launched_sweep_runs_detached_stores_its_run_and_reports_the_refit(db: Path):
-    refit = RefitJob(db, quick=True)
+    refit = RefitJob(db, framework=TORCH, quick=True)  # the form's framework, as the sidebar's
     started = sweep_job.launch(db, tiny_request(), refit)
     assert started.running
 
@@ -73,6 +80,7 @@ def test_a_launched_sweep_runs_detached_stores_its_run_and_reports_the_refit(db:
     [run] = store.load_runs(db).to_dict("records")
     assert run["status"] == "ok" and run["sweep_id"] == current.sweep_id
     assert (run["depth"], run["base_filters"], run["steps"]) == (16, 4, 2)
+    assert run["framework"] == TORCH
     # One run is not enough to evaluate the models: the sweep still counts as finished.
     assert current.exit_codes == {"sweeping": 0, "refitting": 2}
     # The refit's own reason, whatever prefix the modeling CLI gives it (e.g. the workload).
@@ -84,7 +92,7 @@ def test_a_launched_sweep_runs_detached_stores_its_run_and_reports_the_refit(db:
 
 
 def test_cancel_stops_a_real_sweep_which_is_marked_interrupted(db: Path):
-    started = sweep_job.launch(db, tiny_request("1 2"))
+    started = sweep_job.launch(db, tiny_request("1 2", DEFAULT_FRAMEWORK))
     deadline = time.monotonic() + SWEEP_TIMEOUT_S
     while not (children := profiled_children(started.pid)):
         assert time.monotonic() < deadline and launcher.status(db).running, "no child started"
@@ -106,7 +114,11 @@ def test_after_a_sweep_only_the_profile_it_measured_is_refit(tmp_path: Path):
     assert bundles.install_bundled_results(db)
     bundled = set(stored.load_evaluations(db, workload=None)["evaluation_id"])
     # No profile named, as the sidebar's refit: `launch` makes it the sweep's own.
-    sweep_job.launch(db, tiny_request(), RefitJob(db, "unet3d", only_changed=True, **SMALL_REFIT))
+    sweep_job.launch(
+        db,
+        tiny_request(),
+        RefitJob(db, "unet3d", framework=TORCH, only_changed=True, **SMALL_REFIT),
+    )
     deadline = time.monotonic() + SWEEP_TIMEOUT_S
     while (current := launcher.status(db)).running:
         assert time.monotonic() < deadline, current
@@ -117,7 +129,7 @@ def test_after_a_sweep_only_the_profile_it_measured_is_refit(tmp_path: Path):
     # EPYC's with oneDNN on and off, ...) is refit, and this machine's one run is too few
     # for a fit of its own, which the sidebar says.
     assert set(stored.load_evaluations(db, workload=None)["evaluation_id"]) == bundled
-    here = this_profile()
+    here = this_profile(framework=TORCH)
     assert len(store.load_runs(db, store.RunFilter(machine=here.key))) == 1
     assert current.exit_codes == {"sweeping": 0, "refitting": 2}
     assert current.refit.startswith("models not refit: unet3d on ")
