@@ -300,6 +300,7 @@ def _unmeasured_fixture(template: str, what: str) -> Callable[..., Iterator[Path
     return unmeasured
 
 
+unmeasured_reference_db = _unmeasured_fixture("reference_db_template", "The reference database")
 unmeasured_every_bundle_db = _unmeasured_fixture(
     "every_bundle_template", "Every bundled run and evaluation"
 )
