@@ -122,8 +122,8 @@ def alexnet_db(alexnet_template: Path, tmp_path: Path, monkeypatch: pytest.Monke
 def two_machines_template(alexnet_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The AlexNet runs, the same again on `OTHER_MACHINE`, and an evaluation of each (the
     first machine's is `alexnet_template`'s: only the second is fitted here, without the
-    symbolic regression, ~7 of its ~9 CPU s: its one test asks both machines for the
-    least squares model)."""
+    symbolic regression, ~7 of its ~9 CPU s: the Sizing page's test asks both machines for
+    the least squares model, the Sweeps page's reads the runs only)."""
 
     def build(path: Path) -> None:
         path.write_bytes(alexnet_template.read_bytes())
