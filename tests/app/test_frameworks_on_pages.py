@@ -110,7 +110,7 @@ def launch_torch(monkeypatch: pytest.MonkeyPatch) -> tuple[AppTest, list]:
 
 
 def test_the_launcher_sweeps_and_refits_torch_when_asked(
-    reference_db: Path, monkeypatch: pytest.MonkeyPatch
+    unmeasured_reference_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(frameworks, "version", lambda framework: "2.13.0+cpu")
     at, launched = launch_torch(monkeypatch)
@@ -121,7 +121,7 @@ def test_the_launcher_sweeps_and_refits_torch_when_asked(
 
 
 def test_launching_torch_without_torch_says_how_to_install_it(
-    reference_db: Path, monkeypatch: pytest.MonkeyPatch
+    unmeasured_reference_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(frameworks, "version", lambda framework: frameworks.NOT_INSTALLED)
     at, launched = launch_torch(monkeypatch)

@@ -334,7 +334,7 @@ def test_the_page_opens_on_the_bundled_machine_and_says_why_not_this_one(shared_
 
 
 def test_this_machine_without_runs_says_what_it_lacks_and_launches_the_sweep(
-    reference_db: Path, monkeypatch: pytest.MonkeyPatch
+    shared_reference_db: Path, monkeypatch: pytest.MonkeyPatch
 ):
     launched = []
     monkeypatch.setattr(
@@ -356,14 +356,14 @@ def test_this_machine_without_runs_says_what_it_lacks_and_launches_the_sweep(
         "so no models of its own: a fit needs at least 10 distinct measured configurations. "
         f"The smallest sweep that fixes it measures {CALIBRATION.points} new point(s)"
     )
-    assert at.code[0].value == f"{CALIBRATION_SWEEP} --db {reference_db}"
+    assert at.code[0].value == f"{CALIBRATION_SWEEP} --db {shared_reference_db}"
 
     widget(at.main.button, "Launch this sweep").click().run()
     [(request, refit)] = launched
     assert [shape[0] for shape in request.grid.image_sizes] == list(CALIBRATION.image_sizes)
     assert tuple(request.grid.batch_sizes) == CALIBRATION.batch_sizes
     # Then this machine's models are fitted the way `memplan calibrate` fits them.
-    assert refit == fit_job("unet3d", here.key, reference_db)
+    assert refit == fit_job("unet3d", here.key, shared_reference_db)
 
 
 def test_another_machines_runs_are_drawn_alone_and_must_be_measured_there(alexnet_db: Path):

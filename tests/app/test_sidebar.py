@@ -393,14 +393,14 @@ def test_runs_from_another_machine_are_imported_and_counted(reference_db, tmp_pa
     assert len(store.load_runs(reference_db, store.RunFilter(hostname="lab"))) == 2
 
 
-def test_a_bad_upload_shows_what_is_wrong_and_stores_nothing(reference_db, tmp_path):
+def test_a_bad_upload_shows_what_is_wrong_and_stores_nothing(shared_reference_db, tmp_path):
     runs, _ = exported_csv(tmp_path, build_record(), build_record())
     broken = runs.replace(b",float32,", b",float33,", 1)
     at = upload(app(), broken)
     [error] = at.sidebar.error
     assert shown(error.value).startswith("Nothing was imported. runs.csv: ")
     assert "float33" in error.value
-    assert len(store.load_runs(reference_db)) == REFERENCE_RUNS
+    assert len(store.load_runs(shared_reference_db)) == REFERENCE_RUNS
 
 
 # --- read-only -------------------------------------------------------------------------
