@@ -1,8 +1,8 @@
 """Fixtures for the browser tests: a real ``streamlit run app.py`` and Debian's chromium.
 
-The server runs against a private copy of a database holding the bundled runs
-and the bundled evaluation, on a free port on 127.0.0.1, with its own HOME (so
-nothing in the developer's ``~/.streamlit`` changes what is tested). Its output
+The server runs against a private copy of a database holding the bundled runs, the
+bundled evaluation and the bundled GPU runs, on a free port on 127.0.0.1, with its own
+HOME (so nothing in the developer's ``~/.streamlit`` changes what is tested). Its output
 goes to a file, not a pipe (a full pipe would block the server), and every
 failing test shows that log. Chromium is Debian's package, never Playwright's
 own download: ``.ci/run`` installs it; outside CI a missing chromium skips the
@@ -21,12 +21,13 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from core import database
-from profiling import jobstatus, launcher
+from core import bundled_gpu, database
+from profiling import exchange, jobstatus, launcher
 from tests.conftest import built_once, every_bundle_database, reference_database
 from tests.slurm_cluster import stop_process_group
 
@@ -107,16 +108,26 @@ class StreamlitServer:
 
 @pytest.fixture(scope="session")
 def e2e_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A database holding the bundled reference runs and the bundled evaluation (built once)."""
-    # The same file as the page tests' reference_db_template, shared by every xdist worker.
-    return built_once(tmp_path_factory, "reference.duckdb", reference_database)
+    """A database holding the bundled reference runs, the bundled evaluation and the bundled
+    H200 GPU runs (built once): the host-RAM pages read the first two, the Sizing page in GPU
+    memory (`test_gpu_sizing_page`) the GPU runs, so one server serves both."""
+    # The same files as the page tests' reference_db_template and gpu_template, shared by
+    # every xdist worker.
+    reference = built_once(tmp_path_factory, "reference.duckdb", reference_database)
+
+    def build(path: Path) -> None:
+        shutil.copyfile(reference, path)
+        for runs_file, alloc_conf in bundled_gpu.BUNDLED_GPU_RUNS:
+            exchange.import_runs(path, runs_file, alloc_conf=alloc_conf)
+
+    return built_once(tmp_path_factory, "gpu.duckdb", build)
 
 
 @pytest.fixture(scope="session")
 def dashboard_server(
     e2e_db_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[StreamlitServer]:
-    """``streamlit run app.py`` on a free port against a private copy of the reference database.
+    """``streamlit run app.py`` on a free port against a private copy of `e2e_db_template`.
 
     One server for the session (each start costs seconds); the test that launches
     a sweep runs last in its module, so the others see the reference data.
@@ -257,6 +268,67 @@ def page(browser, request: pytest.FixtureRequest) -> Iterator[object]:
             FAILURES_DIR.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(Exception):
                 tab.screenshot(path=str(FAILURES_DIR / f"{request.node.name}.png"), full_page=True)
+        context.close()
+
+
+@dataclass(frozen=True)
+class SliderMove:
+    """What one tab saw of the Sizing page (`sizing_slider_moved`): every address it asked
+    for while the page loaded and while the slider's move was drawn (each with the tab's
+    icon), the "Upper bound" before and after, and the exceptions shown after each."""
+
+    load_urls: list[str]
+    move_urls: list[str]
+    bound_before: str
+    bound_after: str
+    exceptions_after_load: int
+    exceptions_after_move: int
+
+
+@pytest.fixture(scope="session")
+def sizing_slider_moved(browser, dashboard_server: StreamlitServer) -> SliderMove:
+    """The Sizing page opened at the root and then through the sidebar's link, and its batch
+    size slider pressed to the end (the largest batch offered), once for the session.
+
+    `test_dashboard` reads the prediction it moved and `test_offline` the addresses asked
+    on the way: one page load serves both, where each loaded it again (a load is seconds
+    of chromium's CPU: Streamlit's bundle parsed and run anew). The tab is closed before
+    the tests read the record, so no open session idles on the server meanwhile.
+    """
+    from playwright.sync_api import expect
+
+    from tests.e2e.test_dashboard import RENDER_TIMEOUT_MS, metric_value, open_page, wait_for_idle
+    from tests.e2e.test_offline import favicon_url, record_requests
+
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
+    tab = context.new_page()
+    exceptions = tab.get_by_test_id("stException")
+    try:
+        urls = record_requests(tab)
+        open_page(tab, dashboard_server.url, "Sizing", by_link=True)
+        urls.append(favicon_url(tab))
+        load_urls, exceptions_after_load = list(urls), exceptions.count()
+        urls.clear()
+        predicted = metric_value(tab, "Upper bound")
+        expect(predicted).to_have_count(1)
+        before = predicted.inner_text()
+        thumb = tab.get_by_test_id("stSlider").filter(has_text="Batch size").get_by_role("slider")
+        thumb.focus()
+        thumb.press("End")  # surely another prediction, and charts drawn again
+        expect(predicted).not_to_have_text(before, timeout=RENDER_TIMEOUT_MS)
+        wait_for_idle(tab)
+        urls.append(favicon_url(tab))
+        after = predicted.inner_text()
+        return SliderMove(
+            load_urls, list(urls), before, after, exceptions_after_load, exceptions.count()
+        )
+    except Exception:
+        FAILURES_DIR.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(Exception):
+            tab.screenshot(path=str(FAILURES_DIR / "sizing_slider_moved.png"), full_page=True)
+        raise
+    finally:
         context.close()
 
 
