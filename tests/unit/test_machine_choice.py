@@ -7,6 +7,7 @@ import pytest
 
 from application import stored
 from core import database, profiles, store
+from core import snapshot as snapshots
 from memplan.cli import main
 from modeling import machines
 from modeling.errors import NoModelsError
@@ -69,6 +70,27 @@ def test_the_default_is_this_machine_when_it_has_models(two_machines, this_machi
     assert choice.sentence() == (
         f"for AMD EPYC, AVX-512 BF16, 8 cores, TensorFlow 2.16 (profile {here}; this machine)"
     )
+
+
+def test_one_snapshot_keys_its_runs_once_however_often_it_is_asked(
+    two_machines, this_machine, monkeypatch
+) -> None:
+    db, here, elsewhere = two_machines
+    snapshot = snapshots.read(db, "unet3d")  # a new one, not the one `stored.read` remembers
+    keyed = []
+    real = profiles.profile_keys
+    monkeypatch.setattr(
+        profiles, "profile_keys", lambda runs: keyed.append(len(runs)) or real(runs)
+    )
+
+    for asked in (None, elsewhere, here, None):
+        machines.choose_machine(snapshot, asked)
+    found = machines.run_profiles(snapshot)
+    found.clear()  # the caller's own copy: the snapshot's stays whole
+
+    assert list(machines.run_profiles(snapshot)) == [here, elsewhere]
+    assert set(machines.run_counts(snapshot)) == {here, elsewhere}
+    assert keyed == [48]  # both machines' 24 runs, keyed once for every question
 
 
 def test_another_machine_answers_when_asked_by_key_prefix(two_machines, this_machine) -> None:
