@@ -23,10 +23,12 @@ ELSEWHERE = {"cpu_vendor": "Intel", "cpu_model": "Intel Xeon Gold", "cpu_isa": "
 
 def _insert(db: Path, facts: dict, scale: float = 1.0) -> str:
     """A sweep of synthetic runs measured on a machine with ``facts``; returns its profile key."""
+    records = []
     for row in build_runs(noise=0.01).to_dict("records"):
         row.pop("run_id")
         row.update(facts, peak_hwm_bytes=int(row["peak_hwm_bytes"] * scale))
-        store.insert_run(db, build_record(**row))
+        records.append(build_record(**row))
+    store.insert_runs(db, records)
     return _key(facts)
 
 
@@ -125,9 +127,8 @@ def test_a_machine_with_too_few_runs_is_told_to_calibrate(this_machine, tmp_path
     database.ensure_database(db)
     elsewhere = _insert(db, ELSEWHERE)
     assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
-    for row in build_runs(sides=(32, 48), batches=(1, 2)).to_dict("records"):
-        row.pop("run_id")
-        store.insert_run(db, build_record(**{**row, **HERE}))
+    rows = build_runs(sides=(32, 48), batches=(1, 2)).drop(columns="run_id")
+    store.insert_runs(db, [build_record(**{**row, **HERE}) for row in rows.to_dict("records")])
 
     choice = stored.choose_machine(db, "unet3d")
 
