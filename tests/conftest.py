@@ -346,7 +346,7 @@ def reference_database(path: Path) -> None:
 
 
 def synthetic_database(tmp_path_factory: pytest.TempPathFactory, *evaluate: str) -> Path:
-    """`build_runs(noise=0.01)`'s 24 U-Net runs (their run ids kept), stored one by one, and,
+    """`build_runs(noise=0.01)`'s 24 U-Net runs (their run ids kept), stored together, and,
     with ``evaluate`` (`memplan evaluate`'s arguments, say ``--models least_squares``),
     evaluated: a database built once per session (`built_once`) that callers copy."""
     name = "synthetic" + "".join(f"_{argument.lstrip('-')}" for argument in evaluate)
@@ -355,8 +355,8 @@ def synthetic_database(tmp_path_factory: pytest.TempPathFactory, *evaluate: str)
         from memplan.cli import main  # here: the conftest never imports the CLI at collection
 
         database.ensure_database(path)
-        for row in build_runs(noise=0.01).to_dict("records"):
-            store.insert_run(path, build_record(**row))
+        rows = build_runs(noise=0.01).to_dict("records")
+        store.insert_runs(path, [build_record(**row) for row in rows])
         if evaluate:
             assert main(["evaluate", "--db", str(path), *evaluate]) == 0
 
