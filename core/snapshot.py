@@ -75,6 +75,14 @@ class Snapshot:
             return runs.copy()
         return runs[self._keys()[ok] == machine].reset_index(drop=True)
 
+    def keyed_ok_runs(self) -> pd.DataFrame:
+        """`ok_runs` with each run's profile key in `core.profiles.KEY_COLUMN`: keyed once per
+        snapshot, as ``ok_runs(machine)`` picks them."""
+        ok = (self.runs["status"] == "ok").to_numpy()
+        runs = self.ok_runs()
+        keys = pd.Series(self._keys()[ok], index=runs.index, dtype=object)
+        return runs.assign(**{profiles.KEY_COLUMN: keys})
+
     def runs_of(self, machine: str | None) -> pd.DataFrame:
         """Every run (any status) of the profile ``machine``; None: every profile's."""
         if machine is None or self.runs.empty:

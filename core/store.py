@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import socket
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,6 +92,37 @@ def insert_run(path: Path, record: RunRecord) -> None:
             ) from error
         raise StoreError(
             f"run {record.run_id!r} is already stored in {path}; every run needs a new run_id"
+        ) from error
+
+
+def insert_runs(path: Path, records: Sequence[RunRecord]) -> None:
+    """Store ``records`` and their timelines in one transaction: every one, or (one refused,
+    e.g. a run_id already stored) none. One connection for all, not one a run (~50 ms each
+    on the 2-core VM)."""
+    rows = [(record, record.row()) for record in records]
+    placeholders = ", ".join("?" for _ in RUN_COLUMNS)
+    record = None
+    try:
+        with transaction(path) as con:
+            for record, row in rows:
+                con.execute(
+                    f"INSERT INTO runs ({_RUN_SELECT}) VALUES ({placeholders})",
+                    [row[name] for name in RUN_COLUMNS],
+                )
+                if record.samples:
+                    schema.insert_table(
+                        con, "samples", samples_table(record.run_id, record.samples)
+                    )
+    except duckdb.ConstraintException as error:
+        run_id = None if record is None else record.run_id
+        if "duplicate key" not in str(error).lower():
+            raise StoreError(
+                f"run {run_id!r} was not stored in {path}, nor any of the {len(rows)} with it: "
+                f"{first_line(error)}"
+            ) from error
+        raise StoreError(
+            f"run {run_id!r} is already stored in {path}, so none of the {len(rows)} runs "
+            "given was stored; every run needs a new run_id"
         ) from error
 
 

@@ -119,17 +119,26 @@ class MachineFacts:
 
 def run_profiles(snapshot: Snapshot) -> dict[str, MachineProfile]:
     """The profiles with ok runs of the snapshot's workload, most runs first."""
-    return profiles.profiles_in(snapshot.ok_runs())
+    # Once per snapshot: one answer asks for them several times (choosing the machine, its
+    # transfer, the notes), and each time keyed every run again.
+    found = snapshot.remembered(
+        "run profiles", lambda: profiles.profiles_in(snapshot.keyed_ok_runs())
+    )
+    return dict(found)
 
 
 def run_counts(snapshot: Snapshot) -> dict[str, int]:
     """Distinct measured configurations of the snapshot's workload per profile key (what
     evaluate counts)."""
-    runs = snapshot.ok_runs()
+    return dict(snapshot.remembered("run counts", lambda: _run_counts(snapshot)))
+
+
+def _run_counts(snapshot: Snapshot) -> dict[str, int]:
+    runs = snapshot.keyed_ok_runs()
     if runs.empty:
         return {}
     frame = measured_frame(runs)
-    keys = dict(zip(runs["run_id"], profiles.profile_keys(runs), strict=True))
+    keys = dict(zip(runs["run_id"], runs[profiles.KEY_COLUMN], strict=True))
     frame = frame.assign(machine=[keys[run_id] for run_id in frame.index])
     # What the evaluation counts (`protocol.evaluate`'s n_points).
     return {str(key): int(point_ids(group).nunique()) for key, group in frame.groupby("machine")}

@@ -256,9 +256,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # The other browser tests: one worker runs them all, on one dashboard server (see below).
 BROWSER_MODULES = re.compile(r"tests/e2e/test_\w*\.py::")
-# Modules whose tests all read one costly module fixture (profiled TensorFlow children):
-# one worker runs each, so the fixture is built once, not once per worker (see below).
-TOGETHER_MODULES = re.compile(r"tests/integration/test_(onednn_state|folder_sweep)\.py::")
+# Modules whose tests all read one costly module fixture (profiled TensorFlow children,
+# twelve Keras models): one worker runs each, so the fixture is built once, not once per
+# worker (see below).
+TOGETHER_MODULES = re.compile(
+    r"tests/integration/test_(onednn_state|folder_sweep|architecture_vs_keras)\.py::"
+)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -273,7 +276,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     they start one of each and render each page cold once, not once per worker (a server's
     first Sizing page alone is 8-12 CPU s here). Each of `TOGETHER_MODULES` goes to one
     worker too: split, each worker swept its module fixture again (test_onednn_state's four
-    TensorFlow children, 36 s, twice in a clean-clone run of 7e085a5).
+    TensorFlow children, 36 s, twice in a clean-clone run of 7e085a5; test_architecture_vs_keras'
+    twelve Keras models, ~11 s, twice).
     """
     if config.getvalue("dist") != "loadgroup":
         return None
@@ -342,7 +346,7 @@ def reference_database(path: Path) -> None:
 
 
 def synthetic_database(tmp_path_factory: pytest.TempPathFactory, *evaluate: str) -> Path:
-    """`build_runs(noise=0.01)`'s 24 U-Net runs (their run ids kept), stored one by one, and,
+    """`build_runs(noise=0.01)`'s 24 U-Net runs (their run ids kept), stored together, and,
     with ``evaluate`` (`memplan evaluate`'s arguments, say ``--models least_squares``),
     evaluated: a database built once per session (`built_once`) that callers copy."""
     name = "synthetic" + "".join(f"_{argument.lstrip('-')}" for argument in evaluate)
@@ -351,8 +355,8 @@ def synthetic_database(tmp_path_factory: pytest.TempPathFactory, *evaluate: str)
         from memplan.cli import main  # here: the conftest never imports the CLI at collection
 
         database.ensure_database(path)
-        for row in build_runs(noise=0.01).to_dict("records"):
-            store.insert_run(path, build_record(**row))
+        rows = build_runs(noise=0.01).to_dict("records")
+        store.insert_runs(path, [build_record(**row) for row in rows])
         if evaluate:
             assert main(["evaluate", "--db", str(path), *evaluate]) == 0
 

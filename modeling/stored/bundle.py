@@ -136,8 +136,17 @@ def fitted_steps(runs: pd.DataFrame, fingerprint: str) -> int | None:
 
 def bundled_evaluation(directory: Path) -> BundledEvaluation | None:
     """What the bundle in ``directory`` was fitted on; None when there is no bundle."""
-    if not (directory / "evaluations.parquet").exists():
+    path = Path(directory) / "evaluations.parquet"
+    if not path.exists():
         return None
+    found = path.stat()
+    # Read once per file state: one answer asks for every bundle several times (~1.3 ms a
+    # read); a rewritten file has another modification time, size or inode.
+    return _bundled_evaluation(Path(directory), (found.st_mtime_ns, found.st_size, found.st_ino))
+
+
+@functools.lru_cache(maxsize=256)
+def _bundled_evaluation(directory: Path, _stamp: tuple[int, int, int]) -> BundledEvaluation | None:
     columns = ["workload", "machine_profile", "data_fingerprint", "steps", "created_at"]
     rows = read_export(directory, "evaluations").select(columns).to_pylist()
     if not rows:

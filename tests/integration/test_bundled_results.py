@@ -6,6 +6,7 @@ counted by configuration.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import shutil
 import zipfile
@@ -132,6 +133,29 @@ def test_exporting_without_an_evaluation_says_how_to_make_one(tmp_path: Path) ->
 
     with pytest.raises(ModelingError, match="memplan evaluate"):
         bundles.export_results(db, tmp_path / "export")
+
+
+def test_a_bundle_is_read_once_until_its_file_changes(tmp_path: Path, monkeypatch) -> None:
+    folder = Path(shutil.copytree(bundle.BUNDLED_RESULTS_DIR, tmp_path / "bundle"))
+    reads = []
+    real = bundle.read_export
+    monkeypatch.setattr(bundle, "read_export", lambda *args: reads.append(args) or real(*args))
+
+    first = [bundle.bundled_evaluation(folder) for _ in range(3)]
+    rows = pq.read_table(folder / "evaluations.parquet")
+    changed = rows.set_column(
+        rows.schema.get_field_index("data_fingerprint"),
+        "data_fingerprint",
+        [["another"] * rows.num_rows],
+    )
+    pq.write_table(changed, folder / "evaluations.parquet")  # a new file state: read again
+    second = bundle.bundled_evaluation(folder)
+
+    assert len(reads) == 2
+    assert first == [first[0]] * 3 and first[0].fingerprint != "another"
+    assert second == dataclasses.replace(first[0], fingerprint="another")
+    (folder / "evaluations.parquet").unlink()
+    assert bundle.bundled_evaluation(folder) is None
 
 
 def test_the_bundled_results_hold_no_pickle() -> None:

@@ -4,6 +4,7 @@ on the answering profile: the reason, not a prediction (issue 26, finding 5)."""
 from __future__ import annotations
 
 import re
+import shutil
 from html import unescape
 from pathlib import Path
 
@@ -13,12 +14,12 @@ import pytest
 from application import sizing
 from application import stored as stored_models
 from application.sizing import SizingQuestion
-from core import database, store
+from core import store
 from core.units import GIB
 from memplan import cli
 from modeling.machines import MachineChoice
 from presentation import sizing_report, sizing_report_html
-from profiling import exchange
+from tests.conftest import built_once, bundled_exports_database
 
 KNOBS = "259d139078"  # the AVX2 AMD knob profile: its 8 mixed_float16 runs ended in error
 REASON = "Precision mixed_float16 does not train on this machine profile: all 8 of its runs"
@@ -27,12 +28,12 @@ ASKED = ["--machine", KNOBS, "--precision", "mixed_float16"]
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every bundled run, no evaluation: the answers come from the bundles read in memory."""
+    """Every bundled run, no evaluation: the answers come from the bundles read in memory.
+    Imported once for the session (`built_once`, shared with test_report_cli's and
+    test_sizing_report's); this module reads its own copy."""
+    template = built_once(tmp_path_factory, "bundled_exports.duckdb", bundled_exports_database)
     path = tmp_path_factory.mktemp("untrainable") / "memplan.duckdb"
-    database.ensure_database(path)
-    for runs, samples in database.BUNDLED_EXPORTS:
-        exchange.import_runs(path, runs, samples)
-    return path
+    return Path(shutil.copy(template, path))
 
 
 @pytest.mark.parametrize(

@@ -378,8 +378,7 @@ def test_the_peaks_chart_colours_the_peaks_by_machine(runs):
 
 def exported(tmp_path: Path, suffix: str, *records) -> tuple[bytes, bytes]:
     source = tmp_path / "source.duckdb"
-    for record in records:
-        store.insert_run(source, record)
+    store.insert_runs(source, records)
     runs_file, samples_file = tmp_path / f"runs{suffix}", tmp_path / f"samples{suffix}"
     exchange.export_runs(source, runs_file, samples_file)
     return runs_file.read_bytes(), samples_file.read_bytes()

@@ -287,9 +287,8 @@ def test_the_benchmark_writes_its_choice_with_the_real_figures(tmp_path, capsys)
     paths = []
     for facts in (INTEL, AMD):
         db = tmp_path / f"{facts['cpu_vendor']}.duckdb"
-        for row in build_runs(SIDES, (1, 2)).to_dict("records"):
-            row.pop("run_id")
-            store.insert_run(db, build_record(**(row | facts)))
+        rows = build_runs(SIDES, (1, 2)).drop(columns="run_id").to_dict("records")
+        store.insert_runs(db, [build_record(**(row | facts)) for row in rows])
         paths.append(db)
     target = tmp_path / "calibration.json"
 

@@ -73,8 +73,7 @@ def source(tmp_path_factory, make_record) -> Path:
             timeline=SAMPLES_PER_RUN,
         ),
     ]
-    for record in records:
-        store.insert_run(path, record)
+    store.insert_runs(path, records)
     return path
 
 

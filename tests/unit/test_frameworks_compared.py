@@ -62,8 +62,7 @@ def runs() -> pd.DataFrame:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "memplan.duckdb"
-    for record in _records():
-        store.insert_run(path, record)
+    store.insert_runs(path, _records())
     return path
 
 

@@ -65,9 +65,12 @@ def _record(side: int, batch: int, peak_mib: float, **facts: object) -> object:
 @pytest.fixture
 def profile_db(tmp_path: Path) -> Path:
     path = database.ensure_database(tmp_path / "profile.duckdb")
-    for (side, batch), peaks in PROFILE_PEAKS_MIB.items():
-        for peak in peaks:
-            store.insert_run(path, _record(side, batch, peak))
+    records = [
+        _record(side, batch, peak)
+        for (side, batch), peaks in PROFILE_PEAKS_MIB.items()
+        for peak in peaks
+    ]
+    store.insert_runs(path, records)
     return path
 
 
@@ -77,8 +80,9 @@ def kept_folder(tmp_path: Path) -> Path:
     profile) of a configuration the profile measured, kept too."""
     folder = tmp_path / "hosts"
     host_db = database.ensure_database(tmp_path / "host.duckdb")
-    for (side, batch), peak in HOST_PEAKS_MIB.items():
-        store.insert_run(host_db, _record(side, batch, peak, cpu_family=25, cpu_model_number=1))
+    generation = {"cpu_family": 25, "cpu_model_number": 1}
+    records = [_record(s, b, peak, **generation) for (s, b), peak in HOST_PEAKS_MIB.items()]
+    store.insert_runs(host_db, records)
     exchange.export_runs(host_db, folder / f"{HOST}_runs.parquet")
     intel_db = database.ensure_database(tmp_path / "intel.duckdb")
     intel = build_record(depth=32, height=32, width=32, steps=6, peak_hwm_bytes=9000 * MIB)

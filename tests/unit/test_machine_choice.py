@@ -7,6 +7,7 @@ import pytest
 
 from application import stored
 from core import database, profiles, store
+from core import snapshot as snapshots
 from memplan.cli import main
 from modeling import machines
 from modeling.errors import NoModelsError
@@ -22,10 +23,12 @@ ELSEWHERE = {"cpu_vendor": "Intel", "cpu_model": "Intel Xeon Gold", "cpu_isa": "
 
 def _insert(db: Path, facts: dict, scale: float = 1.0) -> str:
     """A sweep of synthetic runs measured on a machine with ``facts``; returns its profile key."""
+    records = []
     for row in build_runs(noise=0.01).to_dict("records"):
         row.pop("run_id")
         row.update(facts, peak_hwm_bytes=int(row["peak_hwm_bytes"] * scale))
-        store.insert_run(db, build_record(**row))
+        records.append(build_record(**row))
+    store.insert_runs(db, records)
     return _key(facts)
 
 
@@ -71,6 +74,27 @@ def test_the_default_is_this_machine_when_it_has_models(two_machines, this_machi
     )
 
 
+def test_one_snapshot_keys_its_runs_once_however_often_it_is_asked(
+    two_machines, this_machine, monkeypatch
+) -> None:
+    db, here, elsewhere = two_machines
+    snapshot = snapshots.read(db, "unet3d")  # a new one, not the one `stored.read` remembers
+    keyed = []
+    real = profiles.profile_keys
+    monkeypatch.setattr(
+        profiles, "profile_keys", lambda runs: keyed.append(len(runs)) or real(runs)
+    )
+
+    for asked in (None, elsewhere, here, None):
+        machines.choose_machine(snapshot, asked)
+    found = machines.run_profiles(snapshot)
+    found.clear()  # the caller's own copy: the snapshot's stays whole
+
+    assert list(machines.run_profiles(snapshot)) == [here, elsewhere]
+    assert set(machines.run_counts(snapshot)) == {here, elsewhere}
+    assert keyed == [48]  # both machines' 24 runs, keyed once for every question
+
+
 def test_another_machine_answers_when_asked_by_key_prefix(two_machines, this_machine) -> None:
     db, _, elsewhere = two_machines
 
@@ -103,9 +127,8 @@ def test_a_machine_with_too_few_runs_is_told_to_calibrate(this_machine, tmp_path
     database.ensure_database(db)
     elsewhere = _insert(db, ELSEWHERE)
     assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
-    for row in build_runs(sides=(32, 48), batches=(1, 2)).to_dict("records"):
-        row.pop("run_id")
-        store.insert_run(db, build_record(**{**row, **HERE}))
+    rows = build_runs(sides=(32, 48), batches=(1, 2)).drop(columns="run_id")
+    store.insert_runs(db, [build_record(**{**row, **HERE}) for row in rows.to_dict("records")])
 
     choice = stored.choose_machine(db, "unet3d")
 

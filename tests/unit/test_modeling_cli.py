@@ -257,8 +257,7 @@ def two_workloads(runs_template: Path, tmp_path_factory) -> Path:
         alexnet = build_runs(
             sides=(96, 128, 160, 192, 224), batches=(1, 2, 4, 8, 16), workload="alexnet"
         )
-        for row in alexnet.to_dict("records"):
-            store.insert_run(path, build_record(**row))
+        store.insert_runs(path, [build_record(**row) for row in alexnet.to_dict("records")])
 
     return built_once(tmp_path_factory, "modeling_cli_two_workloads.duckdb", build)
 
@@ -342,10 +341,12 @@ def two_machines(runs_template: Path, tmp_path_factory) -> Path:
 
     def build(path: Path) -> None:
         shutil.copy(runs_template, path)
+        records = []
         for row in build_runs(noise=0.01, seed=1).to_dict("records"):
             row.update(AMD, peak_hwm_bytes=2 * row["peak_hwm_bytes"], run_id=None)
             row.pop("run_id")
-            store.insert_run(path, build_record(**row))
+            records.append(build_record(**row))
+        store.insert_runs(path, records)
 
     return built_once(tmp_path_factory, "modeling_cli_two_machines.duckdb", build)
 
@@ -440,9 +441,9 @@ def test_an_unknown_machine_lists_the_known_profiles(two_machines: Path, capsys)
 
 
 def test_runs_that_did_not_record_their_cpu_are_never_fitted_with_others(db: Path, capsys) -> None:
-    for row in build_runs(sides=(32, 48, 64)).to_dict("records"):
-        row.pop("run_id")
-        store.insert_run(db, build_record(**{**row, "cpu_model": "unknown", "cpu_vendor": None}))
+    unknown = {"cpu_model": "unknown", "cpu_vendor": None}
+    rows = build_runs(sides=(32, 48, 64)).drop(columns="run_id").to_dict("records")
+    store.insert_runs(db, [build_record(**{**row, **unknown}) for row in rows])
 
     assert main(["evaluate", "--db", str(db), *CHEAP]) == 0
 
@@ -455,9 +456,8 @@ def test_a_split_too_small_for_a_model_is_one_error_line(tmp_path: Path, capsys)
     """Ten configurations over five sides: the extrapolation split leaves too few to fit."""
     db = tmp_path / "five_sides.duckdb"
     database.ensure_database(db)
-    for row in build_runs(sides=(32, 48, 64, 80, 96), batches=(1, 2)).to_dict("records"):
-        row.pop("run_id")
-        store.insert_run(db, build_record(**row))
+    rows = build_runs(sides=(32, 48, 64, 80, 96), batches=(1, 2)).drop(columns="run_id")
+    store.insert_runs(db, [build_record(**row) for row in rows.to_dict("records")])
 
     argv = ["--models", "symbolic", "--seeds", "1", "--extrapolation-seeds", "1"]
     code = main(["evaluate", "--db", str(db), *argv, "--no-store"])

@@ -80,10 +80,9 @@ def runs_of_two_machines(db: Path) -> None:
     profiles changed since any fit (neither has one), so a refit of every profile fits both."""
     store.create_sweep(db, "sweep1", SWEEP_COMMAND, {}, 12)
     for cpu_model, sweep_id in (("Intel Xeon", "sweep1"), ("AMD EPYC", None)):
-        for row in build_runs((32, 48, 64, 80), (1, 2, 4)).to_dict("records"):
-            row.pop("run_id")
-            facts = {"cpu_model": cpu_model, "sweep_id": sweep_id}
-            store.insert_run(db, build_record(**(row | facts)))
+        facts = {"cpu_model": cpu_model, "sweep_id": sweep_id}
+        rows = build_runs((32, 48, 64, 80), (1, 2, 4)).drop(columns="run_id")
+        store.insert_runs(db, [build_record(**(row | facts)) for row in rows.to_dict("records")])
 
 
 def fitted_profiles(db: Path) -> set[str]:

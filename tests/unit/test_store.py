@@ -191,6 +191,30 @@ def test_insert_run_stores_nothing_when_its_timeline_cannot_be_stored(db, make_r
     assert store.load_samples(db).empty
 
 
+def test_insert_runs_stores_every_run_in_one_connection(db, make_record, monkeypatch):
+    records = [make_record(run_id=f"run-{n}", timeline=n) for n in (1, 2, 3)]
+    opened = []
+    real = store.transaction
+    monkeypatch.setattr(store, "transaction", lambda path: opened.append(path) or real(path))
+
+    store.insert_runs(db, records)
+
+    assert opened == [db]
+    assert [RunRecord(**store.get_run(db, r.run_id)) for r in records] == records
+    assert len(store.load_samples(db)) == 1 + 2 + 3
+
+
+def test_insert_runs_stores_none_when_one_is_refused(db, make_record):
+    store.insert_run(db, make_record(run_id="same", message="first", timeline=2))
+    batch = [make_record(run_id="new", timeline=3), make_record(run_id="same", timeline=4)]
+
+    with pytest.raises(StoreError, match="run 'same' is already stored .* none of the 2 runs"):
+        store.insert_runs(db, batch)
+
+    assert list(store.load_runs(db)["run_id"]) == ["same"]
+    assert len(store.load_samples(db)) == 2
+
+
 def test_load_runs_filters_by_sweep_status_and_hostname(db, make_record):
     store.insert_run(db, make_record(run_id="a", sweep_id="s1", status="ok", hostname="h1"))
     store.insert_run(db, make_record(run_id="b", sweep_id="s1", status="oom", hostname="h1"))
