@@ -1,8 +1,8 @@
 """Fixtures for the browser tests: a real ``streamlit run app.py`` and Debian's chromium.
 
-The server runs against a private copy of a database holding the bundled runs, the
-bundled evaluation and the bundled GPU runs, on a free port on 127.0.0.1, with its own
-HOME (so nothing in the developer's ``~/.streamlit`` changes what is tested). Its output
+The server runs against a private copy of a database holding the bundled runs
+and the bundled evaluation, on a free port on 127.0.0.1, with its own HOME (so
+nothing in the developer's ``~/.streamlit`` changes what is tested). Its output
 goes to a file, not a pipe (a full pipe would block the server), and every
 failing test shows that log. Chromium is Debian's package, never Playwright's
 own download: ``.ci/run`` installs it; outside CI a missing chromium skips the
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from core import bundled_gpu, database
-from profiling import exchange, jobstatus, launcher
+from core import database
+from profiling import jobstatus, launcher
 from tests.conftest import built_once, every_bundle_database, reference_database
 from tests.slurm_cluster import stop_process_group
 
@@ -108,26 +108,16 @@ class StreamlitServer:
 
 @pytest.fixture(scope="session")
 def e2e_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A database holding the bundled reference runs, the bundled evaluation and the bundled
-    H200 GPU runs (built once): the host-RAM pages read the first two, the Sizing page in GPU
-    memory (`test_gpu_sizing_page`) the GPU runs, so one server serves both."""
-    # The same files as the page tests' reference_db_template and gpu_template, shared by
-    # every xdist worker.
-    reference = built_once(tmp_path_factory, "reference.duckdb", reference_database)
-
-    def build(path: Path) -> None:
-        shutil.copyfile(reference, path)
-        for runs_file, alloc_conf in bundled_gpu.BUNDLED_GPU_RUNS:
-            exchange.import_runs(path, runs_file, alloc_conf=alloc_conf)
-
-    return built_once(tmp_path_factory, "gpu.duckdb", build)
+    """A database holding the bundled reference runs and the bundled evaluation (built once)."""
+    # The same file as the page tests' reference_db_template, shared by every xdist worker.
+    return built_once(tmp_path_factory, "reference.duckdb", reference_database)
 
 
 @pytest.fixture(scope="session")
 def dashboard_server(
     e2e_db_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[StreamlitServer]:
-    """``streamlit run app.py`` on a free port against a private copy of `e2e_db_template`.
+    """``streamlit run app.py`` on a free port against a private copy of the reference database.
 
     One server for the session (each start costs seconds); the test that launches
     a sweep runs last in its module, so the others see the reference data.

@@ -4,8 +4,7 @@ and reads the largest cube that fits an 80 GB GPU on the first screen, the figur
 ``memplan size gpu largest-cube --batch-size 2 --gpu 80GB`` prints (288^3 from the
 bundled H200 runs), with the command to copy under it.
 
-The session's dashboard serves it: its database holds the reference runs and the bundled
-H200 GPU runs.
+The server's database holds the reference runs and the bundled H200 GPU runs.
 Screenshots: ``artifacts/screenshots/sizing_gpu_{1440,1024}.png`` (copied to
 docs/screenshots/ for docs/dashboard.md).
 """
@@ -20,7 +19,10 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import DEFAULT_TIMEOUT_MS, StreamlitServer
+from core import bundled_gpu
+from profiling import exchange
+from tests.conftest import built_once, reference_database
+from tests.e2e.conftest import DEFAULT_TIMEOUT_MS, StreamlitServer, serve
 from tests.e2e.test_dashboard import (
     RENDER_TIMEOUT_MS,
     metric_value,
@@ -36,11 +38,18 @@ ANSWER_LABEL = "Largest cube at batch 2"
 ANSWER_GPU = "3D U-Net (IntelAI/unet) on 80 GB (H100 80GB, 79.18 GiB usable)"
 
 
-@pytest.fixture
-def gpu_server(dashboard_server: StreamlitServer) -> StreamlitServer:
-    """The session's dashboard: its database holds the bundled H200 GPU runs too
-    (conftest's `e2e_db_template`), so no server of its own starts and renders cold."""
-    return dashboard_server
+def _with_gpu_runs(path: Path) -> None:
+    reference_database(path)
+    for runs_file, alloc_conf in bundled_gpu.BUNDLED_GPU_RUNS:
+        exchange.import_runs(path, runs_file, alloc_conf=alloc_conf)
+
+
+@pytest.fixture(scope="module")
+def gpu_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
+    """The dashboard on the reference runs and the bundled H200 GPU runs."""
+    template = built_once(tmp_path_factory, "gpu.duckdb", _with_gpu_runs)
+    with serve(template, tmp_path_factory.mktemp("e2e-gpu")) as server:
+        yield server
 
 
 @pytest.fixture
