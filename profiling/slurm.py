@@ -16,7 +16,9 @@ are submitted again once (`RETRIED_STATES`).
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import re
 import shlex
 import shutil
@@ -25,6 +27,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from core.errors import ConfigError, MemplanError
 
@@ -235,8 +238,7 @@ def submit(
     ``python_path`` is put first on the job's PYTHONPATH so the node imports this
     memplan; the node must be able to run ``sys.executable`` (a shared environment).
     """
-    import submitit  # the local path never needs it
-
+    submitit = import_submitit()  # the local path never needs it
     if shutil.which("sbatch") is None or shutil.which("srun") is None:
         raise SlurmError(INSTALL_HINT)
     executor = submitit.SlurmExecutor(folder=log_dir, python=shlex.quote(sys.executable))
@@ -257,6 +259,54 @@ def submit(
     except (submitit.core.utils.FailedJobError, submitit.core.utils.FailedSubmissionError) as error:
         raise SlurmError(f"sbatch refused the jobs: {str(error).strip()}") from None
     return [str(job.job_id) for job in jobs]
+
+
+# submitit's variable: its logger's level, or NOCONFIG for no logging set-up on import.
+SUBMITIT_LOG_VARIABLE = "SUBMITIT_LOG_LEVEL"
+NO_CONFIG = "NOCONFIG"
+
+
+def import_submitit() -> ModuleType:
+    """submitit, imported without closing the logging handlers this process already has.
+
+    On import submitit calls ``logging.config.dictConfig``, which closes every handler of
+    the process: a handler that owns its stream closes it. absl's (TensorFlow's) holds
+    the stderr of the moment it was imported, so in a process that imported TensorFlow
+    first (a notebook, a test runner capturing stderr) that stream was closed under its
+    owner. Imported with ``SUBMITIT_LOG_LEVEL=NOCONFIG`` it configures nothing; its logger
+    then gets the two handlers its configuration gives it, and nothing else changes.
+    """
+    if "submitit" in sys.modules:
+        import submitit
+
+        return submitit
+    asked = os.environ.get(SUBMITIT_LOG_VARIABLE)
+    os.environ[SUBMITIT_LOG_VARIABLE] = NO_CONFIG
+    try:
+        import submitit
+    finally:
+        if asked is None:
+            del os.environ[SUBMITIT_LOG_VARIABLE]
+        else:
+            os.environ[SUBMITIT_LOG_VARIABLE] = asked
+    level = (asked or "INFO").upper()
+    if level != NO_CONFIG:
+        _submitit_handlers(submitit.core.logger.CONFIG, int(level) if level.isdigit() else level)
+    return submitit
+
+
+def _submitit_handlers(config: dict, level: int | str) -> None:
+    """What submitit's ``dictConfig(config)`` sets on its logger, without closing others'."""
+    logger = logging.getLogger("submitit")
+    formatter = logging.Formatter(config["formatters"]["submitit_basic"]["format"])
+    for name in config["loggers"]["submitit"]["handlers"]:
+        handler_config = config["handlers"][name]
+        stream = sys.stdout if handler_config["stream"] == "ext://sys.stdout" else sys.stderr
+        handler = logging.StreamHandler(stream)
+        handler.setLevel(handler_config["level"])
+        handler.setFormatter(formatter)
+        logger.addHandler(handler)
+    logger.setLevel(level)
 
 
 def log_path(log_dir: Path, job_id: str) -> Path:
