@@ -119,8 +119,10 @@ def dashboard_server(
 ) -> Iterator[StreamlitServer]:
     """``streamlit run app.py`` on a free port against a private copy of the reference database.
 
-    One server for the session (each start costs seconds); the test that launches
-    a sweep runs last in its module, so the others see the reference data.
+    One server for the session (each start costs seconds). test_dashboard's sweep adds
+    one run to its database, the last of its module's tests; the browser files after it
+    (one worker runs them in file order) check nothing that one more run changes. The
+    GPU page's tests have a server of their own (`gpu_server`).
     """
     with serve(e2e_db_template, tmp_path_factory.mktemp("e2e-server")) as server:
         yield server
