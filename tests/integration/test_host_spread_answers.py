@@ -28,8 +28,9 @@ KNOBS = "259d139078"  # the bundled AVX2 AMD knob profile the kept runs repeat
 INTEL = "9b59349f74"  # no kept run repeats it
 AVX512_AMD = "b42ae893fe"  # the bundled AVX-512 AMD grid, repeated whole on a family 26 VM
 BUY = ["size", "buy", "--image-size", "128", "--batch-size", "2", "--json"]
-# least_squares' bound lay 4.1% under the kept 48^3 batch 1 run (benchmarks/host_spread.py).
-WIDENED = "includes host-to-host spread measured on 6 configurations of 1 other host (x1.041)"
+# least_squares' bound lies 5.4% under the kept run farthest above it (benchmarks/host_spread.py;
+# 4.1% before the profile's models were fitted with mixed precision in the closed form).
+WIDENED = "includes host-to-host spread measured on 6 configurations of 1 other host (x1.054)"
 COVERED = "of 1 other host (x1.000: already covered)"  # the default model's: no widening
 UNMEASURED = "host-to-host spread unmeasured for this profile"
 # Its default model's bound lay 4.0% under the family 26 VM's 64^3 batch 4 run
@@ -67,7 +68,7 @@ def test_a_bound_grows_by_as_much_as_the_kept_runs_need_and_says_so(
     assert default["basis"]["bound"].endswith(COVERED)
     assert intel["basis"]["bound"].endswith(UNMEASURED)
     assert alone["basis"]["bound"].endswith(UNMEASURED)
-    assert widened["bound_bytes"] == pytest.approx(alone["bound_bytes"] * 1.041, rel=5e-4)
+    assert widened["bound_bytes"] == pytest.approx(alone["bound_bytes"] * 1.054, rel=5e-4)
 
 
 def _bounds(db: Path) -> dict[str, np.ndarray]:

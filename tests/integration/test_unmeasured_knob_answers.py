@@ -33,7 +33,10 @@ from tests.conftest import build_record
 FLOAT32_ONLY = "cac47eeb1b"
 BF16 = {"precision": "mixed_bfloat16"}
 NAMED = "precision mixed_bfloat16 was never measured on this profile (measured: float32)"
-WIDENED = "mixed_bfloat16: 1.23 over 10 runs"  # 259d139078's knob split of least_squares_workspace
+# 259d139078's knob split of least_squares_workspace (data/unet3d_knobs_results): the largest
+# measured / predicted bfloat16 peak of the model fitted on float32 only.
+KNOB_FACTOR = 1.17
+WIDENED = f"mixed_bfloat16: {KNOB_FACTOR:.2f} over 10 runs"
 
 
 @pytest.fixture
@@ -69,8 +72,8 @@ def test_the_decision_and_the_answer_read_beyond_and_widen_the_bound(db: Path) -
     assert decided.confidence is Confidence.BEYOND
     assert decided.estimate is not None and NAMED in decided.estimate.beyond
     assert WIDENED in decided.estimate.beyond
-    assert NAMED in said.found.basis.warning and "widened x1.23" in said.bound
-    assert said.found.bound_bytes >= unwidened.found.bound_bytes * 1.2
+    assert NAMED in said.found.basis.warning and f"widened x{KNOB_FACTOR:.2f}" in said.bound
+    assert said.found.bound_bytes >= unwidened.found.bound_bytes * (KNOB_FACTOR - 0.01)
 
 
 def test_the_report_names_the_unmeasured_value(db: Path) -> None:
@@ -96,7 +99,7 @@ def test_memplan_size_buy_says_why_and_carries_the_widened_bound(
 
     assert (said.returncode, as_json.returncode) == (0, 0), said.stderr + as_json.stderr
     assert NAMED in said.stdout and WIDENED in said.stdout
-    assert "widened x1.23 for knob values never measured" in said.stdout
+    assert f"widened x{KNOB_FACTOR:.2f} for knob values never measured" in said.stdout
     assert NAMED in json.loads(as_json.stdout)["answer"]["basis"]["warning"]
 
 
@@ -139,7 +142,8 @@ def test_a_profile_calibrated_on_float32_widens_bfloat16_by_its_priors_stored_sp
     said = sizing.answer(_question(models), models)
     unwidened = sizing.answer(_question(models), plain)
 
-    assert models.default_model == calibration_model.NAME and split.factor > 1.2
+    assert models.default_model == calibration_model.NAME
+    assert split.factor == pytest.approx(KNOB_FACTOR, abs=0.005)
     assert "not widened" not in said.found.basis.warning
     assert NAMED in said.found.basis.warning and split.words in said.found.basis.warning
     assert f"widened x{split.factor:.2f}" in said.bound
