@@ -2,8 +2,10 @@
 
     python -m benchmarks.calibration_loop --oracle ORACLE.duckdb [--db-template FILE]
 
-A fresh database holding the bundled runs (less the oracle's own, where it is a bundled
-export: that profile is then held out) (and, read from the bundles, their models)
+A fresh database holding the bundled runs, less every run of the oracle's profile
+(that machine is held out, whichever bundled export brought its runs; another profile's
+runs in the oracle's export stay, as in a user's database) (and, read from the bundles,
+their models)
 calibrates the oracle's machine profile: wherever the loop would measure a point, the
 oracle's ok runs of that configuration are copied in instead of running one
 (`application.calibration_loop.run_loop` with that as its ``measure``). Prints each
@@ -42,15 +44,19 @@ def _template(path: Path) -> Path:
     return path
 
 
-def _copy_point(oracle: Path, db: Path, side: int, batch: int, steps: int) -> None:
+def _copy_point(
+    oracle: Path, db: Path, side: int, batch: int, steps: int, run_ids: list[str]
+) -> None:
+    """The oracle's ok runs of this point among ``run_ids`` (its profile's) into ``db``."""
     with database.transaction(db) as con:
         con.execute(f"ATTACH '{oracle}' AS oracle (READ_ONLY)")
         try:
             before = con.execute("SELECT count(*) FROM runs").fetchone()[0]
             con.execute(
                 "INSERT INTO runs SELECT * FROM oracle.runs WHERE status = 'ok' AND depth = ?"
-                " AND height = ? AND width = ? AND batch_size = ? AND steps = ?",
-                [side, side, side, batch, steps],
+                " AND height = ? AND width = ? AND batch_size = ? AND steps = ?"
+                " AND run_id IN (SELECT unnest(?))",
+                [side, side, side, batch, steps, run_ids],
             )
             if con.execute("SELECT count(*) FROM runs").fetchone()[0] == before:
                 print("    (the oracle has no ok run there: the loop moves on)")
@@ -72,19 +78,27 @@ def _grid(oracle: Path, key: str) -> tuple[list, np.ndarray, np.ndarray]:
     return list(peaks.index), peaks.to_numpy(dtype=float), walls[peaks.index].to_numpy(float)
 
 
-def _oracle_db(oracle: Path, scratch: Path, db: Path) -> Path:
-    """The oracle as a database of its own (an export is imported); its runs leave ``db``."""
+def _oracle_db(oracle: Path, scratch: Path) -> Path:
+    """The oracle as a database of its own (an export is imported)."""
     copy = scratch / "oracle.duckdb"
     if oracle.suffix == ".parquet":
         database.ensure_database(copy)
         exchange.import_runs(copy, oracle)
     else:
         shutil.copy(oracle, copy)
-    ids = store.load_runs(copy)["run_id"].tolist()
+    return copy
+
+
+def _hold_out(db: Path, key: str) -> None:
+    """Every run of profile ``key`` leaves ``db``, whichever export brought it, and no other:
+    a bundled export can hold another profile's runs (the oneDNN-on knob set holds the
+    oneDNN-off profile's mixed precisions), whose evaluation, with its knob splits, must stay
+    as a user's database has it."""
+    runs = profiles.with_keys(store.load_runs(db))
+    ids = runs.loc[runs[profiles.KEY_COLUMN] == key, "run_id"].tolist()
     with database.transaction(db) as con:
         con.execute("DELETE FROM samples WHERE run_id IN (SELECT unnest(?))", [ids])
         con.execute("DELETE FROM runs WHERE run_id IN (SELECT unnest(?))", [ids])
-    return copy
 
 
 def _own_fit(plan: LoopPlan, configs: list, peaks: np.ndarray) -> None:
@@ -185,18 +199,20 @@ def main(argv: list[str] | None = None) -> int:
         template = _template(args.db_template or Path(scratch) / "template.duckdb")
         db = Path(scratch) / "calib.duckdb"
         shutil.copy(template, db)
-        oracle = _oracle_db(args.oracle, Path(scratch), db)
+        oracle = _oracle_db(args.oracle, Path(scratch))
         ok = profiles.with_keys(
             store.load_runs(oracle, store.RunFilter(status="ok", workload=WORKLOAD))
         )
         here = profiles.profiles_in(ok)[str(ok[profiles.KEY_COLUMN].mode().iloc[0])]
+        _hold_out(db, here.key)
+        run_ids = ok.loc[ok[profiles.KEY_COLUMN] == here.key, "run_id"].tolist()
         steps = int(ok["steps"].mode().iloc[0])
         limit = int(args.memory_limit_gib * 2**30)
         plan = LoopPlan(db, WORKLOAD, here, steps, limit, "benchmarks.calibration_loop")
         print(f"oracle profile: {here.key} ({here.label}); steps {steps}")
         outcome = run_loop(
             plan,
-            lambda side, batch: _copy_point(oracle, db, side, batch, steps),
+            lambda side, batch: _copy_point(oracle, db, side, batch, steps, run_ids),
             lambda step: print("  " + step.sentence(), flush=True),
         )
         _report(plan, outcome, oracle)
