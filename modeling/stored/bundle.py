@@ -139,10 +139,16 @@ def bundled_evaluation(directory: Path) -> BundledEvaluation | None:
     path = Path(directory) / "evaluations.parquet"
     if not path.exists():
         return None
-    found = path.stat()
     # Read once per file state: one answer asks for every bundle several times (~1.3 ms a
-    # read); a rewritten file has another modification time, size or inode.
-    return _bundled_evaluation(Path(directory), (found.st_mtime_ns, found.st_size, found.st_ino))
+    # read).
+    return _bundled_evaluation(Path(directory), _file_state(path))
+
+
+def _file_state(path: Path) -> tuple[int, int, int]:
+    """The key a bundle file is cached by: a rewritten file has another modification
+    time, size or inode."""
+    found = path.stat()
+    return found.st_mtime_ns, found.st_size, found.st_ino
 
 
 @functools.lru_cache(maxsize=256)
@@ -210,15 +216,15 @@ def matching(bundled: BundledEvaluation, runs: pd.DataFrame) -> BundledEvaluatio
 
 
 @functools.lru_cache(maxsize=16)
-def _bundled_frame(directory: Path, table: str, stamp: tuple[int, int]) -> pd.DataFrame:
+def _bundled_frame(directory: Path, table: str, _stamp: tuple[int, int, int]) -> pd.DataFrame:
     """A bundle's table as the database would return it (same column types), cached per file."""
     return snapshots.as_read(read_export(directory, table))
 
 
 def bundled_frame(directory: Path, table: str) -> pd.DataFrame:
     """A copy of the bundle's ``table`` in ``directory``, as the database would return it."""
-    stat = (directory / f"{table}.parquet").stat()
-    return _bundled_frame(directory, table, (stat.st_size, stat.st_mtime_ns)).copy()
+    stamp = _file_state(directory / f"{table}.parquet")
+    return _bundled_frame(directory, table, stamp).copy()
 
 
 def applied_bundle(snapshot: Snapshot, machine: str | None) -> BundledEvaluation | None:
