@@ -144,10 +144,10 @@ def bundled_evaluation(directory: Path) -> BundledEvaluation | None:
     return _bundled_evaluation(Path(directory), _file_state(path))
 
 
-def _file_state(path: Path) -> tuple[int, int, int]:
+def _file_state(bundle_file: Path) -> tuple[int, int, int]:
     """The key a bundle file is cached by: a rewritten file has another modification
     time, size or inode."""
-    found = path.stat()
+    found = bundle_file.stat()
     return found.st_mtime_ns, found.st_size, found.st_ino
 
 
