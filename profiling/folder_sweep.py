@@ -119,7 +119,8 @@ def run(sweep: FolderSweep) -> int:
             continue
         left_s = sweep.budget_s - (time.monotonic() - started)
         if left_s < MIN_POINT_S:
-            print(f"time budget reached: {len(sweep.configs) - index} configuration(s) not run")
+            left = {_key(other) for other in sweep.configs[index:]} - done
+            print(f"time budget reached: {len(left)} configuration(s) not run")
             break
         timeout_s = min(sweep.settings.timeout_s, left_s)
         settings = dataclasses.replace(sweep.settings, timeout_s=timeout_s)
@@ -131,6 +132,8 @@ def run(sweep: FolderSweep) -> int:
             print(f"not written: {describe(record)}: {error}", flush=True)
             continue
         number, written = number + 1, written + 1
+        if record.status in DONE_STATUSES:  # a repeat later in the list is not run again
+            done.add(_key(config))
         print(describe(record), flush=True)
     return written
 

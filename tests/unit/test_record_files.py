@@ -134,6 +134,33 @@ def test_a_folder_sweep_does_not_measure_again_what_its_folder_holds(tmp_path: P
     assert folder_sweep.run(sweep) == 0  # no child started
 
 
+def test_a_configuration_given_twice_is_measured_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from core.records import RunRecord
+
+    run = h200_runs(1)[0]  # unet3d 32^3 batch 1 float32, ok
+    children = []
+
+    def point(config, settings):
+        children.append(config)
+        fields = {f.name for f in dataclasses.fields(RunRecord)}
+        return RunRecord(**{name: value for name, value in run.items() if name in fields})
+
+    monkeypatch.setattr(folder_sweep, "run_point", point)
+    twice = folder_sweep.parse_config("unet3d:32x32x32:1:float32")
+    sweep = folder_sweep.FolderSweep(
+        out=tmp_path,
+        configs=(twice, twice),  # scripts/gpu_sweep.sh lists its spread again in the rest
+        settings=folder_sweep.RunSettings(memory_limit_bytes=2**30, framework="torch"),
+        budget_s=60.0,
+    )
+    assert folder_sweep.run(sweep) == 1
+    assert len(children) == 1
+
+
 def test_a_folder_sweep_stops_before_a_point_its_budget_leaves_no_room_for(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
