@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core import record_files, store
+from core import record_files, store, targets
 from core.errors import ConfigError
 from profiling import folder_compare, gpu
 from tests.integration.test_profiling_cli import memplan
@@ -45,7 +45,7 @@ def test_a_run_on_the_gpu_records_the_devices_figures_and_facts(tmp_path: Path) 
         *("--db", str(db)),
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    run = store.load_runs(db).iloc[0]
+    run = store.load_runs(db, store.RunFilter(target=targets.GPU_MEMORY)).iloc[0]
     assert (run["status"], run["memory_target"]) == ("ok", "gpu_memory")
     assert 0 < run["allocated_peak_bytes"] <= run["reserved_peak_bytes"]
     assert run["nvml_used_peak_bytes"] >= run["reserved_peak_bytes"]  # context and cache too
