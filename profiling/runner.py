@@ -57,8 +57,12 @@ DEFAULT_SAMPLE_INTERVAL_S = 0.1
 # its 12-step value (docs/steps.md has the evidence and the command).
 DEFAULT_STEPS = 6
 DEFAULT_TIMEOUT_S = 1800.0
-# The framework columns the child reports itself (`profiling.child`).
-_CHILD_FRAMEWORK_FACTS = ("torch_intra_op_threads",)
+# The framework columns the child reports itself (`profiling.child`, `profiling.gpu`): the
+# version of what trained is the imported module's, which can differ from the package's
+# metadata this process reads (the H200 image's torch: 2.11.0+cu130 imported, 2.11.0 in
+# its metadata; read from the metadata, memplan's own H200 runs made a profile of their
+# own beside the outside script's).
+_CHILD_FRAMEWORK_FACTS = ("framework_version", "torch_intra_op_threads")
 # How much of a failing child's stderr is kept in the run's message.
 STDERR_TAIL_LINES = 15
 STDERR_TAIL_CHARS = 8192

@@ -234,6 +234,8 @@ def test_a_gpu_run_is_recorded_with_its_device_figures_and_passes_an_imports_che
         "",
     )
     assert record.peak_hwm_bytes == 1200 * 2**20  # host memory too, as on the CPU
+    # The torch that trained, as it names itself (this process's metadata may not say +cu130).
+    assert record.framework_version == row["torch"] == "2.11.0+cu130"
     datafiles.check_record(Path("record.json"), record.row(), [])
 
 
