@@ -1,12 +1,14 @@
 """How well `modeling.gpu_memory` predicts runs it was not fitted to, as CPU models are judged.
 
-Two protocols, over the ``ok`` runs of one GPU profile:
+Two protocols, over the ``ok`` runs of one GPU profile, and a third on runs apart:
 
 * `random_split`: seeded random splits (a quarter held out each time, per network so
   every network keeps two runs to fit); every held-out run is predicted once per split.
 * `beyond_sides`: per network, the runs with the largest elements (input elements
   times batch; a quarter, at least one) held out and predicted from the rest: the
   answers beyond the measured range that a larger GPU asks for.
+* `held_out`: another set of runs of the same GPU, predicted by a model of all the
+  first (memplan's own child's H200 runs by the bundled ones: `benchmarks.gpu_holdout`).
 
 For each held-out run: the allocated line's relative error, whether the bound covers
 what the device had in use when it trained (``nvml_used_peak_bytes``: what fitting
@@ -137,3 +139,10 @@ def beyond_sides(runs: pd.DataFrame) -> GpuScores:
             held |= {i for i in largest if points[i].elements > smallest}
     train = [p for i, p in enumerate(points) if i not in held]
     return _scores("beyond the measured sides", _predict(train, [points[i] for i in sorted(held)]))
+
+
+def held_out(train: pd.DataFrame, test: pd.DataFrame) -> GpuScores:
+    """`GpuScores` of ``test``'s ``ok`` runs predicted by a model of all of ``train``: runs
+    the model never saw, measured apart (memplan's own GPU child against the runs it is
+    bundled with)."""
+    return _scores("held out", _predict(points_of(train), points_of(test)))
