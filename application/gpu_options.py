@@ -78,7 +78,9 @@ def _smaller(
     subject: GpuCheck,
     kind: str,
 ) -> GpuOption | None:
-    """The largest smaller batch (or cube) whose bound is under the GPU's usable memory."""
+    """The largest smaller batch (or cube) whose bound is under the GPU's usable memory;
+    where the asked one's bound is under it already (verify first for its range, its
+    runs or its architecture), the largest smaller one that fits, or None."""
     shape, batch = subject.config.image_shape, subject.config.batch_size
     if kind == question.kind:
         return None  # the question itself already searched that way
@@ -90,8 +92,13 @@ def _smaller(
     else:
         sides = module.square_sides(1, shape[0] - 1, **dict(question.knobs))
         configs = [replace(subject.config, image_shape=(s,) * len(shape)) for s in sides[::-1]]
+    # Only a better verdict is an option: "batch 1023, verify first" for a batch 1024
+    # whose bound is under the GPU, verify first for its line's 2 runs, changes nothing.
+    under = subject.bound_bytes is not None and subject.bound_bytes <= card.usable_bytes
     for config in configs:
         checked = check(model, config, card, transfer)
+        if under and checked.verdict is not Verdict.FITS:
+            continue
         if checked.bound_bytes is not None and checked.bound_bytes <= card.usable_bytes:
             if kind == LARGEST_BATCH:
                 return GpuOption(f"batch {config.batch_size}", checked)

@@ -148,6 +148,9 @@ def test_beyond_the_measured_range_a_bound_under_the_gpu_is_verify_first(models)
 
     assert said.check is not None and said.check.verdict is Verdict.VERIFY_FIRST
     assert "2.0x beyond the measured range" in said.check.reason
+    # A smaller batch is offered where it fits: the largest measured one, inside the range.
+    batch = next(o for o in said.options if o.change.startswith("batch "))
+    assert (batch.change, batch.check.verdict) == ("batch 1024", Verdict.FITS)
 
 
 @pytest.mark.parametrize(
@@ -198,6 +201,9 @@ def test_a_line_of_two_runs_says_at_most_verify_first(models) -> None:
 
     assert said.check is not None and said.check.verdict is Verdict.VERIFY_FIRST
     assert "rests on 2 runs" in said.check.reason
+    # Its bound is under the H200 already: a smaller batch or cube, verify first for the
+    # same 2 runs, would change nothing, so none is offered.
+    assert not [o for o in said.options if o.change.startswith(("batch ", "cube "))]
 
 
 def test_a_gpu_selector_offers_every_size_and_profile_as_a_question_takes_them(models) -> None:
