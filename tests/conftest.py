@@ -260,7 +260,7 @@ BROWSER_MODULES = re.compile(r"tests/e2e/test_\w*\.py::")
 # twelve Keras models): one worker runs each, so the fixture is built once, not once per
 # worker (see below).
 TOGETHER_MODULES = re.compile(
-    r"tests/integration/test_(onednn_state|folder_sweep|architecture_vs_keras)\.py::"
+    r"tests/integration/test_(onednn_state|folder_sweep|architecture_vs_keras|conv_workspace)\.py::"
 )
 
 
@@ -277,7 +277,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     first Sizing page alone is 8-12 CPU s here). Each of `TOGETHER_MODULES` goes to one
     worker too: split, each worker swept its module fixture again (test_onednn_state's four
     TensorFlow children, 36 s, twice in a clean-clone run of 7e085a5; test_architecture_vs_keras'
-    twelve Keras models, ~11 s, twice).
+    twelve Keras models, ~11 s, twice; test_conv_workspace's measured workspaces, ~10 s, twice
+    in a run of 5fdd9b8).
     """
     if config.getvalue("dist") != "loadgroup":
         return None
