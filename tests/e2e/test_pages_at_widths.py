@@ -15,7 +15,8 @@ on the Models page, and the tables a reader reads first fit beside the sidebar
 with every header shown (their other columns are named on an expander).
 
 One server (conftest's `every_bundle_server`: every bundled profile, so the tables that
-compare machines and frameworks are drawn), one page load per page and width.
+compare machines and frameworks are drawn), one page load per page and width, each
+recorded as test_offline records its tabs: every address it asks must be the server's.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from core.published import PUBLISHED_POINTS
 from tests.e2e.clipped_text import clipped_text
 from tests.e2e.drawn_defects import drawn_defects
 from tests.e2e.test_dashboard import no_exception, open_page, save_whole_page
+from tests.e2e.test_offline import favicon_url, outside, record_requests
 
 pytestmark = pytest.mark.e2e
 
@@ -175,8 +177,13 @@ def test_every_page_renders_whole_at_this_width(
     page: Page, every_bundle_url: str, screenshots_dir: Path, title: str, width: int
 ) -> None:
     page.set_viewport_size({"width": width, "height": HEIGHT_PX[width]})
+    urls = record_requests(page)
     open_page(page, every_bundle_url, title)
     no_exception(page)
+    # Offline too (test_offline): each page load asks only its own server, icon included.
+    urls.append(favicon_url(page))
+    assert any(url.startswith(every_bundle_url) for url in urls), "no request was recorded"
+    assert outside(urls) == [], f"the {title} page reached outside: {outside(urls)}"
     page.screenshot(path=str(screenshots_dir / f"{title.lower()}_screen_{width}.png"))
     if title in READS_WHOLE:
         READS_WHOLE[title](page)
