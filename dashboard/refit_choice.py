@@ -82,10 +82,7 @@ def refit_estimates(
 ) -> dict[str, RefitEstimate]:
     """Each refit choice's measured duration (`application.refit_estimate`), read once per
     version of the database."""
-    return {
-        choice: refit_estimate.estimate(db, workload, profile, settings)
-        for choice, settings in REFIT_SETTINGS.items()
-    }
+    return refit_estimate.estimates(db, workload, profile, REFIT_SETTINGS)
 
 
 def box(db: Path, workload: str, on_slurm: bool, key: str, framework_key: str) -> None:

@@ -147,10 +147,20 @@ def config_frame(
     one per configuration (`core.machine.l3_cache_bytes`; None: unknown).
     """
     caches = (
-        list(l3_cache_bytes)
+        tuple(l3_cache_bytes)
         if isinstance(l3_cache_bytes, Sequence)
-        else [l3_cache_bytes] * len(configs)
+        else (l3_cache_bytes,) * len(configs)
     )
+    return _config_frame(tuple(configs), caches).copy()
+
+
+# Remembered: every model of an answer predicts the same configurations (a Sizing page's
+# first render builds the frame of its ~300 slider configurations once per model, ten
+# times); each caller gets its own copy.
+@functools.lru_cache(maxsize=16)
+def _config_frame(
+    configs: tuple[WorkloadConfig, ...], caches: tuple[int | None, ...]
+) -> pd.DataFrame:
     frame = pd.DataFrame(
         [_config_row(config, cache) for config, cache in zip(configs, caches, strict=True)]
     )

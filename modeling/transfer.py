@@ -59,7 +59,7 @@ def point_texts(runs: pd.DataFrame) -> list[str]:
 def measured_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The ok runs with a kernel high-water mark, each with its `point_texts` in ``point``."""
     ok = runs[(runs["status"] == "ok") & runs["peak_hwm_bytes"].notna()]
-    return ok.assign(point=point_texts(ok) if len(ok) else [])
+    return ok if "point" in ok else ok.assign(point=point_texts(ok) if len(ok) else [])
 
 
 def configuration_peaks(runs: pd.DataFrame) -> pd.Series:
@@ -390,9 +390,11 @@ def transfer_for(
     same = {key: profile for key, profile in known.items() if profile.framework == asked.framework}
     scores, reasons = distance(asked, same[chosen])
     nearest = Nearest(chosen, same[chosen], scores, tuple(reasons))
-    widening = widening_for(runs, same, nearest, excluded=(asked.key,))
+    runs = profiles.with_keys(runs)  # keyed and named (``point``) once, not once per pair
+    measured = measured_runs(runs)
+    widening = widening_for(measured, same, nearest, excluded=(asked.key,))
     if widening is None:  # pairs measured in another framework only: no bound
         every = profiles.profiles_in(runs).items()
         other = {k: p for k, p in every if p.framework != asked.framework}
-        widening = Unbounded((), ()) if measured_pairs(runs, other) else None
+        widening = Unbounded((), ()) if measured_pairs(measured, other) else None
     return Transfer(asked, nearest, widening, chosen_as)

@@ -367,9 +367,14 @@ def test_this_machine_without_runs_says_what_it_lacks_and_launches_the_sweep(
 
 
 def test_another_machines_runs_are_drawn_alone_and_must_be_measured_there(alexnet_db: Path):
-    for side in ALEXNET_SIDES[:2]:
-        for batch in ALEXNET_BATCHES[:2]:
-            store.insert_run(alexnet_db, alexnet_record(side, side, batch, **OTHER_MACHINE))
+    store.insert_runs(
+        alexnet_db,
+        [
+            alexnet_record(side, side, batch, **OTHER_MACHINE)
+            for side in ALEXNET_SIDES[:2]
+            for batch in ALEXNET_BATCHES[:2]
+        ],
+    )
     other = profile_key(**OTHER_MACHINE)
     at = alexnet_page()
     assert len(widget(at.main.selectbox, "Machine").options) == 3  # two with runs, and here

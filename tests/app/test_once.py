@@ -1,5 +1,6 @@
 """What the page tests do once per process: the schema check of charts, once per distinct
-valid chart and every time for an invalid one; the components' scan (`tests.app.once`)."""
+valid chart and every time for an invalid one; the components' scan; the scripts' compiling;
+the bundles' check of a database's bytes (`tests.app.once`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.app.once import (
+    checking_once,
     components_scanned_once,
     remember_valid_charts,
     remembering,
@@ -103,3 +105,31 @@ def test_a_script_is_compiled_once_for_its_text_and_again_when_it_changes(
     assert again is first
     assert changed is not first
     assert 2 in changed.co_consts
+
+
+def test_the_bundles_are_checked_once_per_content_and_again_for_other_bytes(
+    tmp_path: Path,
+) -> None:
+    checked: list[Path] = []
+
+    def install(path: Path) -> int:  # installs into a file holding "new", nothing elsewhere
+        checked.append(path)
+        if path.exists() and path.read_bytes() == b"new":
+            path.write_bytes(b"installed")
+            return 1
+        return 0
+
+    check = checking_once(install)
+    first, copy, other, new = (tmp_path / f"{name}.duckdb" for name in ("a", "b", "c", "d"))
+    first.write_bytes(b"runs")
+    copy.write_bytes(b"runs")
+    other.write_bytes(b"other runs")
+    new.write_bytes(b"new")
+
+    assert [check(path) for path in (first, copy, first, other)] == [0, 0, 0, 0]
+    assert checked == [first, other]  # the copy's bytes were checked already
+    (copy.with_name(copy.name + ".wal")).write_bytes(b"a write")
+    assert check(copy) == 0 and checked[-1] == copy  # its log changed what it holds
+    assert check(new) == 1 and check(new) == 0  # installed, then checked again: nothing left
+    assert checked[-2:] == [new, new]
+    assert check(tmp_path / "missing.duckdb") == 0 and checked[-1].name == "missing.duckdb"

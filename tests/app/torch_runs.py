@@ -57,8 +57,7 @@ def torch_key() -> str:
 def add_torch_runs(path: Path) -> int:
     """Store the synthetic torch U-Net runs in ``path``; returns how many."""
     records = [torch_record(side, batch) for side in TORCH_SIDES for batch in TORCH_BATCHES]
-    for record in records:
-        store.insert_run(path, record)
+    store.insert_runs(path, records)
     return len(records)
 
 

@@ -166,3 +166,16 @@ def test_configurations_to_predict_take_the_l3_cache_of_the_machine_asked_about(
     assert per_config["workspace_bytes"].iloc[1] == backprop_workspace_bytes(configs[1])
     with pytest.raises(ValueError):
         config_frame(configs, [EPYC_VM_L3])
+
+
+def test_a_frame_asked_for_again_is_the_same_and_each_caller_gets_its_own() -> None:
+    configs = [UNetConfig((32, 32, 32), batch_size=batch) for batch in (1, 2)]
+
+    first = config_frame(configs, EPYC_VM_L3)
+    sides = first["side"].tolist()
+    first["side"] = 0.0  # changed by its caller
+    again = config_frame(configs, EPYC_VM_L3)
+
+    assert again["side"].tolist() == sides and sides == pytest.approx([32.0, 32.0])
+    assert again.equals(config_frame(list(configs), EPYC_VM_L3))
+    assert config_frame(configs[:1], EPYC_VM_L3).shape[0] == 1

@@ -526,3 +526,15 @@ def test_a_sweep_that_stored_a_new_run_is_followed_by_the_refit(db, tmp_path, ma
     assert finished.refit == "models refit"
     assert finished.exit_codes == {"sweeping": 0, "refitting": 0}
     assert "refit done" in finished.log_tail
+
+
+def test_the_sweeps_table_is_read_again_once_the_database_changes(db: Path):
+    database.ensure_database(db)
+    assert jobstatus._load_sweeps(db, None).empty
+    kept = jobstatus._load_sweeps(db, None)
+    kept["status"] = "changed by its caller"  # each caller gets its own copy
+
+    store.create_sweep(db, "s1", "memplan sweep", {}, points_total=3)
+
+    [row] = jobstatus._load_sweeps(db, None).to_dict("records")
+    assert (row["sweep_id"], row["status"], row["points_total"]) == ("s1", "running", 3)
