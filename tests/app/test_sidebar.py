@@ -49,6 +49,21 @@ def stand_in_sweep(db: Path, code: str = PROGRESS_BAR, refit: str | None = None)
     return launcher.start_job(db, commands, points_total=3)
 
 
+def wait_for_bar(db: Path, description: str) -> None:
+    """Until the stand-in sweep's log holds its bar drawn with ``description`` (up to 120 s).
+
+    The bar itself, ``description`` then its percentage ("3/3 points 100%|"): the log's
+    first line echoes the command, whose code holds ``description`` too, and a page read
+    before the bar is drawn shows no progress (seen failing at load 4).
+    """
+    log = jobstatus.state_dir(db) / jobstatus.LOG_FILE
+    drawn = re.compile(re.escape(description) + r" +\d+%\|")
+    deadline = time.monotonic() + 120  # a loaded machine starts Python and tqdm slowly
+    while not drawn.search(log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, "the stand-in sweep drew no bar in 120 s"
+        time.sleep(0.2)
+
+
 def wait_until_ended(db: Path, timeout_s: float = 300) -> jobstatus.JobStatus:
     deadline = time.monotonic() + timeout_s
     while (current := launcher.status(db)).running:
@@ -211,11 +226,7 @@ def test_the_refit_after_a_sweep_evaluates_only_what_changed_of_the_swept_worklo
 
 def test_a_running_sweep_shows_progress_point_eta_log_and_cancel(reference_db):
     job = stand_in_sweep(reference_db)
-    log = jobstatus.state_dir(reference_db) / jobstatus.LOG_FILE
-    deadline = time.monotonic() + 120  # a loaded machine starts Python and tqdm slowly
-    while "1/3 points, now 32 batch 2" not in (log.read_text() if log.exists() else ""):
-        assert time.monotonic() < deadline, "the stand-in sweep drew no bar in 120 s"
-        time.sleep(0.2)
+    wait_for_bar(reference_db, "1/3 points, now 32 batch 2")
     at = app()
     assert not at.exception
     said = sidebar_texts(at)
@@ -289,11 +300,7 @@ EVERY_POINT_DONE = PROGRESS_BAR.replace("'1/3 points, now 32 batch 2'", "'3/3 po
 
 def test_a_sweep_past_its_last_point_says_so_not_starting(reference_db):
     stand_in_sweep(reference_db, code=EVERY_POINT_DONE)
-    log = jobstatus.state_dir(reference_db) / jobstatus.LOG_FILE
-    deadline = time.monotonic() + 120  # a loaded machine starts Python and tqdm slowly
-    while "3/3 points" not in (log.read_text() if log.exists() else ""):
-        assert time.monotonic() < deadline, "the stand-in sweep drew no bar in 120 s"
-        time.sleep(0.2)
+    wait_for_bar(reference_db, "3/3 points")
     said = sidebar_texts(app())
     assert "3 / 3 points" in said
     assert "Every point measured; finishing the sweep…" in said
@@ -305,11 +312,7 @@ def test_the_log_scrolls_in_a_box_of_its_own_so_the_progress_stays_in_view(
 ):
     many_lines = "for n in range(40): print('line', n)\n" + PROGRESS_BAR
     stand_in_sweep(reference_db, code=many_lines)
-    log = jobstatus.state_dir(reference_db) / jobstatus.LOG_FILE
-    deadline = time.monotonic() + 120
-    while "1/3 points" not in (log.read_text() if log.exists() else ""):
-        assert time.monotonic() < deadline, "the stand-in sweep drew no bar in 120 s"
-        time.sleep(0.2)
+    wait_for_bar(reference_db, "1/3 points, now 32 batch 2")
     heights = []
     real_code = st.code
     monkeypatch.setattr(
