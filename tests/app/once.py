@@ -56,16 +56,23 @@ def remembering(validate: Validate) -> Validate:
 
 
 @contextmanager
+def _wrapped(owner: Any, name: str, wrap: Callable[[Any], Any]) -> Iterator[None]:
+    """Within, ``owner.name`` is ``wrap`` of itself; the real one again after."""
+    real = getattr(owner, name)
+    setattr(owner, name, wrap(real))
+    try:
+        yield
+    finally:
+        setattr(owner, name, real)
+
+
+@contextmanager
 def remember_valid_charts() -> Iterator[None]:
     """Within, altair checks each distinct chart against the schema once (see above)."""
     from altair.utils import schemapi
 
-    real = schemapi.validate_jsonschema
-    schemapi.validate_jsonschema = remembering(real)
-    try:
+    with _wrapped(schemapi, "validate_jsonschema", remembering):
         yield
-    finally:
-        schemapi.validate_jsonschema = real
 
 
 @contextmanager
@@ -146,12 +153,8 @@ def bundles_checked_once() -> Iterator[None]:
     """Within, the bundles are checked once per distinct database content (see above)."""
     from application import bundles
 
-    real = bundles.install_every_bundle
-    bundles.install_every_bundle = checking_once(real)
-    try:
+    with _wrapped(bundles, "install_every_bundle", checking_once):
         yield
-    finally:
-        bundles.install_every_bundle = real
 
 
 @contextmanager
