@@ -38,6 +38,7 @@ from core.gpu_cards import card_for, usable_card
 from core.machine import machine_info
 from core.units import format_gib
 from modeling import gpu_evaluation
+from profiling.folder_compare import config_label
 
 MIB = 2**20
 # The verdicts each check may not give (see the docstring).
@@ -72,22 +73,8 @@ def first_of_each(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                 ("device used", "nvml_used_peak_bytes"),
             )
         )
-        repeats.append(f"- {_name(config)} measured again: {figures} (again / first)")
+        repeats.append(f"- {config_label(config)} measured again: {figures} (again / first)")
     return pd.DataFrame(list(kept.values())).reset_index(drop=True), repeats
-
-
-def _name(config: workloads.WorkloadConfig) -> str:
-    """The configuration in words, with the network's knobs only where not its defaults."""
-    shape = "x".join(str(side) for side in config.image_shape)
-    default = type(config)(image_shape=config.image_shape, batch_size=config.batch_size)
-    knobs = [
-        f"{knob} {getattr(config, knob)}"
-        for knob in workloads.of(config).NETWORK_KNOBS
-        if knob != "precision" and getattr(config, knob) != getattr(default, knob)
-    ]
-    return f"{config.workload} {shape} batch {config.batch_size} {config.precision}" + (
-        f" ({', '.join(knobs)})" if knobs else ""
-    )
 
 
 def rows(model: GpuProfileModel, runs: pd.DataFrame) -> tuple[list[str], dict[str, int]]:
@@ -128,7 +115,7 @@ def rows(model: GpuProfileModel, runs: pd.DataFrame) -> tuple[list[str], dict[st
         if run["status"] == "oom":
             verdicts[1:] = ["-", "-"]  # it did not train: no device used to size a GPU by
         lines.append(
-            f"| {_name(config)} | {run['status']} | {' | '.join(figures[:1])} | "
+            f"| {config_label(config)} | {run['status']} | {' | '.join(figures[:1])} | "
             f"{' | '.join(figures[1:])} | {room} | {' | '.join(verdicts)} |"
         )
     return lines, wrong

@@ -49,7 +49,8 @@ def _key(columns: dict) -> tuple:
     return tuple(sorted(columns.items()))
 
 
-def _label(config: WorkloadConfig) -> str:
+def config_label(config: WorkloadConfig) -> str:
+    """A configuration in words: network, image, batch, precision and its set knobs."""
     columns = workloads.config_columns(config)
     knobs = "".join(
         f" {name} {columns[name]}" for name in ("base_filters", "levels") if columns.get(name)
@@ -76,7 +77,7 @@ def compare(runs: list[dict], lines_path: Path) -> list[Comparison]:
         if other is not None:
             found.append(
                 Comparison(
-                    _label(config),
+                    config_label(config),
                     {name: (run[name], getattr(other, name)) for name in FIGURES},
                 )
             )
