@@ -246,21 +246,89 @@ def browser() -> Iterator[object]:
             launched.close()
 
 
-@pytest.fixture
-def page(browser, request: pytest.FixtureRequest) -> Iterator[object]:
-    """A fresh browser tab (its own session) at 1400x900; a failing test leaves a screenshot."""
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
-    tab = context.new_page()
+# Run in a tab before it leaves a page: what a page stored in the browser goes with it
+# (on about:blank, which may store nothing, the browser refuses: nothing to clear there).
+CLEAR_STORAGE_JS = "() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }"
+
+
+class SharedTab:
+    """One chromium tab, lent to one test (or one test module's fixture) at a time and put
+    back as new: on about:blank, storage and cookies cleared, at `VIEWPORT`, with the
+    default timeout. Leaving the page ends its Streamlit session, as closing a context did.
+
+    Why one tab: a new context's first page starts a renderer process, which parses and
+    compiles Streamlit's bundle anew. Loading the Sizing page in a new context took 4.7 CPU s
+    of chromium and 3.2 s; the same tab navigating to it again 2.3 CPU s and 1.7 s (Intel
+    Xeon 2-core VM, 2026-11-29, four loads each). A borrower that adds listeners removes
+    them (`tests.e2e.test_offline.requests_recorded`); a tab that cannot be put back (it
+    crashed, or was closed) is replaced by a new one on the next loan.
+    """
+
+    def __init__(self, browser) -> None:
+        self._browser = browser
+        self._context = None
+        self._tab = None
+        self._lent = False
+
+    @contextlib.contextmanager
+    def lent(self) -> Iterator[object]:
+        """The tab, for the ``with`` block; reset when it ends."""
+        if self._lent:
+            raise RuntimeError(
+                "the shared tab is already lent: a test takes one of the tab fixtures "
+                "(page, gpu_page, slurm_page, dell_page, sizing_slider_moved), not two"
+            )
+        if self._tab is None:
+            self._context = self._browser.new_context(viewport=VIEWPORT)
+            self._tab = self._context.new_page()
+        self._tab.set_default_timeout(DEFAULT_TIMEOUT_MS)
+        self._lent = True
+        try:
+            yield self._tab
+        finally:
+            self._lent = False
+            self._put_back()
+
+    def _put_back(self) -> None:
+        try:
+            self._tab.evaluate(CLEAR_STORAGE_JS)
+            self._tab.goto("about:blank")
+            self._context.clear_cookies()
+            self._tab.set_viewport_size(VIEWPORT)
+        except Exception:  # whatever broke it (a crash, a closed tab): the next loan gets a new one
+            self.close()
+
+    def close(self) -> None:
+        if self._context is not None:
+            with contextlib.suppress(Exception):
+                self._context.close()
+        self._context = self._tab = None
+
+
+@pytest.fixture(scope="session")
+def shared_tab(browser) -> Iterator[SharedTab]:
+    """This worker's one tab (`SharedTab`), closed with the session."""
+    tab = SharedTab(browser)
     try:
         yield tab
     finally:
-        report = getattr(request.node, "rep_call", None)
-        if report is not None and report.failed:
-            FAILURES_DIR.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(Exception):
-                tab.screenshot(path=str(FAILURES_DIR / f"{request.node.name}.png"), full_page=True)
-        context.close()
+        tab.close()
+
+
+@pytest.fixture
+def page(shared_tab: SharedTab, request: pytest.FixtureRequest) -> Iterator[object]:
+    """The worker's tab (`SharedTab`), new to this test (its own Streamlit session) at
+    1400x900; a failing test leaves a screenshot."""
+    with shared_tab.lent() as tab:
+        try:
+            yield tab
+        finally:
+            report = getattr(request.node, "rep_call", None)
+            if report is not None and report.failed:
+                FAILURES_DIR.mkdir(parents=True, exist_ok=True)
+                with contextlib.suppress(Exception):
+                    path = FAILURES_DIR / f"{request.node.name}.png"
+                    tab.screenshot(path=str(path), full_page=True)
 
 
 @dataclass(frozen=True)
@@ -278,50 +346,47 @@ class SliderMove:
 
 
 @pytest.fixture(scope="session")
-def sizing_slider_moved(browser, dashboard_server: StreamlitServer) -> SliderMove:
+def sizing_slider_moved(shared_tab: SharedTab, dashboard_server: StreamlitServer) -> SliderMove:
     """The Sizing page opened at the root and then through the sidebar's link, and its batch
     size slider pressed to the end (the largest batch offered), once for the session.
 
     `test_dashboard` reads the prediction it moved and `test_offline` the addresses asked
     on the way: one page load serves both, where each loaded it again (a load is seconds
-    of chromium's CPU: Streamlit's bundle parsed and run anew). The tab is closed before
-    the tests read the record, so no open session idles on the server meanwhile.
+    of chromium's CPU). The tab is put back before the tests read the record, so no open
+    session idles on the server meanwhile.
     """
     from playwright.sync_api import expect
 
     from tests.e2e.test_dashboard import RENDER_TIMEOUT_MS, metric_value, open_page, wait_for_idle
-    from tests.e2e.test_offline import favicon_url, record_requests
+    from tests.e2e.test_offline import favicon_url, requests_recorded
 
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
-    tab = context.new_page()
-    exceptions = tab.get_by_test_id("stException")
-    try:
-        urls = record_requests(tab)
-        open_page(tab, dashboard_server.url, "Sizing", by_link=True)
-        urls.append(favicon_url(tab))
-        load_urls, exceptions_after_load = list(urls), exceptions.count()
-        urls.clear()
-        predicted = metric_value(tab, "Upper bound")
-        expect(predicted).to_have_count(1)
-        before = predicted.inner_text()
-        thumb = tab.get_by_test_id("stSlider").filter(has_text="Batch size").get_by_role("slider")
-        thumb.focus()
-        thumb.press("End")  # surely another prediction, and charts drawn again
-        expect(predicted).not_to_have_text(before, timeout=RENDER_TIMEOUT_MS)
-        wait_for_idle(tab)
-        urls.append(favicon_url(tab))
-        after = predicted.inner_text()
-        return SliderMove(
-            load_urls, list(urls), before, after, exceptions_after_load, exceptions.count()
-        )
-    except Exception:
-        FAILURES_DIR.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(Exception):
-            tab.screenshot(path=str(FAILURES_DIR / "sizing_slider_moved.png"), full_page=True)
-        raise
-    finally:
-        context.close()
+    with shared_tab.lent() as tab, requests_recorded(tab) as urls:
+        exceptions = tab.get_by_test_id("stException")
+        try:
+            open_page(tab, dashboard_server.url, "Sizing", by_link=True)
+            urls.append(favicon_url(tab))
+            load_urls, exceptions_after_load = list(urls), exceptions.count()
+            urls.clear()
+            predicted = metric_value(tab, "Upper bound")
+            expect(predicted).to_have_count(1)
+            before = predicted.inner_text()
+            slider = tab.get_by_test_id("stSlider").filter(has_text="Batch size")
+            thumb = slider.get_by_role("slider")
+            thumb.focus()
+            thumb.press("End")  # surely another prediction, and charts drawn again
+            expect(predicted).not_to_have_text(before, timeout=RENDER_TIMEOUT_MS)
+            wait_for_idle(tab)
+            urls.append(favicon_url(tab))
+            after = predicted.inner_text()
+            return SliderMove(
+                load_urls, list(urls), before, after, exceptions_after_load, exceptions.count()
+            )
+        except Exception:
+            FAILURES_DIR.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(Exception):
+                path = FAILURES_DIR / "sizing_slider_moved.png"
+                tab.screenshot(path=str(path), full_page=True)
+            raise
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -22,7 +22,7 @@ from playwright.sync_api import Page, expect
 from core import bundled_gpu
 from profiling import exchange
 from tests.conftest import built_once, reference_database
-from tests.e2e.conftest import DEFAULT_TIMEOUT_MS, StreamlitServer, serve
+from tests.e2e.conftest import StreamlitServer, serve
 from tests.e2e.test_dashboard import (
     RENDER_TIMEOUT_MS,
     metric_value,
@@ -53,13 +53,9 @@ def gpu_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitSe
 
 
 @pytest.fixture
-def gpu_page(browser, gpu_server: StreamlitServer) -> Iterator[Page]:
-    context = browser.new_context()
-    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
+def gpu_page(page: Page, gpu_server: StreamlitServer) -> Page:
+    """The worker's tab (conftest's ``page``), with the GPU server started."""
+    return page
 
 
 @pytest.mark.parametrize("size", SCREENS, ids=lambda size: f"{size[0]}x{size[1]}")

@@ -1,11 +1,11 @@
 """The dashboard asks nothing of the internet: every request a page makes goes to its server.
 
-Each page is opened in a fresh tab that records every request and websocket it opens,
-rendered to the end, and on the Sizing page a slider moved (that tab is conftest's
+Each page is opened in a tab that records every request and websocket from before the
+page's first one, rendered to the end, and on the Sizing page a slider moved (that tab is conftest's
 `sizing_slider_moved`, whose moved prediction test_dashboard reads); every address must be the
 server's (127.0.0.1 or localhost) or inline (``data:``, ``blob:``). Every page's load at
 each width is recorded the same way by test_pages_at_widths, which opens each page once a
-width anyway (a page load is ~7 CPU s of browser and server). Until issue 38
+width anyway (a page load is seconds of browser and server CPU). Until issue 38
 (item 7) the tab's icon, a Material symbol, was fetched from fonts.gstatic.com on every
 page: a visit told Google, and offline the tab had no icon. The server runs with the
 shipped .streamlit/config.toml, so its usage statistics setting is checked too: turned on,
@@ -14,10 +14,12 @@ every new tab fetches https://data.streamlit.io/metrics.json.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Request, WebSocket, expect
 
 from tests.e2e.conftest import SliderMove
 from tests.e2e.test_dashboard import RENDER_TIMEOUT_MS
@@ -40,12 +42,25 @@ def is_local(url: str) -> bool:
     return parts.scheme in NETWORK_SCHEMES and parts.hostname in LOCAL_HOSTS
 
 
-def record_requests(page: Page) -> list[str]:
-    """Every address ``page`` asks for from now on: requests (its workers' too) and websockets."""
+@contextlib.contextmanager
+def requests_recorded(page: Page) -> Iterator[list[str]]:
+    """Every address ``page`` asks for inside the block: requests (its workers' too) and
+    websockets. The listeners go with the block: the tab is lent again (`SharedTab`)."""
     urls: list[str] = []
-    page.context.on("request", lambda request: urls.append(request.url))
-    page.on("websocket", lambda socket: urls.append(socket.url))
-    return urls
+
+    def on_request(request: Request) -> None:
+        urls.append(request.url)
+
+    def on_websocket(socket: WebSocket) -> None:
+        urls.append(socket.url)
+
+    page.context.on("request", on_request)
+    page.on("websocket", on_websocket)
+    try:
+        yield urls
+    finally:
+        page.context.remove_listener("request", on_request)
+        page.remove_listener("websocket", on_websocket)
 
 
 def favicon_url(page: Page) -> str:

@@ -30,7 +30,7 @@ from core.published import PUBLISHED_POINTS
 from tests.e2e.clipped_text import clipped_text
 from tests.e2e.drawn_defects import drawn_defects
 from tests.e2e.test_dashboard import no_exception, open_page, save_whole_page
-from tests.e2e.test_offline import favicon_url, outside, record_requests
+from tests.e2e.test_offline import favicon_url, outside, requests_recorded
 
 pytestmark = pytest.mark.e2e
 
@@ -177,11 +177,11 @@ def test_every_page_renders_whole_at_this_width(
     page: Page, every_bundle_url: str, screenshots_dir: Path, title: str, width: int
 ) -> None:
     page.set_viewport_size({"width": width, "height": HEIGHT_PX[width]})
-    urls = record_requests(page)
-    open_page(page, every_bundle_url, title)
-    no_exception(page)
-    # Offline too (test_offline): each page load asks only its own server, icon included.
-    urls.append(favicon_url(page))
+    with requests_recorded(page) as urls:
+        open_page(page, every_bundle_url, title)
+        no_exception(page)
+        # Offline too (test_offline): each page load asks only its own server, icon included.
+        urls.append(favicon_url(page))
     assert any(url.startswith(every_bundle_url) for url in urls), "no request was recorded"
     assert outside(urls) == [], f"the {title} page reached outside: {outside(urls)}"
     page.screenshot(path=str(screenshots_dir / f"{title.lower()}_screen_{width}.png"))

@@ -22,7 +22,7 @@ from urllib.parse import urlencode, urlparse
 import pytest
 from playwright.sync_api import Download, Locator, Page, expect
 
-from tests.e2e.conftest import DEFAULT_TIMEOUT_MS, VIEWPORT, StreamlitServer
+from tests.e2e.conftest import SharedTab, StreamlitServer
 from tests.e2e.test_dashboard import (
     RENDER_TIMEOUT_MS,
     metric_value,
@@ -64,7 +64,7 @@ def open_sizing(page: Page, url: str, width: int, **params: str) -> Locator:
 
 @pytest.fixture(scope="module", params=WIDTHS, ids=str)
 def dell_page(
-    request: pytest.FixtureRequest, browser, dashboard_server: StreamlitServer
+    request: pytest.FixtureRequest, shared_tab: SharedTab, dashboard_server: StreamlitServer
 ) -> Iterator[tuple[Page, Locator, int]]:
     """The Dell question's link opened once at each width, for both tests at that width: the
     tab, its main area and the width.
@@ -74,13 +74,8 @@ def dell_page(
     finds the page as the link opens it, in any order.
     """
     width = request.param
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
-    try:
-        page = context.new_page()
+    with shared_tab.lent() as page:
         yield page, open_sizing(page, dashboard_server.url, width, **DELL_QUESTION), width
-    finally:
-        context.close()
 
 
 def download_report(page: Page, main: Locator) -> Download:

@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from core import store
-from tests.e2e.conftest import DEFAULT_TIMEOUT_MS, VIEWPORT, StreamlitServer, serve
+from tests.e2e.conftest import StreamlitServer, serve
 from tests.e2e.test_dashboard import (
     RENDER_TIMEOUT_MS,
     SIDEBAR_WIDTHS,
@@ -58,13 +58,9 @@ def slurm_server(
 
 
 @pytest.fixture
-def slurm_page(browser, slurm_server: StreamlitServer) -> Iterator[Page]:
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
+def slurm_page(page: Page, slurm_server: StreamlitServer) -> Page:
+    """The worker's tab (conftest's ``page``), with the Slurm-enabled server started."""
+    return page
 
 
 def _launch_on_slurm(page: Page, values: dict[str, str], framework: str | None = None) -> None:
