@@ -36,6 +36,7 @@ from tests.app.helpers import (
     this_machine_is,
 )
 from tests.app.once import repeated_work_done_once
+from tests.app.script_wait import script_runs_joined
 from tests.app.torch_runs import ALEXNET_TORCH_SCALE, TORCH_COLUMNS, add_torch_runs, evaluate_torch
 from tests.conftest import (
     UNMEASURED_MACHINE,
@@ -49,8 +50,9 @@ from tests.conftest import (
 def _repeated_work_done_once() -> Iterator[None]:
     """Each distinct chart is checked against the Vega-Lite schema once per test process,
     and the installed components are scanned once (`tests.app.once`): every page run
-    would do both again with the same answer."""
-    with repeated_work_done_once():
+    would do both again with the same answer. Each run is awaited without a busy poll
+    (`tests.app.script_wait`)."""
+    with repeated_work_done_once(), script_runs_joined():
         yield
 
 
