@@ -37,7 +37,7 @@ from application import machines as machine_choices
 from application import models as stored_models
 from application.machines import MachineChoice
 from application.models import FitEvidence, KnobEvidence, Predictor, load_evidence
-from core import frameworks, profiles, store
+from core import frameworks, profiles, store, targets
 from core.database import (
     default_db_path,
     ensure_database,
@@ -131,6 +131,13 @@ def version(db_path: Path) -> Version:
 def runs(db_path: Path, db_version: Version) -> pd.DataFrame:
     """Every stored run (`core.store.load_runs`), with its profile key in ``machine_profile``."""
     return profiles.with_keys(store.load_runs(db_path))
+
+
+@_stops_on_store_error
+@st.cache_data(show_spinner=False, max_entries=MAX_VERSIONS)
+def gpu_runs(db_path: Path, db_version: Version) -> pd.DataFrame:
+    """Every stored run of GPU memory (`core.targets`), as `runs` reads host RAM's."""
+    return store.load_runs(db_path, store.RunFilter(target=targets.GPU_MEMORY))
 
 
 @_stops_on_store_error

@@ -35,7 +35,8 @@ def render() -> None:
         # Once a session: not above every page for as long as the server runs.
         if not runs.empty and not st.session_state.get(SEEDED_SAID_KEY):
             st.session_state[SEEDED_SAID_KEY] = True
-            st.caption(plain(first_start.seeded_note(str(db), runs)))
+            gpu_runs = data.gpu_runs(db, data.version(db))
+            st.caption(plain(first_start.seeded_note(str(db), runs, gpu_runs)))
         return
     loaded = st.session_state.pop(LOADED_KEY, None)
     if loaded is not None:

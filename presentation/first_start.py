@@ -26,11 +26,22 @@ def bundled_summary(runs: pd.DataFrame) -> str:
     return f"{len(runs):,} runs: {parts}{where}"
 
 
-def seeded_note(db_path: str, runs: pd.DataFrame) -> str:
-    """The one line a page shows when the dashboard just created ``db_path`` from the bundle."""
+def gpu_summary(gpu_runs: pd.DataFrame) -> str:
+    """``50 runs of GPU memory: 3D U-Net (IntelAI/unet) 42, AlexNet 8, on NVIDIA H200``."""
+    per_workload = workload_labels.with_workload(gpu_runs)[workload_labels.WORKLOAD_COLUMN]
+    counts = per_workload.value_counts()
+    parts = ", ".join(f"{workload_labels.title(name)} {count:,}" for name, count in counts.items())
+    devices = " and ".join(sorted(gpu_runs["gpu_name"].dropna().astype(str).unique()))
+    return f"{len(gpu_runs):,} runs of GPU memory: {parts}" + (f", on {devices}" if devices else "")
+
+
+def seeded_note(db_path: str, runs: pd.DataFrame, gpu_runs: pd.DataFrame | None = None) -> str:
+    """The one line a page shows when the dashboard just created ``db_path`` from the bundle:
+    its host-RAM runs and, where it holds any, its GPU-memory runs (``gpu_runs``)."""
+    gpu = f"; {gpu_summary(gpu_runs)}" if gpu_runs is not None and not gpu_runs.empty else ""
     return (
         f"New database {db_path}: seeded from the bundled measurements "
-        f"({bundled_summary(runs)}; how each was measured: {REFERENCE_DOC})."
+        f"({bundled_summary(runs)}{gpu}; how each was measured: {REFERENCE_DOC})."
     )
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from application import readonly, stored
 from core import database, store
+from core.bundled_gpu import BUNDLED_GPU_RUNS
 from dashboard import first_start
 from tests.app.helpers import open_page, shown
 
@@ -49,7 +50,10 @@ def test_a_new_memplan_db_starts_with_the_bundled_runs_and_says_so(
     [note] = [shown(c.value) for c in at.main.caption if "seeded from the bundled" in c.value]
     assert note.startswith(f"New database {new}: seeded from the bundled measurements (")
     assert f"{bundled_run_count():,} runs: 3D U-Net (IntelAI/unet) " in note
-    assert note.endswith("how each was measured: data/REFERENCE.md).")
+    # The bundled GPU runs too, named as the GPU Sizing page's evidence names them.
+    gpu_lines = sum(len(path.read_text().splitlines()) for path, _ in BUNDLED_GPU_RUNS)
+    assert f"; {gpu_lines:,} runs of GPU memory: 3D U-Net (IntelAI/unet) " in note
+    assert ", on NVIDIA H200; how each was measured: data/REFERENCE.md)." in note
     # Its models are the bundled ones, as on the default database: no "fit them first" dead end.
     assert not any("Only the analytical models" in info.value for info in at.main.info)
     assert not [b for b in at.main.button if b.label == first_start.LOAD_BUTTON]
