@@ -44,7 +44,9 @@ def table(said: GpuAnswer) -> None:
     if not said.table:
         return
     st.markdown("**GPU sizes** (usable memory as the framework reports it)")
-    st.dataframe(gpu_sizing_view.table_frame(said.table), hide_index=True, width="stretch")
+    # A static table: each size's reason is a sentence, whole on the page (a dataframe's
+    # cells cut it at the column's width).
+    st.table(gpu_sizing_view.table_frame(said.table), hide_index=True, border="horizontal")
 
 
 def every_size(said: GpuAnswer, answers: list[GpuAnswer]) -> None:
@@ -60,7 +62,7 @@ def options(said: GpuAnswer) -> None:
     if not said.options:
         return
     st.subheader("What would make it fit")
-    st.dataframe(gpu_sizing_view.options_frame(said.options), hide_index=True, width="stretch")
+    st.table(gpu_sizing_view.options_frame(said.options), hide_index=True, border="horizontal")
 
 
 def evidence(said: GpuAnswer) -> None:

@@ -70,7 +70,7 @@ def test_which_gpus_shows_every_size_with_the_clis_verdicts_the_reports_and_the_
     ]) == 0  # fmt: skip
     assert f"GPU memory: {data['headline']}</h2>" in html.unescape(report.read_text())
     assert data["headline"] in _captions(at)
-    table, options = (frame.value for frame in at.dataframe)
+    table, options = (frame.value for frame in at.table)
     assert list(table["Verdict"]) == [row["verdict"] for row in data["table"]] == [
         "does not fit", "verify first", "verify first", "fits", "fits", "fits",
     ]  # fmt: skip

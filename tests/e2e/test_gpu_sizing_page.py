@@ -22,7 +22,9 @@ from playwright.sync_api import Page, expect
 from core import bundled_gpu
 from profiling import exchange
 from tests.conftest import built_once, reference_database
+from tests.e2e.clipped_text import clipped_text
 from tests.e2e.conftest import StreamlitServer, serve
+from tests.e2e.drawn_defects import drawn_defects
 from tests.e2e.test_dashboard import (
     RENDER_TIMEOUT_MS,
     metric_value,
@@ -98,7 +100,12 @@ def test_a_link_to_which_gpus_shows_every_size_and_what_would_make_it_fit(
     no_exception(page)
 
     main = page.get_by_test_id("stMain")
-    tables = main.get_by_test_id("stDataFrame")
-    expect(tables).to_have_count(2)  # the GPU sizes, what would make it fit
+    tables = main.get_by_test_id("stTable")
+    expect(tables).to_have_count(2)  # the GPU sizes, what would make it fit: read whole
     expect(main.get_by_role("heading", name="What would make it fit")).to_be_visible()
     save_whole_page(page, screenshots_dir / "sizing_gpu_which_1440.png")
+    # Each reason is a sentence the reader needs whole; a dataframe's cells cut them.
+    found = clipped_text(page)
+    assert not found, "\n".join(str(item) for item in found)
+    drawn = drawn_defects(page)
+    assert not drawn, "\n".join(drawn)
