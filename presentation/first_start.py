@@ -16,11 +16,16 @@ from presentation import workload_labels
 REFERENCE_DOC = "data/REFERENCE.md"
 
 
-def bundled_summary(runs: pd.DataFrame) -> str:
-    """``1,234 runs: 3D U-Net (IntelAI/unet) 1,000, AlexNet 234, on 4 machines``."""
+def _per_workload(runs: pd.DataFrame) -> str:
+    """``3D U-Net (IntelAI/unet) 1,000, AlexNet 234``: how many runs of each workload."""
     per_workload = workload_labels.with_workload(runs)[workload_labels.WORKLOAD_COLUMN]
     counts = per_workload.value_counts()
-    parts = ", ".join(f"{workload_labels.title(name)} {count:,}" for name, count in counts.items())
+    return ", ".join(f"{workload_labels.title(name)} {count:,}" for name, count in counts.items())
+
+
+def bundled_summary(runs: pd.DataFrame) -> str:
+    """``1,234 runs: 3D U-Net (IntelAI/unet) 1,000, AlexNet 234, on 4 machines``."""
+    parts = _per_workload(runs)
     machine_count = len(profiles.profiles_in(runs)) if "machine_profile" in runs else 0
     where = f", on {machine_count} machine profiles" if machine_count > 1 else ""
     return f"{len(runs):,} runs: {parts}{where}"
@@ -28,9 +33,7 @@ def bundled_summary(runs: pd.DataFrame) -> str:
 
 def gpu_summary(gpu_runs: pd.DataFrame) -> str:
     """``50 runs of GPU memory: 3D U-Net (IntelAI/unet) 42, AlexNet 8, on NVIDIA H200``."""
-    per_workload = workload_labels.with_workload(gpu_runs)[workload_labels.WORKLOAD_COLUMN]
-    counts = per_workload.value_counts()
-    parts = ", ".join(f"{workload_labels.title(name)} {count:,}" for name, count in counts.items())
+    parts = _per_workload(gpu_runs)
     devices = " and ".join(sorted(gpu_runs["gpu_name"].dropna().astype(str).unique()))
     return f"{len(gpu_runs):,} runs of GPU memory: {parts}" + (f", on {devices}" if devices else "")
 
