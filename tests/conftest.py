@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from application import bundles
-from core import database, store, workloads
+from core import bundled_gpu, database, store, workloads
 from core.analytical import refined_breakdown
 from core.profiles import MachineProfile
 from core.records import RunRecord, Sample
@@ -344,6 +344,14 @@ def reference_database(path: Path) -> None:
     database.ensure_database(path)
     exchange.import_runs(path, database.BUNDLED_RUNS, database.BUNDLED_SAMPLES)
     assert bundles.install_bundled_results(path), "the bundled evaluation did not install"
+
+
+def gpu_database(path: Path) -> None:
+    """`reference_database` plus the bundled H200 GPU runs (`core.bundled_gpu`), imported as
+    ``memplan import`` imports them: the page and browser tests' ``gpu.duckdb``."""
+    reference_database(path)
+    for runs_file, alloc_conf in bundled_gpu.BUNDLED_GPU_RUNS:
+        exchange.import_runs(path, runs_file, alloc_conf=alloc_conf)
 
 
 def synthetic_database(tmp_path_factory: pytest.TempPathFactory, *evaluate: str) -> Path:

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from application import bundles
-from core import bundled_gpu, database
+from core import database
 from core.database import file_stamp
 from core.frameworks import TENSORFLOW
 from core.profiles import MachineProfile
@@ -42,6 +42,7 @@ from tests.conftest import (
     UNMEASURED_MACHINE,
     built_once,
     every_bundle_database,
+    gpu_database,
     reference_database,
 )
 
@@ -312,15 +313,10 @@ unmeasured_torch_db = _unmeasured_fixture(
 
 
 @pytest.fixture(scope="session")
-def gpu_template(reference_db_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The reference database plus the bundled H200 GPU runs (`core.bundled_gpu`)."""
-
-    def build(path: Path) -> None:
-        path.write_bytes(reference_db_template.read_bytes())
-        for runs_file, alloc_conf in bundled_gpu.BUNDLED_GPU_RUNS:
-            exchange.import_runs(path, runs_file, alloc_conf=alloc_conf)
-
-    return built_once(tmp_path_factory, "gpu.duckdb", build)
+def gpu_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference database plus the bundled H200 GPU runs (`tests.conftest.gpu_database`),
+    the same file as the browser tests' GPU server reads."""
+    return built_once(tmp_path_factory, "gpu.duckdb", gpu_database)
 
 
 shared_gpu_db = _shared_fixture("gpu_template", "The reference runs and the bundled GPU runs")

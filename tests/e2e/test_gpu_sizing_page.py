@@ -19,9 +19,7 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Page, expect
 
-from core import bundled_gpu
-from profiling import exchange
-from tests.conftest import built_once, reference_database
+from tests.conftest import built_once, gpu_database
 from tests.e2e.clipped_text import clipped_text
 from tests.e2e.conftest import StreamlitServer, serve
 from tests.e2e.drawn_defects import drawn_defects
@@ -40,16 +38,10 @@ ANSWER_LABEL = "Largest cube at batch 2"
 ANSWER_GPU = "3D U-Net (IntelAI/unet) on 80 GB (H100 80GB, 79.18 GiB usable)"
 
 
-def _with_gpu_runs(path: Path) -> None:
-    reference_database(path)
-    for runs_file, alloc_conf in bundled_gpu.BUNDLED_GPU_RUNS:
-        exchange.import_runs(path, runs_file, alloc_conf=alloc_conf)
-
-
 @pytest.fixture(scope="module")
 def gpu_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
     """The dashboard on the reference runs and the bundled H200 GPU runs."""
-    template = built_once(tmp_path_factory, "gpu.duckdb", _with_gpu_runs)
+    template = built_once(tmp_path_factory, "gpu.duckdb", gpu_database)
     with serve(template, tmp_path_factory.mktemp("e2e-gpu")) as server:
         yield server
 
