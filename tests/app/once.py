@@ -56,7 +56,7 @@ def remembering(validate: Validate) -> Validate:
 
 
 @contextmanager
-def _wrapped(owner: Any, name: str, wrap: Callable[[Any], Any]) -> Iterator[None]:
+def wrapped(owner: Any, name: str, wrap: Callable[[Any], Any]) -> Iterator[None]:
     """Within, ``owner.name`` is ``wrap`` of itself; the real one again after."""
     real = getattr(owner, name)
     setattr(owner, name, wrap(real))
@@ -71,7 +71,7 @@ def remember_valid_charts() -> Iterator[None]:
     """Within, altair checks each distinct chart against the schema once (see above)."""
     from altair.utils import schemapi
 
-    with _wrapped(schemapi, "validate_jsonschema", remembering):
+    with wrapped(schemapi, "validate_jsonschema", remembering):
         yield
 
 
@@ -153,7 +153,7 @@ def bundles_checked_once() -> Iterator[None]:
     """Within, the bundles are checked once per distinct database content (see above)."""
     from application import bundles
 
-    with _wrapped(bundles, "install_every_bundle", checking_once):
+    with wrapped(bundles, "install_every_bundle", checking_once):
         yield
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.app.once import _wrapped
+from tests.app.once import wrapped
 
 
 def joining(poll: Any) -> Any:
@@ -45,5 +45,5 @@ def script_runs_joined() -> Iterator[None]:
     if not hasattr(local_script_runner, "require_widgets_deltas"):
         yield
         return
-    with _wrapped(local_script_runner, "require_widgets_deltas", joining):
+    with wrapped(local_script_runner, "require_widgets_deltas", joining):
         yield

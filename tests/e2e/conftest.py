@@ -276,7 +276,7 @@ class SharedTab:
         if self._lent:
             raise RuntimeError(
                 "the shared tab is already lent: a test takes one of the tab fixtures "
-                "(page, gpu_page, slurm_page, dell_page, sizing_slider_moved), not two"
+                "(page, dell_page, sizing_slider_moved), not two"
             )
         if self._tab is None:
             self._context = self._browser.new_context(viewport=VIEWPORT)

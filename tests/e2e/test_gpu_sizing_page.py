@@ -46,17 +46,10 @@ def gpu_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitSe
         yield server
 
 
-@pytest.fixture
-def gpu_page(page: Page, gpu_server: StreamlitServer) -> Page:
-    """The worker's tab (conftest's ``page``), with the GPU server started."""
-    return page
-
-
 @pytest.mark.parametrize("size", SCREENS, ids=lambda size: f"{size[0]}x{size[1]}")
 def test_switching_to_gpu_memory_shows_the_largest_cube_on_the_first_screen(
-    gpu_page: Page, gpu_server: StreamlitServer, screenshots_dir: Path, size: tuple[int, int]
+    page: Page, gpu_server: StreamlitServer, screenshots_dir: Path, size: tuple[int, int]
 ) -> None:
-    page = gpu_page
     page.set_viewport_size({"width": size[0], "height": size[1]})
     page.goto(f"{gpu_server.url}/?{urlencode(QUESTION)}")
     main = page.get_by_test_id("stMain")
@@ -79,9 +72,8 @@ def test_switching_to_gpu_memory_shows_the_largest_cube_on_the_first_screen(
 
 
 def test_a_link_to_which_gpus_shows_every_size_and_what_would_make_it_fit(
-    gpu_page: Page, gpu_server: StreamlitServer, screenshots_dir: Path
+    page: Page, gpu_server: StreamlitServer, screenshots_dir: Path
 ) -> None:
-    page = gpu_page
     page.set_viewport_size({"width": 1440, "height": 900})
     link = {"memory": "gpu", "ask": "which-gpus", "gpu": "40GB", "image": "256", "batch": "2"}
     page.goto(f"{gpu_server.url}/?{urlencode(link)}")

@@ -57,12 +57,6 @@ def slurm_server(
         yield server
 
 
-@pytest.fixture
-def slurm_page(page: Page, slurm_server: StreamlitServer) -> Page:
-    """The worker's tab (conftest's ``page``), with the Slurm-enabled server started."""
-    return page
-
-
 def _launch_on_slurm(page: Page, values: dict[str, str], framework: str | None = None) -> None:
     sidebar = page.get_by_test_id("stSidebar")
     sidebar.get_by_text("Slurm partition", exact=True).click()
@@ -83,9 +77,8 @@ def _launch_on_slurm(page: Page, values: dict[str, str], framework: str | None =
 
 
 def test_a_sweep_launched_onto_slurm_shows_each_point_and_lands_with_its_job_ids(
-    slurm_page: Page, slurm_server: StreamlitServer, slurm_cluster, screenshots_dir: Path
+    page: Page, slurm_server: StreamlitServer, slurm_cluster, screenshots_dir: Path
 ) -> None:
-    page = slurm_page
     open_page(page, slurm_server.url, "Sweeps")
     before = set(store.load_runs(slurm_server.db_path)["run_id"])
     _launch_on_slurm(page, FINISHED_SWEEP, FINISHED_FRAMEWORK)
@@ -123,9 +116,8 @@ def test_a_sweep_launched_onto_slurm_shows_each_point_and_lands_with_its_job_ids
 
 
 def test_cancel_in_the_sidebar_cancels_the_slurm_jobs(
-    slurm_page: Page, slurm_server: StreamlitServer, slurm_cluster
+    page: Page, slurm_server: StreamlitServer, slurm_cluster
 ) -> None:
-    page = slurm_page
     open_page(page, slurm_server.url, "Sweeps")
     before = set(store.load_runs(slurm_server.db_path)["run_id"])
     _launch_on_slurm(page, CANCELLED_SWEEP)
