@@ -15,7 +15,7 @@ import streamlit as st
 from application.gpu_sizing import HOST_RAM_NOTE, GpuAnswer
 from core import database
 from presentation import gpu_sizing_text, gpu_sizing_view
-from presentation.text import plain
+from presentation.text import plain, text_cells
 
 
 def range_words(said: GpuAnswer) -> str:
@@ -45,8 +45,10 @@ def table(said: GpuAnswer) -> None:
         return
     st.markdown("**GPU sizes** (usable memory as the framework reports it)")
     # A static table: each size's reason is a sentence, whole on the page (a dataframe's
-    # cells cut it at the column's width).
-    st.table(gpu_sizing_view.table_frame(said.table), hide_index=True, border="horizontal")
+    # cells cut it at the column's width). Its cells are Markdown: every one escaped, as a
+    # GPU's name may come from an imported file.
+    frame = text_cells(gpu_sizing_view.table_frame(said.table), {})
+    st.table(frame, hide_index=True, border="horizontal")
 
 
 def every_size(said: GpuAnswer, answers: list[GpuAnswer]) -> None:
@@ -62,7 +64,8 @@ def options(said: GpuAnswer) -> None:
     if not said.options:
         return
     st.subheader("What would make it fit")
-    st.table(gpu_sizing_view.options_frame(said.options), hide_index=True, border="horizontal")
+    frame = text_cells(gpu_sizing_view.options_frame(said.options), {})
+    st.table(frame, hide_index=True, border="horizontal")
 
 
 def evidence(said: GpuAnswer) -> None:
