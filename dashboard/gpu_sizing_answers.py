@@ -64,8 +64,11 @@ def options(said: GpuAnswer) -> None:
     if not said.options:
         return
     st.subheader("What would make it fit")
-    frame = text_cells(gpu_sizing_view.options_frame(said.options), {})
-    st.table(frame, hide_index=True, border="horizontal")
+    # One line each, in the command line's words: as a seven-column table it overflowed the
+    # page at 1024 px (the expandable-segments setting is one long word).
+    for option in said.options:
+        check = gpu_sizing_text.check_line(option.check)
+        st.markdown(f"- **{plain(option.change)}**: {plain(check)}")
 
 
 def evidence(said: GpuAnswer) -> None:

@@ -20,7 +20,6 @@ from application.gpu_sizing import (
     WHICH_GPUS,
     GpuAnswer,
     GpuCheck,
-    GpuOption,
     GpuQuestion,
 )
 from core import workloads
@@ -116,26 +115,6 @@ def largest_frame(answers: list[GpuAnswer]) -> pd.DataFrame:
             for said in answers
         ],
         columns=["GPU", "Largest that fits", "Verify first up to"],
-    )
-
-
-def options_frame(options: tuple[GpuOption, ...]) -> pd.DataFrame:
-    """One row per option that would make the configuration fit, with its figures."""
-    return pd.DataFrame(
-        [
-            {
-                "Change": option.change,
-                "Configuration": f"{shape_words(tuple(option.check.config.image_shape))} at "
-                f"batch {option.check.config.batch_size}",
-                "Allocated": _gib(option.check.allocated_bytes),
-                "Floor": _gib(option.check.floor_bytes),
-                "Bound": _gib(option.check.bound_bytes),
-                "Verdict": option.check.verdict.value,
-                "Why": option.check.reason,
-            }
-            for option in options
-        ],
-        columns=["Change", "Configuration", "Allocated", "Floor", "Bound", "Verdict", "Why"],
     )
 
 

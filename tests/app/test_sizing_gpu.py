@@ -40,6 +40,15 @@ def _cli_json(at: AppTest, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+def _option_lines(at: AppTest, capsys) -> list[str]:
+    """The "What would make it fit" lines the page's command prints (without --json)."""
+    (code,) = at.code
+    assert cli.main(shlex.split(code.value)[1:]) == 0
+    said = capsys.readouterr().out.splitlines()
+    after = said[said.index("What would make it fit:") + 1 :]
+    return [line for line in after if line.startswith("  - ")]
+
+
 def test_the_largest_cube_on_an_80_gb_gpu_is_the_applications_and_the_clis(
     shared_gpu_db: Path, capsys
 ) -> None:
@@ -71,14 +80,17 @@ def test_which_gpus_shows_every_size_with_the_clis_verdicts_the_reports_and_the_
     ]) == 0  # fmt: skip
     assert f"GPU memory: {data['headline']}</h2>" in html.unescape(report.read_text())
     assert data["headline"] in _captions(at)
-    table, options = (frame.value for frame in at.table)
-    # Static tables, whose cells are Markdown: each one shown as the text it is.
-    cells = [*table.to_numpy().ravel(), *options.to_numpy().ravel()]
+    (table,) = (frame.value for frame in at.table)
+    # A static table, whose cells are Markdown: each one shown as the text it is.
+    cells = list(table.to_numpy().ravel())
     assert [plain(shown(cell)) for cell in cells] == cells
     assert [shown(v) for v in table["Verdict"]] == [row["verdict"] for row in data["table"]] == [
         "does not fit", "verify first", "verify first", "fits", "fits", "fits",
     ]  # fmt: skip
-    assert [shown(c) for c in options["Change"]] == [o["change"] for o in data["options"]]
+    # What would make it fit: a line each, the command line's words with their figures.
+    options = [shown(m.value) for m in at.main.markdown if m.value.startswith("- **")]
+    assert [line.split("**")[1] for line in options] == [o["change"] for o in data["options"]]
+    assert ["  " + line.replace("**", "", 2) for line in options] == _option_lines(at, capsys)
     assert at.metric[0].value == data["answer"]["verdict"] == "verify first"
     assert "another architecture" in " ".join(_captions(at))  # the transfer, in words
 

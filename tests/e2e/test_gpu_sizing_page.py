@@ -35,6 +35,10 @@ from tests.e2e.test_first_screen import QUESTION, SCREENS, on_first_screen
 pytestmark = pytest.mark.e2e
 
 ANSWER_LABEL = "Largest cube at batch 2"
+# Whether a box, or anything in it, is wider than it shows (and so scrolls sideways).
+SCROLLS_SIDEWAYS = (
+    "box => [box, ...box.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1)"
+)
 ANSWER_GPU = "3D U-Net (IntelAI/unet) on 80 GB (H100 80GB, 79.18 GiB usable)"
 
 
@@ -71,10 +75,11 @@ def test_switching_to_gpu_memory_shows_the_largest_cube_on_the_first_screen(
     page.screenshot(path=str(screenshots_dir / f"sizing_gpu_{size[0]}.png"))
 
 
+@pytest.mark.parametrize("width", [size[0] for size in SCREENS])
 def test_a_link_to_which_gpus_shows_every_size_and_what_would_make_it_fit(
-    page: Page, gpu_server: StreamlitServer, screenshots_dir: Path
+    page: Page, gpu_server: StreamlitServer, screenshots_dir: Path, width: int
 ) -> None:
-    page.set_viewport_size({"width": 1440, "height": 900})
+    page.set_viewport_size({"width": width, "height": 900})
     link = {"memory": "gpu", "ask": "which-gpus", "gpu": "40GB", "image": "256", "batch": "2"}
     page.goto(f"{gpu_server.url}/?{urlencode(link)}")
     expect(metric_value(page, "256^3 at batch 2")).to_have_text(
@@ -84,12 +89,16 @@ def test_a_link_to_which_gpus_shows_every_size_and_what_would_make_it_fit(
     no_exception(page)
 
     main = page.get_by_test_id("stMain")
-    tables = main.get_by_test_id("stTable")
-    expect(tables).to_have_count(2)  # the GPU sizes, what would make it fit: read whole
+    (table,) = main.get_by_test_id("stTable").all()  # the GPU sizes, each reason whole
     expect(main.get_by_role("heading", name="What would make it fit")).to_be_visible()
-    save_whole_page(page, screenshots_dir / "sizing_gpu_which_1440.png")
-    # Each reason is a sentence the reader needs whole; a dataframe's cells cut them.
+    # A line each (a seven-column table overflowed at 1024 px): five here.
+    expect(main.get_by_role("listitem")).to_have_count(5)
+    save_whole_page(page, screenshots_dir / f"sizing_gpu_which_{width}.png")
+    # Each reason is a sentence the reader needs whole: not cut, not scrolled out of view.
     found = clipped_text(page)
     assert not found, "\n".join(str(item) for item in found)
     drawn = drawn_defects(page)
     assert not drawn, "\n".join(drawn)
+    # Wider than the page, a static table scrolls inside its box (the options table did,
+    # 823 px in 564 at 1024) and clipped_text does not see it.
+    assert not table.evaluate(SCROLLS_SIDEWAYS), f"the GPU sizes table scrolls at {width} px"
